@@ -1,0 +1,152 @@
+"""The aiohttp application: WebSocket routes, health, readiness, metrics, lifecycle."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import aiohttp
+from aiohttp import web
+
+from proxy.config import Config, Route
+from proxy.logging import get_logger
+from proxy.metrics import Metrics
+
+if TYPE_CHECKING:
+    from proxy.pump import ClientSession
+    from proxy.store.base import SessionStore
+    from proxy.vad import VadRunner
+
+WS_PATHS = ("/v1/realtime", "/v1/duplex")
+
+
+@dataclass
+class ProxyState:
+    """Everything one proxy process shares between its sessions."""
+
+    config: Config
+    metrics: Metrics = field(default_factory=Metrics)
+    http: aiohttp.ClientSession | None = None
+    store: SessionStore | None = None
+    vad: VadRunner | None = None
+    # Resolved URL for each `embedded://KIND` upstream, once its backend is up.
+    embedded_urls: dict[str, str] = field(default_factory=dict)
+    sessions: set[ClientSession] = field(default_factory=set)
+    per_route: dict[str, int] = field(default_factory=dict)
+    draining: bool = False
+    replica_id: str = ""
+
+    def upstream_url(self, route: Route) -> str:
+        kind = route.embedded_kind
+        if kind is None:
+            return route.upstream
+        return self.embedded_urls[kind]
+
+    def vad_runner(self) -> VadRunner:
+        """The process-wide batched VAD runner, created on first use."""
+        if self.vad is None:
+            from proxy.vad import VadRunner
+
+            self.vad = VadRunner(
+                max_batch=self.config.vad.max_batch, threads=self.config.vad.threads
+            )
+        return self.vad
+
+
+STATE = web.AppKey("proxy_state", ProxyState)
+
+
+async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
+    """Start the in-process reference backends that `embedded://KIND` routes name."""
+    state = app[STATE]
+    kinds = sorted({k for r in state.config.routes if (k := r.embedded_kind) is not None})
+    runners: list[web.AppRunner] = []
+    from proxy.reference.server import build_reference_app
+
+    for kind in kinds:
+        runner = web.AppRunner(build_reference_app(kind), handle_signals=False)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        state.embedded_urls[kind] = f"ws://127.0.0.1:{port}/v1/realtime"
+        runners.append(runner)
+        get_logger().info("embedded_backend_started", kind=kind, url=state.embedded_urls[kind])
+    yield
+    for runner in runners:
+        await runner.cleanup()
+
+
+async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
+    state = app[STATE]
+    state.http = aiohttp.ClientSession()
+    from proxy.store import open_store
+
+    state.store = await open_store(state.config.store, state.metrics)
+    yield
+    await state.store.close()
+    if state.vad is not None:
+        await state.vad.close()
+    await state.http.close()
+
+
+async def _close_sessions(app: web.Application) -> None:
+    """On shutdown: persist and close every client with 1012 so it resumes elsewhere."""
+    state = app[STATE]
+    state.draining = True
+    sessions = list(state.sessions)
+    if sessions:
+        await asyncio.gather(*(s.drain() for s in sessions), return_exceptions=True)
+
+
+async def healthz(request: web.Request) -> web.Response:
+    return web.json_response({"status": "ok"})
+
+
+async def readyz(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    checks: dict[str, object] = {"draining": state.draining}
+    ready = not state.draining and state.http is not None
+    capacity = len(state.sessions) < state.config.server.max_sessions
+    checks["sessions"] = len(state.sessions)
+    checks["capacity"] = capacity
+    ready = ready and capacity
+    degraded: list[str] = []
+    if state.store is not None:
+        store_ok = await state.store.healthy()
+        checks["store"] = "ok" if store_ok else "unavailable"
+        if not store_ok:
+            # Live sessions keep talking; only resume is unavailable.
+            degraded.append("session store unavailable: resume disabled")
+    checks["degraded"] = degraded
+    status = "ready" if ready else "not_ready"
+    if ready and degraded:
+        status = "degraded"
+    return web.json_response({"status": status, **checks}, status=200 if ready else 503)
+
+
+async def metrics(request: web.Request) -> web.Response:
+    state = request.app[STATE]
+    return web.Response(body=state.metrics.render(), content_type="text/plain", charset="utf-8")
+
+
+async def websocket(request: web.Request) -> web.StreamResponse:
+    from proxy.pump import handle_client
+
+    return await handle_client(request, request.app[STATE])
+
+
+def build_app(config: Config, state: ProxyState | None = None) -> web.Application:
+    app = web.Application()
+    app[STATE] = state or ProxyState(config=config)
+    app.cleanup_ctx.append(_embedded_backends)
+    app.cleanup_ctx.append(_shared_resources)
+    app.on_shutdown.append(_close_sessions)
+    for path in WS_PATHS:
+        app.router.add_get(path, websocket)
+    app.router.add_get("/healthz", healthz)
+    app.router.add_get("/readyz", readyz)
+    app.router.add_get("/metrics", metrics)
+    return app

@@ -1,0 +1,146 @@
+"""The client side of a session: read frames, validate them, write events in order.
+
+Reading and writing each run in their own task with bounded queues, so a slow
+client can neither block the session's logic nor grow the proxy's memory: when its
+outbound queue is full the client is closed with 1008 (DESIGN §7).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+import aiohttp
+import orjson
+from aiohttp import web
+
+from proxy.metrics import Metrics
+from shim import wire
+
+CLOSED = object()  # inbox sentinel: the client went away
+
+
+@dataclass(frozen=True, slots=True)
+class ClientFrame:
+    raw: str
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class BadFrame:
+    code: str
+    message: str
+
+
+def parse_client_frame(raw: str) -> ClientFrame | BadFrame:
+    """JSON object with a string ``type``, or a reason it is not one."""
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return BadFrame("invalid_event", f"frame is not valid JSON: {exc}")
+    if not isinstance(event, dict):
+        return BadFrame("invalid_event", "an event must be a JSON object")
+    kind = event.get("type")
+    if not isinstance(kind, str) or not kind:
+        return BadFrame("invalid_event", "an event needs a string 'type'")
+    return ClientFrame(raw, event)
+
+
+class ClientChannel:
+    def __init__(
+        self, ws: web.WebSocketResponse, metrics: Metrics, inbox_size: int, outbox_size: int
+    ) -> None:
+        self.ws = ws
+        self.metrics = metrics
+        self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
+        self._outbox: asyncio.Queue[str | bytes | None] = asyncio.Queue(outbox_size)
+        self._tasks: list[asyncio.Task[None]] = []
+        self.closed = asyncio.Event()
+        self.close_code: int | None = None
+
+    def start(self) -> None:
+        self._tasks = [
+            asyncio.create_task(self._read(), name="client-read"),
+            asyncio.create_task(self._write(), name="client-write"),
+        ]
+
+    async def _read(self) -> None:
+        try:
+            async for msg in self.ws:
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    self.metrics.frames.labels("client_to_upstream").inc()
+                    self.metrics.bytes.labels("client_to_upstream").inc(len(msg.data))
+                    parsed = parse_client_frame(msg.data)
+                    if isinstance(parsed, BadFrame):
+                        self.send_error(parsed.code, parsed.message)
+                        continue
+                    await self.inbox.put(parsed)
+                elif msg.type == aiohttp.WSMsgType.BINARY:
+                    self.send_error(
+                        "invalid_event", "binary frames are not accepted: send JSON text events"
+                    )
+                elif msg.type == aiohttp.WSMsgType.ERROR:
+                    break
+        finally:
+            self.close_code = self.ws.close_code
+            await self.inbox.put(CLOSED)
+
+    async def _write(self) -> None:
+        while True:
+            text = await self._outbox.get()
+            if text is None:
+                return
+            try:
+                if isinstance(text, bytes):
+                    await self.ws.send_bytes(text)
+                else:
+                    await self.ws.send_str(text)
+            except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+                return
+
+    def send_bytes(self, data: bytes) -> bool:
+        return self.send_text(data)
+
+    def send_text(self, text: str | bytes) -> bool:
+        """Queue a frame; False (and the client is closed) if the client is too slow."""
+        if self.ws.closed:
+            return False
+        try:
+            self._outbox.put_nowait(text)
+        except asyncio.QueueFull:
+            asyncio.get_running_loop().create_task(
+                self.close(1008, "client too slow: outbound queue full")
+            )
+            return False
+        return True
+
+    def send_event(self, event: dict[str, Any]) -> bool:
+        return self.send_text(orjson.dumps(event).decode())
+
+    def send_error(self, code: str, message: str, event_id: str | None = None) -> None:
+        self.metrics.client_errors.labels(code).inc()
+        self.send_event(wire.error(code, message, event_id=event_id))
+
+    async def flush(self, within_s: float = 2.0) -> None:
+        """Wait until queued frames are written (before closing)."""
+        await self._outbox.put(None)
+        writer = self._tasks[1] if len(self._tasks) > 1 else None
+        if writer is not None:
+            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(writer), within_s)
+
+    async def close(self, code: int, reason: str) -> None:
+        if not self.ws.closed:
+            await self.flush()
+            with contextlib.suppress(Exception):
+                await self.ws.close(code=code, message=reason.encode()[:120])
+        self.closed.set()
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task

@@ -1,0 +1,89 @@
+"""The session store interface: what a replica must persist so another can resume.
+
+DESIGN.md §6. Keys expire after ``disconnect_grace_s``; every write is fenced by
+the owner's lease epoch, so a replica that lost a session can never overwrite the
+state of the replica that took it over.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+import hmac
+from dataclasses import dataclass, field
+from typing import Any
+
+
+class StoreUnavailable(Exception):
+    """The store did not answer in time or is down; resume is unavailable meanwhile."""
+
+
+class LeaseLost(Exception):
+    """Another owner holds the session now (fencing epoch moved on)."""
+
+
+def hash_token(token: str) -> str:
+    """Resume tokens are stored only hashed (DESIGN §6)."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def token_matches(token: str, token_hash: str) -> bool:
+    return hmac.compare_digest(hash_token(token), token_hash)
+
+
+@dataclass
+class SessionRecord:
+    """Everything a replica needs to resume a session, apart from the replay log."""
+
+    session_id: str
+    token_hash: str
+    model: str
+    mode: str
+    epoch: int = 0
+    owner: str = ""
+    acked_seq: int = 0
+    last_seq: int = 0
+    # The shim's durable state: client config, conversation and playback ledger.
+    state: dict[str, Any] = field(default_factory=dict)
+    # Upstream binding: url, upstream session id and resume token where it has them.
+    upstream: dict[str, Any] = field(default_factory=dict)
+    recent_event_ids: list[str] = field(default_factory=list)
+
+
+class SessionStore(abc.ABC):
+    @abc.abstractmethod
+    async def healthy(self) -> bool: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    @abc.abstractmethod
+    async def create(self, record: SessionRecord) -> None:
+        """Store a new session owned by ``record.owner`` at ``record.epoch``."""
+
+    @abc.abstractmethod
+    async def load(self, session_id: str) -> SessionRecord | None: ...
+
+    @abc.abstractmethod
+    async def take_over(self, session_id: str, owner: str, expected_epoch: int) -> int:
+        """Bump the epoch if it is still ``expected_epoch``; return the new epoch.
+
+        Raises LeaseLost when someone else moved it first: exactly one resume wins.
+        """
+
+    @abc.abstractmethod
+    async def save(self, record: SessionRecord) -> None:
+        """Write the record if its epoch is still current (else LeaseLost)."""
+
+    @abc.abstractmethod
+    async def append_events(
+        self, session_id: str, epoch: int, events: list[tuple[int, str]], acked_seq: int
+    ) -> None:
+        """Append (seq, text) server events to the replay log and trim what is acked."""
+
+    @abc.abstractmethod
+    async def events_after(self, session_id: str, seq: int) -> list[tuple[int, str]] | None:
+        """Logged events after ``seq``; None if the log no longer reaches back that far."""
+
+    @abc.abstractmethod
+    async def delete(self, session_id: str, epoch: int) -> None: ...

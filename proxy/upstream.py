@@ -1,0 +1,181 @@
+"""Dial an upstream, open its session, and learn what kind of server it really is.
+
+DESIGN.md §4. The proxy asks for the duplex dialect (``?duplex=1``); a server without
+a duplex adapter refuses with ``error`` code ``unsupported`` and close 1008, and the
+proxy falls back to the bare URL. It then sends one opening ``session.update`` that
+both dialects accept: ``model`` at the top level (the turn-based dialect reads only
+that) and a ``session`` object (the duplex dialect reads only that). The first frame
+back decides: a flat ``session.created`` is turn-based; one with ``session.capabilities``
+is duplex.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import aiohttp
+import orjson
+
+from proxy.config import Route
+
+# Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
+UPSTREAM_MAX_MSG = 64 * 1024 * 1024
+
+
+class UpstreamUnavailable(Exception):
+    """The upstream could not be reached or closed before opening a session."""
+
+
+class UpstreamRefused(Exception):
+    """The upstream answered the opening with an error event (relayed to the client)."""
+
+    def __init__(self, event: dict[str, Any]) -> None:
+        super().__init__(str(event))
+        self.event = event
+
+
+@dataclass
+class UpstreamLink:
+    ws: aiohttp.ClientWebSocketResponse
+    created: dict[str, Any]
+    created_raw: str
+    duplex_refused: bool
+    url: str
+    # The client's own session.update when it opened the upstream session.
+    opening_event: Any = None
+
+
+def with_query(url: str, extra: dict[str, str]) -> str:
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    query.update(extra)
+    return urlunsplit(parts._replace(query=urlencode(query)))
+
+
+def opening_update(
+    route: Route, upstream_model: str, client_session: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The session.update that opens the upstream session, readable by both dialects."""
+    session: dict[str, Any] = dict(route.session_defaults)
+    if client_session:
+        session.update(client_session)
+    session["model"] = upstream_model
+    return {"type": "session.update", "model": upstream_model, "session": session}
+
+
+def _is_refusal(event: dict[str, Any]) -> bool:
+    if event.get("type") != "error":
+        return False
+    err = event.get("error")
+    code = event.get("code") or (err.get("code") if isinstance(err, dict) else None)
+    return code == "unsupported"
+
+
+async def _connect(
+    http: aiohttp.ClientSession, url: str, route: Route
+) -> aiohttp.ClientWebSocketResponse:
+    try:
+        return await http.ws_connect(
+            url,
+            headers=dict(route.headers),
+            timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=2.0),
+            max_msg_size=UPSTREAM_MAX_MSG,
+            autoping=True,
+            compress=0,
+        )
+    except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+        raise UpstreamUnavailable(f"cannot connect to upstream: {exc}") from None
+
+
+async def _timed(coro: Any, within_s: float) -> aiohttp.ClientWebSocketResponse:
+    try:
+        ws: aiohttp.ClientWebSocketResponse = await asyncio.wait_for(coro, within_s)
+    except TimeoutError:
+        raise UpstreamUnavailable(f"upstream did not accept within {within_s:.1f} s") from None
+    return ws
+
+
+async def _first_frame(
+    ws: aiohttp.ClientWebSocketResponse, within_s: float
+) -> tuple[dict[str, Any], str]:
+    try:
+        msg = await asyncio.wait_for(ws.receive(), within_s)
+    except TimeoutError:
+        raise UpstreamUnavailable(f"upstream sent nothing within {within_s:.1f} s") from None
+    if msg.type != aiohttp.WSMsgType.TEXT:
+        code = ws.close_code
+        raise UpstreamUnavailable(f"upstream closed before opening a session (close code {code})")
+    try:
+        event = orjson.loads(msg.data)
+    except orjson.JSONDecodeError:
+        raise UpstreamUnavailable("upstream sent a frame that is not JSON") from None
+    if not isinstance(event, dict):
+        raise UpstreamUnavailable("upstream sent a JSON value that is not an event")
+    return event, msg.data
+
+
+async def dial(
+    http: aiohttp.ClientSession,
+    base_url: str,
+    route: Route,
+    opener: dict[str, Any],
+    connect_timeout: float,
+    classify_timeout: float,
+) -> UpstreamLink:
+    """Connect, open the session and return the link with its ``session.created``."""
+    refused = False
+    attempts = [True, False] if route.request_duplex else [False]
+    for ask_duplex in attempts:
+        url = base_url
+        if ask_duplex:
+            url = with_query(
+                base_url, {"duplex": "1", "model": str(opener["model"]), "autostart": "0"}
+            )
+        ws = await _timed(_connect(http, url, route), connect_timeout)
+        try:
+            await ws.send_str(orjson.dumps(opener).decode())
+            event, raw = await _first_frame(ws, classify_timeout)
+        except (ConnectionResetError, aiohttp.ClientError) as exc:
+            await ws.close()
+            raise UpstreamUnavailable(f"upstream dropped the connection: {exc}") from None
+        except BaseException:
+            await ws.close()
+            raise
+        if ask_duplex and _is_refusal(event):
+            refused = True
+            await ws.close()
+            continue
+        if event.get("type") == "session.created":
+            return UpstreamLink(
+                ws=ws, created=event, created_raw=raw, duplex_refused=refused, url=url
+            )
+        await ws.close()
+        if event.get("type") == "error":
+            raise UpstreamRefused(event)
+        raise UpstreamUnavailable(
+            f"upstream opened with {event.get('type')!r}, not session.created"
+        )
+    raise UpstreamUnavailable("upstream refused the session")
+
+
+async def redial_turn(
+    http: aiohttp.ClientSession,
+    url: str,
+    route: Route,
+    connect_timeout: float,
+    classify_timeout: float,
+) -> aiohttp.ClientWebSocketResponse:
+    """A fresh turn-based upstream connection (after an abort); eats its session.created."""
+    ws = await _timed(_connect(http, url, route), connect_timeout)
+    try:
+        event, _ = await _first_frame(ws, classify_timeout)
+    except BaseException:
+        await ws.close()
+        raise
+    if event.get("type") != "session.created":
+        await ws.close()
+        raise UpstreamUnavailable(f"upstream reopened with {event.get('type')!r}")
+    return ws

@@ -1,0 +1,271 @@
+"""Silero VAD on onnxruntime, batched across every session of the process.
+
+One ``VadRunner`` per process owns one ONNX session. Each client session owns a
+``VadStream``: Silero's recurrent state, the 64-sample context Silero v5+ expects
+in front of each 512-sample window (see ``OnnxWrapper.__call__`` in
+``silero_vad/utils_vad.py``), and the samples left over that do not yet fill a
+window.
+
+Why batch: one window costs far more in per-call overhead than in arithmetic, so
+running the windows of many sessions as rows of one call is much cheaper than
+one call each (see ``bench/vad_cost.py``). State is sequential, so a batch takes
+at most one window per stream; the next window of a stream waits for the next
+batch. A worker task wakes on submission (no polling, no linger) and gathers
+whatever is pending; windows that arrive while a batch runs form the next one.
+Inference runs on a dedicated thread (onnxruntime releases the GIL) so the event
+loop never blocks on it.
+
+The model file comes from the ``silero-vad`` wheel, located without importing
+``silero_vad`` (that imports torch, which this project never installs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.metadata
+import time
+from collections import deque
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import onnxruntime as ort
+
+from shim.audio import int16_to_float
+
+RATE_HZ = 16000
+WINDOW = 512  # samples per Silero window at 16 kHz (32 ms)
+CONTEXT = 64  # samples of the previous window Silero v5+ prepends
+STATE_SHAPE = (2, 1, 128)
+
+Float32Array = npt.NDArray[np.float32]
+_SR = np.array(RATE_HZ, dtype=np.int64)
+
+
+def default_model_path() -> str:
+    """The ONNX file in the silero-vad wheel, the one ``load_silero_vad(onnx=True)`` loads."""
+    dist = importlib.metadata.distribution("silero-vad")
+    return str(dist.locate_file("silero_vad/data/silero_vad.onnx"))
+
+
+@dataclass(slots=True)
+class VadStats:
+    windows_total: int = 0
+    batches_total: int = 0
+    infer_seconds_total: float = 0.0  # wall time inside onnxruntime
+
+
+@dataclass(slots=True)
+class _Window:
+    samples: Float32Array  # WINDOW samples
+    end_sample: int
+    done: asyncio.Future[float | None]  # None: dropped by a reset
+
+
+class VadStream:
+    """One session's Silero state. Create with ``VadRunner.new_stream()``."""
+
+    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_state")
+
+    def __init__(self) -> None:
+        self._generation = 0  # bumped by reset(): results of older windows are dropped
+        self._pending: deque[_Window] = deque()
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget everything: state, context, leftover samples, the sample count.
+
+        Windows still queued or in flight are dropped: their ``process`` calls
+        return without them, and an in-flight result no longer touches the state.
+        """
+        self._generation += 1
+        self._state = np.zeros(STATE_SHAPE, dtype=np.float32)
+        self._context = np.zeros(CONTEXT, dtype=np.float32)
+        self._buf = np.zeros(0, dtype=np.float32)
+        self._fed = 0  # samples cut into windows since creation/reset
+        while self._pending:
+            window = self._pending.popleft()
+            if not window.done.done():
+                window.done.set_result(None)
+
+    def _cut(self, samples: npt.NDArray[np.generic]) -> list[tuple[Float32Array, int]]:
+        """Buffer ``samples``; return the complete windows with their end samples."""
+        if samples.dtype == np.int16:
+            chunk = int16_to_float(samples.astype(np.int16, copy=False))
+        else:
+            chunk = np.asarray(samples, dtype=np.float32).reshape(-1)
+        data = np.concatenate((self._buf, chunk)) if self._buf.size else chunk
+        n = data.size // WINDOW
+        windows = []
+        for i in range(n):
+            self._fed += WINDOW
+            windows.append((np.ascontiguousarray(data[i * WINDOW : (i + 1) * WINDOW]), self._fed))
+        self._buf = data[n * WINDOW :].copy()
+        return windows
+
+    def _advance(self, state: Float32Array, window: Float32Array) -> None:
+        self._state = state
+        self._context = window[-CONTEXT:].copy()
+
+
+class VadRunner:
+    """Runs Silero for every stream of the process; see the module docstring."""
+
+    def __init__(
+        self, model_path: str | None = None, *, max_batch: int = 64, threads: int = 1
+    ) -> None:
+        if max_batch < 1:
+            raise ValueError("max_batch must be at least 1")
+        opts = ort.SessionOptions()
+        opts.intra_op_num_threads = threads
+        opts.inter_op_num_threads = 1
+        opts.log_severity_level = 3  # errors only: no warnings on stderr per session
+        self._session = ort.InferenceSession(
+            model_path or default_model_path(),
+            sess_options=opts,
+            providers=["CPUExecutionProvider"],
+        )
+        self.max_batch = max_batch
+        self.stats = VadStats()
+        self._ready: deque[VadStream] = deque()  # streams with queued windows, not in a batch
+        self._queued: set[int] = set()  # ids of streams in _ready or in the running batch
+        self._wake = asyncio.Event()
+        self._worker: asyncio.Task[None] | None = None
+        self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
+        self._inflight: list[tuple[VadStream, _Window, int]] = []
+
+    def new_stream(self) -> VadStream:
+        return VadStream()
+
+    def _infer(self, rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
+        t0 = time.perf_counter()
+        prob, new_state = self._session.run(None, {"input": rows, "state": state, "sr": _SR})
+        self.stats.infer_seconds_total += time.perf_counter() - t0
+        return np.asarray(prob, dtype=np.float32), np.asarray(new_state, dtype=np.float32)
+
+    def process_sync(
+        self, stream: VadStream, samples: npt.NDArray[np.generic]
+    ) -> list[tuple[float, int]]:
+        """Same results as ``process``, one window per call, on the calling thread.
+
+        For tests and benchmarks; never mix it with ``process`` on a stream that
+        has windows in flight.
+        """
+        out = []
+        for window, end in stream._cut(samples):
+            rows = np.concatenate((stream._context, window))[None, :]
+            prob, state = self._infer(rows, stream._state)
+            stream._advance(state, window)
+            self.stats.windows_total += 1
+            self.stats.batches_total += 1
+            out.append((float(prob[0, 0]), end))
+        return out
+
+    async def process(
+        self, stream: VadStream, samples: npt.NDArray[np.generic]
+    ) -> list[tuple[float, int]]:
+        """Feed 16 kHz mono audio (float32 in [-1, 1], or int16) of any length.
+
+        Returns ``(probability, window_end_sample)`` for each 512-sample window it
+        completed, in order; the remainder waits for the next call. Windows
+        dropped by ``stream.reset()`` are left out.
+        """
+        if self._closed:
+            raise RuntimeError("VadRunner is closed")
+        loop = asyncio.get_running_loop()
+        mine = []
+        for window, end in stream._cut(samples):
+            item = _Window(window, end, loop.create_future())
+            stream._pending.append(item)
+            mine.append(item)
+        if not mine:
+            return []
+        self._enqueue(stream)
+        if self._worker is None:
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silero")
+            self._worker = asyncio.create_task(self._run(), name="vad-runner")
+        out = []
+        for item in mine:
+            prob = await item.done
+            if prob is not None:
+                out.append((prob, item.end_sample))
+        return out
+
+    def _enqueue(self, stream: VadStream) -> None:
+        if id(stream) not in self._queued:
+            self._queued.add(id(stream))
+            self._ready.append(stream)
+            self._wake.set()
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            while batch := self._take_batch():
+                rows = np.stack([np.concatenate((s._context, w.samples)) for s, w, _ in batch])
+                state = np.concatenate([s._state for s, _, _ in batch], axis=1)
+                self._inflight = batch
+                try:
+                    result = await loop.run_in_executor(self._executor, self._infer, rows, state)
+                except Exception as exc:  # a broken model must fail its callers, not hang them
+                    self._scatter(batch, None, exc)
+                else:
+                    self.stats.batches_total += 1
+                    self.stats.windows_total += len(batch)
+                    self._scatter(batch, result, None)
+                self._inflight = []
+
+    def _take_batch(self) -> list[tuple[VadStream, _Window, int]]:
+        """The head window of up to ``max_batch`` ready streams, oldest first."""
+        batch: list[tuple[VadStream, _Window, int]] = []
+        while self._ready and len(batch) < self.max_batch:
+            stream = self._ready.popleft()
+            if stream._pending:
+                batch.append((stream, stream._pending[0], stream._generation))
+            else:
+                self._queued.discard(id(stream))  # reset() emptied it meanwhile
+        return batch
+
+    def _scatter(
+        self,
+        batch: list[tuple[VadStream, _Window, int]],
+        result: tuple[Float32Array, Float32Array] | None,
+        error: Exception | None,
+    ) -> None:
+        for i, (s, w, gen) in enumerate(batch):
+            self._queued.discard(id(s))
+            # After a reset in flight the result belongs to nobody; the stream may
+            # already hold new windows, which still need a batch.
+            if gen == s._generation and s._pending and s._pending[0] is w:
+                s._pending.popleft()
+                if result is not None:
+                    probs, states = result
+                    s._advance(states[:, i : i + 1, :].copy(), w.samples)
+                    if not w.done.done():  # done if its caller was cancelled
+                        w.done.set_result(float(probs[i, 0]))
+                elif error is not None and not w.done.done():
+                    w.done.set_exception(error)
+            if s._pending:
+                self._enqueue(s)
+
+    async def close(self) -> None:
+        """Stop the worker; windows still waiting resolve as dropped."""
+        self._closed = True
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+        for stream in [*self._ready, *(s for s, _, _ in self._inflight)]:
+            for w in stream._pending:
+                if not w.done.done():
+                    w.done.set_result(None)
+        self._ready.clear()
+        self._queued.clear()
+        if self._executor is not None:
+            self._executor.shutdown(wait=True)
+            self._executor = None

@@ -1,0 +1,78 @@
+"""Actions the shim asks the I/O edge to perform (sans-I/O outputs).
+
+The core never touches a socket: it returns these, in order, and the edge in
+``proxy/`` executes them. Each is a frozen slotted dataclass (the h11 style).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class SendClient:
+    """Send a server event to the client; the edge stamps ``server_event_seq``."""
+
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class SendClientAudio:
+    """An assistant audio delta for the client, with what the ledger and echo need."""
+
+    event: dict[str, Any]
+    n_samples: int  # at ``rate_hz``, the client's output rate
+    rate_hz: int
+    far16: Any = None  # the same audio at 16 kHz (numpy int16), for echo suppression
+
+
+@dataclass(frozen=True, slots=True)
+class SendUpstream:
+    """Send a client event to the upstream, already in the upstream's dialect."""
+
+    event: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class ForwardUpstream:
+    """Relay the client's original frame text to the upstream unchanged."""
+
+    raw: str
+
+
+@dataclass(frozen=True, slots=True)
+class AbortUpstream:
+    """Close the upstream socket (the turn-based dialect's only abort) and redial."""
+
+    reason: str
+    redial: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class AnalyzeAudio:
+    """Run VAD on these 16 kHz mono float32 samples (echo already removed).
+
+    ``start_sample`` is the position of the first sample in the session's 16 kHz
+    input timeline; the edge feeds probabilities back as ``VadWindow`` inputs.
+    """
+
+    samples: Any  # numpy float32 array
+    start_sample: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseClient:
+    code: int
+    reason: str
+
+
+Action = (
+    SendClient
+    | SendClientAudio
+    | SendUpstream
+    | ForwardUpstream
+    | AbortUpstream
+    | AnalyzeAudio
+    | CloseClient
+)

@@ -1,0 +1,108 @@
+"""Classify an upstream session from what it actually sent, and pick the proxy mode.
+
+DESIGN.md §4: a duplex upstream answers ``session.created`` with
+``session.capabilities`` (vLLM-Omni ``DuplexCapabilities.as_dict``); a turn-based one
+sends a flat ``session.created {id, created}`` with no ``session`` object. A connection
+that succeeds proves nothing; only these frames do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+UpstreamKind = Literal["duplex", "turn"]
+ProxyMode = Literal["passthrough", "barge_in_emulated", "duplex_emulated"]
+
+# Capabilities the proxy itself provides in the emulated modes.
+EMULATED_FLAGS = (
+    "supports_barge_in",
+    "supports_playback_ack",
+    "supports_audio_truncate",
+    "supports_session_resume",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Classification:
+    kind: UpstreamKind
+    mode: ProxyMode
+    upstream_capabilities: Mapping[str, Any] | None
+    reasons: tuple[str, ...]
+
+
+def upstream_kind(created: Mapping[str, Any]) -> UpstreamKind | None:
+    """``duplex`` / ``turn`` for a ``session.created`` event, None for anything else."""
+    if created.get("type") != "session.created":
+        return None
+    session = created.get("session")
+    if isinstance(session, Mapping):
+        return "duplex"
+    return "turn"
+
+
+def capabilities_of(created: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    session = created.get("session")
+    if isinstance(session, Mapping):
+        caps = session.get("capabilities")
+        if isinstance(caps, Mapping):
+            return caps
+    return None
+
+
+def classify(
+    created: Mapping[str, Any],
+    forced: str = "auto",
+    duplex_refused: bool = False,
+) -> Classification:
+    """Decide the mode for a session from the upstream's ``session.created``."""
+    kind = upstream_kind(created)
+    if kind is None:
+        raise ValueError("not a session.created event")
+    caps = capabilities_of(created)
+    reasons: list[str] = []
+    if duplex_refused:
+        reasons.append("upstream refused ?duplex=1 (error code unsupported)")
+    if kind == "turn":
+        reasons.append("upstream is turn-based: flat session.created without session object")
+        auto: ProxyMode = "duplex_emulated"
+    elif caps is None:
+        reasons.append("upstream session.created declares no capabilities")
+        auto = "barge_in_emulated"
+    elif caps.get("supports_barge_in") is not True:
+        reasons.append("upstream declares supports_barge_in=false")
+        auto = "barge_in_emulated"
+    else:
+        reasons.append("upstream declares supports_barge_in=true")
+        auto = "passthrough"
+    mode = auto
+    if forced != "auto" and forced != auto:
+        if kind == "turn" and forced != "duplex_emulated":
+            # A turn-based dialect cannot be relayed as duplex; forcing it would lie.
+            reasons.append(f"route forces {forced}, impossible over a turn-based upstream")
+        else:
+            reasons.append(f"route forces mode {forced}")
+            mode = forced  # type: ignore[assignment]
+    return Classification(kind=kind, mode=mode, upstream_capabilities=caps, reasons=tuple(reasons))
+
+
+def proxy_capabilities(cls: Classification, resume_available: bool) -> dict[str, Any]:
+    """The capabilities object the client sees: the truth about this session via the proxy."""
+    caps: dict[str, Any] = dict(cls.upstream_capabilities or {})
+    if cls.mode != "passthrough":
+        for flag in EMULATED_FLAGS:
+            caps[flag] = True
+        caps["supports_session_resume"] = resume_available
+        caps["supports_client_commit"] = True
+        caps["implementation_level"] = (
+            "turn_based_duplex" if cls.kind == "turn" else caps.get("implementation_level")
+        )
+        if caps["implementation_level"] is None:
+            del caps["implementation_level"]
+    caps["proxy"] = {
+        "mode": cls.mode,
+        "upstream": dict(cls.upstream_capabilities) if cls.upstream_capabilities else None,
+        "reasons": list(cls.reasons),
+    }
+    return caps

@@ -1,0 +1,103 @@
+"""Server event sequencing and the replay log, plus client event de-duplication.
+
+vLLM-Omni duplex dialect (DESIGN.md §6): every server event carries a monotonically
+increasing ``server_event_seq`` (from 1, the last key); the client acks with
+``session.event_ack``; ``session.resume`` replays every event after the client's
+last seq, exactly once, in order. The log is bounded by bytes and by age; once a
+gap opens (trimmed past what a client still needs), resume says so instead of
+replaying a partial history.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+
+@dataclass(slots=True)
+class Entry:
+    seq: int
+    at_ms: float
+    text: str
+
+
+class Journal:
+    def __init__(self, prefix: str, max_bytes: int, max_age_ms: float, start_seq: int = 0) -> None:
+        self.prefix = prefix
+        self.max_bytes = max_bytes
+        self.max_age_ms = max_age_ms
+        self.seq = start_seq  # last seq handed out
+        self.acked = start_seq  # highest seq the client confirmed
+        self.floor = start_seq  # everything <= floor is gone from the log
+        self._entries: deque[Entry] = deque()
+        self._bytes = 0
+
+    def stamp(self, event: dict[str, Any], now_ms: float) -> str:
+        """Give ``event`` an id and the next seq, log it, and return its wire text."""
+        self.seq += 1
+        if "event_id" not in event:
+            event = {"event_id": f"event_{self.prefix}{self.seq:08d}", **event}
+        else:
+            event = dict(event)
+        event["server_event_seq"] = self.seq
+        text = orjson.dumps(event).decode()
+        self._entries.append(Entry(self.seq, now_ms, text))
+        self._bytes += len(text)
+        self._trim(now_ms)
+        return text
+
+    def _trim(self, now_ms: float) -> None:
+        while self._entries and (
+            self._bytes > self.max_bytes or now_ms - self._entries[0].at_ms > self.max_age_ms
+        ):
+            gone = self._entries.popleft()
+            self._bytes -= len(gone.text)
+            self.floor = gone.seq
+
+    def ack(self, seq: int) -> bool:
+        """Drop everything up to ``seq``; False if ``seq`` was never sent."""
+        if seq > self.seq or seq < 0:
+            return False
+        self.acked = max(self.acked, seq)
+        while self._entries and self._entries[0].seq <= seq:
+            gone = self._entries.popleft()
+            self._bytes -= len(gone.text)
+        self.floor = max(self.floor, seq)
+        return True
+
+    def after(self, seq: int, now_ms: float) -> list[str] | None:
+        """Every logged event after ``seq`` in order; None if some were already dropped."""
+        self._trim(now_ms)
+        if seq < self.floor or seq > self.seq:
+            return None
+        return [e.text for e in self._entries if e.seq > seq]
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries)
+
+    @property
+    def size_bytes(self) -> int:
+        return self._bytes
+
+
+class RecentIds:
+    """Client ``event_id``s already applied, most recent ``limit`` of them."""
+
+    def __init__(self, limit: int) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._limit = limit
+
+    def seen(self, event_id: str) -> bool:
+        """True if already applied; otherwise remember it and return False."""
+        if event_id in self._ids:
+            return True
+        self._ids[event_id] = None
+        while len(self._ids) > self._limit:
+            self._ids.popitem(last=False)
+        return False
+
+    def items(self) -> list[str]:
+        return list(self._ids)

@@ -1,0 +1,519 @@
+"""The emulation core shared by both emulated modes: input audio, VAD turns, barge-in.
+
+Sans-I/O (DESIGN.md §2): ``handle(input) -> list[Action]``; no sockets, no clock.
+Subclasses in ``shim/dialects/`` own what differs: how a user turn reaches the
+upstream and how the upstream's output becomes GA events.
+
+Barge-in (DESIGN.md §5) is a two-step decision, because the first 200 ms of
+"uh-huh" and of "wait, stop" sound alike:
+
+1. *hold*: as soon as the VAD starts speech while assistant audio is playing, the
+   proxy tells the client ``input_audio_buffer.speech_started`` and stops
+   forwarding assistant audio, keeping it (bounded) instead of dropping it;
+2. *cut* once the overlapping speech holds ``min_barge_in_ms`` of voiced audio: the
+   held audio is dropped, the response is cancelled (``turn_detected``) and the item
+   truncated at what was played; or *resume* if the speech stops first (a
+   backchannel): the held audio is sent and the response goes on untouched.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shim import wire
+from shim.actions import Action, AnalyzeAudio, CloseClient, SendClient, SendClientAudio
+from shim.audio import (
+    AudioError,
+    AudioFormat,
+    Int16Array,
+    StreamResampler,
+    b64decode,
+    decode_samples,
+)
+from shim.echo import EchoSuppressor
+from shim.inputs import (
+    ClientEvent,
+    Input,
+    Tick,
+    UpstreamEvent,
+    UpstreamLost,
+    UpstreamReattached,
+    VadWindow,
+)
+from shim.playback import ItemPlayback, PlaybackLedger
+from shim.session_config import (
+    ClientSessionConfig,
+    SessionConfigError,
+    apply_session_update,
+)
+from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate, VadParams
+
+VAD_RATE = 16000
+
+
+@dataclass(frozen=True, slots=True)
+class ShimSettings:
+    """Per-process knobs (from config); per-session ones come via session.update."""
+
+    vad: VadParams = field(default_factory=VadParams)
+    min_barge_in_ms: int = 200
+    # Longest assistant audio held while deciding barge-in vs backchannel.
+    max_hold_ms: int = 3000
+    # Longest input kept for one user turn (bounded memory per session).
+    max_turn_ms: int = 60_000
+    echo_suppression: bool = True
+
+
+@dataclass
+class Episode:
+    """User speech that began while the assistant was speaking (not yet decided)."""
+
+    item_id: str
+    onset_ms: int
+    voiced_ms: int = 0
+
+
+@dataclass
+class ActiveResponse:
+    response_id: str
+    item_id: str
+    playback: ItemPlayback | None = None
+    upstream_done: bool = False
+    cancelled: bool = False
+    held: list[Action] = field(default_factory=list)
+    held_ms: float = 0.0
+
+
+class EmulatedSession:
+    """State and rules common to ``duplex_emulated`` and ``barge_in_emulated``."""
+
+    mode = "emulated"
+    # Announce every user turn (speech_started/stopped); False where the upstream
+    # takes turns itself and the proxy only speaks up to interrupt.
+    announce_turns = True
+
+    def __init__(
+        self,
+        session_id: str,
+        model: str,
+        settings: ShimSettings,
+        vad_enabled: bool = True,
+    ) -> None:
+        self.session_id = session_id
+        self.model = model
+        self.settings = settings
+        self.config = ClientSessionConfig()
+        self.vad_enabled = vad_enabled
+        self.gate = VadGate(settings.vad)
+        self.ledger = PlaybackLedger()
+        self.echo = EchoSuppressor() if settings.echo_suppression else None
+        self._to16 = StreamResampler(self.config.input_format.rate_hz, VAD_RATE, quality="MQ")
+        self._counter = 0
+        # 16 kHz input timeline: every sample the client sent, counted.
+        self.in_samples = 0
+        # Recent 16 kHz input, for prefix padding and the current turn.
+        self._history: deque[Int16Array] = deque()
+        self._history_start = 0
+        self._history_len = 0
+        self.turn_item: str | None = None  # user item of the turn in progress
+        self.turn_start_ms = 0
+        self.last_item_id: str | None = None
+        self.episode: Episode | None = None
+        self.response: ActiveResponse | None = None
+        self._last_now = 0.0
+
+    # ------------------------------------------------------------------ ids
+    def new_id(self, prefix: str) -> str:
+        self._counter += 1
+        return f"{prefix}_{self.session_id[-12:]}{self._counter:06d}"
+
+    # ------------------------------------------------------------ dispatch
+    def handle(self, inp: Input) -> list[Action]:
+        self._last_now = inp.now_ms
+        if isinstance(inp, ClientEvent):
+            return self.on_client(inp)
+        if isinstance(inp, UpstreamEvent):
+            return self.on_upstream(inp)
+        if isinstance(inp, VadWindow):
+            return self.on_vad(inp)
+        if isinstance(inp, Tick):
+            return self.on_tick(inp.now_ms)
+        if isinstance(inp, UpstreamLost):
+            return self.on_upstream_lost(inp)
+        if isinstance(inp, UpstreamReattached):
+            return []
+        raise TypeError(f"unknown input {inp!r}")
+
+    # ------------------------------------------------------------ client
+    def on_client(self, inp: ClientEvent) -> list[Action]:
+        ev = inp.event
+        kind = ev.get("type")
+        handler = getattr(self, "client_" + str(kind).replace(".", "_"), None)
+        if handler is None:
+            return self.client_other(inp)
+        out: list[Action] = handler(ev, inp.now_ms)
+        return out
+
+    def client_other(self, inp: ClientEvent) -> list[Action]:
+        """Events this mode does not interpret; subclasses relay or refuse them."""
+        return []
+
+    def err(
+        self, code: str, message: str, ev: dict[str, Any] | None = None, param: str | None = None
+    ) -> SendClient:
+        event_id = ev.get("event_id") if ev else None
+        return SendClient(
+            wire.error(
+                code, message, event_id=event_id if isinstance(event_id, str) else None, param=param
+            )
+        )
+
+    def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
+        error = self.apply_update(ev)
+        if error is not None:
+            return [self.err(error.code, str(error), ev, error.param)]
+        return self.session_updated(ev, now)
+
+    def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
+        """Apply a session.update locally; a rejected update changes nothing."""
+        try:
+            cfg = apply_session_update(self.config, ev, self.settings.vad)
+        except SessionConfigError as exc:
+            return exc
+        if cfg.input_format.rate_hz != self.config.input_format.rate_hz:
+            self._to16 = StreamResampler(cfg.input_format.rate_hz, VAD_RATE, quality="MQ")
+        if cfg.turn.vad is not None:
+            self.gate.update(cfg.turn.vad)
+        elif self.gate.speaking:
+            self.gate.reset()
+        self.config = cfg
+        return None
+
+    def session_updated(self, ev: dict[str, Any], now: float) -> list[Action]:
+        from shim.session_config import session_object
+
+        return [
+            SendClient(
+                {
+                    "type": "session.updated",
+                    "session": session_object(self.session_id, self.model, self.config),
+                }
+            )
+        ]
+
+    def client_input_audio_buffer_append(self, ev: dict[str, Any], now: float) -> list[Action]:
+        audio = ev.get("audio", ev.get("delta"))
+        if not isinstance(audio, str):
+            return [
+                self.err(
+                    "invalid_event",
+                    "input_audio_buffer.append needs a base64 'audio' string",
+                    ev,
+                    "audio",
+                )
+            ]
+        fmt = self.config.input_format
+        try:
+            raw = b64decode(audio)
+            samples = decode_samples(raw, fmt)
+        except AudioError as exc:
+            return [self.err(exc.code, str(exc), ev, "audio")]
+        if samples.size == 0:
+            return [
+                self.err("invalid_audio", "input_audio_buffer.append carries no audio", ev, "audio")
+            ]
+        out = self.forward_input(ev, raw, fmt, now)
+        s16 = self._to16.process(samples)
+        if s16.size:
+            start = self.in_samples
+            self._remember(s16)
+            self.in_samples += int(s16.size)
+            if self.vad_enabled and self.config.turn.vad is not None:
+                clean = (
+                    self.echo.process(s16, start)
+                    if self.echo is not None
+                    else s16.astype(np.float32) / 32768.0
+                )
+                out.append(AnalyzeAudio(samples=clean, start_sample=start))
+        return out
+
+    def forward_input(
+        self, ev: dict[str, Any], raw: bytes, fmt: AudioFormat, now: float
+    ) -> list[Action]:
+        """Hook: the duplex relay forwards the client's audio upstream as it comes."""
+        return []
+
+    def client_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
+        played = ev.get("played_ms")
+        if isinstance(played, bool) or not isinstance(played, int | float):
+            return [
+                self.err(
+                    "invalid_event", "playback.ack requires numeric played_ms", ev, "played_ms"
+                )
+            ]
+        item = self._item_for(ev)
+        if item is not None:
+            item.ack(float(played))
+        return self.after_playback_ack(ev, now)
+
+    def after_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
+        return []
+
+    def _item_for(self, ev: dict[str, Any]) -> ItemPlayback | None:
+        item_id = ev.get("item_id")
+        if isinstance(item_id, str):
+            return self.ledger.get(item_id)
+        rid = ev.get("response_id")
+        for item in reversed(self.ledger.items()):
+            if rid is None or item.response_id == rid:
+                return item
+        return None
+
+    def client_conversation_item_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
+        item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
+        if not isinstance(item_id, str):
+            return [
+                self.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")
+            ]
+        if isinstance(end, bool) or not isinstance(end, int) or end < 0:
+            return [
+                self.err(
+                    "invalid_event",
+                    "audio_end_ms must be a non-negative integer",
+                    ev,
+                    "audio_end_ms",
+                )
+            ]
+        item = self.ledger.get(item_id)
+        if item is None:
+            return [
+                self.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")
+            ]
+        if end > item.sent_ms + 0.5:
+            return [
+                self.err(
+                    "invalid_value",
+                    f"audio_end_ms {end} is beyond the {int(item.sent_ms)} ms of audio sent",
+                    ev,
+                    "audio_end_ms",
+                )
+            ]
+        item.truncated_ms = end
+        out: list[Action] = []
+        resp = self.response
+        if resp is not None and resp.item_id == item_id and not resp.cancelled:
+            # Truncating the playing item ends it: nothing more of it will be heard.
+            out += self.cancel_response(now, reason="client_cancelled", truncate_at=end)
+            return out
+        return [SendClient(wire.truncated(item_id, end))]
+
+    # ------------------------------------------------------------ audio memory
+    def _remember(self, s16: Int16Array) -> None:
+        self._history.append(s16)
+        self._history_len += int(s16.size)
+        keep = VAD_RATE * self.settings.max_turn_ms // 1000
+        if self.turn_item is None and self.episode is None:
+            keep = VAD_RATE * (self.settings.vad.prefix_padding_ms + 3000) // 1000
+        while self._history and self._history_len - self._history[0].size >= keep:
+            dropped = self._history.popleft()
+            self._history_len -= int(dropped.size)
+            self._history_start += int(dropped.size)
+
+    def audio_since(self, start_ms: int, end_ms: int | None = None) -> Int16Array:
+        """16 kHz input between two audio times (clamped to what is kept)."""
+        if not self._history:
+            return np.zeros(0, dtype=np.int16)
+        data = np.concatenate(list(self._history))
+        lo = max(0, start_ms * VAD_RATE // 1000 - self._history_start)
+        hi = (
+            data.size
+            if end_ms is None
+            else max(lo, end_ms * VAD_RATE // 1000 - self._history_start)
+        )
+        return data[lo:hi]
+
+    def drop_audio_before(self, ms: int) -> None:
+        """Forget input before ``ms`` (a committed or cleared buffer)."""
+        cut = ms * VAD_RATE // 1000
+        while self._history and self._history_start + self._history[0].size <= cut:
+            dropped = self._history.popleft()
+            self._history_len -= int(dropped.size)
+            self._history_start += int(dropped.size)
+
+    # ------------------------------------------------------------ VAD and turns
+    def on_vad(self, win: VadWindow) -> list[Action]:
+        td = self.config.turn
+        if td.vad is None:
+            return []
+        out: list[Action] = []
+        if self.episode is not None and win.prob >= td.vad.threshold:
+            self.episode.voiced_ms += WINDOW_MS
+        for event in self.gate.push(win.prob, win.end_sample):
+            if isinstance(event, SpeechStarted):
+                out += self._speech_started(event, win.now_ms)
+            else:
+                out += self._speech_stopped(event, win.now_ms)
+        ep = self.episode
+        if ep is not None and ep.voiced_ms >= self.settings.min_barge_in_ms:
+            out += self._barge_in(win.now_ms)
+        return out
+
+    def assistant_active(self, now: float) -> bool:
+        resp = self.response
+        if resp is not None and not resp.cancelled and (not resp.upstream_done or resp.held):
+            return True
+        return self.ledger.playing(now) is not None
+
+    def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:
+        td = self.config.turn
+        assert td.vad is not None
+        start_ms = self.gate.padded_start_ms(ev)
+        overlap = td.interrupt_response and self.assistant_active(now)
+        if not overlap and not self.announce_turns:
+            return []
+        item_id = self.new_id("item")
+        out: list[Action] = [SendClient(wire.speech_started(item_id, start_ms))]
+        if overlap:
+            voiced = max(0, ev.detected_ms - ev.audio_start_ms)
+            self.episode = Episode(item_id=item_id, onset_ms=start_ms, voiced_ms=voiced)
+            self.hold_output(now)
+            return out
+        self.turn_item = item_id
+        self.turn_start_ms = start_ms
+        return out + self.user_turn_started(now)
+
+    def _speech_stopped(self, ev: SpeechStopped, now: float) -> list[Action]:
+        out: list[Action] = []
+        if self.episode is not None:
+            # Overlapping speech that ended before it cut: a backchannel.
+            item_id = self.episode.item_id
+            self.episode = None
+            out.append(SendClient(wire.speech_stopped(item_id, ev.audio_end_ms)))
+            out += self.release_output(now)
+            return out
+        if self.turn_item is None:
+            return out
+        item_id = self.turn_item
+        out.append(SendClient(wire.speech_stopped(item_id, ev.audio_end_ms)))
+        out += self.commit_turn(item_id, self.turn_start_ms, ev.audio_end_ms, now)
+        self.turn_item = None
+        return out
+
+    def _barge_in(self, now: float) -> list[Action]:
+        ep = self.episode
+        assert ep is not None
+        self.episode = None
+        out: list[Action] = []
+        if self.response is not None and not self.response.cancelled:
+            out += self.cancel_response(now, reason="turn_detected")
+        self.turn_item = ep.item_id
+        self.turn_start_ms = ep.onset_ms
+        out += self.user_turn_started(now)
+        return out
+
+    def on_tick(self, now: float) -> list[Action]:
+        out: list[Action] = []
+        ep = self.episode
+        resp = self.response
+        if ep is not None and not self.assistant_active(now):
+            # The assistant finished while the user was talking over its last words:
+            # the speech is simply the next turn.
+            self.episode = None
+            self.turn_item, self.turn_start_ms = ep.item_id, ep.onset_ms
+            out += self.user_turn_started(now)
+        elif resp is not None and resp.held and resp.held_ms > self.settings.max_hold_ms:
+            self.episode = None
+            out += self.release_output(now)
+        return out
+
+    # ------------------------------------------------------------ output path
+    def emit_audio(self, action: SendClientAudio, now: float) -> list[Action]:
+        """Send (or hold, during an undecided overlap) one assistant audio delta."""
+        resp = self.response
+        if resp is None or resp.cancelled:
+            return []
+        if self.episode is not None:
+            resp.held.append(action)
+            resp.held_ms += action.n_samples * 1000.0 / action.rate_hz
+            return []
+        return [self._send_audio(action, now)]
+
+    def _send_audio(self, action: SendClientAudio, now: float) -> SendClientAudio:
+        resp = self.response
+        assert resp is not None
+        if resp.playback is None:
+            resp.playback = self.ledger.start(resp.item_id, resp.response_id, action.rate_hz)
+        start = resp.playback.add_audio(action.n_samples, now)
+        if self.echo is not None and action.far16 is not None:
+            # Where this audio will sound in the mic timeline, if the client plays it
+            # as soon as its buffer reaches it.
+            at = self.in_samples + int((start - now) * VAD_RATE / 1000)
+            self.echo.add_far(action.far16, max(0, at))
+        return action
+
+    def emit_text(self, action: SendClient, delta: str) -> list[Action]:
+        resp = self.response
+        if resp is None or resp.cancelled:
+            return []
+        if resp.playback is not None:
+            resp.playback.add_text(delta)
+        elif delta:
+            resp.playback = self.ledger.start(
+                resp.item_id, resp.response_id, self.config.output_format.rate_hz
+            )
+            resp.playback.add_text(delta)
+        if self.episode is not None:
+            resp.held.append(action)
+            return []
+        return [action]
+
+    def emit(self, action: Action) -> list[Action]:
+        """Send now, or keep in order behind held audio while an overlap is undecided."""
+        resp = self.response
+        if self.episode is not None and resp is not None and resp.held:
+            resp.held.append(action)
+            return []
+        return [action]
+
+    def hold_output(self, now: float) -> None:
+        """Stop forwarding assistant output; the client buffer drains meanwhile."""
+
+    def release_output(self, now: float) -> list[Action]:
+        resp = self.response
+        if resp is None or not resp.held:
+            return []
+        held, resp.held, resp.held_ms = resp.held, [], 0.0
+        out: list[Action] = []
+        for action in held:
+            out.append(
+                self._send_audio(action, now) if isinstance(action, SendClientAudio) else action
+            )
+        return out
+
+    def played_ms(self, now: float) -> int:
+        resp = self.response
+        if resp is None or resp.playback is None:
+            return 0
+        return resp.playback.audio_end_ms(now)
+
+    # ------------------------------------------------------------ hooks
+    def user_turn_started(self, now: float) -> list[Action]:
+        return []
+
+    def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
+        raise NotImplementedError
+
+    def cancel_response(
+        self, now: float, reason: str, truncate_at: int | None = None
+    ) -> list[Action]:
+        raise NotImplementedError
+
+    def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
+        raise NotImplementedError
+
+    def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
+        return [CloseClient(1011, "upstream lost")]

@@ -1,0 +1,244 @@
+"""Read what a client declares in ``session.update``: audio formats and turn detection.
+
+Both dialects are accepted: OpenAI GA (``session.audio.input.format {type, rate}``,
+``session.audio.input.turn_detection``) and the older / vLLM-Omni flat form
+(``input_audio_format`` + ``sample_rate_hz``, top-level ``turn_detection``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from shim.audio import PCM16, PCM_F32, AudioFormat
+from shim.vad_gate import VadParams
+
+_PCM16_NAMES = {"audio/pcm", "pcm", "pcm16", "pcm_s16le", "s16le"}
+_F32_NAMES = {"audio/pcm_f32le", "pcm_f32le", "f32le"}
+MIN_RATE, MAX_RATE = 8000, 192000
+_TD_KEYS = {
+    "type",
+    "threshold",
+    "prefix_padding_ms",
+    "silence_duration_ms",
+    "create_response",
+    "interrupt_response",
+    "idle_timeout_ms",
+    "min_speech_duration_ms",
+    "eagerness",
+}
+
+
+class SessionConfigError(ValueError):
+    def __init__(self, code: str, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.param = param
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDetection:
+    """``None`` vad means push-to-talk: the client commits turns itself."""
+
+    vad: VadParams | None
+    create_response: bool = True
+    interrupt_response: bool = True
+
+    def as_wire(self) -> dict[str, Any] | None:
+        if self.vad is None:
+            return None
+        return {
+            "type": "server_vad",
+            "threshold": self.vad.threshold,
+            "prefix_padding_ms": self.vad.prefix_padding_ms,
+            "silence_duration_ms": self.vad.silence_duration_ms,
+            "create_response": self.create_response,
+            "interrupt_response": self.interrupt_response,
+            "idle_timeout_ms": None,
+        }
+
+
+DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
+DEFAULT_TURN = TurnDetection(VadParams())
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSessionConfig:
+    input_format: AudioFormat = DEFAULT_FORMAT
+    output_format: AudioFormat = DEFAULT_FORMAT
+    turn: TurnDetection = DEFAULT_TURN
+    instructions: str | None = None
+
+
+def _format(spec: Any, rate: Any, where: str, allow_f32: bool) -> AudioFormat:
+    encoding = PCM16
+    if isinstance(spec, dict):
+        name = spec.get("type", spec.get("format", "audio/pcm"))
+        rate = spec.get("rate", spec.get("sample_rate_hz", spec.get("sample_rate", rate)))
+    else:
+        name = spec
+    if name is not None:
+        if not isinstance(name, str):
+            raise SessionConfigError(
+                "unsupported_audio_format", f"{where}: format must be a string", where
+            )
+        lname = name.lower()
+        if lname in _F32_NAMES and allow_f32:
+            encoding = PCM_F32
+        elif lname not in _PCM16_NAMES:
+            raise SessionConfigError(
+                "unsupported_audio_format",
+                f"{where}: unsupported audio format {name!r} (use audio/pcm"
+                + (" or pcm_f32le)" if allow_f32 else ")"),
+                where,
+            )
+    if rate is None:
+        rate = 24000
+    if isinstance(rate, bool) or not isinstance(rate, int | float) or int(rate) != rate:
+        raise SessionConfigError("invalid_value", f"{where}: sample rate must be an integer", where)
+    if not MIN_RATE <= int(rate) <= MAX_RATE:
+        raise SessionConfigError(
+            "invalid_value", f"{where}: sample rate must be {MIN_RATE}..{MAX_RATE} Hz", where
+        )
+    return AudioFormat(encoding, int(rate))
+
+
+def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnDetection:
+    if raw is None:
+        return TurnDetection(None, base.create_response, base.interrupt_response)
+    if not isinstance(raw, dict):
+        raise SessionConfigError(
+            "invalid_value", "turn_detection must be an object or null", "turn_detection"
+        )
+    unknown = set(raw) - _TD_KEYS
+    if unknown:
+        raise SessionConfigError(
+            "invalid_value",
+            f"turn_detection: unknown keys {sorted(unknown)}",
+            "turn_detection",
+        )
+    kind = raw.get("type", "server_vad")
+    if kind not in ("server_vad", "semantic_vad"):
+        raise SessionConfigError(
+            "unsupported_turn_detection",
+            f"turn_detection type {kind!r} is not supported",
+            "turn_detection",
+        )
+    vad = base.vad or defaults
+    updates: dict[str, Any] = {}
+    for key in ("threshold", "prefix_padding_ms", "silence_duration_ms"):
+        if key in raw and raw[key] is not None:
+            value = raw[key]
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise SessionConfigError(
+                    "invalid_value", f"turn_detection.{key} must be a number", "turn_detection"
+                )
+            updates[key] = float(value) if key == "threshold" else int(value)
+    if "min_speech_duration_ms" in raw and isinstance(raw["min_speech_duration_ms"], int):
+        updates["min_speech_ms"] = raw["min_speech_duration_ms"]
+    if "threshold" in updates and not 0.0 < updates["threshold"] < 1.0:
+        raise SessionConfigError(
+            "invalid_value", "turn_detection.threshold must be in (0, 1)", "turn_detection"
+        )
+    for key in ("prefix_padding_ms", "silence_duration_ms"):
+        if key in updates and not 0 <= updates[key] <= 10_000:
+            raise SessionConfigError(
+                "invalid_value", f"turn_detection.{key} must be 0..10000", "turn_detection"
+            )
+    flags = {}
+    for key in ("create_response", "interrupt_response"):
+        value = raw.get(key)
+        if value is not None and not isinstance(value, bool):
+            raise SessionConfigError(
+                "invalid_value", f"turn_detection.{key} must be a boolean", "turn_detection"
+            )
+        flags[key] = base.create_response if value is None and key == "create_response" else value
+    return TurnDetection(
+        vad=replace(vad, **updates),
+        create_response=True
+        if flags["create_response"] is None
+        else bool(flags["create_response"]),
+        interrupt_response=True
+        if flags["interrupt_response"] is None
+        else bool(flags["interrupt_response"]),
+    )
+
+
+def _obj(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def apply_session_update(
+    current: ClientSessionConfig, event: dict[str, Any], vad_defaults: VadParams
+) -> ClientSessionConfig:
+    """Return the config after a ``session.update``; raises SessionConfigError if invalid.
+
+    Validates everything before changing anything, so a rejected update changes nothing.
+    """
+    session = event.get("session")
+    if session is None:
+        session = {k: v for k, v in event.items() if k not in ("type", "event_id")}
+    if not isinstance(session, dict):
+        raise SessionConfigError("invalid_value", "session must be an object", "session")
+    audio = _obj(session.get("audio"))
+    a_in, a_out = _obj(audio.get("input")), _obj(audio.get("output"))
+    cfg = current
+    in_spec = a_in.get("format", session.get("input_audio_format"))
+    in_rate = a_in.get("sample_rate_hz", session.get("sample_rate_hz"))
+    if in_spec is not None or in_rate is not None:
+        cfg = replace(
+            cfg,
+            input_format=_format(
+                in_spec if in_spec is not None else cfg.input_format.encoding,
+                in_rate if in_rate is not None else cfg.input_format.rate_hz,
+                "audio.input.format",
+                allow_f32=True,
+            ),
+        )
+    out_spec = a_out.get("format", session.get("output_audio_format"))
+    out_rate = a_out.get("sample_rate_hz")
+    if out_spec is not None or out_rate is not None:
+        cfg = replace(
+            cfg,
+            output_format=_format(
+                out_spec if out_spec is not None else cfg.output_format.encoding,
+                out_rate if out_rate is not None else cfg.output_format.rate_hz,
+                "audio.output.format",
+                allow_f32=False,
+            ),
+        )
+    if "turn_detection" in a_in:
+        cfg = replace(cfg, turn=_turn_detection(a_in["turn_detection"], cfg.turn, vad_defaults))
+    elif "turn_detection" in session:
+        cfg = replace(cfg, turn=_turn_detection(session["turn_detection"], cfg.turn, vad_defaults))
+    if isinstance(session.get("instructions"), str):
+        cfg = replace(cfg, instructions=session["instructions"])
+    return cfg
+
+
+def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dict[str, Any]:
+    """The GA session object as this proxy serves it (for session.created / updated)."""
+
+    def fmt(f: AudioFormat) -> dict[str, Any]:
+        return {
+            "type": "audio/pcm" if f.encoding == PCM16 else "audio/pcm_f32le",
+            "rate": f.rate_hz,
+        }
+
+    return {
+        "type": "realtime",
+        "object": "realtime.session",
+        "id": session_id,
+        "model": model,
+        "output_modalities": ["audio"],
+        "instructions": cfg.instructions or "",
+        "audio": {
+            "input": {
+                "format": fmt(cfg.input_format),
+                "transcription": None,
+                "noise_reduction": None,
+                "turn_detection": cfg.turn.as_wire(),
+            },
+            "output": {"format": fmt(cfg.output_format)},
+        },
+    }

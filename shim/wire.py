@@ -1,0 +1,126 @@
+"""Builders for the OpenAI Realtime GA server events the shim emits.
+
+Field names follow the ``openai`` package's generated types
+(``openai/types/realtime/*.py``): e.g. ``response.output_audio.delta`` carries
+``response_id, item_id, output_index, content_index, delta``. ``event_id`` is added
+by the edge when the event is sent, so builders stay pure and deterministic.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR_TYPES = {
+    "upstream_unavailable": "server_error",
+    "upstream_error": "server_error",
+    "internal_error": "server_error",
+    "session_store_unavailable": "server_error",
+    "rate_limit_exceeded": "rate_limit_error",
+    "session_limit_reached": "rate_limit_error",
+}
+
+
+def error(
+    code: str,
+    message: str,
+    *,
+    event_id: str | None = None,
+    param: str | None = None,
+) -> dict[str, Any]:
+    """``{type: error, error: {type, code, message, event_id, param}}`` (DESIGN §4)."""
+    return {
+        "type": "error",
+        "error": {
+            "type": ERROR_TYPES.get(code, "invalid_request_error"),
+            "code": code,
+            "message": message,
+            "event_id": event_id,
+            "param": param,
+        },
+    }
+
+
+def user_item(
+    item_id: str, status: str = "completed", transcript: str | None = None
+) -> dict[str, Any]:
+    return {
+        "id": item_id,
+        "type": "message",
+        "object": "realtime.item",
+        "status": status,
+        "role": "user",
+        "content": [{"type": "input_audio", "transcript": transcript}],
+    }
+
+
+def assistant_item(item_id: str, status: str, transcript: str | None) -> dict[str, Any]:
+    content = [] if transcript is None else [{"type": "output_audio", "transcript": transcript}]
+    return {
+        "id": item_id,
+        "type": "message",
+        "object": "realtime.item",
+        "status": status,
+        "role": "assistant",
+        "content": content,
+    }
+
+
+def response(
+    response_id: str,
+    status: str,
+    output: list[dict[str, Any]],
+    status_details: dict[str, Any] | None = None,
+    conversation_id: str | None = None,
+) -> dict[str, Any]:
+    return {
+        "id": response_id,
+        "object": "realtime.response",
+        "status": status,
+        "status_details": status_details,
+        "output": output,
+        "conversation_id": conversation_id,
+        "output_modalities": ["audio"],
+        "usage": None,
+        "metadata": None,
+    }
+
+
+def part_ids(response_id: str, item_id: str) -> dict[str, Any]:
+    return {"response_id": response_id, "item_id": item_id, "output_index": 0, "content_index": 0}
+
+
+def speech_started(item_id: str, audio_start_ms: int) -> dict[str, Any]:
+    return {
+        "type": "input_audio_buffer.speech_started",
+        "audio_start_ms": audio_start_ms,
+        "item_id": item_id,
+    }
+
+
+def speech_stopped(item_id: str, audio_end_ms: int) -> dict[str, Any]:
+    return {
+        "type": "input_audio_buffer.speech_stopped",
+        "audio_end_ms": audio_end_ms,
+        "item_id": item_id,
+    }
+
+
+def committed(item_id: str, previous_item_id: str | None) -> dict[str, Any]:
+    return {
+        "type": "input_audio_buffer.committed",
+        "item_id": item_id,
+        "previous_item_id": previous_item_id,
+    }
+
+
+def item_event(kind: str, item: dict[str, Any], previous_item_id: str | None) -> dict[str, Any]:
+    return {"type": f"conversation.item.{kind}", "previous_item_id": previous_item_id, "item": item}
+
+
+def truncated(item_id: str, audio_end_ms: int) -> dict[str, Any]:
+    return {
+        "type": "conversation.item.truncated",
+        "item_id": item_id,
+        "content_index": 0,
+        "audio_end_ms": audio_end_ms,
+    }

@@ -1,0 +1,51 @@
+"""Sequencing, replay bounds and client event de-duplication (shim/journal.py)."""
+
+from __future__ import annotations
+
+import orjson
+from hypothesis import given
+from hypothesis import strategies as st
+
+from shim.journal import Journal, RecentIds
+
+
+def test_stamp_adds_id_and_monotonic_seq_as_last_key() -> None:
+    j = Journal("ab", max_bytes=10_000, max_age_ms=60_000)
+    texts = [j.stamp({"type": "x", "n": i}, now_ms=0) for i in range(3)]
+    events = [orjson.loads(t) for t in texts]
+    assert [e["server_event_seq"] for e in events] == [1, 2, 3]
+    assert list(events[0])[-1] == "server_event_seq"
+    assert len({e["event_id"] for e in events}) == 3
+
+
+def test_ack_trims_and_replay_after_returns_the_rest_in_order() -> None:
+    j = Journal("ab", max_bytes=10_000, max_age_ms=60_000)
+    for i in range(5):
+        j.stamp({"type": "x", "n": i}, now_ms=0)
+    assert j.ack(2)
+    replay = j.after(2, now_ms=0)
+    assert replay is not None
+    assert [orjson.loads(t)["n"] for t in replay] == [2, 3, 4]
+    assert j.after(1, now_ms=0) is None  # acked and gone: a gap, never a partial replay
+    assert not j.ack(99)
+
+
+def test_bounds_by_bytes_and_age_open_a_gap() -> None:
+    j = Journal("ab", max_bytes=200, max_age_ms=1000)
+    for i in range(20):
+        j.stamp({"type": "x", "pad": "y" * 20, "n": i}, now_ms=i)
+    assert j.size_bytes <= 200
+    assert j.after(0, now_ms=20) is None
+    head = j.seq
+    j.stamp({"type": "late"}, now_ms=5000)
+    assert j.after(head, now_ms=5000) is not None
+    assert len(j.entries()) == 1  # the old ones aged out
+
+
+@given(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=50))
+def test_recent_ids_report_each_id_once_while_remembered(ids: list[str]) -> None:
+    recent = RecentIds(limit=10)
+    first_seen: set[str] = set()
+    for event_id in ids:
+        assert recent.seen(event_id) == (event_id in first_seen)
+        first_seen.add(event_id)

@@ -1,0 +1,210 @@
+"""duplex_emulated by script: VAD turns, translation, barge-in, backchannels, push-to-talk."""
+
+from __future__ import annotations
+
+import pybase64
+import pytest
+
+from shim.actions import AbortUpstream, SendUpstream
+from shim.dialects.turn_based import TurnBasedSession
+from shim.inputs import UpstreamLost
+from shim.session import ShimSettings
+from shim.vad_gate import VadParams
+from tests.shim_script import Script, analyzed, client_events, pcm_b64, types, upstream_events
+
+SPEECH = [0.9] * 20  # 640 ms of speech
+SILENCE = [0.05] * 20  # 640 ms: longer than silence_duration_ms (500)
+
+
+def make(min_barge_in_ms: int = 200, echo: bool = False) -> Script:
+    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=min_barge_in_ms, echo_suppression=echo)
+    return Script(TurnBasedSession("sess_0123456789abcdef", "demo", "demo-up", settings))
+
+
+def run_turn(sc: Script) -> list:  # type: ignore[type-arg]
+    return sc.speak([0.05] * 5 + SPEECH + SILENCE)
+
+
+def respond(sc: Script, chunks: int = 10, chunk_ms: int = 100) -> list:  # type: ignore[type-arg]
+    out = []
+    for i in range(chunks):
+        out += sc.upstream({"type": "transcription.delta", "delta": f"w{i} "})
+        out += sc.upstream(
+            {
+                "type": "response.output_audio.delta",
+                "audio": pcm_b64(chunk_ms, 24000),
+                "format": "pcm16",
+                "sample_rate_hz": 24000,
+            }
+        )
+    return out
+
+
+def test_a_vad_turn_is_announced_committed_and_sent_upstream_in_its_dialect() -> None:
+    sc = make()
+    out = run_turn(sc)
+    t = types(out)
+    assert t[:2] == ["input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"]
+    assert t[2:5] == [
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+    ]
+    assert t[5:] == [
+        "response.created",
+        "response.output_item.added",
+        "conversation.item.added",
+        "response.content_part.added",
+    ]
+    started = client_events(out)[0]
+    # onset at 160 ms (5 quiet windows), minus 300 ms prefix padding, clamped at 0
+    assert started["audio_start_ms"] == 0
+    assert client_events(out)[1]["audio_end_ms"] == 160 + 20 * 32
+    up = upstream_events(out)
+    assert up[0] == {"type": "input_audio_buffer.commit", "final": False}
+    assert up[-1] == {"type": "input_audio_buffer.commit", "final": True}
+    sent = b"".join(pybase64.b64decode(e["audio"]) for e in up if e["type"] == "input_audio_buffer.append")
+    # 16 kHz PCM16 from the padded start (0) to the end of speech (800 ms)
+    assert abs(len(sent) // 2 - 16 * 800) <= 16 * 40
+    assert analyzed(out), "every append is analysed by the VAD"
+
+
+def test_upstream_output_becomes_ga_events_with_ids_and_a_completed_response() -> None:
+    sc = make()
+    run_turn(sc)
+    out = respond(sc, chunks=3)
+    deltas = [e for e in client_events(out) if e["type"] == "response.output_audio.delta"]
+    assert deltas and all({"response_id", "item_id", "delta"} <= set(d) for d in deltas)
+    assert "audio" not in deltas[0]
+    texts = [e["delta"] for e in client_events(out) if e["type"] == "response.output_audio_transcript.delta"]
+    assert texts == ["w0 ", "w1 ", "w2 "]
+    out = sc.upstream({"type": "transcription.done", "text": "w0 w1 w2"})
+    out += sc.upstream({"type": "response.output_audio.done", "has_audio": True})
+    done = client_events(out)[-1]
+    assert done["type"] == "response.done"
+    assert done["response"]["status"] == "completed"
+    assert done["response"]["output"][0]["content"][0]["transcript"] == "w0 w1 w2"
+
+
+def test_output_is_resampled_to_the_clients_declared_rate() -> None:
+    sc = make()
+    sc.client({"type": "session.update", "session": {"type": "realtime", "audio": {"output": {"format": {"type": "audio/pcm", "rate": 16000}}}}})
+    run_turn(sc)
+    out = respond(sc, chunks=5, chunk_ms=200)
+    n = sum(len(pybase64.b64decode(e["delta"])) // 2 for e in client_events(out) if e["type"] == "response.output_audio.delta")
+    assert abs(n - 16000) < 1600  # ~1 s of audio at 16 kHz (minus resampler latency)
+
+
+def test_barge_in_cuts_cancels_truncates_and_redials_the_upstream() -> None:
+    sc = make(min_barge_in_ms=200)
+    run_turn(sc)
+    respond(sc, chunks=10)  # 1 s of assistant audio sent at t=now
+    out = sc.speak([0.9] * 12)
+    t = types(out)
+    assert t[0] == "input_audio_buffer.speech_started"
+    assert "response.done" in t
+    done = next(e for e in client_events(out) if e["type"] == "response.done")
+    assert done["response"]["status"] == "cancelled"
+    assert done["response"]["status_details"] == {"type": "cancelled", "reason": "turn_detected"}
+    truncated = next(e for e in client_events(out) if e["type"] == "conversation.item.truncated")
+    assert isinstance(truncated["audio_end_ms"], int)
+    assert 0 < truncated["audio_end_ms"] <= 1000
+    aborts = [a for a in out if isinstance(a, AbortUpstream)]
+    assert len(aborts) == 1 and aborts[0].redial
+    idx = out.index(aborts[0])
+    assert isinstance(out[idx + 1], SendUpstream) and out[idx + 1].event["type"] == "session.update"
+    # Later deltas of the cancelled response never reach the client.
+    assert not types(respond(sc, chunks=2))
+
+
+def test_a_backchannel_holds_then_releases_the_audio_without_cancelling() -> None:
+    sc = make(min_barge_in_ms=400)
+    run_turn(sc)
+    respond(sc, chunks=5)
+    out = sc.speak([0.9] * 8)  # 256 ms "uh-huh": below the barge-in minimum
+    assert types(out) == ["input_audio_buffer.speech_started"]
+    held = respond(sc, chunks=3)
+    assert not types(held), "assistant audio is held while the overlap is undecided"
+    out = sc.speak(SILENCE)
+    t = types(out)
+    assert "input_audio_buffer.speech_stopped" in t
+    assert t.count("response.output_audio.delta") == 3, "held audio is released, none lost"
+    assert "response.done" not in t
+
+
+def test_push_to_talk_commits_on_request_and_responds_on_response_create() -> None:
+    sc = make()
+    sc.client({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}}})
+    out = sc.audio(500, amplitude=500)
+    assert not analyzed(out), "no VAD when the client commits turns itself"
+    out = sc.client({"type": "input_audio_buffer.commit"})
+    assert types(out) == ["input_audio_buffer.committed", "conversation.item.added", "conversation.item.done"]
+    assert not upstream_events(out)
+    out = sc.client({"type": "response.create"})
+    assert types(out)[0] == "response.created"
+    up = upstream_events(out)
+    assert up[-1] == {"type": "input_audio_buffer.commit", "final": True}
+    again = sc.client({"type": "response.create", "event_id": "e1"})
+    assert client_events(again)[0]["error"]["code"] in (
+        "response_create_without_input",
+        "conversation_already_has_active_response",
+    )
+
+
+def test_client_cancel_ends_the_response_as_client_cancelled() -> None:
+    sc = make()
+    run_turn(sc)
+    respond(sc, chunks=2)
+    out = sc.client({"type": "response.cancel"})
+    done = next(e for e in client_events(out) if e["type"] == "response.done")
+    assert done["response"]["status_details"]["reason"] == "client_cancelled"
+    assert any(isinstance(a, AbortUpstream) for a in out)
+    again = sc.client({"type": "response.cancel"})
+    assert client_events(again)[0]["error"]["code"] == "response_cancel_not_active"
+
+
+def test_losing_the_upstream_mid_response_ends_it_incomplete_never_silently() -> None:
+    sc = make()
+    run_turn(sc)
+    respond(sc, chunks=2)
+    out = sc.s.handle(UpstreamLost("gone", sc.now))
+    done = next(e for e in client_events(out) if e["type"] == "response.done")
+    assert done["response"]["status"] == "incomplete"
+    assert any(isinstance(a, AbortUpstream) and a.redial for a in out)
+
+
+@pytest.mark.parametrize(
+    ("event", "code"),
+    [
+        ({"type": "input_audio_buffer.append", "audio": "not base64!"}, "invalid_audio"),
+        ({"type": "input_audio_buffer.append", "audio": "AAEC"}, "invalid_audio"),  # 3 bytes: not whole samples
+        ({"type": "input_audio_buffer.append", "audio": 5}, "invalid_event"),
+        ({"type": "input_audio_buffer.append", "audio": ""}, "invalid_audio"),
+        ({"type": "conversation.item.truncate", "item_id": "nope", "content_index": 0, "audio_end_ms": 5}, "item_not_found"),
+        ({"type": "conversation.item.truncate", "item_id": "x", "audio_end_ms": -1}, "invalid_event"),
+        ({"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}}}, "unsupported_audio_format"),
+        ({"type": "session.update", "session": {"audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}}, "invalid_value"),
+        ({"type": "playback.ack", "played_ms": "soon"}, "invalid_event"),
+        ({"type": "input_audio_buffer.commit"}, "input_audio_buffer_commit_empty"),
+    ],
+)
+def test_bad_input_gets_an_error_with_a_code_and_the_session_goes_on(event: dict, code: str) -> None:  # type: ignore[type-arg]
+    sc = make()
+    event = {**event, "event_id": "evt_1"}
+    out = sc.client(event)
+    err = client_events(out)[0]
+    assert err["type"] == "error"
+    assert err["error"]["code"] == code
+    assert err["error"]["event_id"] == "evt_1"
+    assert types(run_turn(sc))[0] == "input_audio_buffer.speech_started"
+
+
+def test_truncate_beyond_the_audio_sent_is_refused() -> None:
+    sc = make()
+    run_turn(sc)
+    out = respond(sc, chunks=2)
+    item_id = client_events(out)[0]["item_id"]
+    err = client_events(sc.client({"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": 5000}))
+    assert err[0]["error"]["code"] == "invalid_value"
+    ok = client_events(sc.client({"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": 50}))
+    assert any(e["type"] == "conversation.item.truncated" and e["audio_end_ms"] == 50 for e in ok)
