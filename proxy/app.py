@@ -15,6 +15,7 @@ from proxy.logging import get_logger
 from proxy.metrics import Metrics
 
 if TYPE_CHECKING:
+    from proxy.emulated import EmulatedRunner
     from proxy.pump import ClientSession
     from proxy.store.base import SessionStore
     from proxy.vad import VadRunner
@@ -34,6 +35,8 @@ class ProxyState:
     # Resolved URL for each `embedded://KIND` upstream, once its backend is up.
     embedded_urls: dict[str, str] = field(default_factory=dict)
     sessions: set[ClientSession] = field(default_factory=set)
+    # Emulated sessions alive on this replica (attached or in disconnect grace).
+    live: dict[str, EmulatedRunner] = field(default_factory=dict)
     per_route: dict[str, int] = field(default_factory=dict)
     draining: bool = False
     replica_id: str = ""
@@ -66,7 +69,7 @@ async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
     from proxy.reference.server import build_reference_app
 
     for kind in kinds:
-        runner = web.AppRunner(build_reference_app(kind), handle_signals=False)
+        runner = web.AppRunner(build_reference_app(kind), handle_signals=False, access_log=None)
         await runner.setup()
         site = web.TCPSite(runner, "127.0.0.1", 0)
         await site.start()
@@ -85,6 +88,8 @@ async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
     from proxy.store import open_store
 
     state.store = await open_store(state.config.store, state.metrics)
+    # Load the VAD model before the first session needs it, off the event loop.
+    await asyncio.to_thread(state.vad_runner)
     yield
     await state.store.close()
     if state.vad is not None:
@@ -96,9 +101,11 @@ async def _close_sessions(app: web.Application) -> None:
     """On shutdown: persist and close every client with 1012 so it resumes elsewhere."""
     state = app[STATE]
     state.draining = True
+    runners = list(state.live.values())
     sessions = list(state.sessions)
-    if sessions:
-        await asyncio.gather(*(s.drain() for s in sessions), return_exceptions=True)
+    await asyncio.gather(
+        *(r.drain() for r in runners), *(s.drain() for s in sessions), return_exceptions=True
+    )
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -133,9 +140,10 @@ async def metrics(request: web.Request) -> web.Response:
 
 
 async def websocket(request: web.Request) -> web.StreamResponse:
-    from proxy.pump import handle_client
-
     return await handle_client(request, request.app[STATE])
+
+
+from proxy.pump import handle_client  # noqa: E402  (pump needs STATE and ProxyState above)
 
 
 def build_app(config: Config, state: ProxyState | None = None) -> web.Application:

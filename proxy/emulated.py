@@ -1,10 +1,12 @@
 """The I/O edge of the emulated modes: feed the shim, execute what it returns.
 
 Everything that happens to a session (a client frame, an upstream frame, a VAD
-result, a clock tick) becomes one typed input on one queue, handled strictly in
-order by the pure shim (``shim/``); its actions are executed here. The proxy owns
-the client-facing session in these modes: its own ``server_event_seq``, replay log
-and client event de-duplication (DESIGN §6).
+result, a clock tick, a client attaching or leaving) becomes one input on one
+queue, handled strictly in order; shim inputs go to the pure core (``shim/``) and
+its actions are executed here. The proxy owns the client-facing session in these
+modes: its own ``server_event_seq``, replay log and client event de-duplication
+(DESIGN §6). A session outlives its connection for ``disconnect_grace_s`` so the
+client can resume, here or (through the store) on another replica.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, cast
 
 import aiohttp
 import orjson
 
-from proxy.client_io import CLOSED, ClientFrame
-from proxy.upstream import UpstreamLink, UpstreamUnavailable, dial, opening_update, redial_turn
+from proxy.client_io import CLOSED, ClientChannel, ClientFrame
+from proxy.config import Route
+from proxy.persist import Persister
+from proxy.upstream import UpstreamUnavailable, dial, opening_update, redial_turn
 from shim.actions import (
     AbortUpstream,
     Action,
@@ -29,7 +34,7 @@ from shim.actions import (
     SendClientAudio,
     SendUpstream,
 )
-from shim.capabilities import Classification
+from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, UpstreamLost, VadWindow
@@ -39,18 +44,51 @@ from shim.session_config import session_object
 from shim.vad_gate import VadParams
 
 if TYPE_CHECKING:
-    from proxy.pump import ClientSession
+    from proxy.app import ProxyState
+    from proxy.logging import Logger
 
 TICK_S = 0.05
-_STOP = object()
 
 
 def now_ms() -> float:
     return time.monotonic() * 1000.0
 
 
-def shim_settings(session: ClientSession) -> ShimSettings:
-    v = session.state.config.vad
+@dataclass
+class Attach:
+    client: ClientChannel
+    first_events: list[dict[str, Any]]  # session.created / session.resumed
+    done: asyncio.Event
+    # Resume: events from the store the client has not received, then everything
+    # this replica journaled after ``replay_after``.
+    store_replay: list[str]
+    replay_after: int | None = None
+
+
+@dataclass
+class Execute:
+    """Actions to run in order with everything else (e.g. after a restore)."""
+
+    actions: list[Action]
+
+
+@dataclass
+class Detached:
+    client: ClientChannel
+
+
+@dataclass
+class FromClient:
+    client: ClientChannel
+    frame: ClientFrame
+
+
+class _Stop:
+    pass
+
+
+def shim_settings(state: ProxyState) -> ShimSettings:
+    v = state.config.vad
     return ShimSettings(
         vad=VadParams(
             threshold=v.threshold,
@@ -64,92 +102,186 @@ def shim_settings(session: ClientSession) -> ShimSettings:
 
 
 class EmulatedRunner:
+    """One emulated session, from open to the end of its disconnect grace."""
+
     def __init__(
         self,
-        session: ClientSession,
-        link: UpstreamLink,
+        state: ProxyState,
+        session_id: str,
+        route: Route,
         cls: Classification,
         model: str,
         upstream_model: str,
+        upstream: aiohttp.ClientWebSocketResponse,
+        upstream_url: str,
+        upstream_created: dict[str, Any],
+        log: Logger,
+        start_seq: int = 0,
     ) -> None:
-        self.session = session
-        self.client = session.client
-        self.link = link
+        self.state = state
+        self.session_id = session_id
+        self.route = route
         self.cls = cls
         self.model = model
         self.upstream_model = upstream_model
-        store_cfg = session.state.config.store
+        self.up = upstream
+        self.upstream_url = upstream_url
+        self.upstream_created = upstream_created
+        self.log = log
+        store_cfg = state.config.store
         self.journal = Journal(
-            session.session_id[-8:], store_cfg.replay_max_bytes, store_cfg.replay_max_age_s * 1000
+            session_id[-8:],
+            store_cfg.replay_max_bytes,
+            store_cfg.replay_max_age_s * 1000,
+            start_seq,
         )
         self.recent = RecentIds(store_cfg.recent_event_ids)
-        settings = shim_settings(session)
+        settings = shim_settings(state)
         self.shim: EmulatedSession
         if cls.kind == "turn":
-            self.shim = TurnBasedSession(session.session_id, model, upstream_model, settings)
+            self.shim = TurnBasedSession(session_id, model, upstream_model, settings)
         else:
-            self.shim = BargeInRelaySession(
-                session.session_id, model, settings, cls.upstream_capabilities
-            )
-        self.inputs: asyncio.Queue[Input | object] = asyncio.Queue()
-        self.vad_queue: asyncio.Queue[AnalyzeAudio | None] = asyncio.Queue()
-        self.vad_stream: Any = None
-        self.up = link.ws
+            self.shim = BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
+        self.inputs: asyncio.Queue[object] = asyncio.Queue()
+        self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue()
+        self.client: ClientChannel | None = None
+        self._attached: Attach | None = None
+        self._grace_deadline: float | None = None
+        self._tasks: list[asyncio.Task[None]] = []
         self._up_task: asyncio.Task[None] | None = None
-        self._closing = False
+        self.finished = asyncio.Event()
+        self.persister = Persister(self)
+        self._ended = False
 
-    # ------------------------------------------------------------------ run
-    async def run(self) -> None:
-        self.client.send_event(self._created())
-        tasks = [
-            asyncio.create_task(self._feed_client(), name="feed-client"),
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        self.state.live[self.session_id] = self
+        self._tasks = [
+            asyncio.create_task(self._loop(), name="session-loop"),
             asyncio.create_task(self._tick(), name="tick"),
             asyncio.create_task(self._vad_worker(), name="vad"),
+            asyncio.create_task(self.persister.run(), name="persist"),
         ]
         self._up_task = asyncio.create_task(self._feed_upstream(self.up), name="feed-upstream")
+
+    async def attach(
+        self,
+        attach: Attach,
+        pending: list[ClientFrame] | None = None,
+        after: list[Action] | None = None,
+    ) -> None:
+        """Hand the session a client connection; returns when that attachment ends.
+
+        ``after`` runs right after the attach (a restore's closing events); ``pending``
+        are frames the client sent before the session was ready, applied next in order.
+        """
+        await self.inputs.put(attach)
+        if after:
+            await self.inputs.put(Execute(after))
+        for frame in pending or []:
+            await self.inputs.put(FromClient(attach.client, frame))
+        reader = asyncio.create_task(self._feed_client(attach.client), name="feed-client")
         try:
-            await self._loop()
+            await attach.done.wait()
         finally:
-            self._closing = True
-            for task in [*tasks, self._up_task]:
-                task.cancel()
-            for task in [*tasks, self._up_task]:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await task
-            with contextlib.suppress(Exception):
-                await self.up.close()
+            reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader
 
-    def _created(self) -> dict[str, Any]:
-        from shim.capabilities import proxy_capabilities
-
-        caps = proxy_capabilities(self.cls, resume_available=False)
-        session = session_object(self.session.session_id, self.model, self.shim.config)
+    def created_event(self, resume_token: str | None) -> dict[str, Any]:
+        caps = proxy_capabilities(self.cls, resume_available=resume_token is not None)
+        session = session_object(self.session_id, self.model, self.shim.config)
         if self.cls.kind == "duplex":
-            upstream_session = self.link.created.get("session")
+            upstream_session = self.upstream_created.get("session")
             if isinstance(upstream_session, dict):
                 session = {**upstream_session, **session}
         session["capabilities"] = caps
-        return {"type": "session.created", "session": session}
+        event: dict[str, Any] = {"type": "session.created", "session": session}
+        if resume_token is not None:
+            event["resume_token"] = resume_token
+        return event
 
+    async def stop(self, code: int = 1000, reason: str = "session ended") -> None:
+        if self._ended:
+            return
+        self._ended = True
+        if self._attached is not None:
+            await self._attached.client.close(code, reason)
+            self._attached.done.set()
+        await self.persister.flush()
+        for task in [*self._tasks, *([self._up_task] if self._up_task else [])]:
+            if task is not asyncio.current_task():
+                task.cancel()
+        with contextlib.suppress(Exception):
+            await self.up.close()
+        if self.state.live.get(self.session_id) is self:
+            del self.state.live[self.session_id]
+        self.finished.set()
+
+    async def replaced_elsewhere(self) -> None:
+        """Another replica resumed this session: tell the client here and let go."""
+        if self._attached is not None:
+            self._attached.client.send_event(
+                {"type": "session.replaced", "session_id": self.session_id}
+            )
+        await self.stop(1000, "session_replaced")
+
+    async def drain(self) -> None:
+        """Shutdown: persist everything, then close with 1012 so the client resumes elsewhere."""
+        await self.persister.flush()
+        await self.stop(1012, "service restart")
+
+    # ------------------------------------------------------------------ the loop
     async def _loop(self) -> None:
-        # Client frames that arrived during the handshake come first, in order.
-        for frame in self.session.pending:
-            if frame is self.link.opening_event and self.cls.kind == "duplex":
-                # Already applied upstream when it opened the session; apply locally only.
-                self.shim.apply_update(frame.event)
-                continue
-            await self._client_input(frame)
-        self.session.pending.clear()
-        while True:
-            item = await self.inputs.get()
-            if item is _STOP:
-                return
-            if isinstance(item, ClientFrame):
-                await self._client_input(item)
-                continue
-            await self._execute(self.shim.handle(cast(Input, item)))
-            if self._closing:
-                return
+        try:
+            while True:
+                item = await self.inputs.get()
+                if isinstance(item, _Stop):
+                    break
+                if isinstance(item, FromClient):
+                    if item.client is self.client:
+                        await self._client_input(item.frame)
+                elif isinstance(item, Attach):
+                    self._on_attach(item)
+                elif isinstance(item, Detached):
+                    self._on_detach(item.client)
+                elif isinstance(item, Execute):
+                    await self._execute(item.actions)
+                else:
+                    await self._execute(self.shim.handle(cast(Input, item)))
+                if self._grace_deadline is not None and time.monotonic() > self._grace_deadline:
+                    self.log.info("session_expired", reason="disconnect grace elapsed")
+                    break
+        except Exception:
+            self.log.exception("session_loop_failed")
+            if self.client is not None:
+                self.client.send_error("internal_error", "the proxy failed this session")
+        await self.stop(1011, "session ended")
+
+    def _on_attach(self, attach: Attach) -> None:
+        old = self._attached
+        if old is not None:
+            old.client.send_event({"type": "session.replaced", "session_id": self.session_id})
+            asyncio.get_running_loop().create_task(old.client.close(1000, "session_replaced"))
+            old.done.set()
+        self._attached, self.client = attach, attach.client
+        self._grace_deadline = None
+        for event in attach.first_events:
+            attach.client.send_event(event)
+        for text in attach.store_replay:
+            attach.client.send_text(text)
+        if attach.replay_after is not None:
+            for text in self.journal.after(attach.replay_after, now_ms()) or []:
+                attach.client.send_text(text)
+
+    def _on_detach(self, client: ClientChannel) -> None:
+        if client is not self.client:
+            return
+        assert self._attached is not None
+        self._attached.done.set()
+        self._attached = self.client = None
+        self._grace_deadline = time.monotonic() + self.state.config.store.disconnect_grace_s
+        self.log.info("client_detached", grace_s=self.state.config.store.disconnect_grace_s)
 
     async def _client_input(self, frame: ClientFrame) -> None:
         ev = frame.event
@@ -160,22 +292,24 @@ class EmulatedRunner:
         if kind == "session.event_ack":
             seq = ev.get("server_event_seq")
             if isinstance(seq, bool) or not isinstance(seq, int) or not self.journal.ack(seq):
-                self.client.send_error(
+                self._error(
                     "invalid_event_ack", "server_event_seq must be a sequence number already sent"
                 )
             return
         if kind == "session.resume":
-            self.client.send_error(
+            self._error(
                 "invalid_session_resume",
                 "session.resume must be the first event of a new connection",
             )
             return
         if kind == "session.heartbeat" and self.cls.kind == "turn":
-            self._to_client(
-                {"type": "session.heartbeat_ack", "session_id": self.session.session_id}
-            )
+            self._to_client({"type": "session.heartbeat_ack", "session_id": self.session_id})
             return
         await self._execute(self.shim.handle(ClientEvent(ev, frame.raw, now_ms())))
+
+    def _error(self, code: str, message: str) -> None:
+        if self.client is not None:
+            self.client.send_error(code, message)
 
     # ------------------------------------------------------------------ actions
     async def _execute(self, actions: list[Action]) -> None:
@@ -191,26 +325,28 @@ class EmulatedRunner:
             elif isinstance(action, AbortUpstream):
                 await self._redial(action)
             elif isinstance(action, CloseClient):
-                await self.client.close(action.code, action.reason)
-                self._closing = True
+                await self.inputs.put(_Stop())
 
     def _to_client(self, event: dict[str, Any]) -> None:
         text = self.journal.stamp(event, now_ms())
-        metrics = self.session.state.metrics
-        metrics.frames.labels("upstream_to_client").inc()
-        metrics.bytes.labels("upstream_to_client").inc(len(text))
-        self.client.send_text(text)
+        if event.get("type") == "response.done":
+            self.state.metrics.responses.labels(self.cls.mode, event["response"]["status"]).inc()
+            details = event["response"].get("status_details") or {}
+            if details.get("reason") == "turn_detected":
+                self.state.metrics.barge_ins.labels(self.cls.mode).inc()
+        if self.client is not None:
+            metrics = self.state.metrics
+            metrics.frames.labels("upstream_to_client").inc()
+            metrics.bytes.labels("upstream_to_client").inc(len(text))
+            self.client.send_text(text)
 
     async def _to_upstream(self, text: str) -> None:
-        try:
+        with contextlib.suppress(ConnectionResetError, RuntimeError, aiohttp.ClientError):
             await self.up.send_str(text)
-        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
-            pass  # the upstream reader reports the loss
 
     async def _redial(self, action: AbortUpstream) -> None:
         """Drop the upstream socket (the turn dialect's only abort) and open a fresh one."""
-        metrics = self.session.state.metrics
-        if self._up_task is not None:
+        if self._up_task is not None and self._up_task is not asyncio.current_task():
             self._up_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._up_task
@@ -218,47 +354,46 @@ class EmulatedRunner:
             await self.up.close()
         if not action.redial:
             return
-        state, cfg = self.session.state, self.session.state.config.server
-        assert state.http is not None and self.session.route is not None
         try:
-            if self.cls.kind == "turn":
-                self.up = await redial_turn(
-                    state.http,
-                    self.link.url,
-                    self.session.route,
-                    cfg.upstream_connect_timeout_s,
-                    cfg.classify_timeout_s,
-                )
-            else:
-                opener = opening_update(self.session.route, self.upstream_model, None)
-                link = await dial(
-                    state.http,
-                    state.upstream_url(self.session.route),
-                    self.session.route,
-                    opener,
-                    cfg.upstream_connect_timeout_s,
-                    cfg.classify_timeout_s,
-                )
-                self.up = link.ws
+            self.up = await self.open_fresh_upstream()
         except UpstreamUnavailable as exc:
-            metrics.upstream_errors.labels("connect").inc()
-            self.session.log.warning("upstream_redial_failed", error=str(exc))
-            self.client.send_error(
-                "upstream_unavailable", f"upstream lost and not reachable: {exc}"
-            )
-            await self.client.close(1011, "upstream unavailable")
-            self._closing = True
+            self.state.metrics.upstream_errors.labels("connect").inc()
+            self.log.warning("upstream_redial_failed", error=str(exc))
+            self._error("upstream_unavailable", f"upstream lost and not reachable: {exc}")
+            await self.inputs.put(_Stop())
             return
         self._up_task = asyncio.create_task(self._feed_upstream(self.up), name="feed-upstream")
 
+    async def open_fresh_upstream(self) -> aiohttp.ClientWebSocketResponse:
+        http, cfg = self.state.http, self.state.config.server
+        assert http is not None
+        if self.cls.kind == "turn":
+            return await redial_turn(
+                http,
+                self.upstream_url,
+                self.route,
+                cfg.upstream_connect_timeout_s,
+                cfg.classify_timeout_s,
+            )
+        link = await dial(
+            http,
+            self.state.upstream_url(self.route),
+            self.route,
+            opening_update(self.route, self.upstream_model, None),
+            cfg.upstream_connect_timeout_s,
+            cfg.classify_timeout_s,
+        )
+        return link.ws
+
     # ------------------------------------------------------------------ feeders
-    async def _feed_client(self) -> None:
+    async def _feed_client(self, client: ClientChannel) -> None:
         while True:
-            item = await self.client.inbox.get()
+            item = await client.inbox.get()
             if item is CLOSED:
-                await self.inputs.put(_STOP)
+                await self.inputs.put(Detached(client))
                 return
-            await self.inputs.put(item)
+            assert isinstance(item, ClientFrame)
+            await self.inputs.put(FromClient(client, item))
 
     async def _feed_upstream(self, ws: aiohttp.ClientWebSocketResponse) -> None:
         async for msg in ws:
@@ -267,13 +402,13 @@ class EmulatedRunner:
             try:
                 event = orjson.loads(msg.data)
             except orjson.JSONDecodeError:
-                self.session.state.metrics.upstream_errors.labels("protocol").inc()
+                self.state.metrics.upstream_errors.labels("protocol").inc()
                 continue
             if isinstance(event, dict):
                 await self.inputs.put(UpstreamEvent(event, msg.data, now_ms()))
-        if not self._closing:
-            self.session.state.metrics.upstream_errors.labels("closed").inc()
-            self.session.log.warning("upstream_lost", close_code=ws.close_code)
+        if not self._ended:
+            self.state.metrics.upstream_errors.labels("closed").inc()
+            self.log.warning("upstream_lost", close_code=ws.close_code)
             await self.inputs.put(UpstreamLost(f"upstream closed ({ws.close_code})", now_ms()))
 
     async def _tick(self) -> None:
@@ -282,16 +417,11 @@ class EmulatedRunner:
             await self.inputs.put(Tick(now_ms()))
 
     async def _vad_worker(self) -> None:
-        vad = self.session.state.vad_runner()
+        vad = self.state.vad_runner()
         stream = vad.new_stream()
         while True:
             job = await self.vad_queue.get()
-            if job is None:
-                return
             results = await vad.process(stream, job.samples)
             now = now_ms()
             for prob, end in results:
                 await self.inputs.put(VadWindow(prob, end, now))
-
-    async def persist(self) -> None:
-        """Resume state goes to the store (see proxy/resume.py)."""

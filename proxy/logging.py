@@ -7,6 +7,8 @@ import sys
 
 import structlog
 
+Logger = structlog.stdlib.BoundLogger
+
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
 
 

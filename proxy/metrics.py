@@ -49,6 +49,12 @@ class Metrics:
             ["mode"],
             registry=r,
         )
+        self.responses = Counter(
+            "duplex_proxy_responses_total",
+            "Responses ended in emulated modes, by mode and status.",
+            ["mode", "status"],
+            registry=r,
+        )
         self.resumes = Counter(
             "duplex_proxy_resumes_total", "session.resume outcomes.", ["outcome"], registry=r
         )

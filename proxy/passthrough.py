@@ -2,19 +2,27 @@
 
 After the annotated ``session.created``, every frame is forwarded as the original
 text in both directions ("echo the original data instead of re-serializing it").
-Upstream frames are not parsed at all; client frames are parsed once, only to
+Upstream frames are not parsed, except the one ``session.resumed`` of a resume (to
+remember the upstream's rotated token); client frames are parsed once, only to
 refuse what is not an event (DESIGN §7) before it reaches the upstream.
+
+Resume is the upstream's own (vLLM-Omni keeps the session and its journal through
+a disconnect); the proxy records which upstream holds the session so that any
+replica can relay a ``session.resume`` to it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
+import orjson
 
 from proxy.client_io import CLOSED, ClientFrame
+from proxy.store.base import SessionRecord, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification
 
@@ -25,21 +33,68 @@ NORMAL_CLOSES = (1000, 1001)
 
 
 async def run_passthrough(session: ClientSession, link: UpstreamLink, cls: Classification) -> None:
-    client = session.client
-    metrics = session.state.metrics
     caps = cls.upstream_capabilities or {}
-    client.send_event(
+    session.client.send_event(
         session.annotated_created(link, cls, resume=caps.get("supports_session_resume") is True)
     )
-    up = link.ws
+    await _bind(session, link)
+    skip = link.opening_event
+    await relay(session, link.ws, skip=skip)
+
+
+async def _bind(session: ClientSession, link: UpstreamLink) -> None:
+    """Record which upstream holds this session (for a resume on another replica)."""
+    store, route = session.state.store, session.route
+    upstream_session = link.created.get("session")
+    token = link.created.get("resume_token")
+    if (
+        store is None
+        or route is None
+        or not isinstance(upstream_session, dict)
+        or not isinstance(token, str)
+    ):
+        return
+    sid = upstream_session.get("id")
+    if not isinstance(sid, str):
+        return
+    record = SessionRecord(
+        session_id=sid,
+        token_hash=hash_token(token),
+        model=route.model,
+        mode="passthrough",
+        epoch=1,
+        owner=session.state.replica_id,
+        upstream={"route": route.model, "url": link.url},
+    )
+    try:
+        await store.create(record)
+    except (StoreUnavailable, ValueError) as exc:
+        session.log.warning("passthrough_bind_failed", error=str(exc))
+
+
+async def relay(
+    session: ClientSession,
+    up: aiohttp.ClientWebSocketResponse,
+    skip: ClientFrame | None = None,
+    on_resumed: Callable[[str], Awaitable[None]] | None = None,
+) -> None:
+    client = session.client
+    metrics = session.state.metrics
     to_client = metrics.frames.labels("upstream_to_client")
     to_client_bytes = metrics.bytes.labels("upstream_to_client")
+    waiting_resumed = on_resumed is not None
 
     async def upstream_to_client() -> None:
+        nonlocal waiting_resumed
         async for msg in up:
             if msg.type == aiohttp.WSMsgType.TEXT:
                 to_client.inc()
                 to_client_bytes.inc(len(msg.data))
+                if waiting_resumed and '"session.resumed"' in msg.data[:200]:
+                    waiting_resumed = False
+                    token = orjson.loads(msg.data).get("resume_token")
+                    if isinstance(token, str) and on_resumed is not None:
+                        await on_resumed(token)
                 if not client.send_text(msg.data):
                     return
             elif msg.type == aiohttp.WSMsgType.BINARY:
@@ -50,9 +105,8 @@ async def run_passthrough(session: ClientSession, link: UpstreamLink, cls: Class
 
     async def client_to_upstream() -> None:
         for frame in session.pending:
-            if frame is link.opening_event:
-                continue  # already applied: it opened the upstream session
-            await up.send_str(frame.raw)
+            if frame is not skip:
+                await up.send_str(frame.raw)
         session.pending.clear()
         while True:
             item = await client.inbox.get()

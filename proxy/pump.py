@@ -11,7 +11,7 @@ arrives meanwhile is queued (bounded) and applied in order afterwards.
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import secrets
 import time
 import uuid
 from typing import Any
@@ -23,6 +23,7 @@ from proxy.app import ProxyState
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.logging import get_logger
+from proxy.resume import resume_from_query
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from shim.capabilities import Classification, classify, proxy_capabilities
 
@@ -89,18 +90,32 @@ class ClientSession:
     async def _run(self) -> None:
         state, cfg = self.state, self.state.config
         query = self.request.query
-        first: ClientFrame | None = None
         model = query.get("model") or None
-        if model is None:
-            first = await self._next_client_frame(cfg.server.handshake_timeout_s)
-            model = _model_from(first.event) if first else None
-            model = model or cfg.default_model
+        # A speak-first client's first event arrives right away; a GA client waits for
+        # session.created, so it only costs first_event_wait_ms. Without a model in
+        # the URL the first event must name one.
+        wait = cfg.server.first_event_wait_ms / 1000 if model else cfg.server.handshake_timeout_s
+        from_query = resume_from_query(query)
+        first = None if from_query else await self._next_client_frame(wait)
+        if from_query or (first is not None and first.event.get("type") == "session.resume"):
+            event, raw = from_query if from_query else (first.event, first.raw)  # type: ignore[union-attr]
+            if first is not None:
+                self.pending.remove(first)
+                first = None
+            if await self._try_resume(event, raw):
+                return
+            if model is None:
+                await self.client.close(1008, "resume failed")
+                return
+        if first is not None and model is None:
+            model = _model_from(first.event)
+        model = model or cfg.default_model
         if state.draining:
             self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
             await self.client.close(1012, "draining")
             return
         route = cfg.route_for(model) if model else None
-        if route is None:
+        if route is None or model is None:
             self.client.send_error(
                 "model_not_found",
                 f"no route for model {model!r}"
@@ -116,7 +131,6 @@ class ClientSession:
             )
             await self.client.close(1013, "try again later")
             return
-        assert model is not None
         self.route = route
         state.per_route[route.model] = state.per_route.get(route.model, 0) + 1
         self.log = self.log.bind(model=model, route=route.model)
@@ -134,11 +148,51 @@ class ClientSession:
             from proxy.passthrough import run_passthrough
 
             await run_passthrough(self, link, cls)
-        else:
-            from proxy.emulated import EmulatedRunner
+            return
+        await self._run_emulated(link, cls, model, upstream_model)
 
-            self.runner = EmulatedRunner(self, link, cls, model, upstream_model)
-            await self.runner.run()
+    async def _try_resume(self, event: dict[str, Any], raw: str) -> bool:
+        """Resume; on failure tell the client why (it may start fresh) and return False."""
+        from proxy.resume import ResumeFailed, parse_resume, resume
+
+        try:
+            await resume(self, parse_resume(event, raw))
+        except ResumeFailed as exc:
+            self.log.info("resume_failed", code=exc.code)
+            self.client.send_error(exc.code, str(exc))
+            return False
+        return True
+
+    async def _run_emulated(
+        self, link: UpstreamLink, cls: Classification, model: str, upstream_model: str
+    ) -> None:
+        from proxy.emulated import Attach, EmulatedRunner
+
+        assert self.route is not None
+        runner = EmulatedRunner(
+            self.state,
+            self.session_id,
+            self.route,
+            cls,
+            model,
+            upstream_model,
+            link.ws,
+            link.url,
+            link.created,
+            self.log,
+        )
+        pending = list(self.pending)
+        self.pending.clear()
+        if link.opening_event is not None and cls.kind == "duplex":
+            # It already opened the upstream session; apply it locally, don't resend.
+            runner.shim.apply_update(link.opening_event.event)
+            pending.remove(link.opening_event)
+        token = secrets.token_urlsafe(32)
+        resumable = await runner.persister.create(token)
+        created = runner.created_event(token if resumable else None)
+        runner.start()
+        self.runner = runner
+        await runner.attach(Attach(self.client, [created], asyncio.Event(), []), pending)
 
     async def _open_upstream(
         self, route: Route, upstream_model: str, first: ClientFrame | None
@@ -146,11 +200,6 @@ class ClientSession:
         cfg = self.state.config.server
         assert self.state.http is not None
         # A speak-first client's session.update opens the upstream session itself.
-        if first is None:
-            wait = cfg.first_event_wait_ms / 1000 - (time.monotonic() - self._accepted_at)
-            first = await self._next_client_frame(max(wait, 0.0)) if wait > 0 else None
-            if first is None and self.client.inbox.qsize():
-                first = await self._next_client_frame(0.01)
         client_session: dict[str, Any] | None = None
         if first is not None and first.event.get("type") == "session.update":
             session = first.event.get("session")
@@ -203,10 +252,7 @@ class ClientSession:
         return created
 
     async def drain(self) -> None:
-        """Shutdown: persist, then close with 1012 so the client resumes elsewhere."""
-        if self.runner is not None:
-            with contextlib.suppress(Exception):
-                await self.runner.persist()
+        """Shutdown: close with 1012 so the client resumes elsewhere (runners persist)."""
         await self.client.close(1012, "service restart")
 
 

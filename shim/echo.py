@@ -40,6 +40,10 @@ Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
 
 _SILENT = 1e-4  # far RMS below this (about -80 dBFS) plays as silence
+FRAME = 256  # STFT frame of the residual suppressor: 16 ms at 16 kHz
+HOP = FRAME // 2
+# sqrt of a periodic Hann: analysis and synthesis windows whose product overlap-adds to 1.
+_WIN = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FRAME) / FRAME)).astype(np.float32)
 
 
 class EchoSuppressor:
@@ -52,22 +56,20 @@ class EchoSuppressor:
         max_delay_ms: int = 400,
         history_ms: int = 2000,
         window_ms: int = 192,
-        block_ms: int = 8,
         jitter_ms: int = 40,
         tail_ms: int = 80,
         lock_ratio: float = 0.5,
-        talk_ratio: float = 1.0,
+        over: float = 2.0,
         floor_db: float = -40.0,
         max_ahead_s: float = 120.0,
     ) -> None:
         self.rate_hz = rate_hz
         self.max_delay = rate_hz * max_delay_ms // 1000
         self.window = rate_hz * window_ms // 1000  # mic span one delay estimate looks at
-        self.block = max(1, rate_hz * block_ms // 1000)
         self.jitter = rate_hz * jitter_ms // 1000
         self.tail = rate_hz * tail_ms // 1000  # room reverberation after the direct path
         self.lock_ratio = lock_ratio  # share of mic energy the echo must explain to re-lock
-        self.talk_ratio = talk_ratio  # residual/echo energy above which the user is talking
+        self.over = over  # over-suppression: how far the echo estimate is trusted
         self.floor = float(10.0 ** (floor_db / 20.0))
         self.max_ahead = int(max_ahead_s * rate_hz)
         # Ring of far audio for absolute samples [self._base, self._base + size).
@@ -83,7 +85,12 @@ class EchoSuppressor:
         self.delay: int | None = None  # echo delay in samples, once locked
         self.gain = 0.0  # least-squares gain of the direct path, for subtraction
         self.coupling = 0.0  # mic/far energy ratio when echo alone: direct path + reverb
-        self._g = 1.0  # smoothed gate gain
+        self.latency = FRAME
+        self._frame_start = 0  # mic sample where the next STFT frame starts
+        self._xbuf = np.zeros(0, dtype=np.float32)  # mic from _frame_start on
+        self._rbuf = np.zeros(0, dtype=np.float32)  # the same after linear subtraction
+        self._ola = np.zeros(FRAME, dtype=np.float32)
+        self._out = np.zeros(self.latency, dtype=np.float32)  # output ready to return
         self.dropped_far_samples = 0
 
     # -- far reference ------------------------------------------------------
@@ -157,45 +164,69 @@ class EchoSuppressor:
     # -- mic ------------------------------------------------------------------
 
     def process(self, mic: Int16Array, start_sample: int) -> Float32Array:
-        """The mic chunk at ``start_sample`` as float32 with the echo suppressed."""
+        """The mic chunk at ``start_sample`` as float32 with the echo suppressed.
+
+        The output has the input's length and lags it by ``latency`` samples (the
+        STFT frame): output sample ``i`` is mic sample ``start_sample + i - latency``.
+        """
         x = mic.astype(np.float32) / 32768.0
         end = start_sample + x.size
         if start_sample != self._mic_end:  # a gap or a restart: history no longer lines up
             self._mic[:] = 0.0
+            self._xbuf = self._xbuf[:0]
+            self._rbuf = self._rbuf[:0]
+            self._frame_start = start_sample
         self._mic_end = end
         self._mic = np.concatenate((self._mic, x))[-self.window :]
         self._advance(end)
-        if x.size == 0 or not self.far_active(start_sample, end):
-            self._g = 1.0
-            return x
-        self._estimate(end)
-        if self.delay is None:
-            return x
-        d = self.delay
-        lead = self.jitter + self.tail
-        far = self._far(start_sample - d - lead, end - d + self.jitter)
-        echo = self.gain * far[lead : lead + x.size]
-        residual = x - echo
-        out = np.empty_like(x)
-        for b in range(0, x.size, self.block):
-            sl = slice(b, min(b + self.block, x.size))
-            e_mic = float(np.dot(x[sl], x[sl]))
-            e_res = float(np.dot(residual[sl], residual[sl]))
-            # Echo the block may hold: the far energy at the delay, at its loudest for a
-            # delay off by up to +-jitter, or, if larger, its mean over the reverberation
-            # tail; scaled by the measured mic/far energy ratio (robust to a delay jump,
-            # unlike the least-squares gain).
-            n = sl.stop - b
-            direct = _max_block_energy(far[b + self.tail : sl.stop + lead + self.jitter], n)
-            tail = far[b : sl.stop + lead]
-            reverb = float(np.dot(tail, tail)) * n / tail.size
-            e_echo = self.coupling * max(direct, reverb)
-            talking = min(e_mic, e_res) > self.talk_ratio * e_echo
-            target = 1.0 if talking else self.floor
-            # Open at once (never clip the user's onset), close over a few blocks.
-            self._g = target if target > self._g else 0.5 * self._g + 0.5 * target
-            out[sl] = self._g * (residual[sl] if e_res < e_mic else x[sl])
+        active = x.size > 0 and self.far_active(start_sample, end)
+        if active:
+            self._estimate(end)
+        r = x
+        if active and self.delay is not None:
+            r = x - self.gain * self._far(start_sample - self.delay, end - self.delay)
+        self._xbuf = np.concatenate((self._xbuf, x))
+        self._rbuf = np.concatenate((self._rbuf, r))
+        while self._xbuf.size >= FRAME:
+            self._frame(active)
+        out = self._out[: x.size]
+        self._out = self._out[x.size :]
         return out
+
+    def _frame(self, active: bool) -> None:
+        """Suppress one STFT frame, overlap-add it, and release ``HOP`` samples."""
+        t0 = self._frame_start
+        xs = np.fft.rfft(_WIN * self._xbuf[:FRAME])
+        rs = np.fft.rfft(_WIN * self._rbuf[:FRAME])
+        px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
+        spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
+        if active and self.delay is not None:
+            p_echo = self.coupling * self._far_power(t0 - self.delay)
+            gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
+            spec = spec * np.clip(gain, self.floor, 1.0)
+        self._ola += _WIN * np.fft.irfft(spec, FRAME).astype(np.float32)
+        self._out = np.concatenate((self._out, self._ola[:HOP]))
+        self._ola = np.concatenate((self._ola[HOP:], np.zeros(HOP, dtype=np.float32)))
+        self._xbuf = self._xbuf[HOP:]
+        self._rbuf = self._rbuf[HOP:]
+        self._frame_start = t0 + HOP
+
+    def _far_power(self, start: int) -> Float64Array:
+        """Per-bin echo power bound for a far frame at ``start`` (the delay applied).
+
+        The loudest far spectrum within +-jitter of the delay (a jump in playback
+        timing), or, where larger, the mean over the reverberation tail before it.
+        """
+        lo = start - self.jitter - self.tail
+        far = self._far(lo, start + self.jitter + FRAME)
+        frames = np.lib.stride_tricks.sliding_window_view(far, FRAME)[:: HOP // 2]
+        spec = np.fft.rfft(frames * _WIN, axis=1)
+        power = spec.real**2 + spec.imag**2
+        n_tail = self.tail // (HOP // 2)
+        direct = power[n_tail:].max(axis=0)
+        if n_tail == 0:
+            return direct
+        return np.maximum(direct, power[: n_tail + 1].mean(axis=0))
 
     def _estimate(self, end: int) -> None:
         """Re-lock delay and gain if the recent mic is clearly a copy of the far audio."""
@@ -220,11 +251,3 @@ class EchoSuppressor:
             self.delay = d
             self.gain = float(corr[d] / e_far[d])
             self.coupling = e_mic / float(e_far[d])
-
-
-def _max_block_energy(x: Float32Array, block: int) -> float:
-    """Largest energy of any ``block`` consecutive samples of ``x``."""
-    if x.size <= block:
-        return float(np.dot(x, x))
-    sq = np.concatenate(([0.0], np.cumsum(x.astype(np.float64) ** 2)))
-    return float(np.max(sq[block:] - sq[:-block]))

@@ -88,6 +88,10 @@ class ActiveResponse:
     held_ms: float = 0.0
 
 
+def _fmt_name(encoding: str) -> str:
+    return "audio/pcm" if encoding == "pcm16" else "audio/pcm_f32le"
+
+
 class EmulatedSession:
     """State and rules common to ``duplex_emulated`` and ``barge_in_emulated``."""
 
@@ -499,6 +503,76 @@ class EmulatedSession:
         if resp is None or resp.playback is None:
             return 0
         return resp.playback.audio_end_ms(now)
+
+    # ------------------------------------------------------------ durable state
+    def snapshot(self) -> dict[str, Any]:
+        """What another replica needs to carry the session on (JSON-able)."""
+        cfg = self.config
+        resp = self.response
+        open_response = None
+        if resp is not None and not resp.cancelled and not resp.upstream_done:
+            open_response = {
+                "response_id": resp.response_id,
+                "item_id": resp.item_id,
+                "sent_ms": int(resp.playback.sent_ms) if resp.playback else 0,
+                "transcript": resp.playback.transcript if resp.playback else "",
+            }
+        return {
+            "counter": self._counter,
+            "last_item_id": self.last_item_id,
+            "input_format": [cfg.input_format.encoding, cfg.input_format.rate_hz],
+            "output_format": [cfg.output_format.encoding, cfg.output_format.rate_hz],
+            "turn_detection": cfg.turn.as_wire(),
+            "instructions": cfg.instructions,
+            "open_response": open_response,
+        }
+
+    def restore(self, snap: dict[str, Any]) -> list[Action]:
+        """Carry on from ``snapshot()``; a response that was mid-stream ends here."""
+        self._counter = int(snap.get("counter", 0))
+        self.last_item_id = snap.get("last_item_id")
+        update: dict[str, Any] = {
+            "type": "session.update",
+            "session": {
+                "audio": {
+                    "input": {
+                        "format": {
+                            "type": _fmt_name(snap["input_format"][0]),
+                            "rate": snap["input_format"][1],
+                        },
+                        "turn_detection": snap.get("turn_detection"),
+                    },
+                    "output": {
+                        "format": {
+                            "type": _fmt_name(snap["output_format"][0]),
+                            "rate": snap["output_format"][1],
+                        }
+                    },
+                },
+            },
+        }
+        if snap.get("instructions"):
+            update["session"]["instructions"] = snap["instructions"]
+        self.apply_update(update)
+        if self.config.turn.vad is not None:
+            # The VAD restarts with a fresh stream, whose time starts again at zero.
+            self.gate.reset()
+        opened = snap.get("open_response")
+        if not opened:
+            return []
+        # Never silently: the response the lost upstream was producing ends here.
+        rid, aid = opened["response_id"], opened["item_id"]
+        item = wire.assistant_item(aid, "incomplete", opened.get("transcript", ""))
+        return [
+            SendClient(
+                {
+                    "type": "response.done",
+                    "response": wire.response(
+                        rid, "incomplete", [item], {"type": "incomplete", "reason": "upstream_lost"}
+                    ),
+                }
+            )
+        ]
 
     # ------------------------------------------------------------ hooks
     def user_turn_started(self, now: float) -> list[Action]:
