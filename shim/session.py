@@ -86,6 +86,9 @@ class ActiveResponse:
     cancelled: bool = False
     held: list[Action] = field(default_factory=list)
     held_ms: float = 0.0
+    # Input audio time (16 kHz samples) when the response began: speech that started
+    # before it is the user's own turn going on, not an interruption.
+    started_at_sample: int = 0
 
 
 def _fmt_name(encoding: str) -> str:
@@ -366,6 +369,10 @@ class EmulatedSession:
             out += self._barge_in(win.now_ms)
         return out
 
+    def new_response(self, response_id: str, item_id: str) -> ActiveResponse:
+        self.response = ActiveResponse(response_id, item_id, started_at_sample=self.in_samples)
+        return self.response
+
     def assistant_active(self, now: float) -> bool:
         resp = self.response
         if resp is not None and not resp.cancelled and (not resp.upstream_done or resp.held):
@@ -376,7 +383,10 @@ class EmulatedSession:
         td = self.config.turn
         assert td.vad is not None
         start_ms = self.gate.padded_start_ms(ev)
-        overlap = td.interrupt_response and self.assistant_active(now)
+        resp = self.response
+        onset = ev.audio_start_ms * VAD_RATE // 1000
+        after_start = resp is None or onset >= resp.started_at_sample
+        overlap = td.interrupt_response and after_start and self.assistant_active(now)
         if not overlap and not self.announce_turns:
             return []
         item_id = self.new_id("item")

@@ -37,7 +37,7 @@ from shim.audio import (
     encode_samples,
 )
 from shim.inputs import ClientEvent, UpstreamEvent, UpstreamLost
-from shim.session import VAD_RATE, ActiveResponse, EmulatedSession, ShimSettings
+from shim.session import VAD_RATE, EmulatedSession, ShimSettings
 
 # Acknowledge upstream events in batches: every N, and at every response end.
 ACK_EVERY = 16
@@ -196,7 +196,7 @@ class BargeInRelaySession(EmulatedSession):
             return out  # the rest of a response the proxy already cut
         now = inp.now_ms
         if kind == "response.created" and isinstance(rid, str):
-            self.response = ActiveResponse(response_id=rid, item_id=f"item_{rid}")
+            self.new_response(rid, f"item_{rid}")
             self._rs_out = self._rs_far = None
             out.append(SendClient(ev))
         elif kind == "response.output_audio.delta":

@@ -37,7 +37,7 @@ from shim.audio import (
     encode_samples,
 )
 from shim.inputs import ClientEvent, UpstreamEvent, UpstreamLost
-from shim.session import VAD_RATE, ActiveResponse, EmulatedSession, ShimSettings
+from shim.session import VAD_RATE, EmulatedSession, ShimSettings
 
 UPSTREAM_RATE = 16000
 DEFAULT_OUTPUT_RATE = 24000
@@ -166,15 +166,20 @@ class TurnBasedSession(EmulatedSession):
         return out
 
     def _start_response(self, now: float) -> list[Action]:
+        out: list[Action] = []
+        old = self.response
+        if old is not None and not old.cancelled and (not old.upstream_done or old.held):
+            # A new turn supersedes a response still going: it ends, said so, first.
+            out += self.cancel_response(now, reason="turn_detected")
         turn = self.pending.popleft()
         rid, aid = self.new_id("resp"), self.new_id("item")
         prev = self.last_item_id
         self.last_item_id = aid
-        self.response = ActiveResponse(response_id=rid, item_id=aid)
+        self.new_response(rid, aid)
         self._rs_out = self._rs_far = None
         self._final_text = None
         item = wire.assistant_item(aid, "in_progress", None)
-        out: list[Action] = [
+        out += [
             SendClient(
                 {"type": "response.created", "response": wire.response(rid, "in_progress", [])}
             ),

@@ -1,0 +1,128 @@
+"""Real servers on loopback for end-to-end tests: reference backends and the proxy.
+
+Everything here runs for real (aiohttp sites on 127.0.0.1, ephemeral ports); only
+the GPU model server is replaced, by the reference backends, which follow
+vLLM-Omni's wire protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import wave
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pybase64
+from aiohttp import web
+
+from proxy.app import build_app
+from proxy.config import Config, config_from_dict
+from proxy.reference.options import ReferenceOptions
+from proxy.reference.server import build_reference_app
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
+
+
+@asynccontextmanager
+async def serve_app(app: web.Application) -> AsyncIterator[str]:
+    """Run ``app`` on a free loopback port; yields ``http://127.0.0.1:PORT``."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@asynccontextmanager
+async def reference(
+    kind: str, reply_ms: int = 1500, options: ReferenceOptions | None = None, served_model: str | None = None
+) -> AsyncIterator[str]:
+    """A reference backend; yields its ws:// realtime URL."""
+    app = build_reference_app(kind, served_model=served_model, reply_ms=reply_ms, options=options)
+    async with serve_app(app) as base:
+        yield base.replace("http://", "ws://") + "/v1/realtime"
+
+
+def proxy_config(routes: dict[str, str], **sections: Any) -> Config:
+    data: dict[str, Any] = {"routes": [{"model": m, "upstream": u} for m, u in routes.items()]}
+    data.update(sections)
+    return config_from_dict(data)
+
+
+@asynccontextmanager
+async def proxy(config: Config) -> AsyncIterator[str]:
+    """The proxy, in process; yields its ``http://127.0.0.1:PORT`` base."""
+    async with serve_app(build_app(config)) as base:
+        yield base
+
+
+def ws_url(base: str, model: str | None = "m", path: str = "/v1/realtime", **query: str) -> str:
+    url = base.replace("http://", "ws://") + path
+    params = ({"model": model} if model else {}) | query
+    if params:
+        url += "?" + "&".join(f"{k}={v}" for k, v in params.items())
+    return url
+
+
+def load_clip(name: str) -> bytes:
+    """PCM16 24 kHz mono bytes of a corpus clip."""
+    with wave.open(str(CORPUS / name)) as w:
+        assert w.getframerate() == 24000 and w.getsampwidth() == 2
+        return w.readframes(w.getnframes())
+
+
+def silence(ms: int, rate: int = 24000) -> bytes:
+    return b"\0\0" * (rate * ms // 1000)
+
+
+@dataclass
+class Client:
+    """A small realtime client over aiohttp that keeps every event it received."""
+
+    ws: aiohttp.ClientWebSocketResponse
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    async def send(self, event: dict[str, Any]) -> None:
+        await self.ws.send_str(json.dumps(event))
+
+    async def recv(self, timeout: float = 10.0) -> dict[str, Any]:
+        msg = await self.ws.receive(timeout=timeout)
+        if msg.type != aiohttp.WSMsgType.TEXT:
+            raise ConnectionError(f"socket ended: {msg.type} {self.ws.close_code}")
+        event: dict[str, Any] = json.loads(msg.data)
+        self.events.append(event)
+        return event
+
+    async def until(self, kind: str, timeout: float = 15.0) -> dict[str, Any]:
+        async with asyncio.timeout(timeout):
+            while True:
+                event = await self.recv(timeout)
+                if event.get("type") == kind:
+                    return event
+
+    async def stream(self, pcm: bytes, chunk_ms: int = 20, rate: int = 24000, realtime: bool = True) -> None:
+        step = rate * 2 * chunk_ms // 1000
+        for i in range(0, len(pcm), step):
+            chunk = pcm[i : i + step]
+            await self.send({"type": "input_audio_buffer.append", "audio": pybase64.b64encode(chunk).decode()})
+            if realtime:
+                await asyncio.sleep(chunk_ms / 1000)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("type") == kind]
+
+
+@asynccontextmanager
+async def connect(url: str) -> AsyncIterator[Client]:
+    async with aiohttp.ClientSession() as http, http.ws_connect(url, max_msg_size=0) as ws:
+        yield Client(ws)
