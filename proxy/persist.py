@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import TYPE_CHECKING, Any
 
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, hash_token
@@ -31,6 +32,8 @@ class Persister:
         self._saved: tuple[Any, ...] | None = None
         self._lock = asyncio.Lock()
         self._store_down = False
+        self._last_write = 0.0
+        self._written_acked = 0
 
     def record(self) -> SessionRecord:
         r = self.runner
@@ -94,9 +97,15 @@ class Persister:
                 str(record.state),
                 len(record.recent_event_ids),
             )
+            # Only writes refresh the keys' expiry: a quiet session still writes now and
+            # then so its keys outlive a silence longer than disconnect_grace_s.
+            keepalive = (
+                time.monotonic() - self._last_write > r.state.config.store.disconnect_grace_s / 3
+            )
             try:
-                if fresh or record.acked_seq > 0:
+                if fresh or keepalive or r.journal.acked != self._written_acked:
                     await store.append_events(r.session_id, self.epoch, fresh, r.journal.acked)
+                    self._last_write, self._written_acked = time.monotonic(), r.journal.acked
                     if fresh:
                         self.flushed_seq = fresh[-1][0]
                 if key != self._saved:

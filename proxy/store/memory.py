@@ -1,0 +1,180 @@
+"""In-process session store: the zero-setup default for a single replica (DESIGN §6).
+
+It keeps the exact semantics of the Redis store so a deployment can switch backends
+without behaviour changes: records are copied through JSON (what Redis would reject,
+this rejects too), every write is fenced by the lease epoch, keys expire
+``disconnect_grace_s`` after the last write, and the replay log is bounded by bytes
+and by age. Expiry is lazy (checked on access, swept now and then on create), using
+the monotonic clock: nothing here runs in the background.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import orjson
+
+from proxy.config import StoreConfig
+from proxy.metrics import Metrics
+from proxy.store import check_session_id, valid_session_id
+from proxy.store.base import LeaseLost, SessionRecord, SessionStore
+
+
+@dataclass
+class _LogEntry:
+    seq: int
+    text: str
+    size: int  # UTF-8 bytes, as Redis counts them
+    at: float
+
+
+@dataclass
+class _Session:
+    record: SessionRecord
+    expires_at: float
+    floor: int  # highest seq dropped from the log; events_after below it is a gap
+    log: deque[_LogEntry] = field(default_factory=deque)
+    log_bytes: int = 0
+
+
+class MemoryStore(SessionStore):
+    def __init__(
+        self,
+        config: StoreConfig,
+        metrics: Metrics | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._sessions: dict[str, _Session] = {}
+        self._next_sweep = 0.0
+        if metrics is not None:
+            metrics.store_up.set(1)
+
+    async def healthy(self) -> bool:
+        return True
+
+    async def close(self) -> None:
+        self._sessions.clear()
+
+    async def create(self, record: SessionRecord) -> None:
+        check_session_id(record.session_id)
+        self._sweep()
+        existing = self._get(record.session_id)
+        if existing is not None:
+            # A retried create (same token) is a no-op; anything else is a collision.
+            if existing.record.token_hash == record.token_hash:
+                return
+            raise LeaseLost(f"session {record.session_id} already exists")
+        self._sessions[record.session_id] = _Session(
+            record=self._copy(record),
+            expires_at=self._clock() + self._config.disconnect_grace_s,
+            floor=record.last_seq,
+        )
+
+    async def load(self, session_id: str) -> SessionRecord | None:
+        session = self._get(session_id)
+        return None if session is None else self._copy(session.record)
+
+    async def take_over(self, session_id: str, owner: str, expected_epoch: int) -> int:
+        session = self._fenced(session_id, expected_epoch)
+        session.record.epoch += 1
+        session.record.owner = owner
+        return session.record.epoch
+
+    async def save(self, record: SessionRecord) -> None:
+        session = self._fenced(record.session_id, record.epoch)
+        stored = session.record
+        new = self._copy(record)
+        # Sequence numbers only move forward, whatever a stale snapshot says.
+        new.acked_seq = max(stored.acked_seq, new.acked_seq)
+        new.last_seq = max(stored.last_seq, new.last_seq)
+        session.record = new
+
+    async def append_events(
+        self, session_id: str, epoch: int, events: list[tuple[int, str]], acked_seq: int
+    ) -> None:
+        session = self._fenced(session_id, epoch)
+        record, now = session.record, self._clock()
+        for seq, text in events:
+            # Idempotent: a retry after an ambiguous failure re-sends what is logged.
+            if seq > record.last_seq:
+                size = len(text.encode())
+                session.log.append(_LogEntry(seq, text, size, now))
+                session.log_bytes += size
+                record.last_seq = seq
+        record.acked_seq = max(record.acked_seq, acked_seq)
+        cutoff = now - self._config.replay_max_age_s
+        log = session.log
+        while log and (
+            log[0].seq <= record.acked_seq
+            or session.log_bytes > self._config.replay_max_bytes
+            or log[0].at < cutoff
+        ):
+            dropped = log.popleft()
+            session.log_bytes -= dropped.size
+            session.floor = max(session.floor, dropped.seq)
+
+    async def events_after(self, session_id: str, seq: int) -> list[tuple[int, str]] | None:
+        session = self._get(session_id)
+        if session is None or seq < session.floor:
+            return None
+        cutoff = self._clock() - self._config.replay_max_age_s
+        out: list[tuple[int, str]] = []
+        for entry in session.log:
+            if entry.seq > seq:
+                if entry.at < cutoff:
+                    return None  # aged out, just not trimmed yet: still a gap
+                out.append((entry.seq, entry.text))
+        return out
+
+    async def delete(self, session_id: str, epoch: int) -> None:
+        session = self._get(session_id)
+        if session is None:
+            return
+        if session.record.epoch != epoch:
+            raise LeaseLost(f"session {session_id} is at epoch {session.record.epoch}")
+        del self._sessions[session_id]
+
+    def _get(self, session_id: str) -> _Session | None:
+        if not valid_session_id(session_id):
+            return None
+        session = self._sessions.get(session_id)
+        if session is not None and session.expires_at <= self._clock():
+            del self._sessions[session_id]
+            return None
+        return session
+
+    def _fenced(self, session_id: str, epoch: int) -> _Session:
+        """The session if ``epoch`` still owns it; every write refreshes the expiry."""
+        session = self._get(session_id)
+        if session is None:
+            raise LeaseLost(f"session {session_id} expired or unknown")
+        if session.record.epoch != epoch:
+            raise LeaseLost(f"session {session_id} is at epoch {session.record.epoch}")
+        session.expires_at = self._clock() + self._config.disconnect_grace_s
+        return session
+
+    def _sweep(self) -> None:
+        """Drop expired sessions nobody asks about again, so memory stays bounded."""
+        now = self._clock()
+        if now < self._next_sweep:
+            return
+        self._next_sweep = now + self._config.disconnect_grace_s / 2
+        for sid in [s for s, v in self._sessions.items() if v.expires_at <= now]:
+            del self._sessions[sid]
+
+    def _copy(self, record: SessionRecord) -> SessionRecord:
+        """A deep, JSON-shaped copy: callers never alias stored state."""
+        ids = record.recent_event_ids[-self._config.recent_event_ids :]
+        if self._config.recent_event_ids <= 0:
+            ids = []
+        return replace(
+            record,
+            state=orjson.loads(orjson.dumps(record.state)),
+            upstream=orjson.loads(orjson.dumps(record.upstream)),
+            recent_event_ids=list(ids),
+        )

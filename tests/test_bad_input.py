@@ -1,0 +1,98 @@
+"""Bad input never crashes a session or the server (DESIGN §7), in every mode."""
+
+from __future__ import annotations
+
+import socket
+
+import aiohttp
+import pytest
+
+from tests.servers import connect, load_clip, proxy, proxy_config, reference, silence, ws_url
+
+KINDS = ["duplex", "duplex-no-barge-in", "turn"]
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+async def test_unknown_model_gets_model_not_found_then_close_1008() -> None:
+    async with reference("turn") as upstream, proxy(proxy_config({"m": upstream})) as base:
+        async with connect(ws_url(base, model="nope")) as c:
+            err = await c.recv()
+            assert err["type"] == "error"
+            assert err["error"]["code"] == "model_not_found"
+            msg = await c.ws.receive()
+            assert msg.type == aiohttp.WSMsgType.CLOSE
+            assert c.ws.close_code == 1008
+
+
+async def test_unreachable_upstream_gets_upstream_unavailable_then_close_1011() -> None:
+    cfg = proxy_config({"m": f"ws://127.0.0.1:{closed_port()}/v1/realtime"})
+    async with proxy(cfg) as base, connect(ws_url(base)) as c:
+        err = await c.recv()
+        assert err["error"]["code"] == "upstream_unavailable"
+        await c.ws.receive()
+        assert c.ws.close_code == 1011
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_malformed_frames_get_invalid_event_and_the_session_goes_on(kind: str) -> None:
+    async with reference(kind, reply_ms=600) as upstream, proxy(proxy_config({"m": upstream})) as base:
+        async with connect(ws_url(base)) as c:
+            await c.send({"type": "session.update", "session": {"type": "realtime"}})
+            await c.until("session.created")
+            for bad in ("{not json", "[1, 2]", '{"no_type": 1}', '{"type": 7}', '"text"'):
+                await c.ws.send_str(bad)
+                err = await c.until("error")
+                assert err["error"]["code"] == "invalid_event", bad
+                assert err["error"]["message"]
+            await c.ws.send_bytes(b"\x00\x01binary")
+            err = await c.until("error")
+            assert err["error"]["code"] == "invalid_event"
+            assert "binary" in err["error"]["message"]
+            # ...and the session still works end to end.
+            await c.stream(load_clip("utt09_clean.wav") + silence(900), realtime=False)
+            done = await c.until("response.done", timeout=20)
+            assert done["response"]["status"] == "completed"
+
+
+async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None:
+    async with reference("duplex") as upstream:
+        cfg = proxy_config({"m": upstream}, server={"max_frame_bytes": 64 * 1024})
+        async with proxy(cfg) as base:
+            async with connect(ws_url(base)) as c:
+                await c.until("session.created")
+                await c.ws.send_str('{"type":"input_audio_buffer.append","audio":"' + "A" * 100_000 + '"}')
+                while True:
+                    msg = await c.ws.receive(timeout=5)
+                    if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                        break
+                assert c.ws.close_code == 1009
+            async with connect(ws_url(base)) as again:
+                created = await again.until("session.created")
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
+
+
+@pytest.mark.parametrize(
+    ("event", "code"),
+    [
+        ({"type": "input_audio_buffer.append", "audio": "%%%"}, "invalid_audio"),
+        ({"type": "input_audio_buffer.append", "audio": "AAEC"}, "invalid_audio"),
+        ({"type": "conversation.item.truncate", "item_id": "missing", "content_index": 0, "audio_end_ms": 10}, "item_not_found"),
+        ({"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}}}, "unsupported_audio_format"),
+        ({"type": "session.event_ack", "server_event_seq": 10**9}, "invalid_event_ack"),
+    ],
+)
+async def test_emulated_bad_events_get_a_coded_error(event: dict, code: str) -> None:  # type: ignore[type-arg]
+    async with reference("turn") as upstream, proxy(proxy_config({"m": upstream})) as base:
+        async with connect(ws_url(base)) as c:
+            await c.until("session.created")
+            await c.send({**event, "event_id": "evt_bad"})
+            err = await c.until("error")
+            assert err["error"]["code"] == code
+            await c.send({"type": "session.update", "session": {"type": "realtime", "instructions": "ok"}})
+            updated = await c.until("session.updated")
+            assert updated["session"]["instructions"] == "ok"

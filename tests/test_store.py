@@ -1,0 +1,483 @@
+"""Session store contract (DESIGN §6): the same tests against memory and a real Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+import redis.asyncio as aioredis
+from redis.crc import key_slot
+
+from proxy.config import StoreConfig
+from proxy.metrics import Metrics
+from proxy.store import open_store
+from proxy.store.base import (
+    LeaseLost,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+    hash_token,
+    token_matches,
+)
+from proxy.store.memory import MemoryStore
+from proxy.store.redis import RedisStore, session_keys
+from tests.redis_server import RedisServer, redis_server, redis_server_session
+
+__all__ = ["redis_server", "redis_server_session"]  # fixtures, used by name
+
+MakeStore = Callable[..., Awaitable[SessionStore]]
+
+
+def new_record(**overrides: Any) -> SessionRecord:
+    fields: dict[str, Any] = {
+        "session_id": "sess_" + secrets.token_hex(8),
+        "token_hash": hash_token(secrets.token_urlsafe(24)),
+        "model": "minicpm-o",
+        "mode": "barge_in_emulated",
+        "owner": "replica-a",
+    }
+    fields.update(overrides)
+    return SessionRecord(**fields)
+
+
+def store_up(metrics: Metrics) -> float | None:
+    return metrics.registry.get_sample_value("duplex_proxy_store_up")
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def make_store(request: pytest.FixtureRequest) -> AsyncIterator[MakeStore]:
+    """Factory: ``await make_store(replay_max_bytes=10)`` builds a store with overrides."""
+    url = "memory://"
+    if request.param == "redis":
+        url = request.getfixturevalue("redis_server_session").url
+    stores: list[SessionStore] = []
+
+    async def make(**overrides: Any) -> SessionStore:
+        store = await open_store(StoreConfig(url=url, **overrides), Metrics())
+        stores.append(store)
+        return store
+
+    yield make
+    for store in stores:
+        await store.close()
+
+
+@pytest.fixture
+async def store(make_store: MakeStore) -> SessionStore:
+    return await make_store()
+
+
+@pytest.fixture
+async def raw_redis(redis_server_session: RedisServer) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_server_session.url)
+    yield client
+    await client.aclose()
+
+
+# --- records, tokens, fencing ---------------------------------------------------------
+
+
+async def test_create_load_roundtrip(store: SessionStore) -> None:
+    record = new_record(
+        state={"voice": "alloy", "ledger": [{"item": "it_1", "played_ms": 1200}], "n": None},
+        upstream={"url": "ws://up/v1/realtime", "session_id": "up_1", "resume_token": None},
+        recent_event_ids=["ev_1", "ev_2"],
+    )
+    await store.create(record)
+    loaded = await store.load(record.session_id)
+    assert loaded == record
+    assert loaded is not record
+    assert await store.load("sess_unknown") is None
+
+
+async def test_loaded_record_does_not_alias_store(store: SessionStore) -> None:
+    record = new_record(state={"ledger": []})
+    await store.create(record)
+    record.state["ledger"].append("mutated after create")
+    loaded = await store.load(record.session_id)
+    assert loaded is not None and loaded.state == {"ledger": []}
+
+
+async def test_token_is_only_stored_hashed(store: SessionStore) -> None:
+    token = secrets.token_urlsafe(24)
+    record = new_record(token_hash=hash_token(token))
+    await store.create(record)
+    loaded = await store.load(record.session_id)
+    assert loaded is not None
+    assert loaded.token_hash != token
+    assert token_matches(token, loaded.token_hash)
+    assert not token_matches(token + "x", loaded.token_hash)
+
+
+@pytest.mark.redis
+async def test_redis_keys_never_hold_the_raw_token(
+    redis_server_session: RedisServer, raw_redis: aioredis.Redis
+) -> None:
+    token = secrets.token_urlsafe(24)
+    record = new_record(token_hash=hash_token(token))
+    store = await open_store(StoreConfig(url=redis_server_session.url))
+    try:
+        await store.create(record)
+        await store.append_events(record.session_id, 0, [(1, '{"type":"x"}')], 0)
+    finally:
+        await store.close()
+    rec_key, log_key = session_keys(record.session_id)
+    rec = await raw_redis.hgetall(rec_key)
+    log = await raw_redis.xrange(log_key)
+    dump = repr(rec).encode() + repr(log).encode()
+    assert rec and log
+    assert token.encode() not in dump
+    assert hash_token(token).encode() in dump
+
+
+async def test_create_is_idempotent_for_its_own_token(store: SessionStore) -> None:
+    record = new_record()
+    await store.create(record)
+    await store.create(record)  # a retry after an ambiguous failure
+    with pytest.raises(LeaseLost):
+        await store.create(new_record(session_id=record.session_id))
+    assert await store.load(record.session_id) == record
+
+
+async def test_take_over_fences_the_stale_owner(store: SessionStore) -> None:
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "a")], 0)
+    assert await store.take_over(sid, "replica-b", 0) == 1
+    with pytest.raises(LeaseLost):
+        await store.save(record)  # still at epoch 0
+    with pytest.raises(LeaseLost):
+        await store.append_events(sid, 0, [(2, "b")], 0)
+    with pytest.raises(LeaseLost):
+        await store.delete(sid, 0)
+    with pytest.raises(LeaseLost):
+        await store.take_over(sid, "replica-c", 0)
+    loaded = await store.load(sid)
+    assert loaded is not None
+    assert (loaded.epoch, loaded.owner, loaded.last_seq) == (1, "replica-b", 1)
+    loaded.state = {"resumed": True}
+    await store.save(loaded)
+    await store.append_events(sid, 1, [(2, "b")], 0)
+    assert await store.events_after(sid, 0) == [(1, "a"), (2, "b")]
+    assert await store.take_over(sid, "replica-a", 1) == 2
+
+
+async def test_take_over_of_unknown_session_is_lease_lost(store: SessionStore) -> None:
+    with pytest.raises(LeaseLost):
+        await store.take_over("sess_unknown", "replica-b", 0)
+    with pytest.raises(LeaseLost):
+        await store.save(new_record())
+    with pytest.raises(LeaseLost):
+        await store.append_events("sess_unknown", 0, [], 0)
+    await store.delete("sess_unknown", 0)  # deleting what is gone is fine
+
+
+async def test_racing_take_overs_exactly_one_wins(make_store: MakeStore) -> None:
+    # Several store objects model several replicas (for Redis: separate pools).
+    replicas = [await make_store() for _ in range(4)]
+    for _ in range(30):
+        record = new_record()
+        await replicas[0].create(record)
+        results = await asyncio.gather(
+            *(replicas[i % 4].take_over(record.session_id, f"replica-{i}", 0) for i in range(8)),
+            return_exceptions=True,
+        )
+        winners = [r for r in results if not isinstance(r, BaseException)]
+        assert winners == [1]
+        assert all(isinstance(r, LeaseLost) for r in results if r not in winners)
+        loaded = await replicas[0].load(record.session_id)
+        assert loaded is not None and loaded.epoch == 1
+
+
+async def test_save_never_moves_sequence_numbers_back(store: SessionStore) -> None:
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "a"), (2, "b"), (3, "c")], 2)
+    record.state = {"x": 1}  # a snapshot taken before those events
+    await store.save(record)
+    loaded = await store.load(sid)
+    assert loaded is not None
+    assert (loaded.acked_seq, loaded.last_seq, loaded.state) == (2, 3, {"x": 1})
+
+
+async def test_recent_event_ids_are_bounded(make_store: MakeStore) -> None:
+    store = await make_store(recent_event_ids=3)
+    record = new_record(recent_event_ids=[f"ev_{i}" for i in range(10)])
+    await store.create(record)
+    loaded = await store.load(record.session_id)
+    assert loaded is not None and loaded.recent_event_ids == ["ev_7", "ev_8", "ev_9"]
+    loaded.recent_event_ids += ["ev_10"]
+    await store.save(loaded)
+    again = await store.load(record.session_id)
+    assert again is not None and again.recent_event_ids == ["ev_8", "ev_9", "ev_10"]
+
+
+async def test_malformed_session_ids(store: SessionStore) -> None:
+    for bad in ["", "}x", "a{b}", "with space", "x" * 129, "nul\x00"]:
+        assert await store.load(bad) is None
+        assert await store.events_after(bad, 0) is None
+        with pytest.raises(ValueError):
+            await store.create(new_record(session_id=bad))
+
+
+# --- replay log ------------------------------------------------------------------------
+
+
+async def test_events_after_in_order_and_idempotent(store: SessionStore) -> None:
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    assert await store.events_after(sid, 0) == []
+    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    await store.append_events(sid, 0, [(2, "b"), (3, "c")], 0)  # retried batch overlaps
+    await store.append_events(sid, 0, [(4, "ünïcode ✓")], 0)
+    assert await store.events_after(sid, 0) == [(1, "a"), (2, "b"), (3, "c"), (4, "ünïcode ✓")]
+    assert await store.events_after(sid, 2) == [(3, "c"), (4, "ünïcode ✓")]
+    assert await store.events_after(sid, 4) == []
+    assert await store.events_after(sid, 9) == []
+    loaded = await store.load(sid)
+    assert loaded is not None and loaded.last_seq == 4
+
+
+async def test_acks_trim_and_leave_a_floor(store: SessionStore) -> None:
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(i, f"e{i}") for i in range(1, 6)], 0)
+    await store.append_events(sid, 0, [], 3)  # a bare ack
+    assert await store.events_after(sid, 3) == [(4, "e4"), (5, "e5")]
+    assert await store.events_after(sid, 2) is None  # 3 was trimmed: a gap
+    await store.append_events(sid, 0, [], 1)  # a late, older ack changes nothing
+    loaded = await store.load(sid)
+    assert loaded is not None and loaded.acked_seq == 3
+    assert await store.events_after(sid, 3) == [(4, "e4"), (5, "e5")]
+
+
+async def test_byte_bound_drops_oldest(make_store: MakeStore) -> None:
+    store = await make_store(replay_max_bytes=10)
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "éé"), (2, "éé")], 0)  # 4 UTF-8 bytes each
+    assert await store.events_after(sid, 0) == [(1, "éé"), (2, "éé")]
+    await store.append_events(sid, 0, [(3, "éé")], 0)  # 12 bytes > 10
+    assert await store.events_after(sid, 0) is None
+    assert await store.events_after(sid, 1) == [(2, "éé"), (3, "éé")]
+    await store.append_events(sid, 0, [(4, "x" * 11)], 0)  # alone over budget
+    assert await store.events_after(sid, 3) is None
+    assert await store.events_after(sid, 4) == []
+    await store.append_events(sid, 0, [(5, "ok")], 0)
+    assert await store.events_after(sid, 4) == [(5, "ok")]
+
+
+async def test_age_bound_on_write(make_store: MakeStore) -> None:
+    store = await make_store(replay_max_age_s=0.3)
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    await asyncio.sleep(0.45)
+    await store.append_events(sid, 0, [(3, "c")], 0)
+    assert await store.events_after(sid, 0) is None
+    assert await store.events_after(sid, 1) is None
+    assert await store.events_after(sid, 2) == [(3, "c")]
+
+
+async def test_age_bound_on_read_without_writes(make_store: MakeStore) -> None:
+    store = await make_store(replay_max_age_s=0.3)
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    assert await store.events_after(sid, 0) == [(1, "a"), (2, "b")]
+    await asyncio.sleep(0.45)
+    assert await store.events_after(sid, 0) is None
+    assert await store.events_after(sid, 2) == []
+
+
+# --- expiry and delete ----------------------------------------------------------------
+
+
+async def test_session_expires_after_grace(make_store: MakeStore) -> None:
+    store = await make_store(disconnect_grace_s=0.3)
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "a")], 0)
+    assert await store.load(sid) is not None
+    await asyncio.sleep(0.5)
+    assert await store.load(sid) is None
+    assert await store.events_after(sid, 0) is None
+    with pytest.raises(LeaseLost):
+        await store.take_over(sid, "replica-b", 0)
+    await store.create(new_record(session_id=sid))  # the id is free again
+
+
+async def test_every_write_refreshes_expiry(make_store: MakeStore) -> None:
+    store = await make_store(disconnect_grace_s=0.6)
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    for _ in range(3):
+        await asyncio.sleep(0.3)
+        await store.append_events(sid, 0, [], 0)  # a heartbeat keeps the lease alive
+    await store.append_events(sid, 0, [(1, "a")], 0)
+    await asyncio.sleep(0.3)
+    assert await store.load(sid) is not None
+    assert await store.events_after(sid, 0) == [(1, "a")]
+
+
+async def test_delete(store: SessionStore) -> None:
+    record = new_record()
+    sid = record.session_id
+    await store.create(record)
+    await store.append_events(sid, 0, [(1, "a")], 0)
+    assert await store.take_over(sid, "replica-b", 0) == 1
+    with pytest.raises(LeaseLost):
+        await store.delete(sid, 0)
+    await store.delete(sid, 1)
+    assert await store.load(sid) is None
+    assert await store.events_after(sid, 0) is None
+    await store.delete(sid, 1)
+
+
+# --- open_store -----------------------------------------------------------------------
+
+
+async def test_open_store_memory() -> None:
+    metrics = Metrics()
+    store = await open_store(StoreConfig(), metrics)
+    assert isinstance(store, MemoryStore)
+    assert await store.healthy()
+    assert store_up(metrics) == 1
+    await store.close()
+    with pytest.raises(ValueError):
+        await open_store(StoreConfig(url="mongodb://x"))
+
+
+@pytest.mark.redis
+async def test_open_store_over_a_unix_socket(redis_server_session: RedisServer) -> None:
+    store = await open_store(StoreConfig(url=redis_server_session.unix_url))
+    try:
+        assert isinstance(store, RedisStore)
+        assert await store.healthy()
+        record = new_record()
+        await store.create(record)
+        assert await store.load(record.session_id) == record
+    finally:
+        await store.close()
+
+
+# --- Redis specifics: key layout and TTL ----------------------------------------------
+
+
+@pytest.mark.redis
+async def test_keys_share_one_hash_tag_and_expire(
+    redis_server_session: RedisServer, raw_redis: aioredis.Redis
+) -> None:
+    store = await open_store(StoreConfig(url=redis_server_session.url, disconnect_grace_s=30))
+    try:
+        record = new_record()
+        sid = record.session_id
+        await store.create(record)
+        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    finally:
+        await store.close()
+    keys = sorted([k async for k in raw_redis.scan_iter(match=f"dxp:{{{sid}}}:*")])
+    assert keys == [f"dxp:{{{sid}}}:log".encode(), f"dxp:{{{sid}}}:rec".encode()]
+    assert len({key_slot(k) for k in keys}) == 1
+    # An id starting with "}" would empty the tag and split the slots: such ids are
+    # refused (test_malformed_session_ids).
+    assert len({key_slot(k.encode()) for k in session_keys("}odd")}) == 2
+    for key in keys:
+        assert 0 < await raw_redis.pttl(key) <= 30_000
+    entries = await raw_redis.xrange(f"dxp:{{{sid}}}:log")
+    assert [e[0] for e in entries or []] == [b"1-0", b"2-0"]
+
+
+# --- Redis outages ----------------------------------------------------------------------
+
+
+async def assert_all_unavailable(store: SessionStore, record: SessionRecord) -> None:
+    sid = record.session_id
+    calls: list[Callable[[], Awaitable[object]]] = [
+        lambda: store.create(new_record()),
+        lambda: store.load(sid),
+        lambda: store.take_over(sid, "replica-b", 0),
+        lambda: store.save(record),
+        lambda: store.append_events(sid, 0, [(9, "x")], 0),
+        lambda: store.events_after(sid, 0),
+        lambda: store.delete(sid, 0),
+    ]
+    for call in calls:
+        with pytest.raises(StoreUnavailable):
+            await call()
+    assert not await store.healthy()
+
+
+@pytest.mark.redis
+async def test_redis_killed_then_restarted(redis_server: RedisServer) -> None:
+    metrics = Metrics()
+    store = await open_store(StoreConfig(url=redis_server.url), metrics)
+    try:
+        record = new_record()
+        await store.create(record)
+        assert store_up(metrics) == 1
+        redis_server.kill()
+        await assert_all_unavailable(store, record)
+        assert store_up(metrics) == 0
+        redis_server.start()
+        assert await store.healthy()
+        assert store_up(metrics) == 1
+        # Nothing was persisted; the same store object serves new sessions at once.
+        assert await store.load(record.session_id) is None
+        fresh = new_record()
+        await store.create(fresh)
+        await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
+        assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+async def test_redis_hung_calls_time_out(redis_server: RedisServer) -> None:
+    metrics = Metrics()
+    store = await open_store(StoreConfig(url=redis_server.url, timeout_s=0.2), metrics)
+    try:
+        record = new_record()
+        await store.create(record)
+        redis_server.pause()  # accepts nothing, answers nothing: only timeouts help
+        await assert_all_unavailable(store, record)
+        assert store_up(metrics) == 0
+        redis_server.resume()
+        assert await store.healthy()
+        # Commands sent while it hung may still run once it wakes (a timeout is
+        # ambiguous), so go on with a fresh session.
+        fresh = new_record()
+        await store.create(fresh)
+        await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
+        assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+async def test_store_opens_while_redis_is_down(redis_server: RedisServer) -> None:
+    redis_server.kill()
+    metrics = Metrics()
+    store = await open_store(StoreConfig(url=redis_server.url), metrics)
+    try:
+        assert not await store.healthy()
+        assert store_up(metrics) == 0
+        redis_server.start()
+        assert await store.healthy()
+        record = new_record()
+        await store.create(record)
+        assert await store.load(record.session_id) == record
+    finally:
+        await store.close()
