@@ -1,0 +1,117 @@
+"""Barge-in end to end: real Silero VAD on real clips, real backends, real time.
+
+The client streams its microphone at real-time pace, as a browser would: a
+question, then silence; once the assistant answers, a clip is played into the
+microphone over the answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+
+import pytest
+
+from tests.servers import (
+    Client,
+    connect,
+    load_clip,
+    proxy,
+    proxy_config,
+    reference,
+    ws_url,
+)
+
+EMULATED = [("turn", "duplex_emulated"), ("duplex-no-barge-in", "barge_in_emulated")]
+CHUNK = 24000 * 2 * 20 // 1000  # 20 ms of PCM16 at 24 kHz
+
+
+async def mic(c: Client, pcm: bytes, state: dict[str, object]) -> None:
+    """Stream ``pcm`` then silence at real-time pace until told to stop."""
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    n = 0
+    while not state.get("stop"):
+        chunk = pcm[n * CHUNK : (n + 1) * CHUNK]
+        extra = state.get("overlay")
+        if isinstance(extra, bytes) and extra:
+            chunk, state["overlay"] = extra[:CHUNK], extra[CHUNK:]
+        chunk = chunk.ljust(CHUNK, b"\0")
+        await c.send(
+            {"type": "input_audio_buffer.append", "audio": base64.b64encode(chunk).decode()}
+        )
+        n += 1
+        await asyncio.sleep(max(0.0, t0 + n * 0.02 - loop.time()))
+
+
+async def overlap_session(kind: str, clip: str) -> Client:
+    async with (
+        reference(kind, reply_ms=6000) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
+        async with connect(ws_url(base)) as c:
+            await c.send({"type": "session.update", "session": {"type": "realtime"}})
+            await c.until("session.created")
+            state: dict[str, object] = {}
+            task = asyncio.create_task(mic(c, load_clip("utt00_clean.wav"), state))
+            try:
+                first = await c.until("response.output_audio.delta", timeout=20)
+                await asyncio.sleep(0.8)  # into the answer
+                state["overlay"] = load_clip(clip)
+                while True:
+                    ev = await c.recv(timeout=15)
+                    if (
+                        ev["type"] == "response.done"
+                        and ev["response"]["id"] == first["response_id"]
+                    ):
+                        break
+                # What follows the end in the same instant (conversation.item.truncated).
+                with contextlib.suppress(TimeoutError):
+                    while True:
+                        await c.recv(timeout=0.3)
+            finally:
+                state["stop"] = True
+                await task
+            return c
+
+
+@pytest.mark.parametrize(("kind", "mode"), EMULATED)
+async def test_speech_over_the_answer_cuts_it_and_truncates_what_was_heard(
+    kind: str, mode: str
+) -> None:
+    c = await overlap_session(kind, "utt03_clean.wav")
+    done = c.of("response.done")[-1]
+    assert done["response"]["status"] == "cancelled"
+    assert done["response"]["status_details"]["reason"] == "turn_detected"
+    started = c.of("input_audio_buffer.speech_started")
+    assert started, "the client is told the user started speaking"
+    rid = done["response"]["id"]
+    deltas = [
+        e
+        for e in c.events
+        if e.get("type") == "response.output_audio.delta" and e["response_id"] == rid
+    ]
+    received_ms = sum(len(base64.b64decode(d["delta"])) for d in deltas) / 48
+    (truncated,) = [
+        e for e in c.of("conversation.item.truncated") if e["item_id"] == deltas[0]["item_id"]
+    ]
+    assert isinstance(truncated["audio_end_ms"], int)
+    assert 0 < truncated["audio_end_ms"] <= received_ms + 1
+    last_delta = max(i for i, e in enumerate(c.events) if e in deltas)
+    assert last_delta < c.events.index(done), "no audio of the cut response after its end"
+    transcript = done["response"]["output"][0]["content"][0]["transcript"]
+    full = "".join(
+        e["delta"]
+        for e in c.events
+        if e.get("type") == "response.output_audio_transcript.delta" and e["response_id"] == rid
+    )
+    assert full.startswith(transcript), "the kept transcript is a prefix of what was said"
+
+
+@pytest.mark.parametrize(("kind", "mode"), EMULATED)
+async def test_noise_over_the_answer_does_not_cut_it(kind: str, mode: str) -> None:
+    c = await overlap_session(kind, "noise_pink_05.wav")
+    done = c.of("response.done")[-1]
+    assert done["response"]["status"] == "completed"
+    assert not c.of("conversation.item.truncated")
