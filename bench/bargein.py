@@ -373,16 +373,19 @@ def render(table: dict[str, Any]) -> str:
     def f(v: Any, fmt: str = "{:.0f}") -> str:
         return "-" if v is None else fmt.format(v)
 
-    lines = [
-        "| mode | recall | detect p50/p95 ms | stop p50/p95 ms | false: noise | backchannel | echo |",
-        "|---|---|---|---|---|---|---|",
-    ]
+    header = (
+        "| mode | recall | detect p50/p95 ms | stop p50/p95 ms "
+        "| false: noise | backchannel | echo |"
+    )
+    lines = [header, "|---|---|---|---|---|---|---|"]
     for mode, t in table.items():
+        falses = " | ".join(
+            f"{t[k]['false_barge_ins']}/{t[k]['cases']}" for k in ("noise", "backchannel", "echo")
+        )
         lines.append(
-            f"| {mode} | {f(t['speech_recall'], '{:.2f}')} ({t['speech_cases']}) | "
-            f"{f(t['detection_ms_p50'])} / {f(t['detection_ms_p95'])} | {f(t['stop_ms_p50'])} / {f(t['stop_ms_p95'])} | "
-            f"{t['noise']['false_barge_ins']}/{t['noise']['cases']} | {t['backchannel']['false_barge_ins']}/{t['backchannel']['cases']} | "
-            f"{t['echo']['false_barge_ins']}/{t['echo']['cases']} |"
+            f"| {mode} | {f(t['speech_recall'], '{:.2f}')} ({t['speech_cases']}) "
+            f"| {f(t['detection_ms_p50'])} / {f(t['detection_ms_p95'])} "
+            f"| {f(t['stop_ms_p50'])} / {f(t['stop_ms_p95'])} | {falses} |"
         )
     return "\n".join(lines)
 

@@ -45,7 +45,10 @@ async def serve_app(app: web.Application) -> AsyncIterator[str]:
 
 @asynccontextmanager
 async def reference(
-    kind: str, reply_ms: int = 1500, options: ReferenceOptions | None = None, served_model: str | None = None
+    kind: str,
+    reply_ms: int = 1500,
+    options: ReferenceOptions | None = None,
+    served_model: str | None = None,
 ) -> AsyncIterator[str]:
     """A reference backend; yields its ws:// realtime URL."""
     app = build_reference_app(kind, served_model=served_model, reply_ms=reply_ms, options=options)
@@ -110,11 +113,15 @@ class Client:
                 if event.get("type") == kind:
                     return event
 
-    async def stream(self, pcm: bytes, chunk_ms: int = 20, rate: int = 24000, realtime: bool = True) -> None:
+    async def stream(
+        self, pcm: bytes, chunk_ms: int = 20, rate: int = 24000, realtime: bool = True
+    ) -> None:
         step = rate * 2 * chunk_ms // 1000
         for i in range(0, len(pcm), step):
             chunk = pcm[i : i + step]
-            await self.send({"type": "input_audio_buffer.append", "audio": pybase64.b64encode(chunk).decode()})
+            await self.send(
+                {"type": "input_audio_buffer.append", "audio": pybase64.b64encode(chunk).decode()}
+            )
             if realtime:
                 await asyncio.sleep(chunk_ms / 1000)
 
