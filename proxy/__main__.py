@@ -1,4 +1,5 @@
-"""Command line: ``duplex-proxy [serve] ...`` and ``duplex-proxy reference-backend ...``."""
+"""Command line: ``duplex-proxy [serve] ...``, ``duplex-proxy reference-backend ...``,
+``duplex-proxy probe URL ...``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from collections.abc import Sequence
 from proxy.config import ConfigError, load_config
 
 DEFAULT_CONFIG = "config.toml"
-COMMANDS = ("serve", "reference-backend")
+COMMANDS = ("serve", "reference-backend", "probe")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -35,6 +36,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     ref.add_argument("--reply-ms", type=int, default=4000, help="length of each spoken reply in ms")
     ref.add_argument("--log-level", default="info")
+
+    from proxy.probe.cli import configure_parser
+
+    probe = sub.add_parser(
+        "probe", help="check what an endpoint really does: duplex, barge-in, resume, ..."
+    )
+    configure_parser(probe)
 
     return parser
 
@@ -66,12 +74,14 @@ def main(argv: Sequence[str] | None = None) -> None:
                 log_level=args.log_level,
             )
         )
+    if args.command == "probe":
+        from proxy.probe.cli import run_probe
+
+        sys.exit(run_probe(args))
 
 
 def _serve(args: argparse.Namespace) -> int:
     import os
-
-    from proxy.server import run_server
 
     path = args.config
     if path is None and os.path.exists(DEFAULT_CONFIG):
@@ -81,6 +91,8 @@ def _serve(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"duplex-proxy: invalid configuration: {exc}", file=sys.stderr)
         return 2
+    from proxy.server import run_server  # heavy imports only once the config is valid
+
     return run_server(config, host=args.host, port=args.port)
 
 

@@ -22,7 +22,7 @@ import aiohttp
 import orjson
 
 from proxy.client_io import CLOSED, ClientFrame
-from proxy.store.base import SessionRecord, StoreUnavailable, hash_token
+from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification
 
@@ -33,17 +33,19 @@ NORMAL_CLOSES = (1000, 1001)
 
 
 async def run_passthrough(session: ClientSession, link: UpstreamLink, cls: Classification) -> None:
-    caps = cls.upstream_capabilities or {}
-    session.client.send_event(
-        session.annotated_created(link, cls, resume=caps.get("supports_session_resume") is True)
-    )
-    await _bind(session, link)
+    bound = await _bind(session, link)
+    created = session.annotated_created(link, cls, resume=bound)
+    session.state.metrics.frames.labels("upstream_to_client").inc()
+    session.client.send_event(created)
     skip = link.opening_event
     await relay(session, link.ws, skip=skip)
 
 
-async def _bind(session: ClientSession, link: UpstreamLink) -> None:
-    """Record which upstream holds this session (for a resume on another replica)."""
+async def _bind(session: ClientSession, link: UpstreamLink) -> bool:
+    """Record which upstream holds this session (for a resume on another replica).
+
+    True when a resume through the proxy will find the session again.
+    """
     store, route = session.state.store, session.route
     upstream_session = link.created.get("session")
     token = link.created.get("resume_token")
@@ -53,10 +55,10 @@ async def _bind(session: ClientSession, link: UpstreamLink) -> None:
         or not isinstance(upstream_session, dict)
         or not isinstance(token, str)
     ):
-        return
+        return False
     sid = upstream_session.get("id")
     if not isinstance(sid, str):
-        return
+        return False
     record = SessionRecord(
         session_id=sid,
         token_hash=hash_token(token),
@@ -68,8 +70,10 @@ async def _bind(session: ClientSession, link: UpstreamLink) -> None:
     )
     try:
         await store.create(record)
-    except (StoreUnavailable, ValueError) as exc:
+    except (StoreUnavailable, LeaseLost, ValueError) as exc:
         session.log.warning("passthrough_bind_failed", error=str(exc))
+        return False
+    return True
 
 
 async def relay(
@@ -99,6 +103,7 @@ async def relay(
                     return
             elif msg.type == aiohttp.WSMsgType.BINARY:
                 to_client.inc()
+                to_client_bytes.inc(len(msg.data))
                 client.send_bytes(msg.data)
             else:
                 break

@@ -88,7 +88,11 @@ def classify(
 
 
 def proxy_capabilities(cls: Classification, resume_available: bool) -> dict[str, Any]:
-    """The capabilities object the client sees: the truth about this session via the proxy."""
+    """The capabilities object the client sees: the truth about this session via the proxy.
+
+    ``resume_available``: the proxy can resume this session (its store took the
+    session, or in passthrough its upstream binding).
+    """
     caps: dict[str, Any] = dict(cls.upstream_capabilities or {})
     if cls.mode != "passthrough":
         for flag in EMULATED_FLAGS:
@@ -100,6 +104,9 @@ def proxy_capabilities(cls: Classification, resume_available: bool) -> dict[str,
         )
         if caps["implementation_level"] is None:
             del caps["implementation_level"]
+    elif caps.get("supports_session_resume") is True and not resume_available:
+        # The upstream can resume, but no replica could find it again (store down).
+        caps["supports_session_resume"] = False
     caps["proxy"] = {
         "mode": cls.mode,
         "upstream": dict(cls.upstream_capabilities) if cls.upstream_capabilities else None,

@@ -65,8 +65,10 @@ def test_emulated_capabilities_tell_the_truth_through_the_proxy() -> None:
 
 def test_passthrough_capabilities_are_the_upstreams() -> None:
     cls = classify(duplex_created(True))
-    caps = proxy_capabilities(cls, resume_available=False)
+    caps = proxy_capabilities(cls, resume_available=True)
     assert caps["supports_session_resume"] is True  # the upstream's own resume
+    unbound = proxy_capabilities(cls, resume_available=False)
+    assert unbound["supports_session_resume"] is False, "no replica could find it again"
     assert caps["proxy"] == {
         "mode": "passthrough",
         "upstream": dict(duplex_created(True)["session"]["capabilities"]),  # type: ignore[index]

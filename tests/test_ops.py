@@ -1,0 +1,202 @@
+"""Operations surface of the in-process proxy: health, readiness, metrics, store outage."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+import aiohttp
+from prometheus_client.parser import text_string_to_metric_families
+
+from proxy.app import STATE, build_app
+from tests.servers import (
+    Client,
+    connect,
+    load_clip,
+    proxy,
+    proxy_config,
+    reference,
+    serve_app,
+    silence,
+    ws_url,
+)
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+async def get_json(base: str, path: str) -> tuple[int, dict[str, Any]]:
+    async with aiohttp.ClientSession() as http, http.get(base + path) as resp:
+        assert resp.content_type == "application/json"
+        body: dict[str, Any] = await resp.json()
+        return resp.status, body
+
+
+async def scrape(base: str) -> Samples:
+    async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
+        assert resp.status == 200
+        assert resp.content_type == "text/plain"
+        text = await resp.text()
+    samples: Samples = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return samples
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+async def spoken_turn(c: Client) -> dict[str, Any]:
+    await c.stream(load_clip("utt05_clean.wav") + silence(1000), realtime=False)
+    done = await c.until("response.done", timeout=30)
+    assert done["response"]["status"] == "completed", done["response"]
+    assert c.of("response.output_audio.delta"), "the reply carried audio"
+    return done
+
+
+async def test_healthz_is_200_json() -> None:
+    async with reference("duplex") as up, proxy(proxy_config({"m": up})) as base:
+        status, body = await get_json(base, "/healthz")
+        assert status == 200
+        assert body == {"status": "ok"}
+
+
+async def test_readyz_ready_then_503_when_draining() -> None:
+    async with reference("duplex") as up:
+        app = build_app(proxy_config({"m": up}))
+        async with serve_app(app) as base:
+            status, body = await get_json(base, "/readyz")
+            assert status == 200, body
+            assert body["status"] == "ready"
+            assert body["store"] == "ok"
+            assert body["draining"] is False
+
+            app[STATE].draining = True
+            status, body = await get_json(base, "/readyz")
+            assert status == 503, body
+            assert body["status"] == "not_ready"
+            assert body["draining"] is True
+            # A draining replica refuses new sessions with 1012 so clients go elsewhere.
+            async with connect(ws_url(base)) as c:
+                err = await c.recv()
+                assert err["type"] == "error"
+                assert err["error"]["code"] == "server_shutting_down"
+                msg = await c.ws.receive(timeout=5)
+                assert msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED)
+                assert c.ws.close_code == 1012
+
+
+async def test_metrics_count_sessions_frames_and_bytes_by_mode_and_direction() -> None:
+    async with reference("duplex", reply_ms=600) as dx, reference("turn", reply_ms=600) as tb:
+        async with proxy(proxy_config({"pt": dx, "em": tb})) as base:
+            async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
+                text = await resp.text()
+            assert "# TYPE duplex_proxy_sessions_total counter" in text
+            before = await scrape(base)
+
+            async with connect(ws_url(base, model="pt")) as c:
+                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+                created = await c.until("session.created")
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
+                await c.until("session.updated")
+                await spoken_turn(c)
+            after_pt = await scrape(base)
+
+            async with connect(ws_url(base, model="em")) as c:
+                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+                created = await c.until("session.created")
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "duplex_emulated"
+                await spoken_turn(c)
+            after_em = await scrape(base)
+
+    total = "duplex_proxy_sessions_total"
+    assert (
+        value(after_pt, total, mode="passthrough") == value(before, total, mode="passthrough") + 1
+    )
+    assert value(after_pt, total, mode="duplex_emulated") == value(
+        before, total, mode="duplex_emulated"
+    )
+    assert (
+        value(after_em, total, mode="duplex_emulated")
+        == value(after_pt, total, mode="duplex_emulated") + 1
+    )
+    assert value(after_em, total, mode="passthrough") == value(after_pt, total, mode="passthrough")
+
+    # Each session moved frames and bytes both ways, whatever its mode.
+    for name in ("duplex_proxy_frames_total", "duplex_proxy_bytes_total"):
+        for direction in ("client_to_upstream", "upstream_to_client"):
+            v0 = value(before, name, direction=direction)
+            v1 = value(after_pt, name, direction=direction)
+            v2 = value(after_em, name, direction=direction)
+            assert v1 > v0, f"{name}{{direction={direction}}} did not grow in passthrough"
+            assert v2 > v1, f"{name}{{direction={direction}}} did not grow in duplex_emulated"
+    # A streamed clip is far more than a handful of bytes.
+    assert value(after_em, "duplex_proxy_bytes_total", direction="client_to_upstream") > 100_000
+
+
+async def test_active_sessions_gauge_returns_to_zero() -> None:
+    async with reference("turn") as up, proxy(proxy_config({"m": up})) as base:
+        async with connect(ws_url(base)) as c:
+            await c.until("session.created")
+            during = await scrape(base)
+            assert value(during, "duplex_proxy_sessions_active", mode="duplex_emulated") == 1
+        async with asyncio.timeout(10):
+            while True:
+                now = await scrape(base)
+                if value(now, "duplex_proxy_sessions_active", mode="duplex_emulated") == 0:
+                    break
+                await asyncio.sleep(0.05)
+
+
+async def test_store_outage_degrades_readiness_and_disables_resume_only() -> None:
+    store = {"url": f"redis://127.0.0.1:{closed_port()}/0", "timeout_s": 0.2}
+    async with reference("turn", reply_ms=600) as up:
+        async with proxy(proxy_config({"m": up}, store=store)) as base:
+            status, body = await get_json(base, "/readyz")
+            assert status == 200, "live sessions still work, so the replica stays in rotation"
+            assert body["status"] == "degraded", body
+            assert body["store"] == "unavailable", body
+            assert body["degraded"], body
+
+            metrics = await scrape(base)
+            assert value(metrics, "duplex_proxy_store_up") == 0
+
+            async with connect(ws_url(base)) as c:
+                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+                created = await c.until("session.created", timeout=10)
+                caps = created["session"]["capabilities"]
+                assert caps["proxy"]["mode"] == "duplex_emulated"
+                assert caps["supports_session_resume"] is False
+                assert "resume_token" not in created, "no token for a session nobody can resume"
+                await spoken_turn(c)
+
+
+async def test_store_outage_passthrough_session_does_not_advertise_resume() -> None:
+    """A passthrough resume is routed through the store binding, which cannot be written.
+
+    The session must still work, and its capabilities must not promise a resume the
+    proxy cannot route (DESIGN §6: "resume is unavailable and says so"; §3: the
+    capabilities are the truth about this session *through the proxy*).
+    """
+    store = {"url": f"redis://127.0.0.1:{closed_port()}/0", "timeout_s": 0.2}
+    async with reference("duplex", reply_ms=600) as up:
+        async with proxy(proxy_config({"m": up}, store=store)) as base:
+            async with connect(ws_url(base)) as c:
+                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+                created = await c.until("session.created", timeout=10)
+                caps = created["session"]["capabilities"]
+                assert caps["proxy"]["mode"] == "passthrough"
+                await spoken_turn(c)
+                assert caps["supports_session_resume"] is False, (
+                    "passthrough session advertises resume while the store binding failed"
+                )
