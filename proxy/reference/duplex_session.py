@@ -1,0 +1,292 @@
+"""A duplex session as the transport sees it: journal, attachment, resume, grace.
+
+Mirrors ``entrypoints/duplex/serving.py`` + ``session_attachment.py`` (notes §2,
+§4, §7): the session outlives its socket.  Every event goes through
+:meth:`DuplexSession.emit`, which journals it (``server_event_seq`` last, from 1)
+and writes it to whichever socket is attached -- or to none while detached,
+when the model keeps talking into the journal for ``disconnect_grace_s``.
+``session.created`` is the one unjournaled session event; transport errors,
+``session.resumed``/``session.replaced`` and resume-time ``resync_required``
+bypass the journal too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import hmac
+import secrets
+import uuid
+from collections.abc import Awaitable
+
+from proxy.reference.duplex_config import ConfigError, SessionSettings
+from proxy.reference.duplex_input import AppendDecoder
+from proxy.reference.duplex_model import DuplexModel
+from proxy.reference.duplex_profile import InputDefaults, capabilities, realtime_session_payload
+from proxy.reference.gate import AudioGate
+from proxy.reference.journal import EventJournal, JournalGap, JournalOverflow
+from proxy.reference.options import (
+    FAULT_REPLAY_DROPS,
+    FAULT_REPLAY_DUPLICATES,
+    ReferenceOptions,
+)
+from proxy.reference.outbound import Outbound
+from proxy.reference.wire import dumps, duplex_error, new_event_id
+
+
+class ResumeRefused(Exception):
+    """A resume that cannot proceed; ``payload`` is the one frame the client gets."""
+
+    def __init__(self, payload: dict[str, object]) -> None:
+        super().__init__(str(payload.get("type")))
+        self.payload = payload
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+class SessionRegistry:
+    """All live duplex sessions of one backend, plus the audio gate they share."""
+
+    def __init__(self, gate: AudioGate) -> None:
+        self.sessions: dict[str, DuplexSession] = {}
+        self.gate = gate
+
+    def add(self, session: DuplexSession) -> None:
+        self.sessions[session.id] = session
+        self.gate.join(session)
+
+    def remove(self, session: DuplexSession) -> None:
+        self.sessions.pop(session.id, None)
+        self.gate.leave(session)
+
+    def get(self, session_id: str) -> DuplexSession | None:
+        return self.sessions.get(session_id)
+
+    async def aclose(self) -> None:
+        for session in list(self.sessions.values()):
+            session.end()
+            await session.model.aclose()
+
+
+class DuplexSession:
+    def __init__(
+        self,
+        *,
+        registry: SessionRegistry,
+        kind: str,
+        options: ReferenceOptions,
+        reply_ms: int,
+        settings: SessionSettings,
+        defaults: InputDefaults,
+    ) -> None:
+        self.id = f"duplex-{uuid.uuid4().hex}"
+        self.kind = kind
+        self.options = options
+        self.reply_ms = reply_ms
+        self.settings = settings
+        self.defaults = defaults
+        self.registry = registry
+        self.capabilities = capabilities(kind, options)
+        self.journal = EventJournal(max_bytes=options.replay_max_bytes, ttl_s=options.replay_ttl_s)
+        self.decoder = AppendDecoder()
+        self.model = DuplexModel(self)
+        self.outbound: Outbound | None = None
+        self.generation = 0
+        self.closed = False
+        self._digest = b""
+        self._overflow_noticed = False
+        self._grace: asyncio.TimerHandle | None = None
+        self._loop = asyncio.get_running_loop()
+        registry.add(self)
+
+    # ---- SessionPort for the model ----
+
+    @property
+    def modalities(self) -> list[object]:
+        return self.settings.modalities
+
+    @property
+    def overlap_policy(self) -> str:
+        return self.settings.overlap_policy
+
+    def emit(self, event_type: str, fields: dict[str, object]) -> None:
+        self._pump({"type": event_type, "event_id": new_event_id(), **fields})
+
+    def emit_error(
+        self, code: str, message: str, *, event_id: object = None, param: str | None = None
+    ) -> None:
+        """An engine-side error: journaled, unlike the transport errors the app sends."""
+        self._pump(duplex_error(code, message, event_id=event_id, param=param))
+
+    def audio_turn(self) -> Awaitable[float]:
+        return self.registry.gate.wait_turn(self)
+
+    # ---- outbound ----
+
+    def _pump(self, payload: dict[str, object]) -> None:
+        if self.journal.overflowed:
+            self._send(dumps(payload))
+            return
+        try:
+            text = self.journal.record(payload, self._loop.time()).text
+        except JournalOverflow:
+            # Sticky: one unjournaled notice, then every event goes out without a seq.
+            if not self._overflow_noticed:
+                self._overflow_noticed = True
+                self._send(dumps(self._resync("journal_overflow")))
+            text = dumps(payload)
+        self._send(text)
+
+    def _send(self, text: str) -> None:
+        if self.outbound is not None:
+            self.outbound.send_text(text)
+
+    def _resync(self, reason: str) -> dict[str, object]:
+        return {
+            "type": "session.resync_required",
+            "event_id": new_event_id(),
+            "session_id": self.id,
+            "reason": reason,
+        }
+
+    def public(self) -> dict[str, object]:
+        model = self.model
+        active = model.response
+        return self.settings.public(
+            {
+                "id": self.id,
+                "state": "closed" if self.closed else "open",
+                "turn_state": model.turn_state,
+                "epoch": model.epoch,
+                "turn_id": model.turn_id,
+                "active_request_id": f"{self.id}-turn-{active.turn_id}" if active else None,
+                "active_response_id": active.id if active else None,
+                "active_response_turn_id": active.turn_id if active else None,
+                "playback": model.playback,
+                "capabilities": self.capabilities,
+            }
+        )
+
+    def session_payload(self) -> dict[str, object]:
+        return realtime_session_payload(self.public(), self.defaults)
+
+    # ---- attachments ----
+
+    def _attach(self, outbound: Outbound) -> str:
+        token = secrets.token_urlsafe(32)
+        self._digest = _digest(token)
+        self.generation += 1
+        self.outbound = outbound
+        outbound.set_on_drop(lambda: self.detach(outbound))
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+        return token
+
+    def open(self, outbound: Outbound) -> None:
+        """First attachment: session.created (unjournaled, with credentials), session.updated."""
+        token = self._attach(outbound)
+        payload = self.session_payload()
+        outbound.send(
+            {
+                "type": "session.created",
+                "event_id": new_event_id(),
+                "session": payload,
+                "attachment_generation": self.generation,
+                "resume_token": token,
+            }
+        )
+        self.emit("session.updated", {"session": payload})
+
+    def resume(self, token: str, last_seq: int, outbound: Outbound) -> None:
+        """Take the session over from ``outbound``; raises ResumeRefused with the reply frame."""
+        if not hmac.compare_digest(self._digest, _digest(token)):
+            raise ResumeRefused(
+                duplex_error("invalid_resume_token", "Invalid duplex session resume token")
+            )
+        try:
+            entries = self.journal.replay_after(last_seq, self._loop.time())
+        except JournalGap:
+            raise ResumeRefused(self._resync("journal_gap")) from None
+        except ValueError as exc:
+            raise ResumeRefused(duplex_error("session_resume_conflict", str(exc))) from None
+        replaced, replaced_generation = self.outbound, self.generation
+        new_token = self._attach(outbound)
+        outbound.send(
+            {
+                "type": "session.resumed",
+                "event_id": new_event_id(),
+                "session_id": self.id,
+                "session": self.public(),
+                "attachment_generation": self.generation,
+                "resume_token": new_token,
+            }
+        )
+        texts = [entry.text for entry in entries]
+        if self.options.has(FAULT_REPLAY_DUPLICATES):
+            texts = [text for text in texts for _ in range(2)]
+        if self.options.has(FAULT_REPLAY_DROPS) and texts:
+            texts.pop(len(texts) // 2)
+        for text in texts:
+            outbound.send_text(text)
+        if replaced is not None:
+            replaced.set_on_drop(None)
+            replaced.send(
+                {
+                    "type": "session.replaced",
+                    "event_id": new_event_id(),
+                    "session_id": self.id,
+                    "attachment_generation": replaced_generation,
+                }
+            )
+            replaced.close(1000, "session_replaced")
+
+    def is_current(self, outbound: Outbound) -> bool:
+        return self.outbound is outbound and not self.closed
+
+    def detach(self, outbound: Outbound) -> None:
+        """The socket went away: keep generating into the journal for the grace period."""
+        if self.outbound is not outbound or self.closed:
+            return
+        self.outbound = None
+        self._grace = self._loop.call_later(self.options.disconnect_grace_s, self.expire)
+
+    def expire(self) -> None:
+        if self.closed or self.outbound is not None:
+            return
+        self.emit("session.expired", {"session_id": self.id, "reason": "disconnect_grace_expired"})
+        self.end()
+
+    def close(self, reason: str) -> None:
+        """``session.closed`` (journaled, delivered), then WS close 1000 with the reason."""
+        if self.closed:
+            return
+        self.emit("session.closed", {"session_id": self.id, "reason": reason, "event": {}})
+        if self.outbound is not None:
+            self.outbound.close(1000, reason)
+        self.end()
+
+    def end(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        if self._grace is not None:
+            self._grace.cancel()
+            self._grace = None
+        self.registry.remove(self)
+        self.model.cancel_tasks()
+
+    # ---- envelope / settings ----
+
+    def acknowledge(self, seq: int) -> None:
+        self.journal.acknowledge(seq)
+
+    def update_settings(self, patch: dict[str, object], event_id: object) -> None:
+        try:
+            self.settings.update(patch, audio_started=self.model.audio_started)
+        except ConfigError as exc:
+            self.emit_error(exc.code, str(exc), event_id=event_id)
+            return
+        self.emit("session.updated", {"session": self.session_payload()})
