@@ -37,7 +37,9 @@ class Script:
     def audio(self, ms: int, amplitude: int = 0) -> list[Action]:
         n = self.rate * ms // 1000
         samples = (np.ones(n) * amplitude).astype("<i2")
-        return self.client({"type": "input_audio_buffer.append", "audio": b64encode(samples.tobytes())})
+        return self.client(
+            {"type": "input_audio_buffer.append", "audio": b64encode(samples.tobytes())}
+        )
 
     def speak(self, probs: list[float], step_ms: float = 32.0) -> list[Action]:
         """Client audio plus one VAD probability per 32 ms window, time advancing."""

@@ -40,7 +40,10 @@ async def test_unreachable_upstream_gets_upstream_unavailable_then_close_1011() 
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_malformed_frames_get_invalid_event_and_the_session_goes_on(kind: str) -> None:
-    async with reference(kind, reply_ms=600) as upstream, proxy(proxy_config({"m": upstream})) as base:
+    async with (
+        reference(kind, reply_ms=600) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
         async with connect(ws_url(base)) as c:
             await c.send({"type": "session.update", "session": {"type": "realtime"}})
             await c.until("session.created")
@@ -65,7 +68,9 @@ async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None
         async with proxy(cfg) as base:
             async with connect(ws_url(base)) as c:
                 await c.until("session.created")
-                await c.ws.send_str('{"type":"input_audio_buffer.append","audio":"' + "A" * 100_000 + '"}')
+                await c.ws.send_str(
+                    '{"type":"input_audio_buffer.append","audio":"' + "A" * 100_000 + '"}'
+                )
                 while True:
                     msg = await c.ws.receive(timeout=5)
                     if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
@@ -81,8 +86,22 @@ async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None
     [
         ({"type": "input_audio_buffer.append", "audio": "%%%"}, "invalid_audio"),
         ({"type": "input_audio_buffer.append", "audio": "AAEC"}, "invalid_audio"),
-        ({"type": "conversation.item.truncate", "item_id": "missing", "content_index": 0, "audio_end_ms": 10}, "item_not_found"),
-        ({"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}}}, "unsupported_audio_format"),
+        (
+            {
+                "type": "conversation.item.truncate",
+                "item_id": "missing",
+                "content_index": 0,
+                "audio_end_ms": 10,
+            },
+            "item_not_found",
+        ),
+        (
+            {
+                "type": "session.update",
+                "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}},
+            },
+            "unsupported_audio_format",
+        ),
         ({"type": "session.event_ack", "server_event_seq": 10**9}, "invalid_event_ack"),
     ],
 )
@@ -93,6 +112,8 @@ async def test_emulated_bad_events_get_a_coded_error(event: dict, code: str) -> 
             await c.send({**event, "event_id": "evt_bad"})
             err = await c.until("error")
             assert err["error"]["code"] == code
-            await c.send({"type": "session.update", "session": {"type": "realtime", "instructions": "ok"}})
+            await c.send(
+                {"type": "session.update", "session": {"type": "realtime", "instructions": "ok"}}
+            )
             updated = await c.until("session.updated")
             assert updated["session"]["instructions"] == "ok"

@@ -66,7 +66,9 @@ def test_exact_route_beats_glob_and_glob_matches() -> None:
         ({"bogus": {}}, "unknown top-level keys"),
     ],
 )
-def test_invalid_config_is_refused_with_the_key_named(data: dict[str, object], message: str) -> None:
+def test_invalid_config_is_refused_with_the_key_named(
+    data: dict[str, object], message: str
+) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data)
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import Client, connect, load_clip, proxy, proxy_config, reference, silence, ws_url
+from tests.servers import (
+    connect,
+    load_clip,
+    proxy,
+    proxy_config,
+    reference,
+    silence,
+    ws_url,
+)
 
 MODES = [
     ("duplex", "passthrough"),
@@ -14,8 +22,13 @@ MODES = [
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)
-async def test_each_upstream_kind_gets_its_mode_and_completes_a_spoken_turn(kind: str, mode: str) -> None:
-    async with reference(kind, reply_ms=800) as upstream, proxy(proxy_config({"m": upstream})) as base:
+async def test_each_upstream_kind_gets_its_mode_and_completes_a_spoken_turn(
+    kind: str, mode: str
+) -> None:
+    async with (
+        reference(kind, reply_ms=800) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
         async with connect(ws_url(base)) as c:
             await c.send({"type": "session.update", "session": {"type": "realtime"}})
             created = await c.until("session.created")
@@ -39,12 +52,19 @@ async def test_each_upstream_kind_gets_its_mode_and_completes_a_spoken_turn(kind
 
 async def test_speak_first_client_opens_the_upstream_with_its_own_session_update() -> None:
     """vLLM-Omni's DuplexClient sends session.update first; open-only fields must survive."""
-    async with reference("duplex", reply_ms=500) as upstream, proxy(proxy_config({"m": upstream})) as base:
+    async with (
+        reference("duplex", reply_ms=500) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
         async with connect(ws_url(base, autostart="0", duplex="1")) as c:
             await c.send(
                 {
                     "type": "session.update",
-                    "session": {"model": "m", "instructions": "be brief", "ref_audio": "data:audio/wav;base64,AAAA"},
+                    "session": {
+                        "model": "m",
+                        "instructions": "be brief",
+                        "ref_audio": "data:audio/wav;base64,AAAA",
+                    },
                 }
             )
             created = await c.until("session.created")
@@ -75,9 +95,13 @@ async def test_glob_route_and_upstream_model_rename() -> None:
 
         from proxy.config import Route
 
-        cfg = replace(cfg, routes=(Route(model="acme/*", upstream=upstream, upstream_model="served-name"),))
+        cfg = replace(
+            cfg, routes=(Route(model="acme/*", upstream=upstream, upstream_model="served-name"),)
+        )
         async with proxy(cfg) as base, connect(ws_url(base, model="acme/voice-1")) as c:
             await c.until("session.created")
             await c.stream(load_clip("utt04_clean.wav") + silence(900), realtime=False)
             done = await c.until("response.done", timeout=20)
-            assert done["response"]["status"] == "completed", "the upstream accepted the renamed model"
+            assert done["response"]["status"] == "completed", (
+                "the upstream accepted the renamed model"
+            )

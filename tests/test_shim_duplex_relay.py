@@ -22,7 +22,13 @@ def make(truncates: bool = False) -> Script:
 
 def start_response(sc: Script, chunks: int = 10, rate: int = 22050) -> list:  # type: ignore[type-arg]
     seq = iter(range(10, 1000))
-    out = sc.upstream({"type": "response.created", "response": {"id": RID, "status": "in_progress"}, "server_event_seq": next(seq)})
+    out = sc.upstream(
+        {
+            "type": "response.created",
+            "response": {"id": RID, "status": "in_progress"},
+            "server_event_seq": next(seq),
+        }
+    )
     for _ in range(chunks):
         out += sc.upstream(
             {
@@ -37,7 +43,15 @@ def start_response(sc: Script, chunks: int = 10, rate: int = 22050) -> list:  # 
                 "server_event_seq": next(seq),
             }
         )
-        out += sc.upstream({"type": "response.output_audio_transcript.delta", "response_id": RID, "item_id": AID, "delta": "word ", "server_event_seq": next(seq)})
+        out += sc.upstream(
+            {
+                "type": "response.output_audio_transcript.delta",
+                "response_id": RID,
+                "item_id": AID,
+                "delta": "word ",
+                "server_event_seq": next(seq),
+            }
+        )
     return out
 
 
@@ -81,7 +95,15 @@ def test_barge_in_cancels_upstream_and_drops_the_rest_of_the_response() -> None:
     assert truncated["item_id"] == AID
     up = [e["type"] for e in upstream_events(out) if e["type"] != "input_audio_buffer.append"]
     assert up == ["playback.ack", "response.cancel"]
-    later = sc.upstream({"type": "response.output_audio.delta", "response_id": RID, "item_id": AID, "delta": pcm_b64(100, 22050), "sample_rate_hz": 22050})
+    later = sc.upstream(
+        {
+            "type": "response.output_audio.delta",
+            "response_id": RID,
+            "item_id": AID,
+            "delta": pcm_b64(100, 22050),
+            "sample_rate_hz": 22050,
+        }
+    )
     later += sc.upstream({"type": "response.done", "response": {"id": RID, "status": "cancelled"}})
     assert not client_events(later), "the upstream's own end of a cut response is not repeated"
 
@@ -94,7 +116,9 @@ def test_session_update_goes_upstream_without_turn_detection() -> None:
             "session": {
                 "type": "realtime",
                 "instructions": "be brief",
-                "audio": {"input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 300}}},
+                "audio": {
+                    "input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 300}}
+                },
             },
         }
     )
@@ -109,7 +133,14 @@ def test_truncate_without_upstream_support_becomes_a_playback_ack() -> None:
     start_response(sc, chunks=3)
     out = sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
     assert types(out) == ["response.done"]
-    out = sc.client({"type": "conversation.item.truncate", "item_id": AID, "content_index": 0, "audio_end_ms": 120})
+    out = sc.client(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": AID,
+            "content_index": 0,
+            "audio_end_ms": 120,
+        }
+    )
     assert "conversation.item.truncated" in types(out)
     (ack,) = upstream_events(out)
     assert ack["type"] == "playback.ack" and ack["played_ms"] == 120

@@ -63,7 +63,9 @@ def test_a_vad_turn_is_announced_committed_and_sent_upstream_in_its_dialect() ->
     up = upstream_events(out)
     assert up[0] == {"type": "input_audio_buffer.commit", "final": False}
     assert up[-1] == {"type": "input_audio_buffer.commit", "final": True}
-    sent = b"".join(pybase64.b64decode(e["audio"]) for e in up if e["type"] == "input_audio_buffer.append")
+    sent = b"".join(
+        pybase64.b64decode(e["audio"]) for e in up if e["type"] == "input_audio_buffer.append"
+    )
     # 16 kHz PCM16 from the padded start (0) to the end of speech (800 ms)
     assert abs(len(sent) // 2 - 16 * 800) <= 16 * 40
     assert analyzed(out), "every append is analysed by the VAD"
@@ -76,7 +78,11 @@ def test_upstream_output_becomes_ga_events_with_ids_and_a_completed_response() -
     deltas = [e for e in client_events(out) if e["type"] == "response.output_audio.delta"]
     assert deltas and all({"response_id", "item_id", "delta"} <= set(d) for d in deltas)
     assert "audio" not in deltas[0]
-    texts = [e["delta"] for e in client_events(out) if e["type"] == "response.output_audio_transcript.delta"]
+    texts = [
+        e["delta"]
+        for e in client_events(out)
+        if e["type"] == "response.output_audio_transcript.delta"
+    ]
     assert texts == ["w0 ", "w1 ", "w2 "]
     out = sc.upstream({"type": "transcription.done", "text": "w0 w1 w2"})
     out += sc.upstream({"type": "response.output_audio.done", "has_audio": True})
@@ -88,10 +94,22 @@ def test_upstream_output_becomes_ga_events_with_ids_and_a_completed_response() -
 
 def test_output_is_resampled_to_the_clients_declared_rate() -> None:
     sc = make()
-    sc.client({"type": "session.update", "session": {"type": "realtime", "audio": {"output": {"format": {"type": "audio/pcm", "rate": 16000}}}}})
+    sc.client(
+        {
+            "type": "session.update",
+            "session": {
+                "type": "realtime",
+                "audio": {"output": {"format": {"type": "audio/pcm", "rate": 16000}}},
+            },
+        }
+    )
     run_turn(sc)
     out = respond(sc, chunks=5, chunk_ms=200)
-    n = sum(len(pybase64.b64decode(e["delta"])) // 2 for e in client_events(out) if e["type"] == "response.output_audio.delta")
+    n = sum(
+        len(pybase64.b64decode(e["delta"])) // 2
+        for e in client_events(out)
+        if e["type"] == "response.output_audio.delta"
+    )
     assert abs(n - 16000) < 1600  # ~1 s of audio at 16 kHz (minus resampler latency)
 
 
@@ -134,11 +152,20 @@ def test_a_backchannel_holds_then_releases_the_audio_without_cancelling() -> Non
 
 def test_push_to_talk_commits_on_request_and_responds_on_response_create() -> None:
     sc = make()
-    sc.client({"type": "session.update", "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}}})
+    sc.client(
+        {
+            "type": "session.update",
+            "session": {"type": "realtime", "audio": {"input": {"turn_detection": None}}},
+        }
+    )
     out = sc.audio(500, amplitude=500)
     assert not analyzed(out), "no VAD when the client commits turns itself"
     out = sc.client({"type": "input_audio_buffer.commit"})
-    assert types(out) == ["input_audio_buffer.committed", "conversation.item.added", "conversation.item.done"]
+    assert types(out) == [
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+    ]
     assert not upstream_events(out)
     out = sc.client({"type": "response.create"})
     assert types(out)[0] == "response.created"
@@ -177,18 +204,48 @@ def test_losing_the_upstream_mid_response_ends_it_incomplete_never_silently() ->
     ("event", "code"),
     [
         ({"type": "input_audio_buffer.append", "audio": "not base64!"}, "invalid_audio"),
-        ({"type": "input_audio_buffer.append", "audio": "AAEC"}, "invalid_audio"),  # 3 bytes: not whole samples
+        (
+            {"type": "input_audio_buffer.append", "audio": "AAEC"},
+            "invalid_audio",
+        ),  # 3 bytes: not whole samples
         ({"type": "input_audio_buffer.append", "audio": 5}, "invalid_event"),
         ({"type": "input_audio_buffer.append", "audio": ""}, "invalid_audio"),
-        ({"type": "conversation.item.truncate", "item_id": "nope", "content_index": 0, "audio_end_ms": 5}, "item_not_found"),
-        ({"type": "conversation.item.truncate", "item_id": "x", "audio_end_ms": -1}, "invalid_event"),
-        ({"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}}}, "unsupported_audio_format"),
-        ({"type": "session.update", "session": {"audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}}}, "invalid_value"),
+        (
+            {
+                "type": "conversation.item.truncate",
+                "item_id": "nope",
+                "content_index": 0,
+                "audio_end_ms": 5,
+            },
+            "item_not_found",
+        ),
+        (
+            {"type": "conversation.item.truncate", "item_id": "x", "audio_end_ms": -1},
+            "invalid_event",
+        ),
+        (
+            {
+                "type": "session.update",
+                "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}},
+            },
+            "unsupported_audio_format",
+        ),
+        (
+            {
+                "type": "session.update",
+                "session": {
+                    "audio": {"input": {"turn_detection": {"type": "server_vad", "threshold": 7}}}
+                },
+            },
+            "invalid_value",
+        ),
         ({"type": "playback.ack", "played_ms": "soon"}, "invalid_event"),
         ({"type": "input_audio_buffer.commit"}, "input_audio_buffer_commit_empty"),
     ],
 )
-def test_bad_input_gets_an_error_with_a_code_and_the_session_goes_on(event: dict, code: str) -> None:  # type: ignore[type-arg]
+def test_bad_input_gets_an_error_with_a_code_and_the_session_goes_on(
+    event: dict, code: str
+) -> None:  # type: ignore[type-arg]
     sc = make()
     event = {**event, "event_id": "evt_1"}
     out = sc.client(event)
@@ -204,7 +261,25 @@ def test_truncate_beyond_the_audio_sent_is_refused() -> None:
     run_turn(sc)
     out = respond(sc, chunks=2)
     item_id = client_events(out)[0]["item_id"]
-    err = client_events(sc.client({"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": 5000}))
+    err = client_events(
+        sc.client(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": 0,
+                "audio_end_ms": 5000,
+            }
+        )
+    )
     assert err[0]["error"]["code"] == "invalid_value"
-    ok = client_events(sc.client({"type": "conversation.item.truncate", "item_id": item_id, "content_index": 0, "audio_end_ms": 50}))
+    ok = client_events(
+        sc.client(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": item_id,
+                "content_index": 0,
+                "audio_end_ms": 50,
+            }
+        )
+    )
     assert any(e["type"] == "conversation.item.truncated" and e["audio_end_ms"] == 50 for e in ok)
