@@ -60,7 +60,7 @@ class ShimSettings:
     """Per-process knobs (from config); per-session ones come via session.update."""
 
     vad: VadParams = field(default_factory=VadParams)
-    min_barge_in_ms: int = 200
+    min_barge_in_ms: int = 800
     # Longest assistant audio held while deciding barge-in vs backchannel.
     max_hold_ms: int = 3000
     # Longest input kept for one user turn (bounded memory per session).
@@ -470,20 +470,23 @@ class EmulatedSession:
         return action
 
     def emit_text(self, action: SendClient, delta: str) -> list[Action]:
+        """Send (or hold) a transcript delta; the ledger learns it only once sent."""
         resp = self.response
         if resp is None or resp.cancelled:
             return []
-        if resp.playback is not None:
-            resp.playback.add_text(delta)
-        elif delta:
-            resp.playback = self.ledger.start(
-                resp.item_id, resp.response_id, self.config.output_format.rate_hz
-            )
-            resp.playback.add_text(delta)
         if self.episode is not None:
             resp.held.append(action)
             return []
+        self._note_text(resp, delta)
         return [action]
+
+    def _note_text(self, resp: ActiveResponse, delta: str) -> None:
+        if resp.playback is None and delta:
+            resp.playback = self.ledger.start(
+                resp.item_id, resp.response_id, self.config.output_format.rate_hz
+            )
+        if resp.playback is not None:
+            resp.playback.add_text(delta)
 
     def emit(self, action: Action) -> list[Action]:
         """Send now, or keep in order behind held audio while an overlap is undecided."""
@@ -503,9 +506,14 @@ class EmulatedSession:
         held, resp.held, resp.held_ms = resp.held, [], 0.0
         out: list[Action] = []
         for action in held:
-            out.append(
-                self._send_audio(action, now) if isinstance(action, SendClientAudio) else action
-            )
+            if isinstance(action, SendClientAudio):
+                out.append(self._send_audio(action, now))
+                continue
+            if isinstance(action, SendClient) and str(action.event.get("type", "")).endswith(
+                "_transcript.delta"
+            ):
+                self._note_text(resp, str(action.event.get("delta") or ""))
+            out.append(action)
         return out
 
     def played_ms(self, now: float) -> int:

@@ -115,3 +115,23 @@ async def test_noise_over_the_answer_does_not_cut_it(kind: str, mode: str) -> No
     done = c.of("response.done")[-1]
     assert done["response"]["status"] == "completed"
     assert not c.of("conversation.item.truncated")
+
+
+@pytest.mark.parametrize(("kind", "mode"), EMULATED)
+async def test_a_backchannel_pauses_the_answer_then_it_goes_on_with_nothing_lost(
+    kind: str, mode: str
+) -> None:
+    c = await overlap_session(kind, "backchannel00.wav")  # "uh-huh"
+    done = c.of("response.done")[-1]
+    assert done["response"]["status"] == "completed"
+    assert c.of("input_audio_buffer.speech_started"), "the user was heard"
+    rid = done["response"]["id"]
+    audio_ms = (
+        sum(
+            len(base64.b64decode(e["delta"]))
+            for e in c.events
+            if e.get("type") == "response.output_audio.delta" and e["response_id"] == rid
+        )
+        / 48
+    )
+    assert audio_ms >= 5900, "every held chunk was released: the whole 6 s answer arrived"
