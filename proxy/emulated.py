@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from proxy.logging import Logger
 
 TICK_S = 0.05
+VAD_BACKLOG = 256  # audio chunks waiting for the VAD (~5 s of 20 ms appends)
 
 
 def now_ms() -> float:
@@ -143,7 +144,9 @@ class EmulatedRunner:
         else:
             self.shim = BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
-        self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue()
+        # Bounded: if the VAD falls behind, the session stops reading the client
+        # (whose own queue and socket then push back) instead of growing memory.
+        self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue(VAD_BACKLOG)
         self.client: ClientChannel | None = None
         self._attached: Attach | None = None
         self._grace_deadline: float | None = None
@@ -317,7 +320,7 @@ class EmulatedRunner:
             if isinstance(action, SendClient | SendClientAudio):
                 self._to_client(action.event)
             elif isinstance(action, AnalyzeAudio):
-                self.vad_queue.put_nowait(action)
+                await self.vad_queue.put(action)
             elif isinstance(action, SendUpstream):
                 await self._to_upstream(orjson.dumps(action.event).decode())
             elif isinstance(action, ForwardUpstream):
