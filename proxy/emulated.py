@@ -155,6 +155,7 @@ class EmulatedRunner:
         self.finished = asyncio.Event()
         self.persister = Persister(self)
         self._ended = False
+        self._close_reason: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -259,6 +260,8 @@ class EmulatedRunner:
             self.log.exception("session_loop_failed")
             if self.client is not None:
                 self.client.send_error("internal_error", "the proxy failed this session")
+        if self._close_reason is not None:
+            await self.stop(1000, self._close_reason)
         await self.stop(1011, "session ended")
 
     def _on_attach(self, attach: Attach) -> None:
@@ -304,6 +307,19 @@ class EmulatedRunner:
                 "invalid_session_resume",
                 "session.resume must be the first event of a new connection",
             )
+            return
+        if kind == "session.close":
+            # The client ends the session: no grace, nothing to resume.
+            reason = ev.get("reason") if isinstance(ev.get("reason"), str) else "client_close"
+            self._to_client(
+                {"type": "session.closed", "session_id": self.session_id, "reason": reason}
+            )
+            self.persister.enabled = False
+            with contextlib.suppress(Exception):
+                if self.state.store is not None:
+                    await self.state.store.delete(self.session_id, self.persister.epoch)
+            self._close_reason = reason
+            await self.inputs.put(_Stop())
             return
         if kind == "session.heartbeat" and self.cls.kind == "turn":
             self._to_client({"type": "session.heartbeat_ack", "session_id": self.session_id})

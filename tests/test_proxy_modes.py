@@ -105,3 +105,17 @@ async def test_glob_route_and_upstream_model_rename() -> None:
             assert done["response"]["status"] == "completed", (
                 "the upstream accepted the renamed model"
             )
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_session_close_ends_the_session_cleanly(kind: str, mode: str) -> None:
+    async with reference(kind) as upstream, proxy(proxy_config({"m": upstream})) as base:
+        async with connect(ws_url(base)) as c:
+            await c.send({"type": "session.update", "session": {"type": "realtime"}})
+            await c.until("session.created")
+            await c.send({"type": "session.close"})
+            closed = await c.until("session.closed")
+            assert closed["reason"] == "client_close"
+            while not c.ws.closed:
+                await c.ws.receive(timeout=5)
+            assert c.ws.close_code == 1000

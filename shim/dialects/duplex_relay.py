@@ -63,6 +63,8 @@ class BargeInRelaySession(EmulatedSession):
         self._suppress_upstream_speech = False
         self._upstream_seq = 0
         self._acked_seq = 0
+        # The client's last session.update as sent upstream, to restore on a fresh one.
+        self._last_update: dict[str, Any] | None = None
 
     # ------------------------------------------------------------ client events
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -79,6 +81,7 @@ class BargeInRelaySession(EmulatedSession):
         audio_in = audio.get("input") if isinstance(audio, dict) else None
         if isinstance(audio_in, dict):
             audio_in.pop("turn_detection", None)
+        self._last_update = upstream
         return [SendUpstream(upstream)]
 
     def session_updated(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -195,6 +198,8 @@ class BargeInRelaySession(EmulatedSession):
             out += self._maybe_ack(kind)
             return out  # the rest of a response the proxy already cut
         now = inp.now_ms
+        if kind == "session.created":
+            return out  # a fresh upstream session after a loss; the client has its own
         if kind == "response.created" and isinstance(rid, str):
             self.new_response(rid, f"item_{rid}")
             self._rs_out = self._rs_far = None
@@ -280,4 +285,13 @@ class BargeInRelaySession(EmulatedSession):
                     )
             out = [a for a in out if not isinstance(a, SendUpstream)]
         out.append(AbortUpstream(reason="upstream lost", redial=True))
+        if self._last_update is not None:
+            # The fresh upstream session gets the client's settings back; open-only
+            # fields were given when it opened and cannot be updated live.
+            restore = copy.deepcopy(self._last_update)
+            nested = restore.get("session")
+            session: dict[str, Any] = nested if isinstance(nested, dict) else restore
+            for key in ("ref_audio", "model"):
+                session.pop(key, None)
+            out.append(SendUpstream(restore))
         return out
