@@ -1,0 +1,157 @@
+"""Run the checks in order against one endpoint and collect the report.
+
+Checks run one after another, never side by side: most measure time (barge-in
+latency, first audio), and a real model server may hold one session at a time.
+A check that raises or overruns its time limit is reported as ``error``; if not
+even the first session opens, the rest are skipped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import aiohttp
+
+from proxy.probe.checks import CHECKS
+from proxy.probe.context import ProbeContext, ProbeSettings
+from proxy.probe.result import CHECK_NAMES, CheckResult
+from proxy.probe.stimulus import load_stimulus
+
+
+class Progress(Protocol):
+    def start(self, name: str, index: int, total: int) -> None: ...
+
+    def finish(self, result: CheckResult) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class NoProgress:
+    def start(self, name: str, index: int, total: int) -> None:
+        pass
+
+    def finish(self, result: CheckResult) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass(slots=True)
+class ProbeReport:
+    url: str
+    model: str | None
+    required: tuple[str, ...]
+    results: list[CheckResult] = field(default_factory=list)
+    endpoint: dict[str, Any] = field(default_factory=dict)
+    duration_s: float = 0.0
+
+    def result(self, name: str) -> CheckResult:
+        for result in self.results:
+            if result.name == name:
+                return result
+        raise KeyError(name)
+
+    @property
+    def turn_based(self) -> bool:
+        return self.endpoint.get("dialect") == "turn"
+
+    @property
+    def failing(self) -> list[str]:
+        """Required checks that did not pass."""
+        return [r.name for r in self.results if r.name in self.required and r.verdict != "pass"]
+
+    @property
+    def ok(self) -> bool:
+        # A turn-based endpoint is not full duplex, however honest its declaration.
+        return not self.failing and not self.turn_based and bool(self.results)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "url": self.url,
+            "model": self.model,
+            "endpoint": self.endpoint,
+            "required": list(self.required),
+            "ok": self.ok,
+            "exit_code": self.exit_code,
+            "failing": self.failing,
+            "turn_based": self.turn_based,
+            "duration_s": round(self.duration_s, 1),
+            "checks": [r.as_dict() for r in self.results],
+        }
+
+
+def parse_checks(spec: str) -> tuple[str, ...]:
+    """``"a,b"`` -> those check names (validated)."""
+    names = tuple(n.strip() for n in spec.split(",") if n.strip())
+    unknown = [n for n in names if n not in CHECK_NAMES]
+    if unknown or not names:
+        named = ", ".join(unknown) if unknown else repr(spec)
+        raise ValueError(f"unknown check(s) {named}; known: {', '.join(CHECK_NAMES)}")
+    return names
+
+
+def _endpoint(ctx: ProbeContext) -> dict[str, Any]:
+    info = ctx.endpoint
+    if info is None:
+        return {}
+    caps = info.capabilities or {}
+    proxy = caps.get("proxy")
+    return {
+        "dialect": info.dialect,
+        "url": info.url,
+        "implementation_level": caps.get("implementation_level"),
+        "proxy_mode": proxy.get("mode") if isinstance(proxy, dict) else None,
+        "duplex_refused": info.duplex_refused is not None,
+    }
+
+
+async def _one(ctx: ProbeContext, name: str) -> CheckResult:
+    try:
+        async with asyncio.timeout(ctx.settings.check_timeout_s):
+            return await CHECKS[name](ctx)
+    except TimeoutError:
+        return CheckResult(name, "error", f"timed out after {ctx.settings.check_timeout_s:.0f} s")
+    except (aiohttp.ClientError, OSError) as exc:
+        return CheckResult(name, "error", f"connection failed: {exc}")
+    except Exception as exc:  # a probe defect must not hide the other checks' results
+        return CheckResult(name, "error", f"probe failure: {type(exc).__name__}: {exc}")
+
+
+async def run_probe_checks(
+    settings: ProbeSettings,
+    *,
+    required: Sequence[str] = CHECK_NAMES,
+    only: Sequence[str] | None = None,
+    progress: Progress | None = None,
+) -> ProbeReport:
+    """Probe ``settings.url``; ``only`` runs a subset (tests), the rest are not reported."""
+    shown = progress or NoProgress()
+    stimulus = load_stimulus(settings.speech)
+    names = [n for n in CHECK_NAMES if only is None or n in only or n == "declared"]
+    report = ProbeReport(settings.url, settings.model, tuple(required))
+    started = time.monotonic()
+    async with aiohttp.ClientSession() as http:
+        ctx = ProbeContext(settings, stimulus, http)
+        for index, name in enumerate(names):
+            shown.start(name, index, len(names))
+            t0 = time.monotonic()
+            if name != "declared" and ctx.endpoint is None:
+                result = CheckResult(name, "error", "skipped: no session could be opened")
+            else:
+                result = await _one(ctx, name)
+            result.duration_ms = round((time.monotonic() - t0) * 1000)
+            report.results.append(result)
+            shown.finish(result)
+        report.endpoint = _endpoint(ctx)
+    report.duration_s = time.monotonic() - started
+    shown.close()
+    return report

@@ -1,0 +1,144 @@
+"""The probe against the three reference backends directly and through the proxy.
+
+Everything runs for real on loopback: the reference backends (vLLM-Omni 0.30.0
+stand-ins), the proxy (``proxy.app.build_app``) and the probe's own client. What
+must hold (issue #5): the ``turn`` backend is reported turn-based and fails the
+duplex checks; ``duplex-no-barge-in`` fails barge-in; the proxy in front of each
+of them passes every check.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from proxy.app import build_app
+from proxy.config import config_from_dict
+from proxy.probe.context import ProbeSettings
+from proxy.probe.result import CHECK_NAMES
+from proxy.probe.runner import ProbeReport, run_probe_checks
+from proxy.reference.options import ReferenceOptions
+from proxy.reference.server import build_reference_app
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
+
+#: Long enough for the probe to talk over the answer and still be heard while it plays.
+REPLY_MS = 2500
+MODEL = "m"
+ROOT_DIR = Path(__file__).resolve().parents[1]
+
+
+@asynccontextmanager
+async def serve(app: web.Application) -> AsyncIterator[str]:
+    """Run ``app`` on a free loopback port; yields its ``ws://`` realtime URL."""
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        yield f"ws://127.0.0.1:{port}/v1/realtime"
+    finally:
+        await runner.cleanup()
+
+
+@asynccontextmanager
+async def backend(kind: str, *faults: str, reply_ms: int = REPLY_MS) -> AsyncIterator[str]:
+    options = ReferenceOptions(faults=frozenset(faults))
+    async with serve(build_reference_app(kind, reply_ms=reply_ms, options=options)) as url:
+        yield url
+
+
+@asynccontextmanager
+async def proxied(upstream: str) -> AsyncIterator[str]:
+    config = config_from_dict({"routes": [{"model": MODEL, "upstream": upstream}]})
+    async with serve(build_app(config)) as url:
+        yield url
+
+
+async def probe(url: str, only: Sequence[str] | None = None, sessions: int = 4) -> ProbeReport:
+    settings = ProbeSettings(url=url, model=MODEL, sessions=sessions)
+    return await run_probe_checks(settings, only=only)
+
+
+def table(report: ProbeReport) -> str:
+    return "\n".join(f"{r.name}: {r.verdict}: {r.summary}" for r in report.results)
+
+
+async def test_turn_backend_directly_is_reported_turn_based_and_fails_the_duplex_checks() -> None:
+    async with backend("turn") as url:
+        report = await probe(url)
+    verdicts = {r.name: r.verdict for r in report.results}
+    assert report.turn_based and report.exit_code == 1, table(report)
+    declared = report.result("declared")
+    assert declared.verdict == "fail" and "turn-based" in declared.summary
+    assert declared.data["duplex_refused"] == {
+        "code": "unsupported",
+        "message": "VAD realtime is not enabled",
+        "close_code": 1008,
+    }
+    assert verdicts["full_duplex_input"] == "fail", table(report)
+    assert verdicts["barge_in"] == "fail", table(report)
+    assert "not interrupted" in report.result("barge_in").summary
+    for name in ("truncation", "resume", "backpressure"):
+        assert verdicts[name] == "unsupported", table(report)
+    # Not a duplex question: N turn-based sessions are still served alike.
+    assert verdicts["fairness"] == "pass", table(report)
+
+
+async def test_no_barge_in_backend_directly_hears_overlap_but_fails_barge_in() -> None:
+    async with backend("duplex-no-barge-in") as url:
+        report = await probe(url, only=["full_duplex_input", "barge_in"])
+    declared = report.result("declared")
+    assert declared.verdict == "pass", table(report)
+    assert declared.data["capabilities"]["supports_barge_in"] is False
+    assert report.result("full_duplex_input").verdict == "pass", table(report)
+    barge_in = report.result("barge_in")
+    assert barge_in.verdict == "fail", table(report)
+    assert "not interrupted" in barge_in.summary
+    assert barge_in.data["status"] == "completed"
+    assert report.exit_code == 1
+
+
+async def test_duplex_backend_directly_passes_all_but_event_id_dedupe() -> None:
+    """The baseline the fault tests flip, one check at a time.
+
+    vLLM-Omni (and so the reference) does not drop a client event re-sent with the
+    same ``event_id`` after a resume; the replay itself is exact.
+    """
+    async with backend("duplex") as url:
+        report = await probe(url)
+    verdicts = {r.name: r.verdict for r in report.results}
+    assert verdicts == {**dict.fromkeys(CHECK_NAMES, "pass"), "resume": "fail"}, table(report)
+    resume = report.result("resume")
+    assert resume.summary == (
+        "conversation.item.create re-sent with the same event_id was applied 2 times"
+    )
+    data = resume.data
+    assert data["gaps"] == data["repeats"] == data["out_of_order"] == []
+    assert data["duplicate_event_ids"] == []
+    assert data["first_seq_after_resume"] == data["last_seq_before_drop"] + 1
+    barge_in = report.result("barge_in")
+    assert barge_in.data["limit_source"] == "declared target"
+    assert barge_in.data["latency_ms"] <= 400 and barge_in.data["status"] == "cancelled"
+    truncation = report.result("truncation").data
+    assert truncation["transcript_kept_chars"] < truncation["transcript_sent_chars"]
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in", "turn"])
+async def test_proxy_in_front_of_each_backend_passes_every_check(kind: str) -> None:
+    async with backend(kind) as upstream, proxied(upstream) as url:
+        report = await probe(url)
+    expected_mode = {
+        "duplex": "passthrough",
+        "duplex-no-barge-in": "barge_in_emulated",
+        "turn": "duplex_emulated",
+    }[kind]
+    assert report.endpoint["proxy_mode"] == expected_mode
+    failing = [r for r in report.results if r.verdict != "pass"]
+    assert not failing, table(report)
+    assert report.exit_code == 0
