@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -13,6 +14,7 @@ from aiohttp import web
 from proxy.config import Config, Route
 from proxy.logging import get_logger
 from proxy.metrics import Metrics
+from shim.journal import RecentIds
 
 if TYPE_CHECKING:
     from proxy.emulated import EmulatedRunner
@@ -37,6 +39,8 @@ class ProxyState:
     sessions: set[ClientSession] = field(default_factory=set)
     # Emulated sessions alive on this replica (attached or in disconnect grace).
     live: dict[str, EmulatedRunner] = field(default_factory=dict)
+    # Client event ids already applied, per passthrough session (most recent sessions).
+    passthrough_ids: OrderedDict[str, RecentIds] = field(default_factory=OrderedDict)
     per_route: dict[str, int] = field(default_factory=dict)
     draining: bool = False
     replica_id: str = ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,12 +51,26 @@ def parse_client_frame(raw: str) -> ClientFrame | BadFrame:
 
 class ClientChannel:
     def __init__(
-        self, ws: web.WebSocketResponse, metrics: Metrics, inbox_size: int, outbox_size: int
+        self,
+        ws: web.WebSocketResponse,
+        metrics: Metrics,
+        inbox_size: int,
+        outbox_frames: int,
+        outbox_bytes: int,
+        transport: asyncio.Transport | None = None,
     ) -> None:
         self.ws = ws
         self.metrics = metrics
         self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
-        self._outbox: asyncio.Queue[str | bytes | None] = asyncio.Queue(outbox_size)
+        self._out: deque[str | bytes] = deque()
+        self._out_bytes = 0
+        self._max_frames, self._max_bytes = outbox_frames, outbox_bytes
+        self._wake = asyncio.Event()
+        self._drained = asyncio.Event()
+        self._drained.set()
+        self._finishing = False
+        self._slow = False
+        self._transport = transport
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
@@ -89,32 +104,61 @@ class ClientChannel:
 
     async def _write(self) -> None:
         while True:
-            text = await self._outbox.get()
-            if text is None:
-                return
+            while not self._out:
+                self._drained.set()
+                if self._finishing:
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+            item = self._out.popleft()
+            self._out_bytes -= len(item)
             try:
-                if isinstance(text, bytes):
-                    await self.ws.send_bytes(text)
+                if isinstance(item, bytes):
+                    await self.ws.send_bytes(item)
                 else:
-                    await self.ws.send_str(text)
+                    await self.ws.send_str(item)
             except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+                self._out.clear()
+                self._drained.set()
                 return
 
     def send_bytes(self, data: bytes) -> bool:
         return self.send_text(data)
 
     def send_text(self, text: str | bytes) -> bool:
-        """Queue a frame; False (and the client is closed) if the client is too slow."""
-        if self.ws.closed:
+        """Queue a frame; False (and the client is dropped) if the client is too slow.
+
+        The queue is bounded in frames and in bytes: a client that stops reading is
+        closed with 1008 rather than buffered without bound (DESIGN §7).
+        """
+        if self.ws.closed or self._slow or self._finishing:
             return False
-        try:
-            self._outbox.put_nowait(text)
-        except asyncio.QueueFull:
-            asyncio.get_running_loop().create_task(
-                self.close(1008, "client too slow: outbound queue full")
-            )
+        self._out.append(text)
+        self._out_bytes += len(text)
+        self._drained.clear()
+        if len(self._out) > self._max_frames or self._out_bytes > self._max_bytes:
+            self._slow = True
+            asyncio.get_running_loop().create_task(self._drop_slow())
             return False
+        self._wake.set()
         return True
+
+    async def _drop_slow(self) -> None:
+        """The client stopped reading: let go of what it did not take, and close it."""
+        self.metrics.client_errors.labels("slow_consumer").inc()
+        writer = self._tasks[1] if len(self._tasks) > 1 else None
+        if writer is not None:
+            writer.cancel()
+        self._out.clear()
+        self._out_bytes = 0
+        self._drained.set()
+        try:
+            await asyncio.wait_for(self.ws.close(code=1008, message=b"client too slow"), 1.0)
+        except (TimeoutError, Exception):
+            # Its socket is full too: a close frame cannot get through. Cut it.
+            if self._transport is not None:
+                self._transport.abort()
+        self.closed.set()
 
     def send_event(self, event: dict[str, Any]) -> bool:
         return self.send_text(orjson.dumps(event).decode())
@@ -124,18 +168,20 @@ class ClientChannel:
         self.send_event(wire.error(code, message, event_id=event_id))
 
     async def flush(self, within_s: float = 2.0) -> None:
-        """Wait until queued frames are written (before closing)."""
-        await self._outbox.put(None)
-        writer = self._tasks[1] if len(self._tasks) > 1 else None
-        if writer is not None:
-            with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(writer), within_s)
+        """Wait (bounded) until queued frames are written, and stop taking new ones."""
+        self._finishing = True
+        self._wake.set()
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(self._drained.wait(), within_s)
 
     async def close(self, code: int, reason: str) -> None:
-        if not self.ws.closed:
+        if not self.ws.closed and not self._slow:
             await self.flush()
-            with contextlib.suppress(Exception):
-                await self.ws.close(code=code, message=reason.encode()[:120])
+            try:
+                await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120]), 2.0)
+            except (TimeoutError, Exception):
+                if self._transport is not None:
+                    self._transport.abort()
         self.closed.set()
 
     async def stop(self) -> None:

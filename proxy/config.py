@@ -39,8 +39,9 @@ class ServerConfig:
     upstream_connect_timeout_s: float = 5.0
     # How long to wait for the first upstream frame when classifying it.
     classify_timeout_s: float = 5.0
-    # Frames queued for a slow client before the session is closed (1008).
+    # Frames and bytes queued for a slow client before it is dropped (close 1008).
     client_send_queue_frames: int = 2048
+    client_send_queue_bytes: int = 8 * 1024 * 1024
     # How long to wait for a speak-first client's session.update before opening the
     # upstream session with the route's defaults alone.
     first_event_wait_ms: int = 50
@@ -75,6 +76,9 @@ class VadConfig:
     # cut vs resume: long enough that backchannels ("uh-huh", "okay", "mm-hmm", up to
     # ~0.65 s voiced on the dev corpus) resume, short of any sentence (>= 1.8 s).
     min_barge_in_ms: int = 800
+    # Declared in emulated sessions' capabilities: speech onset to the last audio
+    # delta of the cut response (bench/bargein.py measures it).
+    target_barge_in_latency_ms: int = 300
     # Remove the assistant's own audio (known to the proxy) from the mic before VAD,
     # for clients without echo cancellation.
     echo_suppression: bool = True

@@ -193,7 +193,11 @@ class EmulatedRunner:
                 await reader
 
     def created_event(self, resume_token: str | None) -> dict[str, Any]:
-        caps = proxy_capabilities(self.cls, resume_available=resume_token is not None)
+        caps = proxy_capabilities(
+            self.cls,
+            resume_available=resume_token is not None,
+            barge_in_target_ms=self.state.config.vad.target_barge_in_latency_ms,
+        )
         session = session_object(self.session_id, self.model, self.shim.config)
         if self.cls.kind == "duplex":
             upstream_session = self.upstream_created.get("session")

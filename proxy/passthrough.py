@@ -25,6 +25,7 @@ from proxy.client_io import CLOSED, ClientFrame
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification
+from shim.journal import RecentIds
 
 if TYPE_CHECKING:
     from proxy.pump import ClientSession
@@ -33,6 +34,9 @@ NORMAL_CLOSES = (1000, 1001)
 
 
 async def run_passthrough(session: ClientSession, link: UpstreamLink, cls: Classification) -> None:
+    upstream_session = link.created.get("session")
+    if isinstance(upstream_session, dict) and isinstance(upstream_session.get("id"), str):
+        session.passthrough_sid = upstream_session["id"]
     bound = await _bind(session, link)
     created = session.annotated_created(link, cls, resume=bound)
     session.state.metrics.frames.labels("upstream_to_client").inc()
@@ -76,6 +80,38 @@ async def _bind(session: ClientSession, link: UpstreamLink) -> bool:
     return True
 
 
+async def _applied_ids(session: ClientSession) -> RecentIds | None:
+    """The client event ids this passthrough session already applied (any replica)."""
+    state, sid = session.state, session.passthrough_sid
+    if sid is None:
+        return None
+    ids = state.passthrough_ids.get(sid)
+    if ids is None:
+        ids = RecentIds(state.config.store.recent_event_ids)
+        if state.store is not None:
+            with contextlib.suppress(StoreUnavailable, ValueError):
+                record = await state.store.load(sid)
+                for event_id in record.recent_event_ids if record else []:
+                    ids.seen(event_id)
+        state.passthrough_ids[sid] = ids
+        while len(state.passthrough_ids) > 2 * state.config.server.max_sessions:
+            state.passthrough_ids.popitem(last=False)
+    state.passthrough_ids.move_to_end(sid)
+    return ids
+
+
+async def _save_ids(session: ClientSession, ids: RecentIds) -> None:
+    """On disconnect, leave the applied ids where a resume on any replica finds them."""
+    store, sid = session.state.store, session.passthrough_sid
+    if store is None or sid is None:
+        return
+    with contextlib.suppress(StoreUnavailable, LeaseLost, ValueError):
+        record = await store.load(sid)
+        if record is not None:
+            record.recent_event_ids = ids.items()
+            await store.save(record)
+
+
 async def relay(
     session: ClientSession,
     up: aiohttp.ClientWebSocketResponse,
@@ -87,6 +123,12 @@ async def relay(
     to_client = metrics.frames.labels("upstream_to_client")
     to_client_bytes = metrics.bytes.labels("upstream_to_client")
     waiting_resumed = on_resumed is not None
+    applied = await _applied_ids(session)
+
+    def fresh(frame: ClientFrame) -> bool:
+        """False for an event re-sent after a reconnect: it was applied already."""
+        event_id = frame.event.get("event_id")
+        return applied is None or not isinstance(event_id, str) or not applied.seen(event_id)
 
     async def upstream_to_client() -> None:
         nonlocal waiting_resumed
@@ -110,7 +152,7 @@ async def relay(
 
     async def client_to_upstream() -> None:
         for frame in session.pending:
-            if frame is not skip:
+            if fresh(frame) and frame is not skip:  # the opener was applied: remember it
                 await up.send_str(frame.raw)
         session.pending.clear()
         while True:
@@ -118,7 +160,8 @@ async def relay(
             if item is CLOSED:
                 return
             assert isinstance(item, ClientFrame)
-            await up.send_str(item.raw)
+            if fresh(item):
+                await up.send_str(item.raw)
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
@@ -142,3 +185,5 @@ async def relay(
             )
             await client.close(1011, "upstream closed")
     await up.close()
+    if applied is not None:
+        await _save_ids(session, applied)

@@ -45,7 +45,12 @@ class ClientSession:
         self.request = request
         cfg = state.config.server
         self.client = ClientChannel(
-            ws, state.metrics, cfg.pending_client_frames, cfg.client_send_queue_frames
+            ws,
+            state.metrics,
+            cfg.pending_client_frames,
+            cfg.client_send_queue_frames,
+            cfg.client_send_queue_bytes,
+            request.transport,
         )
         self.session_id = "sess_" + uuid.uuid4().hex
         self.log = get_logger(session_id=self.session_id, replica_id=state.replica_id)
@@ -53,6 +58,8 @@ class ClientSession:
         self.route: Route | None = None
         self.pending: list[ClientFrame] = []
         self.runner: Any = None
+        # The upstream session a passthrough connection serves (event id de-duplication).
+        self.passthrough_sid: str | None = None
         self._accepted_at = time.monotonic()
 
     # ------------------------------------------------------------------ run
@@ -99,6 +106,8 @@ class ClientSession:
         first = None if from_query else await self._next_client_frame(wait)
         if from_query or (first is not None and first.event.get("type") == "session.resume"):
             event, raw = from_query if from_query else (first.event, first.raw)  # type: ignore[union-attr]
+            sid = event.get("session_id")
+            self.passthrough_sid = sid if isinstance(sid, str) else None
             if first is not None:
                 self.pending.remove(first)
                 first = None

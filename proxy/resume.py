@@ -5,33 +5,70 @@ last_received_server_event_seq}`` as the first event of a new connection (or the
 fields in the upgrade URL's query). On success the client gets ``session.resumed``
 (with a new resume token), then every event after its last seq exactly once, in
 order, then live events. The connection it replaces gets ``session.replaced``.
+Failures are ``error`` events (``session_resume_expired``, ``session_resume_denied``,
+``session_resume_gap``, ``session_resume_conflict``, ``session_resume_unavailable``)
+that say nothing about the session; the caller lets the client start fresh.
 
-* emulated session alive on this replica: take the lease, reattach.
-* emulated session in the store (another replica, or this one restarted): take the
-  lease (exactly one racing resume wins), replay from the store's log, restore the
-  shim and open a fresh upstream session; a response cut off by the move ends with
-  ``response.done`` status ``incomplete``.
-* passthrough session: the upstream resumes its own session; the proxy finds which
-  upstream from the store (or the route) and relays ``session.resume`` to it.
+* emulated session alive on this replica: move the lease, reattach (the upstream
+  socket never dropped). While the store is down, the local token still resumes it.
+* emulated session in the store (another replica, or this one restarted): move the
+  lease, rebuild the replay log from the store's log plus the record's tail, restore
+  the shim and open a fresh upstream session with the session's instructions; a
+  response cut off by the move ends with ``response.done`` status ``incomplete``.
+* passthrough session: the upstream resumes its own session and replays its own
+  journal; the proxy finds the upstream from the store and relays ``session.resume``.
+
+Exactly one of several racing resumes wins: the lease epoch is bumped twice around
+the token rotation (``_acquire``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import secrets
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, cast
 
+import aiohttp
 import orjson
 
-from proxy.emulated import Attach, EmulatedRunner
+from proxy.emulated import Attach, EmulatedRunner, now_ms
+from proxy.persist import checkpoint_of, keep_binding
 from proxy.store import valid_session_id
-from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, token_matches
-from proxy.upstream import UpstreamRefused, UpstreamUnavailable, dial, opening_update, with_query
-from shim.capabilities import Classification
+from proxy.store.base import (
+    LeaseLost,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+    hash_token,
+    token_matches,
+)
+from proxy.upstream import (
+    UPSTREAM_MAX_MSG,
+    UpstreamLink,
+    UpstreamRefused,
+    UpstreamUnavailable,
+    dial,
+    opening_update,
+    with_query,
+)
+from shim.capabilities import Classification, ProxyMode
 
 if TYPE_CHECKING:
+    from proxy.app import ProxyState
+    from proxy.config import Route
     from proxy.pump import ClientSession
+    from shim.journal import Journal
+
+# A client may have received events its session's owner has not persisted yet (it
+# flushes every PERSIST_INTERVAL_S). A resume elsewhere waits this long for a live
+# owner to catch up before it carries on from what the store has.
+OWNER_CATCH_UP_S = 0.3
+CATCH_UP_POLL_S = 0.01
+
+Attacher = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +77,43 @@ class ResumeRequest:
     resume_token: str
     last_seq: int
     raw: str
+    at: float = field(default_factory=time.monotonic)  # when it arrived
+
+    def took_ms(self) -> float:
+        return round((time.monotonic() - self.at) * 1000, 1)
 
 
 class ResumeFailed(Exception):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+def expired() -> ResumeFailed:
+    return ResumeFailed(
+        "session_resume_expired", "no resumable session with that id (unknown or expired)"
+    )
+
+
+def denied() -> ResumeFailed:
+    return ResumeFailed("session_resume_denied", "the resume token does not match")
+
+
+def gap() -> ResumeFailed:
+    return ResumeFailed(
+        "session_resume_gap",
+        "events after that server_event_seq are no longer kept; start a new session",
+    )
+
+
+def conflict() -> ResumeFailed:
+    return ResumeFailed("session_resume_conflict", "another connection resumed this session")
+
+
+def unavailable() -> ResumeFailed:
+    return ResumeFailed(
+        "session_resume_unavailable", "resume is unavailable right now: the session store is down"
+    )
 
 
 def parse_resume(event: dict[str, Any], raw: str) -> ResumeRequest:
@@ -81,42 +149,80 @@ def resume_from_query(query: Any) -> tuple[dict[str, Any], str] | None:
     return event, orjson.dumps(event).decode()
 
 
-EXPIRED = ResumeFailed(
-    "session_resume_expired", "no resumable session with that id (unknown or expired)"
-)
-DENIED = ResumeFailed("session_resume_denied", "the resume token does not match")
-
-
 async def resume(conn: ClientSession, req: ResumeRequest) -> None:
-    """Resume or raise ResumeFailed (the caller reports it; the client may start fresh)."""
-    state = conn.state
-    metrics = state.metrics
-    runner = state.live.get(req.session_id)
+    """Resume, then run the attachment until it ends; ResumeFailed before anything is sent.
+
+    The caller reports a ResumeFailed to the client, which may then start fresh.
+    """
+    metrics = conn.state.metrics
     try:
-        if runner is not None:
-            await _resume_local(conn, runner, req)
-            return
-        if state.store is None:
-            raise EXPIRED
-        try:
-            record = await state.store.load(req.session_id)
-        except StoreUnavailable:
-            raise ResumeFailed(
-                "session_resume_unavailable",
-                "resume is unavailable right now: the session store is down",
-            ) from None
-        if record is None:
-            raise EXPIRED
-        if not token_matches(req.resume_token, record.token_hash):
-            raise DENIED
-        if record.mode == "passthrough":
-            await _resume_passthrough(conn, record, req)
-        else:
-            await _resume_from_store(conn, record, req)
+        attach = await _take(conn, req)
     except ResumeFailed as exc:
         metrics.resumes.labels(exc.code).inc()
         raise
     metrics.resumes.labels("resumed").inc()
+    await attach()
+
+
+async def _take(conn: ClientSession, req: ResumeRequest) -> Attacher:
+    state = conn.state
+    runner = state.live.get(req.session_id)
+    if runner is not None:
+        async with runner.persister.resume_lock:
+            attach = await _take_local(conn, runner, req)
+        if attach is not None:
+            return attach
+    store = state.store
+    if store is None:
+        raise expired()
+    record = await _load(store, req.session_id)
+    if record is None:
+        raise expired()
+    if not token_matches(req.resume_token, record.token_hash):
+        raise denied()
+    if record.mode == "passthrough":
+        return await _take_passthrough(conn, record, req)
+    return await _take_from_store(conn, store, record, req)
+
+
+async def _load(store: SessionStore, session_id: str) -> SessionRecord | None:
+    try:
+        return await store.load(session_id)
+    except StoreUnavailable:
+        raise unavailable() from None
+
+
+async def _acquire(
+    store: SessionStore,
+    session_id: str,
+    owner: str,
+    epoch: int,
+    rotated: Callable[[int], Awaitable[SessionRecord]],
+) -> int:
+    """Move the lease to this connection and rotate the token; the new epoch.
+
+    The epoch is bumped, the record saved with the new token hash, then bumped again.
+    A racer that loaded the record between the first bump and the save (so the old
+    token still matched) must bump it too, and then one of the two second bumps
+    fails: exactly one resume wins.
+    """
+    try:
+        first = await store.take_over(session_id, owner, epoch)
+        await store.save(await rotated(first))
+        return await store.take_over(session_id, owner, first)
+    except LeaseLost:
+        raise conflict() from None
+    except StoreUnavailable:
+        raise unavailable() from None
+
+
+_tasks: set[asyncio.Task[None]] = set()
+
+
+def _background(coro: Coroutine[Any, Any, None]) -> None:
+    task = asyncio.get_running_loop().create_task(coro)
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
 
 
 def _resumed_event(runner: EmulatedRunner, token: str) -> dict[str, Any]:
@@ -129,146 +235,334 @@ def _resumed_event(runner: EmulatedRunner, token: str) -> dict[str, Any]:
     }
 
 
-async def _take_lease(conn: ClientSession, session_id: str, epoch: int) -> int:
-    assert conn.state.store is not None
-    try:
-        return await conn.state.store.take_over(session_id, conn.state.replica_id, epoch)
-    except LeaseLost:
-        raise ResumeFailed(
-            "session_resume_conflict", "another connection resumed this session first"
-        ) from None
-    except StoreUnavailable:
-        raise ResumeFailed(
-            "session_resume_unavailable",
-            "resume is unavailable right now: the session store is down",
-        ) from None
+def _attacher(conn: ClientSession, runner: EmulatedRunner, token: str, last_seq: int) -> Attacher:
+    async def attach() -> None:
+        first = [_resumed_event(runner, token)]
+        await runner.attach(Attach(conn.client, first, asyncio.Event(), [], last_seq))
+
+    return attach
 
 
-async def _resume_local(conn: ClientSession, runner: EmulatedRunner, req: ResumeRequest) -> None:
+# ---------------------------------------------------------------------- local
+
+
+async def _take_local(
+    conn: ClientSession, runner: EmulatedRunner, req: ResumeRequest
+) -> Attacher | None:
+    """Resume a session alive on this replica; None if it was taken over elsewhere."""
     p = runner.persister
-    if not p.enabled or not token_matches(req.resume_token, p.token_hash):
-        raise DENIED if p.enabled else EXPIRED
-    if runner.journal.after(req.last_seq, asyncio.get_running_loop().time() * 1000) is None:
-        raise ResumeFailed(
-            "session_resume_gap", "events after that seq are no longer kept; start a new session"
-        )
-    p.epoch = await _take_lease(conn, req.session_id, p.epoch)
-    token = secrets.token_urlsafe(32)
-    p.adopt(p.epoch, token)
-    await p.flush()
-    conn.log = conn.log.bind(session_id=req.session_id)
-    conn.log.info("session_resumed", where="local", last_seq=req.last_seq)
-    done = asyncio.Event()
-    await runner.attach(
-        Attach(conn.client, [_resumed_event(runner, token)], done, [], replay_after=req.last_seq)
-    )
-
-
-async def _resume_from_store(
-    conn: ClientSession, record: SessionRecord, req: ResumeRequest
-) -> None:
-    state = conn.state
-    assert state.store is not None and state.http is not None
-    up = record.upstream
-    route = state.config.route_for(str(up.get("route", record.model)))
-    if route is None:
-        raise EXPIRED
-    epoch = await _take_lease(conn, req.session_id, record.epoch)
+    if p.replaced or runner.finished.is_set():
+        return None
+    if not p.enabled:
+        raise expired()  # opened while the store was down: never resumable
+    store = conn.state.store
+    assert store is not None
     try:
-        logged = await state.store.events_after(req.session_id, req.last_seq)
+        record = await store.load(req.session_id)
+        reachable = True
     except StoreUnavailable:
-        raise ResumeFailed("session_resume_unavailable", "the session store is down") from None
-    if logged is None:
-        raise ResumeFailed(
-            "session_resume_gap", "events after that seq are no longer kept; start a new session"
+        record, reachable = None, False
+    if record is not None and record.epoch != p.epoch:
+        # Another replica resumed it and this runner has not noticed yet: it lets go
+        # (its client, if any, gets session.replaced) while this resume goes on.
+        p.let_go()
+        _background(runner.replaced_elsewhere())
+        return None
+    if not token_matches(req.resume_token, record.token_hash if record else p.token_hash):
+        raise denied()
+    if runner.journal.after(req.last_seq, now_ms()) is None:
+        raise gap()
+    token = secrets.token_urlsafe(32)
+    if record is None:
+        # Store down, or it lost the keys: this replica holds the only copy, so no
+        # one else can resume it meanwhile. The new token is saved once it answers.
+        p.adopt(p.epoch, token)
+        conn.log.warning(
+            "resume_without_store",
+            reason="session store unavailable" if not reachable else "record lost",
         )
+    else:
+        new_hash = hash_token(token)
+        async with p.lock:
+
+            async def rotated(epoch: int) -> SessionRecord:
+                return await p.checkpoint(epoch, new_hash)
+
+            epoch = await _acquire(store, req.session_id, conn.state.replica_id, p.epoch, rotated)
+        p.adopt(epoch, token)
+    conn.log = conn.log.bind(session_id=req.session_id)
+    conn.log.info("session_resumed", where="local", last_seq=req.last_seq, took_ms=req.took_ms())
+    return _attacher(conn, runner, token, req.last_seq)
+
+
+# ---------------------------------------------------------------------- store
+
+
+async def _take_from_store(
+    conn: ClientSession, store: SessionStore, record: SessionRecord, req: ResumeRequest
+) -> Attacher:
+    state = conn.state
+    sid, last = req.session_id, req.last_seq
+    route = state.config.route_for(str(record.upstream.get("route", record.model)))
+    if route is None:
+        raise expired()
+    if last < record.acked_seq:
+        raise gap()
+    record = await _catch_up(conn, store, record, req)
+    # (A log trimmed past ``last`` by its byte or age bound shows only once the lease
+    # moved; the acked check above catches the usual gap without disturbing anyone.)
+    link = await _reopen_upstream(state, route, record)
+    try:
+        token = secrets.token_urlsafe(32)
+        final: list[SessionRecord] = []
+
+        async def rotated(epoch: int) -> SessionRecord:
+            # The first bump fenced the old owner out: this is its last word.
+            current = await store.load(sid)
+            if current is None or current.epoch != epoch:
+                raise LeaseLost(f"session {sid} moved on")
+            current.token_hash = hash_token(token)
+            final.append(current)
+            return current
+
+        epoch = await _acquire(store, sid, state.replica_id, record.epoch, rotated)
+        record = final[-1]
+        if last < record.acked_seq:
+            raise gap()
+        events = await _replay(store, sid, last, record)
+    except BaseException:
+        await link.ws.close()
+        raise
+    runner = _rebuild(conn, route, record, link, start_seq=last)
+    for event_id in record.recent_event_ids:
+        runner.recent.seen(event_id)
+    restored = runner.shim.restore(checkpoint_of(record).shim)
+    _preload(runner.journal, events)
+    # Events up to the log head are in the store; the rest are appended at the next flush.
+    runner.persister.adopt(epoch, token, flushed_seq=max(last, record.last_seq))
+    conn.log = runner.log
+    conn.log.info(
+        "session_resumed",
+        where="store",
+        last_seq=last,
+        replayed=len(events),
+        took_ms=req.took_ms(),
+    )
+    runner.start()
+
+    async def attach() -> None:
+        first = [_resumed_event(runner, token)]
+        await runner.attach(Attach(conn.client, first, asyncio.Event(), [], last), after=restored)
+
+    return attach
+
+
+async def _catch_up(
+    conn: ClientSession, store: SessionStore, record: SessionRecord, req: ResumeRequest
+) -> SessionRecord:
+    """Give a live owner a moment to persist the events its client already received."""
+    if checkpoint_of(record).seq >= req.last_seq:
+        return record
+    loop = asyncio.get_running_loop()
+    start = loop.time()
+    while checkpoint_of(record).seq < req.last_seq and loop.time() < start + OWNER_CATCH_UP_S:
+        await asyncio.sleep(CATCH_UP_POLL_S)
+        current = await _load(store, req.session_id)
+        if current is None:
+            raise expired()
+        if current.epoch != record.epoch:
+            raise conflict()  # resumed by someone else meanwhile
+        record = current
+    caught_up = checkpoint_of(record).seq >= req.last_seq
+    (conn.log.info if caught_up else conn.log.warning)(
+        "resume_waited_for_owner",
+        waited_ms=round((loop.time() - start) * 1000),
+        caught_up=caught_up,
+        client_seq=req.last_seq,
+        stored_seq=checkpoint_of(record).seq,
+    )
+    return record
+
+
+async def _replay(
+    store: SessionStore, session_id: str, last: int, record: SessionRecord
+) -> list[tuple[int, str]]:
+    """Every event after ``last`` up to the record's snapshot, from log and tail."""
+    cp = checkpoint_of(record)
+    # A log written without tails may run ahead of its snapshot: then replay to its head.
+    head = max(cp.seq, record.last_seq)
+    if last >= head:
+        # The client is ahead of the store (its owner died before persisting what it
+        # had sent): carry on after what the client has.
+        return []
+    try:
+        logged = await store.events_after(session_id, last)
+    except StoreUnavailable:
+        raise unavailable() from None
+    if logged is None:
+        raise gap()
+    by_seq = dict(logged)
+    by_seq.update(cp.tail)
+    wanted = range(last + 1, head + 1)
+    if any(seq not in by_seq for seq in wanted):
+        raise gap()
+    return [(seq, by_seq[seq]) for seq in wanted]
+
+
+def _preload(journal: Journal, events: list[tuple[int, str]]) -> None:
+    """Carry the taken-over replay log on: the same events, ids and seqs, in order."""
+    now = now_ms()
+    for seq, text in events:
+        journal.stamp(orjson.loads(text), now)
+        if journal.seq != seq:
+            raise RuntimeError(f"replay log out of step: {journal.seq} != {seq}")
+
+
+async def _reopen_upstream(state: ProxyState, route: Route, record: SessionRecord) -> UpstreamLink:
+    """A fresh upstream session for a session taken over from the store."""
+    assert state.http is not None
+    up = record.upstream
     cfg = state.config.server
     upstream_model = str(up.get("upstream_model", record.model))
+    session: dict[str, Any] | None = None
+    if up.get("kind") == "turn":
+        # Known turn-based: skip the ?duplex=1 attempt it would refuse.
+        route = replace(route, request_duplex=False)
+    else:
+        # The duplex relay forwarded the client's session.update upstream: restore
+        # what the snapshot keeps of it (turn detection stays the proxy's).
+        instructions = checkpoint_of(record).shim.get("instructions")
+        if instructions:
+            session = {"instructions": instructions}
     try:
-        link = await dial(
+        return await dial(
             state.http,
             state.upstream_url(route),
             route,
-            opening_update(route, upstream_model, None),
+            opening_update(route, upstream_model, session),
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
         )
-    except (UpstreamUnavailable, UpstreamRefused) as exc:
-        raise ResumeFailed("upstream_unavailable", f"cannot reopen the upstream: {exc}") from None
+    except (UpstreamUnavailable, UpstreamRefused):
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed(
+            "upstream_unavailable", "cannot reopen the upstream session; start a new session"
+        ) from None
+
+
+def _rebuild(
+    conn: ClientSession, route: Route, record: SessionRecord, link: UpstreamLink, start_seq: int
+) -> EmulatedRunner:
+    up = record.upstream
     caps = up.get("capabilities") or None
     cls = Classification(
         kind="turn" if up.get("kind") == "turn" else "duplex",
-        mode=record.mode,  # type: ignore[arg-type]
+        mode=cast(ProxyMode, record.mode),
         upstream_capabilities=caps,
         reasons=tuple(up.get("reasons", ())),
     )
-    conn.log = conn.log.bind(session_id=req.session_id, mode=record.mode)
-    runner = EmulatedRunner(
-        state,
-        req.session_id,
+    log = conn.log.bind(session_id=record.session_id, mode=record.mode)
+    return EmulatedRunner(
+        conn.state,
+        record.session_id,
         route,
         cls,
         record.model,
-        upstream_model,
+        str(up.get("upstream_model", record.model)),
         link.ws,
         link.url,
         up.get("created") or link.created,
-        conn.log,
-        start_seq=record.last_seq,
+        log,
+        start_seq=start_seq,
     )
-    for event_id in record.recent_event_ids:
-        runner.recent.seen(event_id)
-    runner.journal.acked = record.acked_seq
-    restored = runner.shim.restore(record.state)
-    token = secrets.token_urlsafe(32)
-    runner.persister.adopt(epoch, token)
-    await runner.persister.flush()
-    conn.log.info("session_resumed", where="store", last_seq=req.last_seq, replayed=len(logged))
-    runner.start()
-    attach = Attach(
-        conn.client,
-        [_resumed_event(runner, token)],
-        asyncio.Event(),
-        [t for _, t in logged],
-        record.last_seq,
-    )
-    await runner.attach(attach, after=restored)
 
 
-async def _resume_passthrough(
+# ---------------------------------------------------------------------- passthrough
+
+# The upstream's refusals, as the codes this proxy documents.
+_UPSTREAM_CODES = {
+    "invalid_resume_token": "session_resume_denied",
+    "session_resume_expired": "session_resume_expired",
+}
+
+
+async def _take_passthrough(
     conn: ClientSession, record: SessionRecord, req: ResumeRequest
-) -> None:
+) -> Attacher:
     """The upstream keeps its own session and journal: relay the resume to it."""
     from proxy.passthrough import relay
 
     state = conn.state
-    assert state.http is not None
+    assert state.http is not None and state.store is not None
+    store = state.store
     route = state.config.route_for(str(record.upstream.get("route", record.model)))
     if route is None:
-        raise EXPIRED
+        raise expired()
+    cfg = state.config.server
     url = with_query(state.upstream_url(route), {"duplex": "1", "autostart": "0"})
     try:
-        ws = await state.http.ws_connect(
-            url, headers=dict(route.headers), max_msg_size=64 * 1024 * 1024
-        )
-    except Exception as exc:
-        raise ResumeFailed("upstream_unavailable", f"cannot reach the upstream: {exc}") from None
-    await ws.send_str(req.raw)
-    conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")
-    conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq)
-    await relay(conn, ws, on_resumed=lambda token: _rebind(conn, record, token))
-
-
-async def _rebind(conn: ClientSession, record: SessionRecord, token: str) -> None:
-    """The upstream rotated its resume token: remember the new one (hashed)."""
-    from proxy.store.base import hash_token
-
-    store = conn.state.store
-    if store is None:
-        return
+        async with asyncio.timeout(cfg.upstream_connect_timeout_s):
+            ws = await state.http.ws_connect(
+                url, headers=dict(route.headers), max_msg_size=UPSTREAM_MAX_MSG
+            )
+    except (TimeoutError, aiohttp.ClientError, OSError):
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed("upstream_unavailable", "cannot reach the upstream") from None
     try:
-        epoch = await store.take_over(record.session_id, conn.state.replica_id, record.epoch)
-        record.epoch, record.token_hash = epoch, hash_token(token)
+        await ws.send_str(req.raw)
+        msg = await ws.receive(timeout=cfg.classify_timeout_s)
+        first = orjson.loads(msg.data) if msg.type == aiohttp.WSMsgType.TEXT else None
+        if not isinstance(first, dict):
+            raise ResumeFailed("upstream_unavailable", "the upstream did not answer the resume")
+        if first.get("type") != "session.resumed":
+            raise _upstream_refusal(first)
+    except BaseException as exc:
+        await ws.close()
+        if isinstance(exc, TimeoutError | aiohttp.ClientError | orjson.JSONDecodeError):
+            raise ResumeFailed(
+                "upstream_unavailable", "the upstream did not answer the resume"
+            ) from None
+        raise
+    token = first.get("resume_token")
+    if isinstance(token, str):
+        await _rebind(conn, store, record, token)
+    conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")
+    conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
+
+    async def attach() -> None:
+        conn.client.send_text(msg.data)
+        grace = state.config.store.disconnect_grace_s
+        keeper = asyncio.create_task(keep_binding(store, record, grace, conn.log))
+        try:
+            await relay(conn, ws)
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+
+    return attach
+
+
+def _upstream_refusal(event: dict[str, Any]) -> ResumeFailed:
+    if event.get("type") == "session.resync_required":
+        return gap()
+    err = event.get("error")
+    code = (err.get("code") if isinstance(err, dict) else None) or event.get("code")
+    mapped = _UPSTREAM_CODES.get(str(code), "session_resume_failed")
+    if mapped == "session_resume_expired":
+        return expired()
+    if mapped == "session_resume_denied":
+        return denied()
+    return ResumeFailed(mapped, f"the upstream refused the resume ({code})")
+
+
+async def _rebind(
+    conn: ClientSession, store: SessionStore, record: SessionRecord, token: str
+) -> None:
+    """The upstream rotated its resume token: remember the new one (hashed), fenced."""
+    try:
+        record.epoch = await store.take_over(record.session_id, conn.state.replica_id, record.epoch)
+        record.token_hash = hash_token(token)
+        record.owner = conn.state.replica_id
         await store.save(record)
     except (LeaseLost, StoreUnavailable) as exc:
         conn.log.warning("passthrough_rebind_failed", error=type(exc).__name__)

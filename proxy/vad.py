@@ -267,5 +267,5 @@ class VadRunner:
         self._ready.clear()
         self._queued.clear()
         if self._executor is not None:
-            self._executor.shutdown(wait=True)
+            self._executor.shutdown(wait=False)  # the running inference ends on its own
             self._executor = None

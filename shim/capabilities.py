@@ -87,7 +87,9 @@ def classify(
     return Classification(kind=kind, mode=mode, upstream_capabilities=caps, reasons=tuple(reasons))
 
 
-def proxy_capabilities(cls: Classification, resume_available: bool) -> dict[str, Any]:
+def proxy_capabilities(
+    cls: Classification, resume_available: bool, barge_in_target_ms: int | None = None
+) -> dict[str, Any]:
     """The capabilities object the client sees: the truth about this session via the proxy.
 
     ``resume_available``: the proxy can resume this session (its store took the
@@ -99,6 +101,9 @@ def proxy_capabilities(cls: Classification, resume_available: bool) -> dict[str,
             caps[flag] = True
         caps["supports_session_resume"] = resume_available
         caps["supports_client_commit"] = True
+        if barge_in_target_ms is not None:
+            # The proxy stops the audio itself, so the target is the proxy's.
+            caps["target_barge_in_latency_ms"] = barge_in_target_ms
         caps["implementation_level"] = (
             "turn_based_duplex" if cls.kind == "turn" else caps.get("implementation_level")
         )

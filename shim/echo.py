@@ -6,30 +6,35 @@ user's, so without help the assistant would interrupt itself. The proxy has one
 advantage a generic canceller lacks: it knows exactly what audio it sent (the
 "far" signal), and roughly where on the microphone timeline it will be played.
 
-Three steps per ``process`` call, all on 16 kHz audio in the mic's sample time:
+Three stages, all on 16 kHz audio in the mic's sample time:
 
-1. Delay and gain. Normalised cross-correlation (by FFT) between the recent mic
-   and the far reference over lags 0..``max_delay_ms`` finds where the echo sits;
-   the least-squares gain at that lag says how loud it is. A new estimate is only
-   taken when it explains most of the mic energy (echo alone); during double
-   talk the last good one is held, so the user's voice never retunes it.
-2. Linear subtraction of ``gain * far[t - delay]``: removes most of a clean echo
-   while leaving the user's speech untouched.
-3. Residual gate (an AEC "non-linear processor"), block by block: if what is left
-   is no louder than the echo predicted there (taking the loudest far energy
-   within +-``jitter_ms`` of the delay, so playback jitter and a short room tail
-   are covered), the block is echo and is attenuated to ``floor_db``; if it is
-   louder, someone is talking over the assistant and the block passes.
+1. Delay and gain. Normalised cross-correlation (by FFT) of the recent mic with
+   the far audio over lags 0..``max_delay_ms`` finds where the echo sits, and the
+   least-squares gain there how loud it is. An estimate is only taken when it
+   explains at least ``lock_ratio`` of the mic energy (echo nearly alone), so the
+   user's voice never retunes it; a short window follows playback-timing jumps
+   within +-``jitter_ms`` and measures the coupling (echo energy per far energy,
+   reverberation included) and the leak (what subtraction leaves of the echo).
+2. Linear subtraction of ``gain * far[t - delay]``: removes a clean echo and
+   leaves the user's speech untouched.
+3. Residual suppression per frequency bin, on 16 ms STFT frames (what an AEC
+   calls its non-linear processor): each bin is compared with the most echo it
+   could hold -- the loudest far spectrum within +-jitter of the delay, or the
+   mean over a reverberation tail, times the coupling, times the leak where
+   subtraction worked -- and attenuated towards ``floor_db`` when it is not
+   clearly louder (``over``). Bins where the user is louder than any echo pass.
 
 With no far audio in range, or no confident delay yet, audio passes unchanged:
-when in doubt, let barge-in work. The output feeds the VAD; its gating would
-hurt speech recognition, so the upstream should keep getting the original mic.
-Pure numpy: no clock, no I/O; memory is a fixed ring of far audio plus the far
-audio sent ahead of playback (bounded by ``max_ahead_s``).
+when in doubt, let barge-in work. The output lags the input by ``latency`` (one
+STFT frame, 16 ms) and is meant for the VAD: per-bin gating would hurt speech
+recognition, so the upstream should keep getting the original mic. Pure numpy:
+no clock, no I/O. Memory is bounded: far audio is kept for ``history_ms`` beyond
+the delay search, plus what was sent ahead of playback, up to ``max_ahead_s``.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections import deque
 
 import numpy as np
@@ -39,11 +44,15 @@ Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
 
-_SILENT = 1e-4  # far RMS below this (about -80 dBFS) plays as silence
+_SILENT = 3e-4  # far peaks below this (-70 dBFS) play as silence: dither, not speech
 FRAME = 256  # STFT frame of the residual suppressor: 16 ms at 16 kHz
 HOP = FRAME // 2
+GRID = HOP  # far frames are analysed every GRID samples (8 ms)
+MAX_FRAMES = 8  # frames analysed together (bounds the far-spectrum cache)
+_NO_FRAME = -(2**40)  # an empty cache slot (a frame index no stream reaches)
 # sqrt of a periodic Hann: analysis and synthesis windows whose product overlap-adds to 1.
 _WIN = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FRAME) / FRAME)).astype(np.float32)
+_WIN2 = _WIN * _WIN
 
 
 class EchoSuppressor:
@@ -59,6 +68,8 @@ class EchoSuppressor:
         jitter_ms: int = 40,
         tail_ms: int = 80,
         lock_ratio: float = 0.5,
+        coupling_ms: int = 64,
+        min_leak_db: float = -20.0,
         over: float = 2.0,
         floor_db: float = -40.0,
         max_ahead_s: float = 120.0,
@@ -69,6 +80,8 @@ class EchoSuppressor:
         self.jitter = rate_hz * jitter_ms // 1000
         self.tail = rate_hz * tail_ms // 1000  # room reverberation after the direct path
         self.lock_ratio = lock_ratio  # share of mic energy the echo must explain to re-lock
+        self.coupling_n = rate_hz * coupling_ms // 1000  # short: reacts before double talk
+        self.min_leak = float(10.0 ** (min_leak_db / 10.0))
         self.over = over  # over-suppression: how far the echo estimate is trusted
         self.floor = float(10.0 ** (floor_db / 20.0))
         self.max_ahead = int(max_ahead_s * rate_hz)
@@ -76,21 +89,35 @@ class EchoSuppressor:
         self._size = (
             self.max_delay + self.window + self.jitter + self.tail + rate_hz * history_ms // 1000
         )
-        self._ring = np.zeros(self._size, dtype=np.float32)
-        self._base = 0
+        self._ring = np.zeros(2 * self._size, dtype=np.float32)  # linear, compacted
+        self._ring_start = 0  # absolute sample of self._ring[0]
+        self._base = 0  # far audio is kept for absolute [_base, _base + _size)
+        # Power spectra of far frames on a GRID-sample grid, by frame index mod slots.
+        slots = (2 * self.jitter + self.tail + (MAX_FRAMES + 2) * HOP) // GRID
+        self._fp = np.zeros((slots, FRAME // 2 + 1), dtype=np.float32)
+        self._fp_ids = np.full(slots, _NO_FRAME, dtype=np.int64)
         self._ahead: deque[tuple[int, Float32Array]] = deque()  # far beyond the ring's end
         self._ahead_samples = 0
         self._mic = np.zeros(self.window, dtype=np.float32)  # last `window` mic samples
         self._mic_end = 0  # absolute sample after the newest in self._mic
         self.delay: int | None = None  # echo delay in samples, once locked
+        self._next_search = 0  # mic sample after which the full-range search runs again
+        self._next_track = 0  # ... and the search around the current delay
+        self._search_gap = rate_hz // 50  # unlocked: back-off between full searches
+        self._playing = False  # far audio in range on the previous call
+        self._far_since = 0  # mic sample where the current playback began
         self.gain = 0.0  # least-squares gain of the direct path, for subtraction
         self.coupling = 0.0  # mic/far energy ratio when echo alone: direct path + reverb
-        self.latency = FRAME
+        self._couplings: deque[float] = deque(maxlen=9)  # recent clean measurements
+        self.leak = 1.0  # share of echo energy left after subtraction
+        self._leaks: deque[float] = deque(maxlen=9)
+        self.latency = FRAME  # output sample i is mic sample i - latency
+        self._out = np.zeros(FRAME - HOP, dtype=np.float32)  # output ready to return
         self._frame_start = 0  # mic sample where the next STFT frame starts
         self._xbuf = np.zeros(0, dtype=np.float32)  # mic from _frame_start on
         self._rbuf = np.zeros(0, dtype=np.float32)  # the same after linear subtraction
-        self._ola = np.zeros(FRAME, dtype=np.float32)
-        self._out = np.zeros(self.latency, dtype=np.float32)  # output ready to return
+        self._ola = np.zeros(HOP, dtype=np.float32)  # overlap-add tail of the last frame
+        self._start_frames(0)
         self.dropped_far_samples = 0
 
     # -- far reference ------------------------------------------------------
@@ -101,7 +128,10 @@ class EchoSuppressor:
         if self._ahead_samples + far.size > self.max_ahead:
             self.dropped_far_samples += far.size  # bounded memory beats a perfect reference
             return
-        self._ahead.append((at_sample, far))
+        if self._ahead and at_sample < self._ahead[-1][0]:  # out of order: rare
+            self._ahead = deque(sorted([*self._ahead, (at_sample, far)], key=lambda e: e[0]))
+        else:
+            self._ahead.append((at_sample, far))
         self._ahead_samples += far.size
         self._place()
 
@@ -113,7 +143,7 @@ class EchoSuppressor:
         self._ahead_samples = sum(far.size for _, far in self._ahead)
         lo = max(from_sample, self._base)
         if lo < self._base + self._size:
-            self._ring[self._idx(lo, self._base + self._size - lo)] = 0.0
+            self._write(lo, None)
 
     def far_active(self, start_sample: int, end_sample: int) -> bool:
         """Could mic samples [start, end) hold echo? (far audio within the delay range)"""
@@ -121,44 +151,68 @@ class EchoSuppressor:
         far = self._far(lo, end_sample)
         if far.size and float(np.max(np.abs(far))) > _SILENT:
             return True
-        return any(
-            at < end_sample and at + far.size > lo and np.max(np.abs(far)) > _SILENT
-            for at, far in self._ahead
-        )
-
-    def _idx(self, start: int, n: int) -> npt.NDArray[np.intp]:
-        return np.arange(start, start + n) % self._size
+        for at, far in self._ahead:  # sorted by start
+            if at >= end_sample:
+                return False
+            if at + far.size > lo and np.max(np.abs(far)) > _SILENT:
+                return True
+        return False
 
     def _far(self, start: int, end: int) -> Float32Array:
         """Far samples for absolute [start, end); zeros where nothing was placed."""
         out = np.zeros(max(0, end - start), dtype=np.float32)
         lo, hi = max(start, self._base), min(end, self._base + self._size)
         if hi > lo:
-            out[lo - start : hi - start] = self._ring[self._idx(lo, hi - lo)]
+            off = self._base - self._ring_start
+            out[lo - start : hi - start] = self._ring[off + lo - self._base : off + hi - self._base]
         return out
 
+    def _write(self, lo: int, values: Float32Array | None) -> None:
+        """Add ``values`` to (or, if None, zero) the far audio from ``lo`` to the ring's end."""
+        off = lo - self._ring_start
+        if values is None:
+            self._ring[off : self._base - self._ring_start + self._size] = 0.0
+            hi = self._base + self._size
+        else:
+            self._ring[off : off + values.size] += values
+            hi = lo + values.size
+        # Cached far spectra of frames that overlap the change are stale now.
+        frames = self._fp_ids * GRID
+        self._fp_ids[(frames < hi) & (frames + FRAME > lo)] = _NO_FRAME
+
     def _place(self) -> None:
-        """Move far audio that now fits into the ring; keep the rest ahead."""
+        """Move far audio that now fits into the ring; keep the rest ahead.
+
+        The queue is sorted by start, so only its head is looked at: a long reply
+        sent in many small deltas costs nothing until its turn comes.
+        """
         end = self._base + self._size
-        keep: deque[tuple[int, Float32Array]] = deque()
-        for at, far in self._ahead:
+        rest: list[tuple[int, Float32Array]] = []
+        while self._ahead and self._ahead[0][0] < end:
+            at, far = self._ahead.popleft()
+            self._ahead_samples -= far.size
             lo, hi = max(at, self._base), min(at + far.size, end)
             if hi > lo:
-                self._ring[self._idx(lo, hi - lo)] += far[lo - at : hi - at]
+                self._write(lo, far[lo - at : hi - at])
             if at + far.size > end:
-                start = max(at, end)
-                keep.append((start, far[start - at :]))
-        self._ahead = keep
-        self._ahead_samples = sum(far.size for _, far in keep)
+                rest.append((end, far[end - at :]))
+        for entry in reversed(rest):  # they start at `end`, before everything left
+            self._ahead.appendleft(entry)
+            self._ahead_samples += entry[1].size
 
     def _advance(self, mic_end: int) -> None:
         """Slide the ring so it still holds everything a delay search can reach."""
         base = mic_end - self.window - self.max_delay - self.jitter - self.tail
         if base <= self._base:
             return
-        n = min(base - self._base, self._size)
-        self._ring[self._idx(self._base, n)] = 0.0  # released slots become the future
         self._base = base
+        if base + self._size > self._ring_start + self._ring.size:
+            # Compact: the live span moves to the front, the rest is silence. The
+            # buffer holds two spans, so this copy happens once per span of audio.
+            keep = self._ring[base - self._ring_start :].copy()
+            self._ring[:] = 0.0
+            self._ring[: keep.size] = keep
+            self._ring_start = base
         self._place()
 
     # -- mic ------------------------------------------------------------------
@@ -173,81 +227,182 @@ class EchoSuppressor:
         end = start_sample + x.size
         if start_sample != self._mic_end:  # a gap or a restart: history no longer lines up
             self._mic[:] = 0.0
-            self._xbuf = self._xbuf[:0]
-            self._rbuf = self._rbuf[:0]
-            self._frame_start = start_sample
+            # Samples still waiting for a frame come out as silence, which keeps the
+            # output exactly ``latency`` behind the input.
+            pending = np.zeros(self._xbuf.size - HOP, np.float32)
+            self._out = np.concatenate((self._out, pending))
+            self._start_frames(start_sample)
         self._mic_end = end
         self._mic = np.concatenate((self._mic, x))[-self.window :]
         self._advance(end)
         active = x.size > 0 and self.far_active(start_sample, end)
         if active:
+            if not self._playing:
+                self._playing, self._far_since = True, start_sample
             self._estimate(end)
+        else:
+            self._playing = False
+            self._search_gap = self.rate_hz // 50  # next playback: search at once
+            self._next_search = 0
         r = x
         if active and self.delay is not None:
             r = x - self.gain * self._far(start_sample - self.delay, end - self.delay)
         self._xbuf = np.concatenate((self._xbuf, x))
         self._rbuf = np.concatenate((self._rbuf, r))
         while self._xbuf.size >= FRAME:
-            self._frame(active)
+            self._frames(active)
         out = self._out[: x.size]
         self._out = self._out[x.size :]
         return out
 
-    def _frame(self, active: bool) -> None:
-        """Suppress one STFT frame, overlap-add it, and release ``HOP`` samples."""
-        t0 = self._frame_start
-        xs = np.fft.rfft(_WIN * self._xbuf[:FRAME])
-        rs = np.fft.rfft(_WIN * self._rbuf[:FRAME])
-        px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
-        spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
-        if active and self.delay is not None:
-            p_echo = self.coupling * self._far_power(t0 - self.delay)
-            gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
-            spec = spec * np.clip(gain, self.floor, 1.0)
-        self._ola += _WIN * np.fft.irfft(spec, FRAME).astype(np.float32)
-        self._out = np.concatenate((self._out, self._ola[:HOP]))
-        self._ola = np.concatenate((self._ola[HOP:], np.zeros(HOP, dtype=np.float32)))
-        self._xbuf = self._xbuf[HOP:]
-        self._rbuf = self._rbuf[HOP:]
-        self._frame_start = t0 + HOP
+    def _start_frames(self, at: int) -> None:
+        """Start the STFT grid half a frame before ``at`` so ``at`` gets both halves.
 
-    def _far_power(self, start: int) -> Float64Array:
-        """Per-bin echo power bound for a far frame at ``start`` (the delay applied).
+        Invariant: len(_out) + len(_xbuf) == FRAME, so every call can return as many
+        samples as it was given.
+        """
+        self._frame_start = at - HOP
+        self._xbuf = np.zeros(HOP, dtype=np.float32)
+        self._rbuf = np.zeros(HOP, dtype=np.float32)
+        self._ola = np.zeros(HOP, dtype=np.float32)
+
+    def _frames(self, suppress: bool) -> None:
+        """Run up to MAX_FRAMES complete STFT frames; overlap-add; release HOP each.
+
+        Without suppression a frame passes unchanged, and since the windows
+        overlap-add to one it is computed in the time domain, with no FFT at all.
+        """
+        k = min(MAX_FRAMES, (self._xbuf.size - FRAME) // HOP + 1)
+        idx = np.arange(k)[:, None] * HOP + np.arange(FRAME)
+        xf = self._xbuf[idx]
+        if suppress and self.delay is not None:
+            xs = np.fft.rfft(xf * _WIN, axis=1)
+            rs = np.fft.rfft(self._rbuf[idx] * _WIN, axis=1)
+            px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
+            spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
+            starts = self._frame_start + HOP * np.arange(k) - self.delay
+            p_echo = self.coupling * self._far_power(starts)
+            # Where subtraction worked only its leak remains; where it did not (the
+            # delay just jumped, say), the whole echo may still be there.
+            p_echo = np.where(pr < 0.5 * px, self.leak * p_echo, p_echo)
+            gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
+            y = np.fft.irfft(spec * np.clip(gain, self.floor, 1.0), FRAME, axis=1) * _WIN
+        else:
+            y = xf * _WIN2
+        acc = np.zeros((k + 1) * HOP, dtype=np.float32)
+        acc[:HOP] = self._ola
+        for i in range(k):
+            acc[i * HOP : i * HOP + FRAME] += y[i]
+        self._out = np.concatenate((self._out, acc[: k * HOP]))
+        self._ola = acc[k * HOP :]
+        self._xbuf = self._xbuf[k * HOP :]
+        self._rbuf = self._rbuf[k * HOP :]
+        self._frame_start += k * HOP
+
+    def _far_power(self, starts: npt.NDArray[np.int64]) -> Float32Array:
+        """Per-bin echo power bound for far frames at ``starts`` (the delay applied).
 
         The loudest far spectrum within +-jitter of the delay (a jump in playback
         timing), or, where larger, the mean over the reverberation tail before it.
+        Far frames sit on an 8 ms grid and are analysed once, then cached.
         """
-        lo = start - self.jitter - self.tail
-        far = self._far(lo, start + self.jitter + FRAME)
-        frames = np.lib.stride_tricks.sliding_window_view(far, FRAME)[:: HOP // 2]
-        spec = np.fft.rfft(frames * _WIN, axis=1)
-        power = spec.real**2 + spec.imag**2
-        n_tail = self.tail // (HOP // 2)
-        direct = power[n_tail:].max(axis=0)
+        first = (starts - self.jitter - self.tail) // GRID
+        n_ids = int((starts[0] + self.jitter) // GRID - first[0]) + 1
+        ids = first[:, None] + np.arange(n_ids)
+        slots = ids % self._fp_ids.size
+        span = np.arange(first[0], first[-1] + n_ids)  # the frames' ids: one contiguous run
+        missing = span[self._fp_ids[span % self._fp_ids.size] != span]
+        if missing.size:
+            lo = int(missing[0]) * GRID
+            far = self._far(lo, int(missing[-1]) * GRID + FRAME)
+            view = np.lib.stride_tricks.sliding_window_view(far, FRAME)
+            spec = np.fft.rfft(view[(missing - missing[0]) * GRID] * _WIN, axis=1)
+            self._fp[missing % self._fp_ids.size] = spec.real**2 + spec.imag**2
+            self._fp_ids[missing % self._fp_ids.size] = missing
+        power = self._fp[slots]  # (frames, ids, bins)
+        n_tail = self.tail // GRID
+        direct: Float32Array = power[:, n_tail:].max(axis=1)
         if n_tail == 0:
             return direct
-        return np.maximum(direct, power[: n_tail + 1].mean(axis=0))
+        bound: Float32Array = np.maximum(direct, power[:, : n_tail + 1].mean(axis=1))
+        return bound
 
     def _estimate(self, end: int) -> None:
-        """Re-lock delay and gain if the recent mic is clearly a copy of the far audio."""
+        """Lock (or follow) the echo delay and gain; measure coupling and leak.
+
+        A long window finds the delay anywhere in 0..max_delay without being fooled by
+        a pitch period; a short one follows a jump in playback timing within
+        +-jitter quickly, and measures the coupling before double talk creeps in.
+        """
         m = self._mic.astype(np.float64)
+        if end >= self._next_search:
+            fit = self._fit(m, end)
+            if fit is not None and fit[1] >= self.lock_ratio:
+                self.delay, _, self.gain = fit
+                self._search_gap = self.rate_hz // 50
+            elif self.delay is None and end - self._far_since > self.max_delay + self.window:
+                # Far audio has played long enough for its echo to arrive, and none
+                # did (a client with echo cancellation): search less and less often
+                # while this playback lasts, as each search is costly.
+                self._search_gap = min(2 * self._search_gap, self.rate_hz // 5)
+            self._next_search = end + (
+                self._search_gap if self.delay is None else self.rate_hz // 2
+            )
+        if self.delay is None:
+            return
+        short = m[-self.coupling_n :]
+        far = self._far(end - short.size - self.delay, end - self.delay).astype(np.float64)
+        e_m, e_f, c = (
+            float(np.dot(short, short)),
+            float(np.dot(far, far)),
+            float(np.dot(short, far)),
+        )
+        if e_f <= e_m * 1e-4 or c * c < self.lock_ratio * e_m * e_f or end >= self._next_track:
+            # The lock no longer explains the mic (or it is time to refine it, for
+            # clock drift): search +-jitter around it.
+            self._next_track = end + self.rate_hz // 10
+            lo = max(0, self.delay - self.jitter)
+            fit = self._fit(short, end, lo, min(self.max_delay, self.delay + self.jitter))
+            if fit is None or fit[1] < self.lock_ratio:
+                return  # double talk, silence, or a jump not yet explained: hold
+            if fit[0] != self.delay:
+                self.delay = fit[0]
+                far = self._far(end - short.size - self.delay, end - self.delay).astype(np.float64)
+                e_f, c = float(np.dot(far, far)), float(np.dot(short, far))
+        self.gain = c / e_f
+        # The median of recent measurements: the few taken just as the user starts
+        # talking must not inflate the coupling and mute the rest of the turn.
+        self._couplings.append(e_m / e_f)
+        self.coupling = statistics.median(self._couplings)
+        # What subtraction leaves of the echo: ~0 for a clean delayed copy, more with
+        # reverberation, which a single gain and delay cannot model.
+        res = short - self.gain * far
+        self._leaks.append(max(self.min_leak, float(np.dot(res, res)) / e_m))
+        self.leak = statistics.median(self._leaks)
+
+    def _fit(
+        self, m: Float64Array, end: int, lo: int = 0, hi: int | None = None
+    ) -> tuple[int, float, float] | None:
+        """Best lag in [lo, hi] for mic ``m`` ending at ``end``: (lag, explained share, gain).
+
+        Explained share: how much of the mic energy ``gain * far[t - lag]`` accounts
+        for (1 for a clean delayed copy). Normalised cross-correlation by FFT.
+        """
         e_mic = float(np.dot(m, m))
         if e_mic <= 0.0:
-            return
-        n, lags = m.size, self.max_delay + 1
-        f = self._far(end - n - self.max_delay, end).astype(np.float64)  # f[k] = far[end-n-D+k]
+            return None
+        hi = self.max_delay if hi is None else hi
+        n, lags = m.size, hi - lo + 1
+        f = self._far(end - n - hi, end - lo).astype(np.float64)  # f[k] = far[end-n-hi+k]
         size = 1 << int(np.ceil(np.log2(n + f.size)))
-        # c[d] = sum_t m[t] * far[t - d]: correlate m with f, then read lags D..0.
-        spec = np.fft.irfft(np.fft.rfft(f, size) * np.conj(np.fft.rfft(m, size)), size)
-        corr = spec[:lags][::-1]
+        # r[k] = sum_t m[t] * f[t + k] is the correlation at lag hi - k.
+        r = np.fft.irfft(np.fft.rfft(f, size) * np.conj(np.fft.rfft(m, size)), size)
+        corr = r[:lags][::-1]  # lags lo..hi
         sq = np.concatenate(([0.0], np.cumsum(f * f)))
-        e_far = (sq[n : n + lags] - sq[:lags])[::-1]  # energy of far[t - d] over the window
+        e_far = (sq[n : n + lags] - sq[:lags])[::-1]  # energy of far[t - lag] over the window
         ok = e_far > e_mic * 1e-4
         if not np.any(ok):
-            return
+            return None
         explained = np.where(ok, corr * corr / np.where(ok, e_far, 1.0), 0.0)
-        d = int(np.argmax(explained))
-        if explained[d] >= self.lock_ratio * e_mic:
-            self.delay = d
-            self.gain = float(corr[d] / e_far[d])
-            self.coupling = e_mic / float(e_far[d])
+        k = int(np.argmax(explained))
+        return lo + k, float(explained[k] / e_mic), float(corr[k] / e_far[k])

@@ -312,11 +312,34 @@ class EmulatedSession:
         item.truncated_ms = end
         out: list[Action] = []
         resp = self.response
-        if resp is not None and resp.item_id == item_id and not resp.cancelled:
-            # Truncating the playing item ends it: nothing more of it will be heard.
+        live = resp is not None and not resp.cancelled and (not resp.upstream_done or resp.held)
+        if resp is not None and live and resp.item_id == item_id:
+            # Truncating the item still being produced ends its response too.
             out += self.cancel_response(now, reason="client_cancelled", truncate_at=end)
             return out
         return [SendClient(wire.truncated(item_id, end))]
+
+    def client_conversation_item_retrieve(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Assistant items the proxy played out are answered here, as heard."""
+        item_id = ev.get("item_id")
+        item = self.ledger.get(item_id) if isinstance(item_id, str) else None
+        if item is None:
+            return self.retrieve_elsewhere(ev)
+        cut = item.truncated_ms
+        transcript = item.transcript if cut is None else item.heard_transcript(float(cut))
+        status = "completed" if cut is None else "incomplete"
+        return [
+            SendClient(
+                {
+                    "type": "conversation.item.retrieved",
+                    "item": wire.assistant_item(item.item_id, status, transcript),
+                }
+            )
+        ]
+
+    def retrieve_elsewhere(self, ev: dict[str, Any]) -> list[Action]:
+        item_id = ev.get("item_id")
+        return [self.err("item_not_found", f"no conversation item {item_id!r}", ev, "item_id")]
 
     # ------------------------------------------------------------ audio memory
     def _remember(self, s16: Int16Array) -> None:

@@ -113,6 +113,9 @@ class BargeInRelaySession(EmulatedSession):
     def client_other(self, inp: ClientEvent) -> list[Action]:
         return [ForwardUpstream(inp.raw)]
 
+    def retrieve_elsewhere(self, ev: dict[str, Any]) -> list[Action]:
+        return [SendUpstream(ev)]  # user items and the like live upstream
+
     @staticmethod
     def _heard_ack(item_id: str, response_id: str, played: int) -> dict[str, Any]:
         return {
