@@ -184,8 +184,12 @@ class VadRunner:
         if not mine:
             return []
         self._enqueue(stream)
-        if self._worker is None:
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silero")
+        if self._worker is None or self._worker.done():
+            # Started on first use, inside the running loop (the event binds to it).
+            self._wake = asyncio.Event()
+            self._wake.set()
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silero")
             self._worker = asyncio.create_task(self._run(), name="vad-runner")
         out = []
         for item in mine:

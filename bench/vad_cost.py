@@ -1,0 +1,148 @@
+"""CPU cost of server-side VAD per session-second: one stream vs many, batched or not.
+
+    uv run python bench/vad_cost.py                 # table
+    uv run python bench/vad_cost.py --json          # one JSON object per row
+    uv run python bench/vad_cost.py --realtime 5    # also N paced sessions for 5 s
+
+CPU is ``time.process_time()`` (all threads of the process, onnxruntime's
+included); wall is ``time.perf_counter()``. "flood" feeds every stream as fast as
+it can, in 20 ms chunks, in lockstep: the best case for batching. "realtime" paces
+each stream at real time with a random phase, as live sessions arrive: batches
+then hold only the windows that came in during the previous inference. The last
+rows are the echo suppressor's cost while assistant audio is playing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from proxy.vad import RATE_HZ, VadRunner
+from shim.echo import EchoSuppressor
+
+CHUNK = RATE_HZ // 50  # 20 ms, a typical client frame
+
+
+def audio(seconds: float, seed: int) -> np.ndarray[Any, np.dtype[np.float32]]:
+    """Speech-like test signal: content does not change Silero's cost."""
+    rng = np.random.default_rng(seed)
+    n = int(seconds * RATE_HZ)
+    t = np.arange(n) / RATE_HZ
+    x = 0.1 * np.sin(2 * np.pi * 180 * t) * (
+        np.sin(2 * np.pi * 3 * t) > 0
+    ) + 0.01 * rng.standard_normal(n)
+    return x.astype(np.float32)
+
+
+def row(
+    mode: str, streams: int, seconds: float, cpu: float, wall: float, vad: VadRunner | None
+) -> dict[str, Any]:
+    session_s = streams * seconds
+    out: dict[str, Any] = {
+        "mode": mode,
+        "streams": streams,
+        "session_seconds": round(session_s, 1),
+        "cpu_ms_per_session_s": round(1000 * cpu / session_s, 3),
+        "wall_ms_per_session_s": round(1000 * wall / session_s, 3),
+        "realtime_sessions_per_core": round(session_s / cpu) if cpu > 0 else None,
+    }
+    if vad is not None:
+        out["mean_batch"] = round(vad.stats.windows_total / max(1, vad.stats.batches_total), 1)
+    return out
+
+
+def bench_sync(seconds: float, threads: int) -> dict[str, Any]:
+    vad = VadRunner(threads=threads)
+    x, stream = audio(seconds, 0), vad.new_stream()
+    vad.process_sync(stream, x[: CHUNK * 10])  # warm up
+    vad.stats.windows_total = vad.stats.batches_total = 0
+    c0, w0 = time.process_time(), time.perf_counter()
+    for lo in range(0, x.size, CHUNK):
+        vad.process_sync(stream, x[lo : lo + CHUNK])
+    return row("sync", 1, seconds, time.process_time() - c0, time.perf_counter() - w0, vad)
+
+
+async def bench_async(
+    n: int, seconds: float, threads: int, max_batch: int, realtime: bool
+) -> dict[str, Any]:
+    vad = VadRunner(threads=threads, max_batch=max_batch)
+    signals = [audio(seconds, i) for i in range(n)]
+    await vad.process(vad.new_stream(), signals[0][: CHUNK * 10])  # warm up
+    vad.stats.windows_total = vad.stats.batches_total = 0
+    rng = np.random.default_rng(1)
+
+    async def session(x: np.ndarray[Any, np.dtype[np.float32]]) -> None:
+        stream = vad.new_stream()
+        start = time.perf_counter() + (rng.random() * 0.02 if realtime else 0.0)
+        for k, lo in enumerate(range(0, x.size, CHUNK)):
+            if realtime:
+                await asyncio.sleep(max(0.0, start + k * 0.02 - time.perf_counter()))
+            await vad.process(stream, x[lo : lo + CHUNK])
+
+    c0, w0 = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(session(x) for x in signals))
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    await vad.close()
+    mode = ("realtime" if realtime else "flood") + ("" if max_batch > 1 else " unbatched")
+    return row(mode, n, seconds, cpu, wall, vad)
+
+
+def bench_echo(seconds: float, echo: bool) -> dict[str, Any]:
+    """Echo suppressor while assistant audio plays: with echo in the mic, or without
+    it (a client with its own echo cancellation: no lock, no per-bin work)."""
+    es = EchoSuppressor()
+    far = (audio(seconds, 7) * 32767).astype(np.int16)
+    es.add_far(far, 0)
+    if echo:
+        mic = (np.roll(far, 1600) // 4).astype(np.int16)
+    else:  # the user's voice, unrelated to the far audio
+        mic = (np.random.default_rng(9).standard_normal(far.size) * 800).astype(np.int16)
+    c0, w0 = time.process_time(), time.perf_counter()
+    for lo in range(0, mic.size, CHUNK):
+        es.process(mic[lo : lo + CHUNK], lo)
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    return row("echo, " + ("locked" if echo else "no echo"), 1, seconds, cpu, wall, None)
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--seconds", type=float, default=10.0, help="audio per stream (flood)")
+    ap.add_argument("--streams", default="1,8,32,64", help="comma-separated stream counts")
+    ap.add_argument("--threads", type=int, default=1, help="onnxruntime intra-op threads")
+    ap.add_argument(
+        "--realtime", type=float, default=0.0, help="seconds of paced sessions (0: skip)"
+    )
+    ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
+    args = ap.parse_args()
+    counts = [int(s) for s in args.streams.split(",")]
+    rows = [bench_sync(args.seconds, args.threads)]
+    for n in counts:
+        rows.append(await bench_async(n, args.seconds, args.threads, 64, realtime=False))
+        if n > 1:
+            rows.append(await bench_async(n, args.seconds, args.threads, 1, realtime=False))
+    if args.realtime > 0:
+        rows += [
+            await bench_async(n, args.realtime, args.threads, 64, realtime=True) for n in counts
+        ]
+    rows += [bench_echo(args.seconds, echo=True), bench_echo(args.seconds, echo=False)]
+    if args.json:
+        for r in rows:
+            print(json.dumps(r))
+        return
+    cols = list(dict.fromkeys([*rows[0], "mean_batch"]))
+    print("  ".join(f"{c:>22}" for c in cols))
+    for r in rows:
+        print("  ".join(f"{r.get(c, ''):>22}" for c in cols))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
