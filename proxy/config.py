@@ -71,6 +71,8 @@ class VadConfig:
     silence_duration_ms: int = 500
     # Speech shorter than this never starts a turn (clicks); vLLM-Omni's default.
     min_speech_ms: int = 96
+    # Speech needed to hold (pause) assistant audio while it plays; see min_barge_in_ms.
+    hold_min_speech_ms: int = 64
     # Voiced speech over assistant playback needed before a barge-in cuts it. The
     # audio is held (not dropped) from the first speech window, so this only decides
     # cut vs resume: long enough that backchannels ("uh-huh", "okay", "mm-hmm", up to

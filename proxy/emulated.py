@@ -98,6 +98,7 @@ def shim_settings(state: ProxyState) -> ShimSettings:
             min_speech_ms=v.min_speech_ms,
         ),
         min_barge_in_ms=v.min_barge_in_ms,
+        hold_min_speech_ms=v.hold_min_speech_ms,
         echo_suppression=v.echo_suppression,
     )
 

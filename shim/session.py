@@ -19,7 +19,7 @@ Barge-in (DESIGN.md §5) is a two-step decision, because the first 200 ms of
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -66,6 +66,10 @@ class ShimSettings:
     # Longest input kept for one user turn (bounded memory per session).
     max_turn_ms: int = 60_000
     echo_suppression: bool = True
+    # Speech needed to *hold* the assistant's audio while it plays. Shorter than a
+    # turn's min_speech_ms: a hold costs nothing if the speech turns out to be short
+    # (the audio resumes), and it is what the listener hears as "it stopped".
+    hold_min_speech_ms: int = 64
 
 
 @dataclass
@@ -382,6 +386,7 @@ class EmulatedSession:
         out: list[Action] = []
         if self.episode is not None and win.prob >= td.vad.threshold:
             self.episode.voiced_ms += WINDOW_MS
+        self._tune_gate(td.vad, win.now_ms)
         for event in self.gate.push(win.prob, win.end_sample):
             if isinstance(event, SpeechStarted):
                 out += self._speech_started(event, win.now_ms)
@@ -391,6 +396,16 @@ class EmulatedSession:
         if ep is not None and ep.voiced_ms >= self.settings.min_barge_in_ms:
             out += self._barge_in(win.now_ms)
         return out
+
+    def _tune_gate(self, base: VadParams, now: float) -> None:
+        """Quicker onsets while the assistant speaks (holds are cheap), else the turn's."""
+        want = base
+        if self.config.turn.interrupt_response and self.assistant_active(now):
+            want = replace(
+                base, min_speech_ms=min(base.min_speech_ms, self.settings.hold_min_speech_ms)
+            )
+        if self.gate.params != want:
+            self.gate.update(want)
 
     def new_response(self, response_id: str, item_id: str) -> ActiveResponse:
         self.response = ActiveResponse(response_id, item_id, started_at_sample=self.in_samples)
