@@ -554,6 +554,29 @@ class EmulatedSession:
             out.append(action)
         return out
 
+    def close_response(
+        self,
+        resp: ActiveResponse,
+        now: float,
+        status: str,
+        reason: str | None,
+        truncate_at: int | None = None,
+        full_text: str | None = None,
+    ) -> list[Action]:
+        """The events that end ``resp``; an early end truncates it at what was heard."""
+        pb = resp.playback
+        transcript = full_text if full_text is not None else (pb.transcript if pb else "")
+        played: int | None = None
+        if status != "completed" and pb is not None:
+            played = truncate_at if truncate_at is not None else pb.audio_end_ms(now)
+            pb.truncated_ms = played
+            transcript = pb.heard_transcript(played)
+        events = wire.response_end(resp.response_id, resp.item_id, status, transcript, reason)
+        out: list[Action] = [SendClient(e) for e in events]
+        if played is not None:
+            out.append(SendClient(wire.truncated(resp.item_id, played)))
+        return out
+
     def played_ms(self, now: float) -> int:
         resp = self.response
         if resp is None or resp.playback is None:

@@ -124,3 +124,31 @@ def truncated(item_id: str, audio_end_ms: int) -> dict[str, Any]:
         "content_index": 0,
         "audio_end_ms": audio_end_ms,
     }
+
+
+def response_end(
+    response_id: str, item_id: str, status: str, transcript: str, reason: str | None
+) -> list[dict[str, Any]]:
+    """Every event that closes a spoken response, in GA order, ending in response.done."""
+    item = assistant_item(
+        item_id, "completed" if status == "completed" else "incomplete", transcript
+    )
+    ids = part_ids(response_id, item_id)
+    details = None if status == "completed" else {"type": status, "reason": reason}
+    return [
+        {"type": "response.output_audio.done", **ids},
+        {"type": "response.output_audio_transcript.done", **ids, "transcript": transcript},
+        {
+            "type": "response.content_part.done",
+            **ids,
+            "part": {"type": "audio", "transcript": transcript},
+        },
+        {
+            "type": "response.output_item.done",
+            "response_id": response_id,
+            "output_index": 0,
+            "item": item,
+        },
+        item_event("done", item, None),
+        {"type": "response.done", "response": response(response_id, status, [item], details)},
+    ]

@@ -139,48 +139,9 @@ class BargeInRelaySession(EmulatedSession):
         resp.held, resp.held_ms = [], 0.0
         self._cancelled_ids.add(resp.response_id)
         self._suppress_upstream_speech = reason == "turn_detected"
-        pb = resp.playback
-        played = 0
-        transcript = ""
-        if pb is not None:
-            played = truncate_at if truncate_at is not None else pb.audio_end_ms(now)
-            pb.truncated_ms = played
-            transcript = pb.heard_transcript(played)
+        out = self.close_response(resp, now, "cancelled", reason, truncate_at)
+        played = (resp.playback.truncated_ms or 0) if resp.playback is not None else 0
         rid, aid = resp.response_id, resp.item_id
-        item = wire.assistant_item(aid, "incomplete", transcript)
-        ids = wire.part_ids(rid, aid)
-        out: list[Action] = [
-            SendClient({"type": "response.output_audio.done", **ids}),
-            SendClient(
-                {"type": "response.output_audio_transcript.done", **ids, "transcript": transcript}
-            ),
-            SendClient(
-                {
-                    "type": "response.content_part.done",
-                    **ids,
-                    "part": {"type": "audio", "transcript": transcript},
-                }
-            ),
-            SendClient(
-                {
-                    "type": "response.output_item.done",
-                    "response_id": rid,
-                    "output_index": 0,
-                    "item": item,
-                }
-            ),
-            SendClient(wire.item_event("done", item, None)),
-            SendClient(
-                {
-                    "type": "response.done",
-                    "response": wire.response(
-                        rid, "cancelled", [item], {"type": "cancelled", "reason": reason}
-                    ),
-                }
-            ),
-        ]
-        if pb is not None:
-            out.append(SendClient(wire.truncated(aid, played)))
         if not resp.upstream_done:
             out.append(SendUpstream(self._heard_ack(aid, rid, played)))
             out.append(SendUpstream({"type": "response.cancel", "response_id": rid}))

@@ -238,47 +238,7 @@ class TurnBasedSession(EmulatedSession):
         resp.cancelled = ended_early
         if ended_early:
             resp.held, resp.held_ms = [], 0.0
-        pb = resp.playback
-        played: int | None = None
-        transcript = (
-            self._final_text if self._final_text is not None else (pb.transcript if pb else "")
-        )
-        if ended_early and pb is not None:
-            played = truncate_at if truncate_at is not None else pb.audio_end_ms(now)
-            pb.truncated_ms = played
-            transcript = pb.heard_transcript(played)
-        rid, aid = resp.response_id, resp.item_id
-        item = wire.assistant_item(aid, "incomplete" if ended_early else "completed", transcript)
-        ids = wire.part_ids(rid, aid)
-        details = None if status == "completed" else {"type": status, "reason": reason}
-        out: list[Action] = [
-            SendClient({"type": "response.output_audio.done", **ids}),
-            SendClient(
-                {"type": "response.output_audio_transcript.done", **ids, "transcript": transcript}
-            ),
-            SendClient(
-                {
-                    "type": "response.content_part.done",
-                    **ids,
-                    "part": {"type": "audio", "transcript": transcript},
-                }
-            ),
-            SendClient(
-                {
-                    "type": "response.output_item.done",
-                    "response_id": rid,
-                    "output_index": 0,
-                    "item": item,
-                }
-            ),
-            SendClient(wire.item_event("done", item, None)),
-            SendClient(
-                {"type": "response.done", "response": wire.response(rid, status, [item], details)}
-            ),
-        ]
-        if played is not None:
-            out.append(SendClient(wire.truncated(aid, played)))
-        return out
+        return self.close_response(resp, now, status, reason, truncate_at, self._final_text)
 
     # ------------------------------------------------------------ upstream events
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
