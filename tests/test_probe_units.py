@@ -309,3 +309,13 @@ def test_parse_checks() -> None:
         parse_checks("barge_in,latency")
     with pytest.raises(ValueError, match="unknown check"):
         parse_checks(" , ")
+
+
+def test_full_duplex_input_setup_error_only_when_the_answer_ended_before_the_onset() -> None:
+    early = _trace(last_audio_t=9.5, audio_ms=500.0)  # over at 9.5, the probe spoke at 10.0
+    assert full_duplex_input.analyse(early).verdict == "error"
+    # A quick barge-in: the audio stops 60 ms after the onset, announced by speech_started.
+    cut = _trace(last_audio_t=10.06, audio_ms=1060.0)
+    assert cut.events is not None
+    cut.events.append(Event(10.1, "input_audio_buffer.speech_started", {}, 0))
+    assert full_duplex_input.analyse(cut).verdict == "pass"

@@ -70,7 +70,9 @@ def analyse(trace: OverlapTrace) -> CheckResult:
         "assistant_audio_after_onset_ms": round((until - trace.onset_t) * 1000),
         "response": track.summary(),
     }
-    if until < trace.onset_t + 0.2:
+    if until < trace.onset_t:
+        # Over before the probe spoke: nothing to learn. (Audio that stops right
+        # after the onset is not this: that is how a quick barge-in looks.)
         return CheckResult(
             NAME,
             "error",
