@@ -43,6 +43,10 @@ PERSIST_INTERVAL_S = 0.05
 # keys' expiry, and an owner that lost the session to another replica learns it
 # within this (so its still-open client gets session.replaced).
 LEASE_CHECK_S = 1.0
+# While the store is down, try again this often rather than at every interval (a
+# checkpoint after a long outage carries every event since, and serialising it
+# for a store that refuses it only costs CPU).
+STORE_RETRY_S = 0.5
 STATE_VERSION = 1
 
 
@@ -90,6 +94,7 @@ class Persister:
         self._wake = asyncio.Event()
         self._saved_key: tuple[Any, ...] | None = None
         self._store_down = False
+        self._down_since_try = 0.0
         self._last_write = time.monotonic()
         self._written_acked = runner.journal.acked
 
@@ -199,11 +204,16 @@ class Persister:
                 return
             lost = await self._flush(store)
         if lost:
-            await self.runner.replaced_elsewhere()
+            try:
+                await self.runner.replaced_elsewhere()
+            except Exception:
+                self.runner.log.exception("let_go_failed")
 
     async def _flush(self, store: SessionStore) -> bool:
         """One checkpoint; True if another replica holds the session now."""
         r = self.runner
+        if self._store_down and time.monotonic() - self._down_since_try < STORE_RETRY_S:
+            return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
         ids = record.recent_event_ids
@@ -229,6 +239,7 @@ class Persister:
                 self._store_down = False
                 r.log.info("store_recovered")
         except StoreUnavailable as exc:
+            self._down_since_try = time.monotonic()
             if not self._store_down:
                 self._store_down = True
                 r.log.warning("store_unavailable", error=str(exc), effect="resume paused")

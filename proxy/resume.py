@@ -19,7 +19,8 @@ that say nothing about the session; the caller lets the client start fresh.
   journal; the proxy finds the upstream from the store and relays ``session.resume``.
 
 Exactly one of several racing resumes wins: the lease epoch is bumped twice around
-the token rotation (``_acquire``).
+the token rotation (``_rotate``). A runner here that another replica took over
+without its noticing yet lets go, and the resume goes on through the store.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import aiohttp
 import orjson
 
 from proxy.emulated import Attach, EmulatedRunner, now_ms
+from proxy.logging import get_logger
 from proxy.persist import checkpoint_of, keep_binding
 from proxy.store import valid_session_id
 from proxy.store.base import (
@@ -166,6 +168,9 @@ async def resume(conn: ClientSession, req: ResumeRequest) -> None:
 
 async def _take(conn: ClientSession, req: ResumeRequest) -> Attacher:
     state = conn.state
+    if state.draining:
+        # Taking the session here would only hand it over again in a moment.
+        raise ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
     runner = state.live.get(req.session_id)
     if runner is not None:
         async with runner.persister.resume_lock:
@@ -199,15 +204,30 @@ async def _acquire(
     epoch: int,
     rotated: Callable[[int], Awaitable[SessionRecord]],
 ) -> int:
-    """Move the lease to this connection and rotate the token; the new epoch.
-
-    The epoch is bumped, the record saved with the new token hash, then bumped again.
-    A racer that loaded the record between the first bump and the save (so the old
-    token still matched) must bump it too, and then one of the two second bumps
-    fails: exactly one resume wins.
-    """
+    """Move the lease to this connection and rotate the token; the new epoch."""
     try:
         first = await store.take_over(session_id, owner, epoch)
+    except LeaseLost:
+        raise conflict() from None
+    except StoreUnavailable:
+        raise unavailable() from None
+    return await _rotate(store, session_id, owner, first, rotated)
+
+
+async def _rotate(
+    store: SessionStore,
+    session_id: str,
+    owner: str,
+    first: int,
+    rotated: Callable[[int], Awaitable[SessionRecord]],
+) -> int:
+    """Save the new token hash at epoch ``first``, then bump the epoch again.
+
+    The double bump makes exactly one of several racing resumes win: a racer that
+    loaded the record between the first bump and the save (so its old token still
+    matched) must bump it too, and then one of the two second bumps fails.
+    """
+    try:
         await store.save(await rotated(first))
         return await store.take_over(session_id, owner, first)
     except LeaseLost:
@@ -222,7 +242,13 @@ _tasks: set[asyncio.Task[None]] = set()
 def _background(coro: Coroutine[Any, Any, None]) -> None:
     task = asyncio.get_running_loop().create_task(coro)
     _tasks.add(task)
-    task.add_done_callback(_tasks.discard)
+    task.add_done_callback(_finished)
+
+
+def _finished(task: asyncio.Task[None]) -> None:
+    _tasks.discard(task)
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        get_logger().error("background_task_failed", error=repr(exc), exc_info=exc)
 
 
 def _resumed_event(runner: EmulatedRunner, token: str) -> dict[str, Any]:
@@ -249,7 +275,11 @@ def _attacher(conn: ClientSession, runner: EmulatedRunner, token: str, last_seq:
 async def _take_local(
     conn: ClientSession, runner: EmulatedRunner, req: ResumeRequest
 ) -> Attacher | None:
-    """Resume a session alive on this replica; None if it was taken over elsewhere."""
+    """Resume a session alive on this replica; None if it was taken over elsewhere.
+
+    The runner knows its token and epoch, so the usual case costs three fenced
+    writes and no read.
+    """
     p = runner.persister
     if p.replaced or runner.finished.is_set():
         return None
@@ -257,42 +287,58 @@ async def _take_local(
         raise expired()  # opened while the store was down: never resumable
     store = conn.state.store
     assert store is not None
-    try:
-        record = await store.load(req.session_id)
-        reachable = True
-    except StoreUnavailable:
-        record, reachable = None, False
-    if record is not None and record.epoch != p.epoch:
-        # Another replica resumed it and this runner has not noticed yet: it lets go
-        # (its client, if any, gets session.replaced) while this resume goes on.
-        p.let_go()
-        _background(runner.replaced_elsewhere())
-        return None
-    if not token_matches(req.resume_token, record.token_hash if record else p.token_hash):
+    sid, owner = req.session_id, conn.state.replica_id
+    if not token_matches(req.resume_token, p.token_hash):
+        # Perhaps a resume elsewhere rotated the token and this runner is stale.
+        if await _moved_away(store, sid, p.epoch):
+            _let_go(runner)
+            return None
         raise denied()
     if runner.journal.after(req.last_seq, now_ms()) is None:
         raise gap()
     token = secrets.token_urlsafe(32)
-    if record is None:
-        # Store down, or it lost the keys: this replica holds the only copy, so no
-        # one else can resume it meanwhile. The new token is saved once it answers.
-        p.adopt(p.epoch, token)
-        conn.log.warning(
-            "resume_without_store",
-            reason="session store unavailable" if not reachable else "record lost",
-        )
-    else:
-        new_hash = hash_token(token)
-        async with p.lock:
+    new_hash = hash_token(token)
+    degraded: str | None = None
+    async with p.lock:
+        try:
+            first = await store.take_over(sid, owner, p.epoch)
+        except StoreUnavailable:
+            first, degraded = None, "session store unavailable"
+        except LeaseLost:
+            current = await _load(store, sid)
+            if current is not None:
+                _let_go(runner)  # another replica holds it now
+                return None
+            first, degraded = None, "the session store lost the session"
+        if first is not None:
 
             async def rotated(epoch: int) -> SessionRecord:
                 return await p.checkpoint(epoch, new_hash)
 
-            epoch = await _acquire(store, req.session_id, conn.state.replica_id, p.epoch, rotated)
-        p.adopt(epoch, token)
-    conn.log = conn.log.bind(session_id=req.session_id)
+            p.adopt(await _rotate(store, sid, owner, first, rotated), token)
+    if degraded is not None:
+        # No one else can resume it meanwhile (the store cannot hand it out): carry
+        # on here; the persister saves the new token once the store answers.
+        p.adopt(p.epoch, token)
+        conn.log.warning("resume_without_store", reason=degraded)
+    conn.log = conn.log.bind(session_id=sid)
     conn.log.info("session_resumed", where="local", last_seq=req.last_seq, took_ms=req.took_ms())
     return _attacher(conn, runner, token, req.last_seq)
+
+
+async def _moved_away(store: SessionStore, session_id: str, epoch: int) -> bool:
+    try:
+        current = await store.load(session_id)
+    except StoreUnavailable:
+        return False
+    return current is not None and current.epoch != epoch
+
+
+def _let_go(runner: EmulatedRunner) -> None:
+    """A stale runner: it lets go (its client, if any, gets session.replaced) while
+    the resume goes on through the store."""
+    runner.persister.let_go()
+    _background(runner.replaced_elsewhere())
 
 
 # ---------------------------------------------------------------------- store
@@ -308,28 +354,34 @@ async def _take_from_store(
         raise expired()
     if last < record.acked_seq:
         raise gap()
-    record = await _catch_up(conn, store, record, req)
-    # (A log trimmed past ``last`` by its byte or age bound shows only once the lease
-    # moved; the acked check above catches the usual gap without disturbing anyone.)
-    link = await _reopen_upstream(state, route, record)
+    # The upstream is dialled while the owner catches up, and before the lease moves:
+    # an unreachable upstream fails the resume but leaves the session where it is.
+    dialling = asyncio.ensure_future(_reopen_upstream(state, route, record))
+    try:
+        record = await _catch_up(conn, store, record, req)
+        link = await dialling
+    except BaseException:
+        await _discard(dialling)
+        raise
     try:
         token = secrets.token_urlsafe(32)
-        final: list[SessionRecord] = []
+        final: list[tuple[SessionRecord, list[tuple[int, str]] | None]] = []
 
         async def rotated(epoch: int) -> SessionRecord:
             # The first bump fenced the old owner out: this is its last word.
-            current = await store.load(sid)
+            current, logged = await asyncio.gather(store.load(sid), store.events_after(sid, last))
             if current is None or current.epoch != epoch:
                 raise LeaseLost(f"session {sid} moved on")
             current.token_hash = hash_token(token)
-            final.append(current)
+            final.append((current, logged))
             return current
 
         epoch = await _acquire(store, sid, state.replica_id, record.epoch, rotated)
-        record = final[-1]
+        record, logged = final[-1]
         if last < record.acked_seq:
             raise gap()
-        events = await _replay(store, sid, last, record)
+        # (A log trimmed past ``last`` by its byte or age bound shows only now.)
+        events = _replay(last, record, logged)
     except BaseException:
         await link.ws.close()
         raise
@@ -355,6 +407,13 @@ async def _take_from_store(
         await runner.attach(Attach(conn.client, first, asyncio.Event(), [], last), after=restored)
 
     return attach
+
+
+async def _discard(dialling: asyncio.Future[UpstreamLink]) -> None:
+    dialling.cancel()
+    result = (await asyncio.gather(dialling, return_exceptions=True))[0]
+    if isinstance(result, UpstreamLink):
+        await result.ws.close()
 
 
 async def _catch_up(
@@ -384,8 +443,8 @@ async def _catch_up(
     return record
 
 
-async def _replay(
-    store: SessionStore, session_id: str, last: int, record: SessionRecord
+def _replay(
+    last: int, record: SessionRecord, logged: list[tuple[int, str]] | None
 ) -> list[tuple[int, str]]:
     """Every event after ``last`` up to the record's snapshot, from log and tail."""
     cp = checkpoint_of(record)
@@ -395,10 +454,6 @@ async def _replay(
         # The client is ahead of the store (its owner died before persisting what it
         # had sent): carry on after what the client has.
         return []
-    try:
-        logged = await store.events_after(session_id, last)
-    except StoreUnavailable:
-        raise unavailable() from None
     if logged is None:
         raise gap()
     by_seq = dict(logged)
@@ -429,11 +484,19 @@ async def _reopen_upstream(state: ProxyState, route: Route, record: SessionRecor
         # Known turn-based: skip the ?duplex=1 attempt it would refuse.
         route = replace(route, request_duplex=False)
     else:
-        # The duplex relay forwarded the client's session.update upstream: restore
-        # what the snapshot keeps of it (turn detection stays the proxy's).
-        instructions = checkpoint_of(record).shim.get("instructions")
-        if instructions:
-            session = {"instructions": instructions}
+        # The duplex relay forwarded the client's session.update upstream: the fresh
+        # upstream session opens with it (turn detection stays the proxy's). A
+        # snapshot that keeps the update as sent upstream gives all of it; otherwise
+        # the instructions are what it has.
+        snap = checkpoint_of(record).shim
+        sent = snap.get("upstream_update")
+        if isinstance(sent, dict):
+            nested = sent.get("session")
+            session = dict(nested if isinstance(nested, dict) else sent)
+            for key in ("type", "event_id"):
+                session.pop(key, None)
+        elif snap.get("instructions"):
+            session = {"instructions": snap["instructions"]}
     try:
         return await dial(
             state.http,

@@ -1,0 +1,607 @@
+"""Resume end to end (DESIGN §6, issue #4): in-process proxies in front of the reference
+backends, with the memory store or a real redis-server shared by several replicas.
+
+Every assertion is a protocol fact: which events arrive, their ``server_event_seq``,
+``event_id`` and content; never how long anything took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import pytest
+
+from proxy.app import ProxyState, build_app
+from proxy.config import Config, StoreConfig
+from proxy.persist import checkpoint_of
+from proxy.store import open_store
+from proxy.store.base import SessionRecord
+from tests.redis_server import RedisServer
+from tests.servers import (
+    Client,
+    connect,
+    load_clip,
+    proxy_config,
+    reference,
+    serve_app,
+    silence,
+    ws_url,
+)
+
+CLIP = "utt05_clean.wav"
+GONE_OR_LOST = ("session_resume_conflict", "session_resume_denied")
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+@dataclass
+class Tracked:
+    """One client session as its client sees it, across connections."""
+
+    sid: str
+    token: str
+    events: list[dict[str, Any]] = field(default_factory=list)  # sequenced, as received
+
+    @property
+    def last(self) -> int:
+        return self.events[-1]["server_event_seq"] if self.events else 0
+
+    def take(self, c: Client) -> list[dict[str, Any]]:
+        """Keep what ``c`` received since the last take; return the new sequenced events."""
+        start = getattr(c, "_taken", 0)
+        new = [e for e in c.events[start:] if "server_event_seq" in e]
+        c._taken = len(c.events)  # type: ignore[attr-defined]
+        self.events += new
+        return new
+
+    def assert_exactly_once(self) -> None:
+        """Every event from seq 1 exactly once, in order, with unique event ids."""
+        seqs = [e["server_event_seq"] for e in self.events]
+        assert seqs == list(range(1, len(seqs) + 1)), f"lost or duplicated: {seqs}"
+        ids = [e["event_id"] for e in self.events]
+        assert len(set(ids)) == len(ids), "event ids repeat"
+
+
+@asynccontextmanager
+async def replica(config: Config, name: str) -> AsyncIterator[str]:
+    """One proxy replica in process; several share a store through ``store.url``."""
+    state = ProxyState(config=config, replica_id=name)
+    async with serve_app(build_app(config, state)) as base:
+        yield base
+
+
+def store_config(upstream: str, url: str, **store: Any) -> Config:
+    return proxy_config({"m": upstream}, store={"url": url, **store})
+
+
+async def created(c: Client) -> Tracked:
+    ev = await c.until("session.created")
+    return Tracked(ev["session"]["id"], ev.get("resume_token", "none was given"))
+
+
+def resumable(c: Client) -> bool:
+    ev = c.of("session.created")[-1]
+    flag: bool = ev["session"]["capabilities"]["supports_session_resume"]
+    return flag
+
+
+async def speak(c: Client) -> None:
+    await c.stream(load_clip(CLIP) + silence(900), realtime=False)
+
+
+async def until_deltas(c: Client, n: int) -> None:
+    while len(c.of("response.output_audio.delta")) < n:
+        await c.until("response.output_audio.delta", timeout=20)
+
+
+async def send_resume(c: Client, s: Tracked, last: int | None = None) -> dict[str, Any]:
+    """``session.resume`` as the first event; the first event back."""
+    await c.send(
+        {
+            "type": "session.resume",
+            "session_id": s.sid,
+            "resume_token": s.token,
+            "last_received_server_event_seq": s.last if last is None else last,
+        }
+    )
+    return await c.recv()
+
+
+async def resumed(c: Client, s: Tracked, last: int | None = None) -> dict[str, Any]:
+    first = await send_resume(c, s, last)
+    assert first["type"] == "session.resumed", first
+    assert first["session_id"] == s.sid
+    assert first["resume_token"] != s.token, "the resume token rotates"
+    assert "server_event_seq" not in first
+    s.token = first["resume_token"]
+    return first
+
+
+def error_code(ev: dict[str, Any]) -> str:
+    assert ev["type"] == "error", ev
+    code: str = ev["error"]["code"]
+    return code
+
+
+async def load_record(url: str, sid: str) -> SessionRecord | None:
+    store = await open_store(StoreConfig(url=url))
+    try:
+        return await store.load(sid)
+    finally:
+        await store.close()
+
+
+async def wait_persisted(url: str, sid: str, seq: int = 0, acked: int = 0) -> SessionRecord:
+    """Until the store's checkpoint of ``sid`` has reached ``seq`` (and ``acked``)."""
+    async with asyncio.timeout(10):
+        while True:
+            record = await load_record(url, sid)
+            if (
+                record is not None
+                and checkpoint_of(record).seq >= seq
+                and record.acked_seq >= acked
+            ):
+                return record
+            await asyncio.sleep(0.02)
+
+
+async def get_json(base: str, path: str) -> dict[str, Any]:
+    async with aiohttp.ClientSession() as http, http.get(base + path) as resp:
+        body: dict[str, Any] = await resp.json()
+        return body
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+def store_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "memory":
+        return "memory://"
+    server: RedisServer = request.getfixturevalue("redis_server_session")
+    return server.url
+
+
+@pytest.fixture
+def redis_url(redis_server_session: RedisServer) -> str:
+    return redis_server_session.url
+
+
+# ---------------------------------------------------------------------- same replica
+
+
+async def test_resume_on_the_same_replica_replays_exactly_once(store_url: str) -> None:
+    async with (
+        reference("turn", reply_ms=3000) as up,
+        replica(store_config(up, store_url), "a") as base,
+    ):
+        async with connect(ws_url(base)) as c1:
+            s = await created(c1)
+            assert resumable(c1)
+            old_token = s.token
+            await speak(c1)
+            await until_deltas(c1, 3)
+            s.take(c1)
+        cut = s.last
+        async with connect(ws_url(base)) as c2:
+            await resumed(c2, s)
+            done = await c2.until("response.done", timeout=20)
+            new = s.take(c2)
+        assert new[0]["server_event_seq"] == cut + 1, "the replay starts right after the cut"
+        assert done["response"]["status"] == "completed", "the upstream never dropped"
+        assert any(e["type"] == "response.output_audio.delta" for e in new)
+        s.assert_exactly_once()
+        async with connect(ws_url(base)) as c3:
+            ev = await send_resume(c3, Tracked(s.sid, old_token))
+            assert error_code(ev) == "session_resume_denied", "a used token is spent"
+
+
+async def test_resume_through_the_upgrade_query() -> None:
+    async with (
+        reference("turn", reply_ms=2000) as up,
+        replica(store_config(up, "memory://"), "a") as base,
+    ):
+        async with connect(ws_url(base)) as c1:
+            s = await created(c1)
+            await speak(c1)
+            await until_deltas(c1, 2)
+            s.take(c1)
+        query = {
+            "session_id": s.sid,
+            "resume_token": s.token,
+            "last_received_server_event_seq": str(s.last),
+        }
+        async with connect(ws_url(base, model=None, **query)) as c2:
+            first = await c2.recv()
+            assert first["type"] == "session.resumed"
+            await c2.until("response.done", timeout=20)
+            s.take(c2)
+        s.assert_exactly_once()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("where", ["same", "other"])
+async def test_the_superseded_connection_gets_session_replaced(redis_url: str, where: str) -> None:
+    async with (
+        reference("turn", reply_ms=1000) as up,
+        replica(store_config(up, redis_url), "a") as a,
+        replica(store_config(up, redis_url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as old:
+            s = await created(old)
+            await wait_persisted(redis_url, s.sid)
+            async with connect(ws_url(a if where == "same" else b)) as new:
+                await resumed(new, s)
+                replaced = await old.until("session.replaced")
+                assert replaced["session_id"] == s.sid
+                with pytest.raises(ConnectionError):
+                    await old.recv()
+                # The new connection has the session: it talks.
+                await speak(new)
+                done = await new.until("response.done", timeout=20)
+                assert done["response"]["status"] == "completed"
+
+
+# ---------------------------------------------------------------------- other replica
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("kind", ["turn", "duplex-no-barge-in"])
+async def test_resume_on_another_replica_ends_the_cut_response_and_talks_on(
+    redis_url: str, kind: str
+) -> None:
+    async with (
+        reference(kind, reply_ms=3000) as up,
+        replica(store_config(up, redis_url), "a") as a,
+        replica(store_config(up, redis_url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as c1:
+            s = await created(c1)
+            await speak(c1)
+            await until_deltas(c1, 3)
+            s.take(c1)
+            rid = c1.of("response.created")[-1]["response"]["id"]
+        async with connect(ws_url(b)) as c2:
+            first = await resumed(c2, s)
+            assert first["session"]["capabilities"]["supports_session_resume"] is True
+            done = await c2.until("response.done", timeout=20)
+            # Never silently: the response the old upstream was producing ends here.
+            assert done["response"]["id"] == rid
+            assert done["response"]["status"] == "incomplete"
+            assert done["response"]["status_details"]["reason"]
+            await speak(c2)
+            again = await c2.until("response.done", timeout=20)
+            assert again["response"]["status"] == "completed"
+            s.take(c2)
+        s.assert_exactly_once()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("where", ["same", "other"])
+async def test_racing_resumes_exactly_one_wins(redis_url: str, where: str) -> None:
+    async with (
+        reference("turn", reply_ms=500) as up,
+        replica(store_config(up, redis_url), "a") as a,
+        replica(store_config(up, redis_url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as c0:
+            s = await created(c0)
+            await wait_persisted(redis_url, s.sid)
+        for _ in range(5):
+            async with (
+                connect(ws_url(a, model=None)) as c1,
+                connect(ws_url(a if where == "same" else b, model=None)) as c2,
+            ):
+                firsts = await asyncio.gather(send_resume(c1, s), send_resume(c2, s))
+                kinds = sorted(f["type"] for f in firsts)
+                assert kinds == ["error", "session.resumed"], firsts
+                winner = next(f for f in firsts if f["type"] == "session.resumed")
+                loser = next(f for f in firsts if f["type"] == "error")
+                assert error_code(loser) in GONE_OR_LOST
+                s.token = winner["resume_token"]
+                await wait_persisted(redis_url, s.sid)
+
+
+@pytest.mark.redis
+async def test_replay_of_many_unacked_events_is_the_same_on_every_replica(redis_url: str) -> None:
+    async with (
+        reference("turn", reply_ms=2500) as up,
+        replica(store_config(up, redis_url), "a") as a,
+        replica(store_config(up, redis_url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as c1:
+            s = await created(c1)
+            await speak(c1)
+            await until_deltas(c1, 2)
+            s.take(c1)
+        cut, token = s.last, s.token
+        # The session talks on into its journal; the client never acks.
+        async with connect(ws_url(a)) as c2:
+            await resumed(c2, s)
+            await c2.until("response.done", timeout=20)
+            reference_replay = [e for e in c2.events if "server_event_seq" in e]
+        head = reference_replay[-1]["server_event_seq"]
+        deltas = [e for e in reference_replay if e["type"] == "response.output_audio.delta"]
+        assert len(deltas) >= 20, "many audio deltas unacked"
+        await wait_persisted(redis_url, s.sid, seq=head)
+        for base in (b, b, a):  # from the store, then local on b, then from the store on a
+            async with connect(ws_url(base)) as c:
+                await resumed(c, s, last=cut)
+                while not c.events or c.events[-1].get("server_event_seq") != head:
+                    await c.recv()
+                replay = [e for e in c.events if "server_event_seq" in e]
+            assert replay == reference_replay, "same events, same seqs, same content"
+            await wait_persisted(redis_url, s.sid, seq=head)
+        s.events = s.events[:cut] + reference_replay
+        s.assert_exactly_once()
+        assert token != s.token
+
+
+# ---------------------------------------------------------------------- acks, duplicates
+
+
+@pytest.mark.parametrize(
+    "where", ["memory", pytest.param("other-replica", marks=pytest.mark.redis)]
+)
+async def test_resume_from_before_an_acked_seq_is_a_gap_error(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    url = "memory://"
+    if where != "memory":
+        url = request.getfixturevalue("redis_server_session").url
+    async with (
+        reference("turn", reply_ms=600) as up,
+        replica(store_config(up, url), "a") as a,
+        replica(store_config(up, url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as c1:
+            s = await created(c1)
+            await speak(c1)
+            await c1.until("response.done", timeout=20)
+            s.take(c1)
+            acked = s.last
+            await c1.send({"type": "session.event_ack", "server_event_seq": acked})
+            # Applied in order: once this answers, the ack was applied.
+            await c1.send({"type": "session.update", "session": {"instructions": "hi"}})
+            await c1.until("session.updated")
+            s.take(c1)
+        if where != "memory":
+            await wait_persisted(url, s.sid, seq=s.last, acked=acked)
+        async with connect(ws_url(a if where == "memory" else b)) as c2:
+            ev = await send_resume(c2, s, last=acked - 3)
+            assert error_code(ev) == "session_resume_gap"
+            fresh = await c2.until("session.created")
+            assert fresh["session"]["id"] != s.sid, "the same connection starts fresh"
+        async with connect(ws_url(a if where == "memory" else b)) as c3:
+            await resumed(c3, s)  # from the last seq it has, it resumes fine
+
+
+@pytest.mark.parametrize("where", ["same", pytest.param("other", marks=pytest.mark.redis)])
+async def test_a_client_event_resent_after_reconnect_is_applied_once(
+    where: str, request: pytest.FixtureRequest
+) -> None:
+    url = "memory://"
+    if where != "same":
+        url = request.getfixturevalue("redis_server_session").url
+    update = {"type": "session.update", "event_id": "evt_once_" + secrets.token_hex(4)}
+    async with (
+        reference("turn", reply_ms=500) as up,
+        replica(store_config(up, url), "a") as a,
+        replica(store_config(up, url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as c1:
+            s = await created(c1)
+            await c1.send({**update, "session": {"instructions": "first"}})
+            reply = await c1.until("session.updated")
+            s.take(c1)
+        if where != "same":
+            await wait_persisted(url, s.sid, seq=reply["server_event_seq"])
+        async with connect(ws_url(a if where == "same" else b)) as c2:
+            # Resume from before the reply, so the client cannot know it was applied.
+            await resumed(c2, s, last=reply["server_event_seq"] - 1)
+            await c2.send({**update, "session": {"instructions": "first"}})
+            await c2.send({"type": "session.update", "session": {"instructions": "second"}})
+            while c2.events[-1].get("session", {}).get("instructions") != "second":
+                await c2.until("session.updated")
+        updated = [e["session"]["instructions"] for e in c2.of("session.updated")]
+        assert updated == ["first", "second"], "the replayed reply, then the new update only"
+
+
+# ---------------------------------------------------------------------- refusals
+
+
+@pytest.mark.parametrize("via", ["event", "query"])
+async def test_refused_resumes_say_why_and_the_connection_starts_fresh(
+    store_url: str, via: str
+) -> None:
+    async with (
+        reference("turn", reply_ms=500) as up,
+        replica(store_config(up, store_url), "a") as a,
+    ):
+        async with connect(ws_url(a)) as c0:
+            s = await created(c0)
+        cases = [
+            (Tracked(s.sid, "not-the-token"), "session_resume_denied"),
+            (Tracked("sess_" + secrets.token_hex(16), s.token), "session_resume_expired"),
+            (Tracked("s" * 200, s.token), "invalid_session_resume"),
+        ]
+        for attempt, code in cases:
+            if via == "event":
+                async with connect(ws_url(a)) as c:
+                    ev = await send_resume(c, attempt)
+                    assert error_code(ev) == code
+                    fresh = await c.until("session.created")
+            else:
+                query = {
+                    "session_id": attempt.sid,
+                    "resume_token": attempt.token,
+                    "last_received_server_event_seq": "0",
+                }
+                async with connect(ws_url(a, **query)) as c:
+                    ev = await c.recv()
+                    assert error_code(ev) == code
+                    fresh = await c.until("session.created")
+            # Nothing about the session leaks, and the client starts over.
+            assert set(ev["error"]) <= {"type", "code", "message", "event_id", "param"}
+            assert s.sid not in ev["error"]["message"]
+            assert fresh["session"]["id"] not in (s.sid, attempt.sid)
+        # Failed attempts did not disturb the session.
+        async with connect(ws_url(a)) as c:
+            await resumed(c, s)
+
+
+# ---------------------------------------------------------------------- Redis outage
+
+
+@pytest.mark.redis
+async def test_redis_outage_keeps_sessions_talking_and_resume_recovers(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url
+    async with reference("turn", reply_ms=600) as up, replica(store_config(up, url), "a") as a:
+        async with connect(ws_url(a)) as c1:
+            s1 = await created(c1)
+            assert resumable(c1)
+            await wait_persisted(url, s1.sid)
+            redis_server.kill()
+
+            # The live session keeps talking.
+            await speak(c1)
+            done = await c1.until("response.done", timeout=20)
+            assert done["response"]["status"] == "completed"
+            ready = await get_json(a, "/readyz")
+            assert ready["status"] == "degraded" and ready["store"] == "unavailable"
+            assert any("resume" in reason for reason in ready["degraded"])
+            metrics = await _text(a, "/metrics")
+            assert "duplex_proxy_store_up 0.0" in metrics
+
+            # A session opened now says it cannot be resumed, and it cannot.
+            async with connect(ws_url(a)) as c2:
+                s2 = await created(c2)
+                assert not resumable(c2)
+                await speak(c2)
+                await c2.until("response.done", timeout=20)
+            async with connect(ws_url(a)) as c:
+                assert error_code(await send_resume(c, s2)) in (
+                    "session_resume_expired",
+                    "session_resume_unavailable",
+                )
+
+            redis_server.start()  # empty: everything it had is gone
+            async with asyncio.timeout(10):
+                while True:
+                    if (await get_json(a, "/readyz"))["status"] == "ready":
+                        break
+                    await asyncio.sleep(0.05)
+            # The session that outlived the outage registers itself again.
+            await wait_persisted(url, s1.sid)
+            await speak(c1)
+            again = await c1.until("response.done", timeout=20)
+            assert again["response"]["status"] == "completed"
+            s1.take(c1)
+
+        async with connect(ws_url(a)) as c1b:
+            await resumed(c1b, s1)
+        async with connect(ws_url(a)) as c3:
+            s3 = await created(c3)
+            assert resumable(c3)
+        async with connect(ws_url(a)) as c3b:
+            await resumed(c3b, s3)
+
+
+@pytest.mark.redis
+async def test_frozen_redis_never_stalls_a_session(redis_server: RedisServer) -> None:
+    """Redis answers nothing (SIGSTOP): every call gives up after store.timeout_s."""
+    url = redis_server.url
+    async with (
+        reference("turn", reply_ms=500) as up,
+        replica(store_config(up, url, timeout_s=0.2), "a") as a,
+    ):
+        async with connect(ws_url(a)) as c1:
+            s1 = await created(c1)
+            await wait_persisted(url, s1.sid)
+        redis_server.pause()
+        try:
+            async with connect(ws_url(a)) as c2:
+                await created(c2)
+                assert not resumable(c2)
+                await speak(c2)
+                done = await c2.until("response.done", timeout=20)
+                assert done["response"]["status"] == "completed"
+            # The replica holding a session resumes it on its own token meanwhile.
+            async with connect(ws_url(a)) as c1b:
+                await resumed(c1b, s1)
+                await speak(c1b)
+                again = await c1b.until("response.done", timeout=20)
+                assert again["response"]["status"] == "completed"
+                s1.take(c1b)
+            # One the replica does not hold cannot be found: it says so.
+            async with connect(ws_url(a)) as c3:
+                ev = await send_resume(c3, Tracked("sess_" + secrets.token_hex(16), "t"))
+                assert error_code(ev) == "session_resume_unavailable"
+        finally:
+            redis_server.resume()
+        # Once Redis answers, the rotated token is saved and the session moves on.
+        async with connect(ws_url(a)) as c1c:
+            await resumed(c1c, s1)
+
+
+async def _text(base: str, path: str) -> str:
+    async with aiohttp.ClientSession() as http, http.get(base + path) as resp:
+        return await resp.text()
+
+
+# ---------------------------------------------------------------------- passthrough
+
+
+@pytest.mark.redis
+async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_once(
+    redis_url: str,
+) -> None:
+    async with (
+        reference("duplex", reply_ms=3000) as up,
+        replica(store_config(up, redis_url), "a") as a,
+        replica(store_config(up, redis_url), "b") as b,
+    ):
+        update = {"type": "session.update", "event_id": "evt_pt_" + secrets.token_hex(4)}
+        async with connect(ws_url(a)) as c1:
+            s = await created(c1)
+            assert c1.of("session.created")[0]["session"]["capabilities"]["proxy"]["mode"] == (
+                "passthrough"
+            )
+            await c1.send({**update, "session": {"instructions": "first"}})
+            await c1.until("session.updated")
+            await speak(c1)
+            await until_deltas(c1, 3)
+            s.take(c1)
+        # The relay leaves the applied client event ids in the store as it ends.
+        async with asyncio.timeout(10):
+            while True:
+                record = await load_record(redis_url, s.sid)
+                if record is not None and update["event_id"] in record.recent_event_ids:
+                    break
+                await asyncio.sleep(0.02)
+        async with connect(ws_url(b)) as c2:
+            await resumed(c2, s)
+            await c2.send({**update, "session": {"instructions": "first"}})  # re-sent: dropped
+            done = await c2.until("response.done", timeout=20)
+            assert done["response"]["status"] == "completed", "the upstream kept its session"
+            await c2.send({"type": "session.update", "session": {"instructions": "second"}})
+            while c2.events[-1].get("session", {}).get("instructions") != "second":
+                await c2.until("session.updated")
+            updated = [e["session"]["instructions"] for e in c2.of("session.updated")]
+            assert updated == ["second"], "the re-sent update was not applied again"
+            s.take(c2)
+        async with connect(ws_url(a)) as c3:  # and back: the binding followed the token
+            await resumed(c3, s)
+            await speak(c3)
+            await c3.until("response.done", timeout=20)
+            s.take(c3)
+        seqs = [e["server_event_seq"] for e in s.events]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
+        ids = [e["event_id"] for e in s.events]
+        assert len(set(ids)) == len(ids)
