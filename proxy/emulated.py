@@ -157,6 +157,7 @@ class EmulatedRunner:
         self.persister = Persister(self)
         self._ended = False
         self._close_reason: str | None = None
+        self._closers: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -214,10 +215,12 @@ class EmulatedRunner:
         if self._ended:
             return
         self._ended = True
-        if self._attached is not None:
-            await self._attached.client.close(code, reason)
-            self._attached.done.set()
-        await self.persister.flush()
+        attached = self._attached  # a Detached input may run while the close is awaited
+        if attached is not None:
+            await attached.client.close(code, reason)
+            attached.done.set()
+        # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
+        await self.persister.finish(final=code != 1012)
         for task in [*self._tasks, *([self._up_task] if self._up_task else [])]:
             if task is not asyncio.current_task():
                 task.cancel()
@@ -247,17 +250,12 @@ class EmulatedRunner:
                 item = await self.inputs.get()
                 if isinstance(item, _Stop):
                     break
-                if isinstance(item, FromClient):
-                    if item.client is self.client:
-                        await self._client_input(item.frame)
-                elif isinstance(item, Attach):
-                    self._on_attach(item)
-                elif isinstance(item, Detached):
-                    self._on_detach(item.client)
-                elif isinstance(item, Execute):
-                    await self._execute(item.actions)
-                else:
-                    await self._execute(self.shim.handle(cast(Input, item)))
+                # No checkpoint in the middle of one input's actions (e.g. a redial).
+                self.persister.idle.clear()
+                try:
+                    await self._dispatch(item)
+                finally:
+                    self.persister.idle.set()
                 if self._grace_deadline is not None and time.monotonic() > self._grace_deadline:
                     self.log.info("session_expired", reason="disconnect grace elapsed")
                     break
@@ -269,11 +267,40 @@ class EmulatedRunner:
             await self.stop(1000, self._close_reason)
         await self.stop(1011, "session ended")
 
-    def _on_attach(self, attach: Attach) -> None:
+    async def _dispatch(self, item: object) -> None:
+        if isinstance(item, FromClient):
+            if item.client is self.client:
+                await self._client_input(item.frame)
+        elif isinstance(item, Attach):
+            await self._on_attach(item)
+        elif isinstance(item, Detached):
+            self._on_detach(item.client)
+        elif isinstance(item, Execute):
+            await self._execute(item.actions)
+        else:
+            await self._execute(self.shim.handle(cast(Input, item)))
+
+    async def _on_attach(self, attach: Attach) -> None:
+        replay: list[str] = []
+        if attach.replay_after is not None:
+            local = self.journal.after(attach.replay_after, now_ms())
+            if local is None:
+                # Trimmed meanwhile: a partial replay would lose events. The old
+                # connection (if any) keeps the session.
+                attach.client.send_error(
+                    "session_resume_gap", "events after that seq are no longer kept"
+                )
+                await attach.client.close(1008, "resume gap")
+                attach.done.set()
+                return
+            replay = local
         old = self._attached
         if old is not None:
             old.client.send_event({"type": "session.replaced", "session_id": self.session_id})
-            asyncio.get_running_loop().create_task(old.client.close(1000, "session_replaced"))
+            self._closers.add(
+                asyncio.get_running_loop().create_task(old.client.close(1000, "session_replaced"))
+            )
+            self._closers = {t for t in self._closers if not t.done()}
             old.done.set()
         self._attached, self.client = attach, attach.client
         self._grace_deadline = None
@@ -281,9 +308,8 @@ class EmulatedRunner:
             attach.client.send_event(event)
         for text in attach.store_replay:
             attach.client.send_text(text)
-        if attach.replay_after is not None:
-            for text in self.journal.after(attach.replay_after, now_ms()) or []:
-                attach.client.send_text(text)
+        for text in replay:
+            attach.client.send_text(text)
 
     def _on_detach(self, client: ClientChannel) -> None:
         if client is not self.client:
@@ -292,6 +318,7 @@ class EmulatedRunner:
         self._attached.done.set()
         self._attached = self.client = None
         self._grace_deadline = time.monotonic() + self.state.config.store.disconnect_grace_s
+        self.persister.poke()  # a resume elsewhere finds everything the client received
         self.log.info("client_detached", grace_s=self.state.config.store.disconnect_grace_s)
 
     async def _client_input(self, frame: ClientFrame) -> None:

@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 
 from proxy.client_io import CLOSED, ClientFrame
+from proxy.persist import keep_binding
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification
@@ -37,18 +38,30 @@ async def run_passthrough(session: ClientSession, link: UpstreamLink, cls: Class
     upstream_session = link.created.get("session")
     if isinstance(upstream_session, dict) and isinstance(upstream_session.get("id"), str):
         session.passthrough_sid = upstream_session["id"]
-    bound = await _bind(session, link)
-    created = session.annotated_created(link, cls, resume=bound)
+    record = await _bind(session, link)
+    created = session.annotated_created(link, cls, resume=record is not None)
     session.state.metrics.frames.labels("upstream_to_client").inc()
     session.client.send_event(created)
-    skip = link.opening_event
-    await relay(session, link.ws, skip=skip)
+    store = session.state.store
+    keeper = None
+    if record is not None and store is not None:
+        # The binding expires disconnect_grace_s after its last write: keep it fresh
+        # for as long as the session lasts.
+        grace = session.state.config.store.disconnect_grace_s
+        keeper = asyncio.create_task(keep_binding(store, record, grace, session.log))
+    try:
+        await relay(session, link.ws, skip=link.opening_event)
+    finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await keeper
 
 
-async def _bind(session: ClientSession, link: UpstreamLink) -> bool:
+async def _bind(session: ClientSession, link: UpstreamLink) -> SessionRecord | None:
     """Record which upstream holds this session (for a resume on another replica).
 
-    True when a resume through the proxy will find the session again.
+    The record when a resume through the proxy will find the session again.
     """
     store, route = session.state.store, session.route
     upstream_session = link.created.get("session")
@@ -59,10 +72,10 @@ async def _bind(session: ClientSession, link: UpstreamLink) -> bool:
         or not isinstance(upstream_session, dict)
         or not isinstance(token, str)
     ):
-        return False
+        return None
     sid = upstream_session.get("id")
     if not isinstance(sid, str):
-        return False
+        return None
     record = SessionRecord(
         session_id=sid,
         token_hash=hash_token(token),
@@ -76,8 +89,8 @@ async def _bind(session: ClientSession, link: UpstreamLink) -> bool:
         await store.create(record)
     except (StoreUnavailable, LeaseLost, ValueError) as exc:
         session.log.warning("passthrough_bind_failed", error=str(exc))
-        return False
-    return True
+        return None
+    return record
 
 
 async def _applied_ids(session: ClientSession) -> RecentIds | None:

@@ -116,6 +116,14 @@ class BargeInRelaySession(EmulatedSession):
     def retrieve_elsewhere(self, ev: dict[str, Any]) -> list[Action]:
         return [SendUpstream(ev)]  # user items and the like live upstream
 
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), "upstream_update": self._last_update}
+
+    def restore(self, snap: dict[str, Any]) -> list[Action]:
+        update = snap.get("upstream_update")
+        self._last_update = update if isinstance(update, dict) else None
+        return super().restore(snap)
+
     @staticmethod
     def _heard_ack(item_id: str, response_id: str, played: int) -> dict[str, Any]:
         return {
