@@ -23,8 +23,6 @@ import asyncio
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -37,20 +35,14 @@ from typing import Any
 import aiohttp
 import numpy as np
 import pybase64
+from processes import ROOT, proxy_replica, reference_backend, route, stop_all
 
-ROOT = Path(__file__).resolve().parents[1]
 RATE = 24000
 CHUNK_MS = 20
 CHUNK = RATE * CHUNK_MS // 1000
 PROMPT = "utt00_clean.wav"
 PLAY_AFTER_MS = 1000  # the clip starts this far into the assistant's answer
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def read_wav(path: Path) -> np.ndarray:
@@ -269,78 +261,24 @@ def build_cases(corpus: Path, modes: list[str]) -> list[Case]:
 
 @contextlib.contextmanager
 def stack(config: dict[str, Any]) -> Any:
-    """Reference backends and the proxy as real processes; yields the proxy URL base."""
+    """Reference backends and the proxy as real processes; yields the proxy URL."""
     procs: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
-    try:
-        routes = []
-        for mode, kind in MODES.items():
-            port = free_port()
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "proxy",
-                        "reference-backend",
-                        "--mode",
-                        kind,
-                        "--port",
-                        str(port),
-                        "--reply-ms",
-                        "8000",
-                        "--log-level",
-                        "warning",
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )
-            )
-            routes.append(
-                f'[[routes]]\nmodel = "{mode}"\nupstream = "ws://127.0.0.1:{port}/v1/realtime"\n'
-            )
-        pport = free_port()
-        vad = "".join(f"{k} = {v}\n" for k, v in config.items())
-        cfg = tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False)
-        cfg.write(f'[server]\nlog_level = "warning"\n[vad]\n{vad}\n' + "\n".join(routes))
-        cfg.close()
-        procs.append(
-            subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "proxy",
-                    "serve",
-                    "--config",
-                    cfg.name,
-                    "--port",
-                    str(pport),
-                    "--host",
-                    "127.0.0.1",
-                ],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-        )
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", pport), 0.2):
-                break
-            time.sleep(0.1)
-        time.sleep(0.5)
-        yield f"ws://127.0.0.1:{pport}/v1/realtime"
-    finally:
-        for p in procs:
-            p.send_signal(signal.SIGTERM)
-        for p in procs:
-            try:
-                p.wait(5)
-            except subprocess.TimeoutExpired:
-                p.kill()
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            routes = []
+            for mode, kind in MODES.items():
+                proc, url = reference_backend(kind, 8000, env)
+                procs.append(proc)
+                routes.append(route(mode, url))
+            vad = "".join(f"{k} = {v}\n" for k, v in config.items())
+            cfg = Path(tmp) / "proxy.toml"
+            cfg.write_text(f'[server]\nlog_level = "warning"\n[vad]\n{vad}\n' + "\n".join(routes))
+            proc, url = proxy_replica(cfg, env)
+            procs.append(proc)
+            yield url
+        finally:
+            stop_all(procs)
 
 
 async def run_all(

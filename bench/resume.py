@@ -36,7 +36,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -51,8 +50,8 @@ from typing import Any
 
 import aiohttp
 import pybase64
+from processes import QUIET, free_port, proxy_replica, reference_backend, route, stop_all
 
-ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
 KINDS = ("turn", "duplex-no-barge-in")
 CHUNK_MS = 100
@@ -63,12 +62,6 @@ RECV_TIMEOUT_S = 20.0
 # ---------------------------------------------------------------------- processes
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _pings(port: int) -> bool:
     try:
         with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
@@ -76,17 +69,6 @@ def _pings(port: int) -> bool:
             return sock.recv(64).startswith(b"+PONG")
     except OSError:
         return False
-
-
-def _wait_port(port: int, proc: subprocess.Popen[bytes], within_s: float, what: str) -> None:
-    deadline = time.monotonic() + within_s
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
-            return
-        time.sleep(0.05)
-    raise RuntimeError(f"{what} did not listen on {port}")
 
 
 @contextlib.contextmanager
@@ -99,7 +81,6 @@ def stack(
         raise SystemExit("redis-server not found (apt-get install redis-server, or REDIS_SERVER=)")
     procs: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
-    quiet: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
     try:
         rport = free_port()
         procs.append(
@@ -117,7 +98,7 @@ def stack(
                     "--dir",
                     str(workdir),
                 ],
-                **quiet,
+                **QUIET,
             )
         )
         deadline = time.monotonic() + 10
@@ -128,77 +109,27 @@ def stack(
         redis_url = f"redis://127.0.0.1:{rport}/0"
         routes = []
         for kind in KINDS:
-            port = free_port()
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "proxy",
-                        "reference-backend",
-                        "--mode",
-                        kind,
-                        "--port",
-                        str(port),
-                        "--reply-ms",
-                        str(reply_ms),
-                        "--log-level",
-                        "warning",
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    **quiet,
-                )
-            )
-            _wait_port(port, procs[-1], 20, f"reference backend {kind}")
-            routes.append(
-                f'[[routes]]\nmodel = "{kind}"\nupstream = "ws://127.0.0.1:{port}/v1/realtime"\n'
-            )
+            proc, url = reference_backend(kind, reply_ms, env)
+            procs.append(proc)
+            routes.append(route(kind, url))
         config = workdir / "proxy.toml"
         config.write_text(
             f'[server]\nlog_level = "{"info" if logs else "warning"}"\n'
             f'[store]\nurl = "{redis_url}"\n\n' + "\n".join(routes)
         )
         bases = []
+        replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}
         for i in range(2):
-            port = free_port()
             out: Any = subprocess.DEVNULL
             if logs is not None:
                 logs.mkdir(parents=True, exist_ok=True)
                 out = (logs / f"replica-{i}.log").open("wb")
-            procs.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "proxy",
-                        "serve",
-                        "--config",
-                        str(config),
-                        "--host",
-                        "127.0.0.1",
-                        "--port",
-                        str(port),
-                    ],
-                    cwd=ROOT,
-                    env={k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"},
-                    stdout=out,
-                    stderr=out,
-                )
-            )
-            bases.append(f"ws://127.0.0.1:{port}/v1/realtime")
-            _wait_port(port, procs[-1], 30, "proxy replica")
+            proc, url = proxy_replica(config, replica_env, out)
+            procs.append(proc)
+            bases.append(url)
         yield bases, redis_url
     finally:
-        for p in reversed(procs):
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-        for p in reversed(procs):
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
+        stop_all(procs)
 
 
 # ---------------------------------------------------------------------- one session

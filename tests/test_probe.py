@@ -23,6 +23,7 @@ from proxy.probe.result import CHECK_NAMES
 from proxy.probe.runner import ProbeReport, run_probe_checks
 from proxy.reference.options import ReferenceOptions
 from proxy.reference.server import build_reference_app
+from tests.servers import serve_app
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 
@@ -35,15 +36,8 @@ ROOT_DIR = Path(__file__).resolve().parents[1]
 @asynccontextmanager
 async def serve(app: web.Application) -> AsyncIterator[str]:
     """Run ``app`` on a free loopback port; yields its ``ws://`` realtime URL."""
-    runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        yield f"ws://127.0.0.1:{port}/v1/realtime"
-    finally:
-        await runner.cleanup()
+    async with serve_app(app) as base:
+        yield base.replace("http://", "ws://") + "/v1/realtime"
 
 
 @asynccontextmanager

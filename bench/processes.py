@@ -1,0 +1,73 @@
+"""Real processes on loopback for the benchmarks: reference backends and proxy replicas."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+QUIET: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], within_s: float, what: str) -> None:
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on {port}")
+
+
+def reference_backend(
+    kind: str, reply_ms: int, env: dict[str, str]
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``duplex-proxy reference-backend`` listening; returns it and its realtime URL."""
+    port = free_port()
+    argv = ["reference-backend", "--mode", kind, "--port", str(port)]
+    argv += ["--reply-ms", str(reply_ms), "--log-level", "warning"]
+    proc = subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=ROOT, env=env, **QUIET)
+    wait_port(port, proc, 20, f"reference backend {kind}")
+    return proc, f"ws://127.0.0.1:{port}/v1/realtime"
+
+
+def proxy_replica(
+    config: Path, env: dict[str, str], out: Any = subprocess.DEVNULL
+) -> tuple[subprocess.Popen[bytes], str]:
+    """``duplex-proxy serve`` listening; returns it and its realtime URL."""
+    port = free_port()
+    argv = ["serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxy", *argv], cwd=ROOT, env=env, stdout=out, stderr=out
+    )
+    wait_port(port, proc, 30, "proxy replica")
+    return proc, f"ws://127.0.0.1:{port}/v1/realtime"
+
+
+def route(model: str, upstream: str) -> str:
+    return f'[[routes]]\nmodel = "{model}"\nupstream = "{upstream}"\n'
+
+
+def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
+    """SIGTERM every process (newest first), then kill what has not exited."""
+    for p in reversed(procs):
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in reversed(procs):
+        try:
+            p.wait(10)
+        except subprocess.TimeoutExpired:
+            p.kill()
