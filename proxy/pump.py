@@ -37,6 +37,21 @@ def _model_from(event: dict[str, Any]) -> str | None:
     return None
 
 
+def _without_turn_detection(session: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``session`` minus its turn detection, or None if it had none to remove."""
+    if not session:
+        return None
+    found = "turn_detection" in session
+    trimmed = {k: v for k, v in session.items() if k != "turn_detection"}
+    audio = trimmed.get("audio")
+    if isinstance(audio, dict) and isinstance(audio.get("input"), dict):
+        if "turn_detection" in audio["input"]:
+            found = True
+            audio_input = {k: v for k, v in audio["input"].items() if k != "turn_detection"}
+            trimmed["audio"] = {**audio, "input": audio_input}
+    return trimmed if found else None
+
+
 class ClientSession:
     """Owns one client connection from accept to close."""
 
@@ -219,17 +234,29 @@ class ClientSession:
             )
             if client_session.get("type") == "realtime":
                 del client_session["type"]  # GA session type, not an upstream field
-        opener = opening_update(route, upstream_model, client_session)
         url = self.state.upstream_url(route)
-        try:
-            link = await dial(
+
+        async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
+            assert self.state.http is not None
+            return await dial(
                 self.state.http,
                 url,
                 route,
-                opener,
+                opening_update(route, upstream_model, session),
                 cfg.upstream_connect_timeout_s,
                 cfg.classify_timeout_s,
             )
+
+        try:
+            try:
+                link = await open_with(client_session)
+            except UpstreamRefused:
+                # A duplex model without barge-in may refuse server VAD in its opening
+                # config; turn detection is then the proxy's job: open without it.
+                trimmed = _without_turn_detection(client_session)
+                if trimmed is None:
+                    raise
+                link = await open_with(trimmed)
         except UpstreamRefused as exc:
             self.state.metrics.upstream_errors.labels("refused").inc()
             err = exc.event.get("error")
