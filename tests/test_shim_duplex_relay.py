@@ -151,3 +151,46 @@ def test_unknown_client_events_pass_through_untouched() -> None:
     out = sc.client({"type": "vendor.custom", "x": [1, 2]})
     assert isinstance(out[0], ForwardUpstream)
     assert '"vendor.custom"' in out[0].raw
+
+
+def test_a_resumed_upstream_carries_the_response_on_without_repeats() -> None:
+    sc = make()
+    sc.s.bind_upstream({"session": {"id": "duplex-up"}, "resume_token": "tok-1"})  # type: ignore[attr-defined]
+    start_response(sc, chunks=3)  # upstream seqs 10..16
+    snap = sc.s.snapshot()
+    assert snap["upstream"] == {"id": "duplex-up", "token": "tok-1", "seq": 16}
+    moved = make()
+    out = moved.s.restore(snap, upstream_resumed=True)  # type: ignore[call-arg]
+    assert not types(out), "the response is not ended: the upstream session came back"
+    replayed = moved.upstream(
+        {
+            "type": "response.output_audio_transcript.delta",
+            "response_id": RID,
+            "delta": "old ",
+            "server_event_seq": 16,
+        }
+    )
+    assert not types(replayed), "relayed before the move: not again"
+    fresh = moved.upstream(
+        {
+            "type": "response.output_audio_transcript.delta",
+            "response_id": RID,
+            "item_id": AID,
+            "delta": "new ",
+            "server_event_seq": 17,
+        }
+    )
+    assert types(fresh) == ["response.output_audio_transcript.delta"]
+    rotated = moved.upstream(
+        {"type": "session.resumed", "session_id": "duplex-up", "resume_token": "tok-2"}
+    )
+    assert not types(rotated)
+    assert moved.s.upstream_session == {"id": "duplex-up", "token": "tok-2"}  # type: ignore[attr-defined]
+
+
+def test_without_an_upstream_resume_the_cut_response_ends_incomplete() -> None:
+    sc = make()
+    start_response(sc, chunks=2)
+    out = make().s.restore(sc.s.snapshot())
+    (done,) = [e for e in client_events(out) if e["type"] == "response.done"]
+    assert done["response"]["status"] == "incomplete"
