@@ -434,8 +434,6 @@ class EmulatedRunner:
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
         )
-        if isinstance(self.shim, BargeInRelaySession):
-            self.shim.bind_upstream(link.created)
         return link.ws
 
     # ------------------------------------------------------------------ feeders

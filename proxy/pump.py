@@ -26,7 +26,6 @@ from proxy.logging import get_logger
 from proxy.resume import resume_from_query
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from shim.capabilities import Classification, classify, proxy_capabilities
-from shim.dialects.duplex_relay import BargeInRelaySession
 
 
 def _model_from(event: dict[str, Any]) -> str | None:
@@ -206,8 +205,6 @@ class ClientSession:
             link.created,
             self.log,
         )
-        if isinstance(runner.shim, BargeInRelaySession):
-            runner.shim.bind_upstream(link.created)  # to resume it from another replica
         pending = list(self.pending)
         self.pending.clear()
         if link.opening_event is not None and cls.kind == "duplex":

@@ -54,11 +54,9 @@ from proxy.upstream import (
     UpstreamUnavailable,
     dial,
     opening_update,
-    resume_upstream,
     with_query,
 )
 from shim.capabilities import Classification, ProxyMode
-from shim.dialects.duplex_relay import BargeInRelaySession
 
 if TYPE_CHECKING:
     from proxy.app import ProxyState
@@ -390,15 +388,7 @@ async def _take_from_store(
     runner = _rebuild(conn, route, record, link, start_seq=last)
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)
-    shim = runner.shim
-    if isinstance(shim, BargeInRelaySession) and link.resumed_token is not None:
-        restored = shim.restore(checkpoint_of(record).shim, upstream_resumed=True)
-        upstream = checkpoint_of(record).shim.get("upstream") or {}
-        shim.bind_upstream({"session_id": upstream.get("id"), "resume_token": link.resumed_token})
-    else:
-        restored = shim.restore(checkpoint_of(record).shim)
-        if isinstance(shim, BargeInRelaySession):
-            shim.bind_upstream(link.created)
+    restored = runner.shim.restore(checkpoint_of(record).shim)
     _preload(runner.journal, events)
     # Events up to the log head are in the store; the rest are appended at the next flush.
     runner.persister.adopt(epoch, token, flushed_seq=max(last, record.last_seq))
@@ -484,11 +474,7 @@ def _preload(journal: Journal, events: list[tuple[int, str]]) -> None:
 
 
 async def _reopen_upstream(state: ProxyState, route: Route, record: SessionRecord) -> UpstreamLink:
-    """The upstream session for a session taken over from the store.
-
-    A duplex upstream that can resume gets its own session back (it replays what the
-    proxy has not relayed yet); otherwise a fresh upstream session opens.
-    """
+    """A fresh upstream session for a session taken over from the store."""
     assert state.http is not None
     up = record.upstream
     cfg = state.config.server
@@ -511,9 +497,6 @@ async def _reopen_upstream(state: ProxyState, route: Route, record: SessionRecor
                 session.pop(key, None)
         elif snap.get("instructions"):
             session = {"instructions": snap["instructions"]}
-        resumed = await _resume_upstream(state, route, record, snap)
-        if resumed is not None:
-            return resumed
     try:
         return await dial(
             state.http,
@@ -528,38 +511,6 @@ async def _reopen_upstream(state: ProxyState, route: Route, record: SessionRecor
         raise ResumeFailed(
             "upstream_unavailable", "cannot reopen the upstream session; start a new session"
         ) from None
-
-
-async def _resume_upstream(
-    state: ProxyState, route: Route, record: SessionRecord, snap: dict[str, Any]
-) -> UpstreamLink | None:
-    """The upstream's own session back, with its own resume, where it has one."""
-    assert state.http is not None
-    upstream = snap.get("upstream")
-    caps = record.upstream.get("capabilities") or {}
-    if not isinstance(upstream, dict) or caps.get("supports_session_resume") is not True:
-        return None
-    sid, token, seq = upstream.get("id"), upstream.get("token"), upstream.get("seq")
-    if not isinstance(sid, str) or not isinstance(token, str) or not isinstance(seq, int):
-        return None
-    cfg = state.config.server
-    try:
-        return await resume_upstream(
-            state.http,
-            state.upstream_url(route),
-            route,
-            sid,
-            token,
-            seq,
-            cfg.upstream_connect_timeout_s,
-            cfg.classify_timeout_s,
-        )
-    except (UpstreamUnavailable, UpstreamRefused) as exc:
-        # Expired or refused upstream-side: a fresh upstream session it is.
-        get_logger(session_id=record.session_id).info(
-            "upstream_resume_failed", error=str(exc)[:200]
-        )
-        return None
 
 
 def _rebuild(

@@ -46,8 +46,6 @@ class UpstreamLink:
     url: str
     # The client's own session.update when it opened the upstream session.
     opening_event: Any = None
-    # Set when this link resumed an existing upstream session (its new resume token).
-    resumed_token: str | None = None
 
 
 def with_query(url: str, extra: dict[str, str]) -> str:
@@ -181,46 +179,3 @@ async def redial_turn(
         await ws.close()
         raise UpstreamUnavailable(f"upstream reopened with {event.get('type')!r}")
     return ws
-
-
-async def resume_upstream(
-    http: aiohttp.ClientSession,
-    base_url: str,
-    route: Route,
-    session_id: str,
-    token: str,
-    last_seq: int,
-    connect_timeout: float,
-    classify_timeout: float,
-) -> UpstreamLink:
-    """Reattach to an upstream duplex session with its own ``session.resume``.
-
-    The upstream then replays every event after ``last_seq`` (vLLM-Omni keeps them),
-    then goes on live. Raises UpstreamUnavailable / UpstreamRefused when it cannot.
-    """
-    url = with_query(base_url, {"duplex": "1", "autostart": "0"})
-    ws = await _timed(_connect(http, url, route), connect_timeout)
-    resume = {
-        "type": "session.resume",
-        "session_id": session_id,
-        "resume_token": token,
-        "last_received_server_event_seq": last_seq,
-    }
-    try:
-        await ws.send_str(orjson.dumps(resume).decode())
-        event, raw = await _first_frame(ws, classify_timeout)
-    except BaseException:
-        await ws.close()
-        raise
-    new_token = event.get("resume_token")
-    if event.get("type") != "session.resumed" or not isinstance(new_token, str):
-        await ws.close()
-        raise UpstreamRefused(event)
-    return UpstreamLink(
-        ws=ws,
-        created=event,
-        created_raw=raw,
-        duplex_refused=False,
-        url=url,
-        resumed_token=new_token,
-    )

@@ -65,18 +65,6 @@ class BargeInRelaySession(EmulatedSession):
         self._acked_seq = 0
         # The client's last session.update as sent upstream, to restore on a fresh one.
         self._last_update: dict[str, Any] | None = None
-        # The upstream's own session (id, resume token), to resume it from another replica.
-        self.upstream_session: dict[str, str] | None = None
-        # Upstream events up to this seq were relayed already (by this or a previous owner).
-        self._upstream_floor = 0
-
-    def bind_upstream(self, created: dict[str, Any]) -> None:
-        """Remember the upstream session a ``session.created`` (or ``.resumed``) names."""
-        session = created.get("session")
-        sid = session.get("id") if isinstance(session, dict) else created.get("session_id")
-        token = created.get("resume_token")
-        if isinstance(sid, str) and isinstance(token, str):
-            self.upstream_session = {"id": sid, "token": token}
 
     # ------------------------------------------------------------ client events
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -129,27 +117,12 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream(ev)]  # user items and the like live upstream
 
     def snapshot(self) -> dict[str, Any]:
-        upstream = None
-        if self.upstream_session is not None:
-            upstream = {**self.upstream_session, "seq": self._upstream_seq}
-        return {**super().snapshot(), "upstream_update": self._last_update, "upstream": upstream}
+        return {**super().snapshot(), "upstream_update": self._last_update}
 
-    def restore(self, snap: dict[str, Any], upstream_resumed: bool = False) -> list[Action]:
+    def restore(self, snap: dict[str, Any]) -> list[Action]:
         update = snap.get("upstream_update")
         self._last_update = update if isinstance(update, dict) else None
-        upstream = snap.get("upstream")
-        seq = upstream.get("seq") if isinstance(upstream, dict) else None
-        if isinstance(seq, int):
-            self._upstream_seq = self._acked_seq = self._upstream_floor = seq
-        opened = snap.get("open_response")
-        if not upstream_resumed or not opened:
-            return super().restore(snap)
-        # The upstream session itself came back and replays what followed: the
-        # response goes on (nothing to end), from where the client left it.
-        actions = super().restore({**snap, "open_response": None})
-        resp = self.new_response(str(opened["response_id"]), str(opened["item_id"]))
-        resp.started_at_sample = 0
-        return actions
+        return super().restore(snap)
 
     @staticmethod
     def _heard_ack(item_id: str, response_id: str, played: int) -> dict[str, Any]:
@@ -188,15 +161,8 @@ class BargeInRelaySession(EmulatedSession):
         out: list[Action] = []
         seq = ev.pop("server_event_seq", None)
         if isinstance(seq, int):
-            if seq <= self._upstream_floor:
-                return out  # replayed by the upstream, relayed before the move
             self._upstream_seq = max(self._upstream_seq, seq)
         kind = ev.get("type")
-        if kind == "session.resumed":
-            self.bind_upstream(ev)  # its token rotates on every resume
-            return out
-        if kind == "session.replaced":
-            return out  # this proxy moved the upstream session; the socket closes next
         rid = ev.get("response_id")
         if rid is None and isinstance(ev.get("response"), dict):
             rid = ev["response"].get("id")
@@ -205,7 +171,6 @@ class BargeInRelaySession(EmulatedSession):
             return out  # the rest of a response the proxy already cut
         now = inp.now_ms
         if kind == "session.created":
-            self.bind_upstream(ev)
             return out  # a fresh upstream session after a loss; the client has its own
         if kind == "response.created" and isinstance(rid, str):
             self.new_response(rid, f"item_{rid}")
