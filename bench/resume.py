@@ -461,7 +461,7 @@ def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
             :5
         ],
         "elapsed_s": round(elapsed, 1),
-        "errors": [o.error for o in outs if o.error][:10],
+        "errors": [f"{o.kind}: {o.error}" for o in outs if o.error][:10],
     }
 
 
