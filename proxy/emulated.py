@@ -60,9 +60,7 @@ class Attach:
     client: ClientChannel
     first_events: list[dict[str, Any]]  # session.created / session.resumed
     done: asyncio.Event
-    # Resume: events from the store the client has not received, then everything
-    # this replica journaled after ``replay_after``.
-    store_replay: list[str]
+    # Resume: everything this replica journaled after ``replay_after``.
     replay_after: int | None = None
 
 
@@ -306,8 +304,6 @@ class EmulatedRunner:
         self._grace_deadline = None
         for event in attach.first_events:
             attach.client.send_event(event)
-        for text in attach.store_replay:
-            attach.client.send_text(text)
         for text in replay:
             attach.client.send_text(text)
 

@@ -15,11 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import aiohttp
-import orjson
 
 from proxy.client_io import CLOSED, ClientFrame
 from proxy.persist import keep_binding
@@ -129,13 +127,11 @@ async def relay(
     session: ClientSession,
     up: aiohttp.ClientWebSocketResponse,
     skip: ClientFrame | None = None,
-    on_resumed: Callable[[str], Awaitable[None]] | None = None,
 ) -> None:
     client = session.client
     metrics = session.state.metrics
     to_client = metrics.frames.labels("upstream_to_client")
     to_client_bytes = metrics.bytes.labels("upstream_to_client")
-    waiting_resumed = on_resumed is not None
     applied = await _applied_ids(session)
 
     def fresh(frame: ClientFrame) -> bool:
@@ -144,16 +140,10 @@ async def relay(
         return applied is None or not isinstance(event_id, str) or not applied.seen(event_id)
 
     async def upstream_to_client() -> None:
-        nonlocal waiting_resumed
         async for msg in up:
             if msg.type == aiohttp.WSMsgType.TEXT:
                 to_client.inc()
                 to_client_bytes.inc(len(msg.data))
-                if waiting_resumed and '"session.resumed"' in msg.data[:200]:
-                    waiting_resumed = False
-                    token = orjson.loads(msg.data).get("resume_token")
-                    if isinstance(token, str) and on_resumed is not None:
-                        await on_resumed(token)
                 if not client.send_text(msg.data):
                     return
             elif msg.type == aiohttp.WSMsgType.BINARY:

@@ -216,7 +216,7 @@ class ClientSession:
         created = runner.created_event(token if resumable else None)
         runner.start()
         self.runner = runner
-        await runner.attach(Attach(self.client, [created], asyncio.Event(), []), pending)
+        await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
 
     async def _open_upstream(
         self, route: Route, upstream_model: str, first: ClientFrame | None

@@ -264,7 +264,7 @@ def _resumed_event(runner: EmulatedRunner, token: str) -> dict[str, Any]:
 def _attacher(conn: ClientSession, runner: EmulatedRunner, token: str, last_seq: int) -> Attacher:
     async def attach() -> None:
         first = [_resumed_event(runner, token)]
-        await runner.attach(Attach(conn.client, first, asyncio.Event(), [], last_seq))
+        await runner.attach(Attach(conn.client, first, asyncio.Event(), last_seq))
 
     return attach
 
@@ -404,7 +404,7 @@ async def _take_from_store(
 
     async def attach() -> None:
         first = [_resumed_event(runner, token)]
-        await runner.attach(Attach(conn.client, first, asyncio.Event(), [], last), after=restored)
+        await runner.attach(Attach(conn.client, first, asyncio.Event(), last), after=restored)
 
     return attach
 
