@@ -23,21 +23,38 @@ import orjson
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.persist import Persister
-from proxy.upstream import UpstreamUnavailable, dial, opening_update, redial_turn
+from proxy.upstream import (
+    UpstreamRefused,
+    UpstreamUnavailable,
+    dial,
+    opening_update,
+    redial_turn,
+    resume_upstream,
+)
 from shim.actions import (
     AbortUpstream,
     Action,
     AnalyzeAudio,
     CloseClient,
     ForwardUpstream,
+    ResumeUpstream,
     SendClient,
     SendClientAudio,
     SendUpstream,
+    StandDown,
 )
 from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
-from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, UpstreamLost, VadWindow
+from shim.inputs import (
+    ClientEvent,
+    Input,
+    Tick,
+    UpstreamEvent,
+    UpstreamLost,
+    UpstreamReattached,
+    VadWindow,
+)
 from shim.journal import Journal, RecentIds
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
@@ -155,9 +172,16 @@ class EmulatedRunner:
         self.persister = Persister(self)
         self._ended = False
         self._close_reason: str | None = None
+        # The upstream session moved to another replica: this one lets the session go.
+        self._standing_down = False
         self._closers: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ lifecycle
+    def bind_upstream(self, created: dict[str, Any]) -> None:
+        """The upstream session the shim relays (its id and resume token, if it has them)."""
+        if isinstance(self.shim, BargeInRelaySession):
+            self.shim.bind_upstream(created)
+
     def start(self) -> None:
         self.state.live[self.session_id] = self
         self._tasks = [
@@ -254,6 +278,8 @@ class EmulatedRunner:
                     await self._dispatch(item)
                 finally:
                     self.persister.idle.set()
+                if self._standing_down:
+                    break
                 if self._grace_deadline is not None and time.monotonic() > self._grace_deadline:
                     self.log.info("session_expired", reason="disconnect grace elapsed")
                     break
@@ -261,6 +287,8 @@ class EmulatedRunner:
             self.log.exception("session_loop_failed")
             if self.client is not None:
                 self.client.send_error("internal_error", "the proxy failed this session")
+        if self._standing_down:
+            await self.replaced_elsewhere()
         if self._close_reason is not None:
             await self.stop(1000, self._close_reason)
         await self.stop(1011, "session ended")
@@ -361,6 +389,8 @@ class EmulatedRunner:
     # ------------------------------------------------------------------ actions
     async def _execute(self, actions: list[Action]) -> None:
         for action in actions:
+            if self._standing_down:
+                return
             if isinstance(action, SendClient | SendClientAudio):
                 self._to_client(action.event)
             elif isinstance(action, AnalyzeAudio):
@@ -371,6 +401,13 @@ class EmulatedRunner:
                 await self._to_upstream(action.raw)
             elif isinstance(action, AbortUpstream):
                 await self._redial(action)
+            elif isinstance(action, ResumeUpstream):
+                await self._reattach(action)
+            elif isinstance(action, StandDown):
+                self.persister.let_go()
+                self.log.info("session_taken_over", reason=action.reason)
+                self._standing_down = True
+                return
             elif isinstance(action, CloseClient):
                 await self.inputs.put(_Stop())
 
@@ -402,26 +439,31 @@ class EmulatedRunner:
         if not action.redial:
             return
         try:
-            self.up = await self.open_fresh_upstream()
-        except UpstreamUnavailable as exc:
+            self.up, created = await self.open_fresh_upstream()
+        except (UpstreamUnavailable, UpstreamRefused) as exc:
             self.state.metrics.upstream_errors.labels("connect").inc()
             self.log.warning("upstream_redial_failed", error=str(exc))
             self._error("upstream_unavailable", f"upstream lost and not reachable: {exc}")
             await self.inputs.put(_Stop())
             return
         self._up_task = asyncio.create_task(self._feed_upstream(self.up), name="feed-upstream")
+        await self._execute(self.shim.handle(UpstreamReattached(created, now_ms())))
 
-    async def open_fresh_upstream(self) -> aiohttp.ClientWebSocketResponse:
+    async def open_fresh_upstream(
+        self,
+    ) -> tuple[aiohttp.ClientWebSocketResponse, dict[str, Any]]:
+        """A new upstream session and its ``session.created``."""
         http, cfg = self.state.http, self.state.config.server
         assert http is not None
         if self.cls.kind == "turn":
-            return await redial_turn(
+            ws = await redial_turn(
                 http,
                 self.upstream_url,
                 self.route,
                 cfg.upstream_connect_timeout_s,
                 cfg.classify_timeout_s,
             )
+            return ws, {}
         link = await dial(
             http,
             self.state.upstream_url(self.route),
@@ -430,7 +472,38 @@ class EmulatedRunner:
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
         )
-        return link.ws
+        return link.ws, link.created
+
+    async def _reattach(self, action: ResumeUpstream) -> None:
+        """The upstream socket dropped: resume the upstream's own session on a new one.
+
+        The upstream replays what the proxy had not handled and the session goes on;
+        if it cannot (restarted, expired, journal gone), the shim hears so and falls
+        back to a fresh upstream session.
+        """
+        http, cfg = self.state.http, self.state.config.server
+        assert http is not None
+        try:
+            link = await resume_upstream(
+                http,
+                self.state.upstream_url(self.route),
+                self.route,
+                self.upstream_model,
+                action.session_id,
+                action.resume_token,
+                action.after_seq,
+                cfg.upstream_connect_timeout_s,
+                cfg.classify_timeout_s,
+            )
+        except (UpstreamUnavailable, UpstreamRefused) as exc:
+            self.log.warning("upstream_resume_failed", error=str(exc)[:200])
+            lost = UpstreamLost("the upstream could not resume its session", now_ms(), False)
+            await self._execute(self.shim.handle(lost))
+            return
+        self.up = link.ws
+        self._up_task = asyncio.create_task(self._feed_upstream(self.up), name="feed-upstream")
+        self.log.info("upstream_resumed", after_seq=action.after_seq)
+        await self._execute(self.shim.handle(UpstreamReattached(link.created, now_ms())))
 
     # ------------------------------------------------------------------ feeders
     async def _feed_client(self, client: ClientChannel) -> None:

@@ -14,6 +14,12 @@ snapshot agrees with the last event the client can be replayed. (Were the log ah
 a response begun after the snapshot would never end, or one already ended would end
 twice.) A resumer merges log and tail; see ``proxy.resume``.
 
+Once a checkpoint is written, the upstream may forget the upstream events it covers:
+the persister tells the session (``UpstreamCheckpointed``), which acknowledges them
+upstream. A replica taking the session over resumes the upstream's own session from
+the snapshot's upstream seq, so the upstream must still hold everything after it.
+Without a store there is nothing to wait for: what was handled is acknowledged.
+
 Writes are fenced by the lease epoch. ``LeaseLost`` means one of two things: another
 replica resumed the session (this one lets go: its client gets ``session.replaced``)
 or the store lost the keys (Redis restarted empty, or they expired during a long
@@ -32,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, hash_token
+from shim.inputs import UpstreamCheckpointed
 
 if TYPE_CHECKING:
     from proxy.emulated import EmulatedRunner
@@ -97,6 +104,8 @@ class Persister:
         self._down_since_try = 0.0
         self._last_write = time.monotonic()
         self._written_acked = runner.journal.acked
+        # The upstream position last reported as checkpointed.
+        self._reported: tuple[str, int] | None = None
 
     # ------------------------------------------------------------------ records
     def record(self, epoch: int | None = None, token_hash: str | None = None) -> SessionRecord:
@@ -197,6 +206,10 @@ class Persister:
     async def flush(self) -> None:
         store = self.runner.state.store
         if not self.enabled or store is None:
+            if not self.replaced:
+                # Nothing can resume it from a store: what was handled is as safe as
+                # it gets.
+                self._report(self.runner.shim.upstream_position())
             return
         lost = False
         async with self.lock:
@@ -235,6 +248,7 @@ class Persister:
                 self._last_write, self._written_acked = time.monotonic(), record.acked_seq
                 if tail:
                     self.flushed_seq = tail[-1][0]
+            self._report(_upstream_position(record.state["shim"]))
             if self._store_down:
                 self._store_down = False
                 r.log.info("store_recovered")
@@ -246,6 +260,14 @@ class Persister:
         except LeaseLost:
             return await self._lease_lost(store)
         return False
+
+    def _report(self, position: tuple[str, int] | None) -> None:
+        """Tell the session how far upstream it is safely checkpointed."""
+        if position is None or position == self._reported:
+            return
+        self._reported = position
+        event = UpstreamCheckpointed(position[0], position[1], time.monotonic() * 1000.0)
+        self.runner.inputs.put_nowait(event)
 
     def _touch_interval(self) -> float:
         return min(LEASE_CHECK_S, self.runner.state.config.store.disconnect_grace_s / 3)
@@ -276,6 +298,17 @@ class Persister:
         self._last_write = time.monotonic()
         r.log.info("session_reregistered", reason="the session store had lost it")
         return False
+
+
+def _upstream_position(shim: dict[str, Any]) -> tuple[str, int] | None:
+    """The upstream session and seq a shim snapshot was taken at, if it has one."""
+    up = shim.get("upstream")
+    if not isinstance(up, dict):
+        return None
+    sid, seq = up.get("id"), up.get("seq")
+    if isinstance(sid, str) and isinstance(seq, int):
+        return sid, seq
+    return None
 
 
 async def keep_binding(

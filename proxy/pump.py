@@ -205,6 +205,7 @@ class ClientSession:
             link.created,
             self.log,
         )
+        runner.bind_upstream(link.created)
         pending = list(self.pending)
         self.pending.clear()
         if link.opening_event is not None and cls.kind == "duplex":

@@ -13,8 +13,11 @@ that say nothing about the session; the caller lets the client start fresh.
   socket never dropped). While the store is down, the local token still resumes it.
 * emulated session in the store (another replica, or this one restarted): move the
   lease, rebuild the replay log from the store's log plus the record's tail, restore
-  the shim and open a fresh upstream session with the session's instructions; a
-  response cut off by the move ends with ``response.done`` status ``incomplete``.
+  the shim, and reattach the upstream: a duplex upstream that can resume gets its own
+  session back with its own ``session.resume`` (it replays what followed the
+  snapshot, so a response goes on); otherwise a fresh upstream session opens with
+  the session's settings, and a response cut off by the move ends with
+  ``response.done`` status ``incomplete``.
 * passthrough session: the upstream resumes its own session and replays its own
   journal; the proxy finds the upstream from the store and relays ``session.resume``.
 
@@ -52,11 +55,15 @@ from proxy.upstream import (
     UpstreamLink,
     UpstreamRefused,
     UpstreamUnavailable,
+    connect,
     dial,
     opening_update,
+    resume_over,
+    resume_url,
     with_query,
 )
 from shim.capabilities import Classification, ProxyMode
+from shim.dialects.duplex_relay import BargeInRelaySession
 
 if TYPE_CHECKING:
     from proxy.app import ProxyState
@@ -354,12 +361,20 @@ async def _take_from_store(
         raise expired()
     if last < record.acked_seq:
         raise gap()
-    # The upstream is dialled while the owner catches up, and before the lease moves:
-    # an unreachable upstream fails the resume but leaves the session where it is.
-    dialling = asyncio.ensure_future(_reopen_upstream(state, route, record))
+    # The upstream is reached while the owner catches up, and before the lease moves:
+    # an unreachable upstream fails the resume but leaves the session where it is. A
+    # fresh upstream session is opened now; an upstream session to resume only gets
+    # its socket, because resuming it takes it from the old owner, which only the
+    # holder of the lease may do.
+    if BargeInRelaySession.upstream_binding(checkpoint_of(record).shim) is not None:
+        dialling: asyncio.Future[_Upstream] = asyncio.ensure_future(
+            _connect_upstream(state, route, record)
+        )
+    else:
+        dialling = asyncio.ensure_future(_reopen_upstream(state, route, record))
     try:
         record = await _catch_up(conn, store, record, req)
-        link = await dialling
+        reached = await dialling
     except BaseException:
         await _discard(dialling)
         raise
@@ -383,12 +398,20 @@ async def _take_from_store(
         # (A log trimmed past ``last`` by its byte or age bound shows only now.)
         events = _replay(last, record, logged)
     except BaseException:
-        await link.ws.close()
+        await _close(reached)
         raise
+    link, resumed = await _reattach_upstream(conn, route, record, last, reached)
     runner = _rebuild(conn, route, record, link, start_seq=last)
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)
-    restored = runner.shim.restore(checkpoint_of(record).shim)
+    snap = checkpoint_of(record).shim
+    shim = runner.shim
+    if isinstance(shim, BargeInRelaySession):
+        restored = shim.restore(snap, link.created if resumed else None, now_ms())
+        if not resumed:
+            shim.bind_upstream(link.created)
+    else:
+        restored = shim.restore(snap)
     _preload(runner.journal, events)
     # Events up to the log head are in the store; the rest are appended at the next flush.
     runner.persister.adopt(epoch, token, flushed_seq=max(last, record.last_seq))
@@ -398,6 +421,7 @@ async def _take_from_store(
         where="store",
         last_seq=last,
         replayed=len(events),
+        upstream="resumed" if resumed else "fresh",
         took_ms=req.took_ms(),
     )
     runner.start()
@@ -409,10 +433,25 @@ async def _take_from_store(
     return attach
 
 
-async def _discard(dialling: asyncio.Future[UpstreamLink]) -> None:
+@dataclass
+class _Socket:
+    """An upstream socket opened to resume an upstream session on; nothing sent yet."""
+
+    ws: aiohttp.ClientWebSocketResponse
+    url: str
+
+
+_Upstream = UpstreamLink | _Socket
+
+
+async def _close(reached: _Upstream) -> None:
+    await reached.ws.close()
+
+
+async def _discard(dialling: asyncio.Future[_Upstream]) -> None:
     dialling.cancel()
     result = (await asyncio.gather(dialling, return_exceptions=True))[0]
-    if isinstance(result, UpstreamLink):
+    if isinstance(result, UpstreamLink | _Socket):
         await result.ws.close()
 
 
@@ -511,6 +550,61 @@ async def _reopen_upstream(state: ProxyState, route: Route, record: SessionRecor
         raise ResumeFailed(
             "upstream_unavailable", "cannot reopen the upstream session; start a new session"
         ) from None
+
+
+async def _connect_upstream(state: ProxyState, route: Route, record: SessionRecord) -> _Socket:
+    """A socket to resume the record's upstream session on."""
+    assert state.http is not None
+    upstream_model = str(record.upstream.get("upstream_model", record.model))
+    url = resume_url(state.upstream_url(route), upstream_model)
+    try:
+        ws = await connect(state.http, url, route, state.config.server.upstream_connect_timeout_s)
+    except UpstreamUnavailable:
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed(
+            "upstream_unavailable", "cannot reach the upstream; try again or start a new session"
+        ) from None
+    return _Socket(ws, url)
+
+
+async def _reattach_upstream(
+    conn: ClientSession, route: Route, record: SessionRecord, last: int, reached: _Upstream
+) -> tuple[UpstreamLink, bool]:
+    """The upstream for the session taken over, and whether it is its own session.
+
+    The upstream's own session comes back where the snapshot has one to resume and
+    the client is not ahead of the snapshot (its old owner died before writing what
+    it had sent: the upstream would replay events the client already has). Else, or
+    if the upstream cannot resume it, a fresh upstream session opens.
+    """
+    if isinstance(reached, UpstreamLink):
+        return reached, False
+    state = conn.state
+    cp = checkpoint_of(record)
+    binding = BargeInRelaySession.upstream_binding(cp.shim)
+    if binding is not None and last <= cp.seq:
+        up_sid, up_token, up_seq = binding
+        try:
+            link = await resume_over(
+                reached.ws,
+                reached.url,
+                up_sid,
+                up_token,
+                up_seq,
+                state.config.server.classify_timeout_s,
+            )
+        except (UpstreamUnavailable, UpstreamRefused) as exc:
+            conn.log.info("upstream_resume_failed", error=str(exc)[:200], effect="fresh session")
+        else:
+            return link, True
+    else:
+        await reached.ws.close()
+    try:
+        return await _reopen_upstream(state, route, record), False
+    except ResumeFailed:
+        # The lease has moved: the session cannot go on anywhere.
+        conn.log.warning("session_lost", reason="upstream unreachable after the takeover")
+        raise
 
 
 def _rebuild(

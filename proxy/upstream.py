@@ -179,3 +179,72 @@ async def redial_turn(
         await ws.close()
         raise UpstreamUnavailable(f"upstream reopened with {event.get('type')!r}")
     return ws
+
+
+# ---------------------------------------------------------------------- resume
+
+
+def resume_url(base_url: str, upstream_model: str) -> str:
+    """Where a duplex upstream session is resumed: no autostart, so that the first
+    frame the server reads is the ``session.resume``."""
+    return with_query(base_url, {"duplex": "1", "model": upstream_model, "autostart": "0"})
+
+
+async def connect(
+    http: aiohttp.ClientSession, url: str, route: Route, connect_timeout: float
+) -> aiohttp.ClientWebSocketResponse:
+    """A bare upstream socket; nothing is sent on it yet."""
+    return await _timed(_connect(http, url, route), connect_timeout)
+
+
+async def resume_over(
+    ws: aiohttp.ClientWebSocketResponse,
+    url: str,
+    session_id: str,
+    resume_token: str,
+    after_seq: int,
+    classify_timeout: float,
+) -> UpstreamLink:
+    """Reattach an upstream duplex session on ``ws`` with its own ``session.resume``.
+
+    The upstream answers ``session.resumed`` (with a new resume token), then replays
+    its events after ``after_seq`` and goes on live. Raises UpstreamRefused with its
+    answer (expired, bad token, ``session.resync_required`` when its journal no longer
+    reaches back that far), or UpstreamUnavailable; the socket is closed then.
+    """
+    resume = {
+        "type": "session.resume",
+        "session_id": session_id,
+        "resume_token": resume_token,
+        "last_received_server_event_seq": after_seq,
+    }
+    try:
+        await ws.send_str(orjson.dumps(resume).decode())
+        event, raw = await _first_frame(ws, classify_timeout)
+    except (ConnectionResetError, aiohttp.ClientError) as exc:
+        await ws.close()
+        raise UpstreamUnavailable(f"upstream dropped the connection: {exc}") from None
+    except BaseException:
+        await ws.close()
+        raise
+    if event.get("type") != "session.resumed" or not isinstance(event.get("resume_token"), str):
+        await ws.close()
+        raise UpstreamRefused(event)
+    return UpstreamLink(ws=ws, created=event, created_raw=raw, duplex_refused=False, url=url)
+
+
+async def resume_upstream(
+    http: aiohttp.ClientSession,
+    base_url: str,
+    route: Route,
+    upstream_model: str,
+    session_id: str,
+    resume_token: str,
+    after_seq: int,
+    connect_timeout: float,
+    classify_timeout: float,
+) -> UpstreamLink:
+    """``connect`` then ``resume_over``."""
+    url = resume_url(base_url, upstream_model)
+    ws = await connect(http, url, route, connect_timeout)
+    return await resume_over(ws, url, session_id, resume_token, after_seq, classify_timeout)

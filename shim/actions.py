@@ -50,6 +50,28 @@ class AbortUpstream:
 
 
 @dataclass(frozen=True, slots=True)
+class ResumeUpstream:
+    """Reattach the upstream's own session on a new socket (its ``session.resume``).
+
+    The upstream replays its events after ``after_seq``. The edge answers with
+    ``UpstreamReattached`` (the ``session.resumed``), or with ``UpstreamLost``
+    (``resume=False``) when the upstream cannot resume it.
+    """
+
+    session_id: str
+    resume_token: str
+    after_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class StandDown:
+    """Another connection took the upstream session over (another replica resumed
+    this session): let the session go here; it carries on there."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class AnalyzeAudio:
     """Run VAD on these 16 kHz mono float32 samples (echo already removed).
 
@@ -73,6 +95,8 @@ Action = (
     | SendUpstream
     | ForwardUpstream
     | AbortUpstream
+    | ResumeUpstream
+    | StandDown
     | AnalyzeAudio
     | CloseClient
 )

@@ -38,17 +38,42 @@ class Tick:
 
 @dataclass(frozen=True, slots=True)
 class UpstreamLost:
-    """The upstream socket closed without the shim asking for it."""
+    """The upstream socket closed without the shim asking for it.
+
+    ``resume`` is False when reattaching the upstream's own session was tried
+    (the shim asked for it with ``ResumeUpstream``) and failed.
+    """
 
     reason: str
     now_ms: float
+    resume: bool = True
 
 
 @dataclass(frozen=True, slots=True)
 class UpstreamReattached:
-    """A fresh upstream session replaced an aborted or lost one."""
+    """The upstream is back on a new socket: its first event, ``session.created``
+    for a fresh upstream session or ``session.resumed`` for the same one."""
 
+    event: dict[str, Any]
     now_ms: float
 
 
-Input = ClientEvent | UpstreamEvent | VadWindow | Tick | UpstreamLost | UpstreamReattached
+@dataclass(frozen=True, slots=True)
+class UpstreamCheckpointed:
+    """The session store holds the session as of upstream event ``seq`` of the
+    upstream session ``session_id``: the upstream may forget the events up to it."""
+
+    session_id: str
+    seq: int
+    now_ms: float
+
+
+Input = (
+    ClientEvent
+    | UpstreamEvent
+    | VadWindow
+    | Tick
+    | UpstreamLost
+    | UpstreamReattached
+    | UpstreamCheckpointed
+)

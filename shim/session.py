@@ -39,6 +39,7 @@ from shim.inputs import (
     ClientEvent,
     Input,
     Tick,
+    UpstreamCheckpointed,
     UpstreamEvent,
     UpstreamLost,
     UpstreamReattached,
@@ -156,7 +157,9 @@ class EmulatedSession:
         if isinstance(inp, UpstreamLost):
             return self.on_upstream_lost(inp)
         if isinstance(inp, UpstreamReattached):
-            return []
+            return self.on_upstream_reattached(inp)
+        if isinstance(inp, UpstreamCheckpointed):
+            return self.on_upstream_checkpointed(inp)
         raise TypeError(f"unknown input {inp!r}")
 
     # ------------------------------------------------------------ client
@@ -670,3 +673,14 @@ class EmulatedSession:
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         return [CloseClient(1011, "upstream lost")]
+
+    def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
+        return []
+
+    def on_upstream_checkpointed(self, inp: UpstreamCheckpointed) -> list[Action]:
+        return []
+
+    def upstream_position(self) -> tuple[str, int] | None:
+        """(upstream session id, last upstream event seq handled), where the upstream
+        journals its events and can resume its session; else None."""
+        return None

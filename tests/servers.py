@@ -15,6 +15,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 import pybase64
@@ -133,3 +134,65 @@ class Client:
 async def connect(url: str) -> AsyncIterator[Client]:
     async with aiohttp.ClientSession() as http, http.ws_connect(url, max_msg_size=0) as ws:
         yield Client(ws)
+
+
+@dataclass
+class Link:
+    """A TCP relay on loopback in front of a server: cut every connection through it,
+    or point it at another server (the upstream restarted), without either end's help."""
+
+    target: tuple[str, int]
+    port: int = 0
+    _pipes: set[asyncio.StreamWriter] = field(default_factory=set)
+
+    def url(self, ws_url: str) -> str:
+        """``ws_url`` (of the target) as reached through this relay."""
+        host, port = self.target
+        return ws_url.replace(f"{host}:{port}", f"127.0.0.1:{self.port}")
+
+    def cut(self) -> int:
+        """Drop every connection through the relay now; how many there were."""
+        pipes, self._pipes = self._pipes, set()
+        for writer in pipes:
+            writer.transport.abort()
+        return len(pipes) // 2
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._pipes |= {writer, up_writer}
+
+        async def pump(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.transport.abort()
+
+        await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer))
+        self._pipes -= {writer, up_writer}
+
+
+def host_port(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    assert parts.hostname is not None and parts.port is not None
+    return parts.hostname, parts.port
+
+
+@asynccontextmanager
+async def tcp_link(target_url: str) -> AsyncIterator[Link]:
+    link = Link(host_port(target_url))
+    server = await asyncio.start_server(link._serve, "127.0.0.1", 0)
+    link.port = server.sockets[0].getsockname()[1]
+    try:
+        yield link
+    finally:
+        link.cut()
+        server.close()
+        await server.wait_closed()

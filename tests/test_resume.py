@@ -26,11 +26,14 @@ from tests.redis_server import RedisServer
 from tests.servers import (
     Client,
     connect,
+    host_port,
     load_clip,
+    proxy,
     proxy_config,
     reference,
     serve_app,
     silence,
+    tcp_link,
     ws_url,
 )
 
@@ -249,13 +252,18 @@ async def test_the_superseded_connection_gets_session_replaced(redis_url: str, w
 # ---------------------------------------------------------------------- other replica
 
 
+def transcript_of(events: list[dict[str, Any]], rid: str) -> str:
+    """The response's transcript deltas as the client received them, joined."""
+    kind = "response.output_audio_transcript.delta"
+    return "".join(e["delta"] for e in events if e["type"] == kind and e["response_id"] == rid)
+
+
 @pytest.mark.redis
-@pytest.mark.parametrize("kind", ["turn", "duplex-no-barge-in"])
-async def test_resume_on_another_replica_ends_the_cut_response_and_talks_on(
-    redis_url: str, kind: str
+async def test_resume_on_another_replica_ends_a_turn_based_response_and_talks_on(
+    redis_url: str,
 ) -> None:
     async with (
-        reference(kind, reply_ms=3000) as up,
+        reference("turn", reply_ms=3000) as up,
         replica(store_config(up, redis_url), "a") as a,
         replica(store_config(up, redis_url), "b") as b,
     ):
@@ -277,6 +285,100 @@ async def test_resume_on_another_replica_ends_the_cut_response_and_talks_on(
             again = await c2.until("response.done", timeout=20)
             assert again["response"]["status"] == "completed"
             s.take(c2)
+        s.assert_exactly_once()
+
+
+@pytest.mark.redis
+async def test_resume_on_another_replica_takes_the_duplex_upstream_session_along(
+    redis_url: str,
+) -> None:
+    """The upstream resumes its own session for the new replica: the answer goes on,
+    every word of it exactly once, and the old replica lets go."""
+    async with (
+        reference("duplex-no-barge-in", reply_ms=3000) as up,
+        replica(store_config(up, redis_url), "a") as a,
+        replica(store_config(up, redis_url), "b") as b,
+    ):
+        async with connect(ws_url(a)) as c1:
+            s = await created(c1)
+            await speak(c1)
+            await until_deltas(c1, 3)
+            s.take(c1)
+            rid = c1.of("response.created")[-1]["response"]["id"]
+            # The old connection stays open while the client resumes elsewhere.
+            async with connect(ws_url(b)) as c2:
+                await resumed(c2, s)
+                await c1.until("session.replaced")
+                full = await c2.until("response.output_audio_transcript.done", timeout=20)
+                done = await c2.until("response.done", timeout=20)
+                assert done["response"]["id"] == rid
+                assert done["response"]["status"] == "completed"
+                s.take(c2)
+                heard = transcript_of(s.events, rid)
+                assert heard and heard == full["transcript"], "nothing lost, nothing twice"
+                await speak(c2)
+                again = await c2.until("response.done", timeout=20)
+                assert again["response"]["status"] == "completed"
+                s.take(c2)
+        s.assert_exactly_once()
+
+
+async def test_a_dropped_upstream_socket_resumes_the_upstream_session() -> None:
+    """The network between proxy and upstream fails mid-answer: the client notices
+    nothing; the upstream replays what the proxy missed and the answer goes on."""
+    async with (
+        reference("duplex-no-barge-in", reply_ms=3000) as up,
+        tcp_link(up) as link,
+        proxy(proxy_config({"m": link.url(up)})) as base,
+        connect(ws_url(base)) as c,
+    ):
+        s = await created(c)
+        await speak(c)
+        await until_deltas(c, 3)
+        rid = c.of("response.created")[-1]["response"]["id"]
+        assert link.cut() == 1
+        full = await c.until("response.output_audio_transcript.done", timeout=20)
+        done = await c.until("response.done", timeout=20)
+        assert done["response"]["id"] == rid
+        assert done["response"]["status"] == "completed"
+        s.take(c)
+        assert transcript_of(s.events, rid) == full["transcript"], "nothing lost, nothing twice"
+        await speak(c)
+        again = await c.until("response.done", timeout=20)
+        assert again["response"]["status"] == "completed"
+        s.take(c)
+        s.assert_exactly_once()
+
+
+async def test_a_restarted_upstream_ends_the_response_incomplete_and_talks_on() -> None:
+    """The upstream lost its sessions (it restarted): no resume there, so the cut
+    answer ends ``incomplete`` and a fresh upstream session carries the talk on."""
+    async with (
+        reference("duplex-no-barge-in", reply_ms=3000) as up,
+        reference("duplex-no-barge-in", reply_ms=3000) as restarted,
+        tcp_link(up) as link,
+        proxy(proxy_config({"m": link.url(up)})) as base,
+        connect(ws_url(base)) as c,
+    ):
+        s = await created(c)
+        await c.send({"type": "session.update", "session": {"instructions": "be brief"}})
+        await speak(c)
+        await until_deltas(c, 3)
+        rid = c.of("response.created")[-1]["response"]["id"]
+        link.target = host_port(restarted)
+        link.cut()
+        cut_at = len(c.events)
+        done = await c.until("response.done", timeout=20)
+        assert done["response"]["id"] == rid
+        assert done["response"]["status"] == "incomplete"
+        assert done["response"]["status_details"]["reason"] == "upstream_lost"
+        await speak(c)
+        again = await c.until("response.done", timeout=20)
+        assert again["response"]["status"] == "completed"
+        # The fresh upstream session got the client's settings back.
+        updated = [e for e in c.events[cut_at:] if e["type"] == "session.updated"]
+        assert updated and updated[-1]["session"]["instructions"] == "be brief"
+        s.take(c)
         s.assert_exactly_once()
 
 

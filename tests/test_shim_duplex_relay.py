@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pybase64
 
-from shim.actions import ForwardUpstream
+from shim.actions import AbortUpstream, ForwardUpstream, ResumeUpstream, StandDown
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.inputs import UpstreamCheckpointed, UpstreamLost, UpstreamReattached
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
@@ -14,10 +15,23 @@ RID = "resp-duplex-1-0-abcd1234"
 AID = f"item_{RID}"
 
 
-def make(truncates: bool = False) -> Script:
+UP = "duplex-up-1"
+
+
+def make(truncates: bool = False, bound: bool = True) -> Script:
     settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
     caps = {"supports_barge_in": False, "supports_audio_truncate": truncates}
-    return Script(BargeInRelaySession("sess_0123456789abcdef", "m", settings, caps))
+    session = BargeInRelaySession("sess_0123456789abcdef", "m", settings, caps)
+    if bound:
+        session.bind_upstream(
+            {"type": "session.created", "session": {"id": UP}, "resume_token": "tok-1"}
+        )
+    return Script(session)
+
+
+def relay(sc: Script) -> BargeInRelaySession:
+    assert isinstance(sc.s, BargeInRelaySession)
+    return sc.s
 
 
 def start_response(sc: Script, chunks: int = 10, rate: int = 22050) -> list:  # type: ignore[type-arg]
@@ -61,8 +75,114 @@ def test_upstream_events_are_relayed_without_the_upstreams_seq() -> None:
     events = client_events(out)
     assert events[0]["type"] == "response.created"
     assert all("server_event_seq" not in e for e in events), "the proxy numbers events itself"
-    acks = [e for e in upstream_events(out) if e["type"] == "session.event_ack"]
-    assert all(isinstance(a["server_event_seq"], int) for a in acks)
+
+
+def test_upstream_events_are_acked_only_once_checkpointed() -> None:
+    sc = make()
+    out = start_response(sc, chunks=4)  # upstream seqs 10..18
+    assert not upstream_events(out), "nothing is acked before the store holds it"
+    assert relay(sc).upstream_position() == (UP, 18)
+    acked = sc.s.handle(UpstreamCheckpointed(UP, 14, sc.now))
+    assert upstream_events(acked) == [{"type": "session.event_ack", "server_event_seq": 14}]
+    assert not sc.s.handle(UpstreamCheckpointed(UP, 14, sc.now)), "acked once"
+    assert not sc.s.handle(UpstreamCheckpointed("another-upstream", 18, sc.now))
+    # Never beyond what was handled, whatever the checkpoint says.
+    capped = sc.s.handle(UpstreamCheckpointed(UP, 99, sc.now))
+    assert upstream_events(capped) == [{"type": "session.event_ack", "server_event_seq": 18}]
+
+
+def test_a_lost_upstream_socket_resumes_the_upstream_session_and_goes_on() -> None:
+    sc = make()
+    start_response(sc, chunks=3)  # upstream seqs 10..16
+    out = sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert out == [ResumeUpstream(UP, "tok-1", 16)], "no response ends: the upstream replays"
+    resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
+    assert not sc.s.handle(UpstreamReattached(resumed, sc.now))
+    snap = sc.s.snapshot()
+    assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-2", 16)
+    repeated = sc.upstream(
+        {"type": "response.output_audio_transcript.delta", "response_id": RID, "delta": "x"}
+        | {"server_event_seq": 16}
+    )
+    assert not repeated, "what was handled before the loss is not relayed twice"
+    going_on = sc.upstream(
+        {"type": "response.output_audio_transcript.delta", "response_id": RID, "delta": "more"}
+        | {"item_id": AID, "server_event_seq": 17}
+    )
+    assert types(going_on) == ["response.output_audio_transcript.delta"]
+
+
+def test_an_upstream_that_cannot_resume_ends_the_response_and_opens_a_fresh_session() -> None:
+    sc = make()
+    sc.client({"type": "session.update", "session": {"instructions": "be brief"}})
+    start_response(sc, chunks=3)
+    out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    (done,) = [e for e in client_events(out) if e["type"] == "response.done"]
+    assert done["response"]["status"] == "incomplete"
+    assert done["response"]["status_details"]["reason"] == "upstream_lost"
+    assert any(isinstance(a, AbortUpstream) and a.redial for a in out)
+    (restore,) = upstream_events(out)
+    assert restore["session"]["instructions"] == "be brief"
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    sc.s.handle(UpstreamReattached(fresh, sc.now))
+    assert relay(sc).upstream_position() == ("duplex-up-2", 0), "its seqs count afresh"
+
+
+def test_session_replaced_upstream_stands_the_session_down() -> None:
+    sc = make()
+    start_response(sc, chunks=2)
+    out = sc.upstream({"type": "session.replaced", "session_id": UP})
+    assert len(out) == 1 and isinstance(out[0], StandDown)
+    after = sc.upstream(
+        {"type": "response.output_audio_transcript.delta", "response_id": RID, "delta": "x"}
+        | {"server_event_seq": 99}
+    )
+    assert not after, "the session carries on elsewhere"
+    assert not sc.s.handle(UpstreamLost("socket closed", sc.now)), "no resume, no redial"
+
+
+def test_an_upstream_journal_overflow_makes_it_unresumable_and_stays_upstream() -> None:
+    sc = make()
+    start_response(sc, chunks=1)
+    out = sc.upstream({"type": "session.resync_required", "reason": "journal_overflow"})
+    assert not out, "the client's journal is the proxy's: nothing to resync"
+    assert BargeInRelaySession.upstream_binding(sc.s.snapshot()) is None
+    lost = sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert not any(isinstance(a, ResumeUpstream) for a in lost)
+    assert "response.done" in types(lost)
+
+
+def test_a_snapshot_restored_with_its_upstream_resumed_carries_the_response_on() -> None:
+    sc = make()
+    start_response(sc, chunks=3)  # upstream seqs 10..16
+    cut_rid = "resp-cut"
+    relay(sc)._cancelled_ids.append(cut_rid)
+    snap = sc.s.snapshot()
+    moved = make(bound=False)
+    resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
+    out = relay(moved).restore(snap, resumed, now=5000.0)
+    assert not types(out), "not ended: the upstream session came back"
+    assert BargeInRelaySession.upstream_binding(moved.s.snapshot()) == (UP, "tok-2", 16)
+    resp = moved.s.response
+    assert resp is not None and resp.response_id == RID
+    assert resp.playback is not None and resp.playback.transcript == "word word word "
+    assert not moved.upstream(
+        {"type": "response.output_audio.delta", "response_id": cut_rid, "delta": ""}
+        | {"server_event_seq": 17}
+    ), "a response cut before the move stays cut"
+    done = moved.upstream(
+        {"type": "response.done", "response": {"id": RID, "status": "completed"}}
+        | {"server_event_seq": 18}
+    )
+    assert types(done) == ["response.done"]
+
+
+def test_a_snapshot_restored_on_a_fresh_upstream_ends_the_response_incomplete() -> None:
+    sc = make()
+    start_response(sc, chunks=2)
+    out = make(bound=False).s.restore(sc.s.snapshot())
+    (done,) = [e for e in client_events(out) if e["type"] == "response.done"]
+    assert done["response"]["status"] == "incomplete"
 
 
 def test_audio_is_resampled_to_the_clients_rate() -> None:

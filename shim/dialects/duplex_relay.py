@@ -9,11 +9,23 @@ client (``response.done`` cancelled / ``turn_detected``, ``conversation.item.tru
 
 Upstream turn-taking stays the upstream's: the proxy does not announce ordinary user
 turns, only the ones that interrupt.
+
+The upstream session is resumable (vLLM-Omni journals its events): the relay keeps
+its id, resume token and the last upstream ``server_event_seq`` it handled, in the
+snapshot too. When the upstream socket drops, it asks to reattach that session
+(``ResumeUpstream``), so the upstream replays what followed and the response goes
+on; only when that fails does it end the response ``incomplete`` and open a fresh
+one. It acknowledges upstream events (``session.event_ack``) only once the session
+store holds the session past them (``UpstreamCheckpointed``): a replica that takes
+the session over resumes the upstream from its snapshot, and the upstream must
+still have everything after it. ``session.replaced`` from the upstream means
+another replica did just that: this one stands down.
 """
 
 from __future__ import annotations
 
 import copy
+from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,9 +34,11 @@ from shim.actions import (
     AbortUpstream,
     Action,
     ForwardUpstream,
+    ResumeUpstream,
     SendClient,
     SendClientAudio,
     SendUpstream,
+    StandDown,
 )
 from shim.audio import (
     PCM16,
@@ -36,11 +50,17 @@ from shim.audio import (
     decode_samples,
     encode_samples,
 )
-from shim.inputs import ClientEvent, UpstreamEvent, UpstreamLost
+from shim.inputs import (
+    ClientEvent,
+    UpstreamCheckpointed,
+    UpstreamEvent,
+    UpstreamLost,
+    UpstreamReattached,
+)
 from shim.session import VAD_RATE, EmulatedSession, ShimSettings
 
-# Acknowledge upstream events in batches: every N, and at every response end.
-ACK_EVERY = 16
+# Responses the proxy cut whose remaining upstream events it still drops.
+CANCELLED_KEPT = 32
 
 
 class BargeInRelaySession(EmulatedSession):
@@ -59,12 +79,40 @@ class BargeInRelaySession(EmulatedSession):
         self.upstream_truncates = caps.get("supports_audio_truncate") is True
         self._rs_out: StreamResampler | None = None
         self._rs_far: StreamResampler | None = None
-        self._cancelled_ids: set[str] = set()
+        self._cancelled_ids: deque[str] = deque(maxlen=CANCELLED_KEPT)
         self._suppress_upstream_speech = False
+        # The upstream session: its id, its resume token (None: it cannot be resumed),
+        # the last of its events handled and the last acknowledged.
+        self.upstream_id: str | None = None
+        self.upstream_token: str | None = None
         self._upstream_seq = 0
         self._acked_seq = 0
+        # The upstream session was taken over by another connection.
+        self._replaced = False
         # The client's last session.update as sent upstream, to restore on a fresh one.
         self._last_update: dict[str, Any] | None = None
+
+    def bind_upstream(self, event: Mapping[str, Any]) -> None:
+        """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
+        session = event.get("session")
+        sid = event.get("session_id")
+        if not isinstance(sid, str) and isinstance(session, dict):
+            sid = session.get("id")
+        token = event.get("resume_token")
+        sid = sid if isinstance(sid, str) else ""  # unnamed: acknowledged, never resumed
+        if event.get("type") == "session.created" or sid != self.upstream_id:
+            # A new upstream session: its events count from the start again.
+            self._upstream_seq = self._acked_seq = 0
+        self.upstream_id = sid
+        self.upstream_token = token if isinstance(token, str) and sid else None
+
+    def upstream_position(self) -> tuple[str, int] | None:
+        if self.upstream_id is None:
+            return None
+        return self.upstream_id, self._upstream_seq
+
+    def _resumable(self) -> bool:
+        return bool(self.upstream_id) and self.upstream_token is not None
 
     # ------------------------------------------------------------ client events
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -117,12 +165,71 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream(ev)]  # user items and the like live upstream
 
     def snapshot(self) -> dict[str, Any]:
-        return {**super().snapshot(), "upstream_update": self._last_update}
+        upstream = None
+        if self.upstream_id is not None:
+            upstream = {
+                "id": self.upstream_id,
+                "token": self.upstream_token,
+                "seq": self._upstream_seq,
+            }
+        return {
+            **super().snapshot(),
+            "upstream_update": self._last_update,
+            "upstream": upstream,
+            "cancelled": list(self._cancelled_ids),
+            "suppress_upstream_speech": self._suppress_upstream_speech,
+        }
 
-    def restore(self, snap: dict[str, Any]) -> list[Action]:
+    @staticmethod
+    def upstream_binding(snap: Mapping[str, Any]) -> tuple[str, str, int] | None:
+        """(id, resume token, seq) of the upstream session a snapshot can resume."""
+        up = snap.get("upstream")
+        if not isinstance(up, dict):
+            return None
+        sid, token, seq = up.get("id"), up.get("token"), up.get("seq")
+        if sid and isinstance(sid, str) and isinstance(token, str) and isinstance(seq, int):
+            return sid, token, seq
+        return None
+
+    def restore(
+        self, snap: dict[str, Any], resumed: Mapping[str, Any] | None = None, now: float = 0.0
+    ) -> list[Action]:
+        """Carry on from ``snapshot()``.
+
+        ``resumed`` is the upstream's ``session.resumed`` when the snapshot's upstream
+        session itself came back: the upstream replays its events after the snapshot's
+        seq, so a response that was mid-stream goes on. Otherwise (a fresh upstream
+        session) it ends here, ``incomplete``.
+        """
         update = snap.get("upstream_update")
         self._last_update = update if isinstance(update, dict) else None
-        return super().restore(snap)
+        self._cancelled_ids.extend(str(rid) for rid in snap.get("cancelled") or ())
+        binding = self.upstream_binding(snap)
+        if resumed is None or binding is None:
+            return super().restore(snap)
+        self._suppress_upstream_speech = snap.get("suppress_upstream_speech") is True
+        self.upstream_id, self.upstream_token, self._upstream_seq = binding
+        self._acked_seq = 0
+        self.bind_upstream(resumed)
+        opened = snap.get("open_response")
+        out = super().restore({**snap, "open_response": None})
+        if isinstance(opened, dict):
+            resp = self.new_response(str(opened["response_id"]), str(opened["item_id"]))
+            resp.started_at_sample = 0
+            sent_ms = float(opened.get("sent_ms") or 0)
+            text = str(opened.get("transcript") or "")
+            if sent_ms > 0 or text:
+                # What was sent before the move: the client is taken to have heard it
+                # (its playback.ack, if it sends them, says better).
+                rate = self.config.output_format.rate_hz
+                pb = self.ledger.start(resp.item_id, resp.response_id, rate)
+                pb.sent_samples = int(sent_ms * rate / 1000)
+                pb.first_sent_ms, pb.play_end_ms = now - sent_ms, now
+                pb.transcript = text
+                if text:
+                    pb.marks.append((sent_ms, len(text)))
+                resp.playback = pb
+        return out
 
     @staticmethod
     def _heard_ack(item_id: str, response_id: str, played: int) -> dict[str, Any]:
@@ -145,7 +252,7 @@ class BargeInRelaySession(EmulatedSession):
         assert resp is not None
         resp.cancelled = True
         resp.held, resp.held_ms = [], 0.0
-        self._cancelled_ids.add(resp.response_id)
+        self._cancelled_ids.append(resp.response_id)
         self._suppress_upstream_speech = reason == "turn_detected"
         out = self.close_response(resp, now, "cancelled", reason, truncate_at)
         played = (resp.playback.truncated_ms or 0) if resp.playback is not None else 0
@@ -159,19 +266,34 @@ class BargeInRelaySession(EmulatedSession):
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
         ev = dict(inp.event)
         out: list[Action] = []
+        if self._replaced:
+            return out  # the session carries on elsewhere
         seq = ev.pop("server_event_seq", None)
-        if isinstance(seq, int):
-            self._upstream_seq = max(self._upstream_seq, seq)
+        if isinstance(seq, int) and not isinstance(seq, bool):
+            if seq <= self._upstream_seq:
+                return out  # an upstream replay repeating what was handled already
+            self._upstream_seq = seq
         kind = ev.get("type")
+        if kind in ("session.created", "session.resumed"):
+            # The upstream's own session: the client has the proxy's.
+            self.bind_upstream(ev)
+            return out
+        if kind == "session.replaced":
+            # Only a proxy holds the upstream's resume token: another replica resumed
+            # this session and its upstream session with it.
+            self._replaced = True
+            return [StandDown("the upstream session was resumed by another connection")]
+        if kind == "session.resync_required":
+            # The upstream's journal can no longer replay (it overflowed): its session
+            # cannot be resumed any more. The client's own journal is the proxy's.
+            self.upstream_token = None
+            return out
         rid = ev.get("response_id")
         if rid is None and isinstance(ev.get("response"), dict):
             rid = ev["response"].get("id")
         if isinstance(rid, str) and rid in self._cancelled_ids:
-            out += self._maybe_ack(kind)
             return out  # the rest of a response the proxy already cut
         now = inp.now_ms
-        if kind == "session.created":
-            return out  # a fresh upstream session after a loss; the client has its own
         if kind == "response.created" and isinstance(rid, str):
             self.new_response(rid, f"item_{rid}")
             self._rs_out = self._rs_far = None
@@ -193,17 +315,17 @@ class BargeInRelaySession(EmulatedSession):
             out += self.emit(SendClient(ev))
         else:
             out += self.emit(SendClient(ev))
-        out += self._maybe_ack(kind)
         return out
 
-    def _maybe_ack(self, kind: Any) -> list[Action]:
-        if self._upstream_seq > self._acked_seq and (
-            kind == "response.done" or self._upstream_seq - self._acked_seq >= ACK_EVERY
-        ):
-            self._acked_seq = self._upstream_seq
-            return [
-                SendUpstream({"type": "session.event_ack", "server_event_seq": self._upstream_seq})
-            ]
+    def on_upstream_checkpointed(self, inp: UpstreamCheckpointed) -> list[Action]:
+        seq = min(inp.seq, self._upstream_seq)
+        if inp.session_id != self.upstream_id or seq <= self._acked_seq or self._replaced:
+            return []
+        self._acked_seq = seq
+        return [SendUpstream({"type": "session.event_ack", "server_event_seq": seq})]
+
+    def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
+        self.bind_upstream(inp.event)
         return []
 
     def _audio(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -235,6 +357,13 @@ class BargeInRelaySession(EmulatedSession):
         return self.emit_audio(SendClientAudio(ev, int(client.size), out_fmt.rate_hz, far), now)
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
+        if self._replaced:
+            return []  # standing down: the session carries on elsewhere
+        if inp.resume and self._resumable():
+            # Its own session back, if the upstream still has it: nothing is lost.
+            assert self.upstream_id is not None and self.upstream_token is not None
+            return [ResumeUpstream(self.upstream_id, self.upstream_token, self._upstream_seq)]
+        self.upstream_id = self.upstream_token = None
         out: list[Action] = []
         resp = self.response
         if resp is not None and not resp.cancelled and not resp.upstream_done:
