@@ -355,7 +355,10 @@ class Session:
             async with aiohttp.ClientSession() as self.http:
                 await self._run(deadline)
         except Exception as exc:  # a failed session is reported, not fatal
-            self.out.error = f"{type(exc).__name__}: {exc}"[:300]
+            where = f"{self.sid} at seq {self.last}, turn {self.out.turns}"
+            if self.unanswered:
+                where += f", unanswered {self.unanswered}"
+            self.out.error = f"{where}: {type(exc).__name__}: {exc}"[:300]
         finally:
             if self.reader is not None:
                 self.reader.cancel()

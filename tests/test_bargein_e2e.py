@@ -135,3 +135,46 @@ async def test_a_backchannel_pauses_the_answer_then_it_goes_on_with_nothing_lost
         / 48
     )
     assert audio_ms >= 5900, "every held chunk was released: the whole 6 s answer arrived"
+
+
+async def next_done(c: Client, after: set[str], timeout: float = 20) -> dict[str, object]:
+    """The next response.done of a response not in ``after``."""
+    async with asyncio.timeout(timeout):
+        while True:
+            ev = await c.recv(timeout=timeout)
+            if ev["type"] == "response.done" and ev["response"]["id"] not in after:
+                return ev
+
+
+@pytest.mark.parametrize(("kind", "mode"), EMULATED)
+async def test_after_a_barge_in_the_talk_goes_on_turn_after_turn(kind: str, mode: str) -> None:
+    """The cut tells the upstream what was heard; it must not then wait for word of
+    every later answer's playback that the client never sends."""
+    async with (
+        reference(kind, reply_ms=2500) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base)) as c,
+    ):
+        await c.send({"type": "session.update", "session": {"type": "realtime"}})
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        state: dict[str, object] = {}
+        task = asyncio.create_task(mic(c, load_clip("utt00_clean.wav"), state))
+        try:
+            first = await c.until("response.output_audio.delta", timeout=20)
+            await asyncio.sleep(0.6)
+            state["overlay"] = load_clip("utt03_clean.wav")
+            cut = await next_done(c, set())
+            assert cut["response"]["id"] == first["response_id"]
+            assert cut["response"]["status"] == "cancelled"
+            seen = {first["response_id"]}
+            answer = await next_done(c, seen)  # to what was said over the first answer
+            assert answer["response"]["status"] == "completed"
+            seen.add(answer["response"]["id"])
+            await asyncio.sleep(3.0)  # the answer plays out
+            state["overlay"] = load_clip("utt05_clean.wav")
+            again = await next_done(c, seen, timeout=30)
+            assert again["response"]["status"] == "completed"
+        finally:
+            state["stop"] = True
+            await task

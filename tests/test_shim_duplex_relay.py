@@ -271,3 +271,69 @@ def test_unknown_client_events_pass_through_untouched() -> None:
     out = sc.client({"type": "vendor.custom", "x": [1, 2]})
     assert isinstance(out[0], ForwardUpstream)
     assert '"vendor.custom"' in out[0].raw
+
+
+def play_response(sc: Script, rid: str, deltas: int, rate: int = 22050) -> list:  # type: ignore[type-arg]
+    """A whole response of ``deltas`` x 100 ms of audio, generated at once."""
+    out = sc.upstream({"type": "response.created", "response": {"id": rid}})
+    for _ in range(deltas):
+        out += sc.upstream(
+            {
+                "type": "response.output_audio.delta",
+                "response_id": rid,
+                "item_id": f"item_{rid}",
+                "delta": pcm_b64(100, rate),
+                "sample_rate_hz": rate,
+            }
+        )
+    out += sc.upstream({"type": "response.done", "response": {"id": rid, "status": "completed"}})
+    return out
+
+
+def acks(out: list) -> list[dict]:  # type: ignore[type-arg]
+    return [e for e in upstream_events(out) if e["type"] == "playback.ack"]
+
+
+def test_after_its_own_ack_the_proxy_reports_each_later_playback_end() -> None:
+    """An upstream that has seen a playback.ack holds the turn until audio is acked as
+    played: for a client that sends no acks, the proxy says when playback ended."""
+    sc = make()
+    start_response(sc, chunks=10)
+    assert acks(sc.speak([0.9] * 10)), "the cut says what was heard"
+    sc.speak([0.05] * 20)
+    out = play_response(sc, "resp-2", deltas=5)  # 500 ms
+    out += sc.tick(200)
+    assert not acks(out), "still playing"
+    (ack,) = acks(sc.tick(400))
+    assert ack == {
+        "type": "playback.ack",
+        "played_ms": 500,
+        "committed_ms": 500,
+        "response_id": "resp-2",
+        "item_id": "item_resp-2",
+    }
+    assert not acks(sc.tick(1000)), "once"
+
+
+def test_no_playback_reports_to_an_upstream_that_goes_by_generation() -> None:
+    sc = make()
+    play_response(sc, "resp-1", deltas=3)
+    assert not acks(sc.tick(2000)), "it never saw an ack: no need to start now"
+
+
+def test_a_client_that_acks_itself_is_the_one_that_reports() -> None:
+    sc = make()
+    start_response(sc, chunks=10)
+    sc.speak([0.9] * 10)
+    sc.speak([0.05] * 20)
+    play_response(sc, "resp-2", deltas=2)
+    forwarded = sc.client(
+        {
+            "type": "playback.ack",
+            "played_ms": 100,
+            "response_id": "resp-2",
+            "item_id": "item_resp-2",
+        }
+    )
+    assert acks(forwarded) and acks(forwarded)[0]["played_ms"] == 100
+    assert not acks(sc.tick(2000)), "the client's acks are the truth"

@@ -20,11 +20,20 @@ store holds the session past them (``UpstreamCheckpointed``): a replica that tak
 the session over resumes the upstream from its snapshot, and the upstream must
 still have everything after it. ``session.replaced`` from the upstream means
 another replica did just that: this one stands down.
+
+The upstream learns what was played from ``playback.ack`` (vLLM-Omni's ack-only
+turn ownership: once it has seen an ack, the assistant holds the turn until its
+audio is acknowledged as played). A client that sends its own acks has them
+forwarded. For one that does not, once the proxy itself has acknowledged anything
+(what was heard of a response it cut), it acknowledges each later response in full
+when its playback ends by the ledger's estimate, so the upstream never waits for
+acks that no one will send.
 """
 
 from __future__ import annotations
 
 import copy
+import math
 from collections import deque
 from collections.abc import Mapping
 from typing import Any
@@ -91,6 +100,12 @@ class BargeInRelaySession(EmulatedSession):
         self._replaced = False
         # The client's last session.update as sent upstream, to restore on a fresh one.
         self._last_update: dict[str, Any] | None = None
+        # Playback reports: the client acks itself; the proxy has sent an ack; the
+        # current response's audio as the upstream sent it (ms); its end was reported.
+        self._client_acks = False
+        self._proxy_acked = False
+        self._upstream_audio_ms = 0.0
+        self._end_reported = False
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
@@ -141,6 +156,7 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream(ev)]
 
     def after_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
+        self._client_acks = True
         return [SendUpstream(ev)]
 
     def client_conversation_item_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -178,6 +194,12 @@ class BargeInRelaySession(EmulatedSession):
             "upstream": upstream,
             "cancelled": list(self._cancelled_ids),
             "suppress_upstream_speech": self._suppress_upstream_speech,
+            "playback_reports": {
+                "client_acks": self._client_acks,
+                "proxy_acked": self._proxy_acked,
+                "upstream_audio_ms": self._upstream_audio_ms,
+                "end_reported": self._end_reported,
+            },
         }
 
     @staticmethod
@@ -208,6 +230,11 @@ class BargeInRelaySession(EmulatedSession):
         if resumed is None or binding is None:
             return super().restore(snap)
         self._suppress_upstream_speech = snap.get("suppress_upstream_speech") is True
+        reports = snap.get("playback_reports") or {}
+        self._client_acks = reports.get("client_acks") is True
+        self._proxy_acked = reports.get("proxy_acked") is True
+        self._upstream_audio_ms = float(reports.get("upstream_audio_ms") or 0.0)
+        self._end_reported = reports.get("end_reported") is True
         self.upstream_id, self.upstream_token, self._upstream_seq = binding
         self._acked_seq = 0
         self.bind_upstream(resumed)
@@ -231,8 +258,8 @@ class BargeInRelaySession(EmulatedSession):
                 resp.playback = pb
         return out
 
-    @staticmethod
-    def _heard_ack(item_id: str, response_id: str, played: int) -> dict[str, Any]:
+    def _heard_ack(self, item_id: str, response_id: str, played: int) -> dict[str, Any]:
+        self._proxy_acked = True
         return {
             "type": "playback.ack",
             "played_ms": played,
@@ -260,6 +287,38 @@ class BargeInRelaySession(EmulatedSession):
         if not resp.upstream_done:
             out.append(SendUpstream(self._heard_ack(aid, rid, played)))
             out.append(SendUpstream({"type": "response.cancel", "response_id": rid}))
+        elif self._acks_decide_turns() and not self._end_reported:
+            # Generated in full but still playing, as far as the upstream knows: what
+            # was heard, then stop it playing (a cancel naming no response stops the
+            # one still playing; naming a finished one is refused).
+            out.append(SendUpstream(self._heard_ack(aid, rid, played)))
+            out.append(SendUpstream({"type": "response.cancel"}))
+        self._end_reported = True
+        return out
+
+    def _acks_decide_turns(self) -> bool:
+        return self._proxy_acked or self._client_acks
+
+    def on_tick(self, now: float) -> list[Action]:
+        out = super().on_tick(now)
+        resp = self.response
+        if (
+            resp is None
+            or self._client_acks
+            or not self._proxy_acked  # the upstream goes by generation, not acks
+            or self._end_reported
+            or resp.cancelled
+            or not resp.upstream_done
+            or resp.held
+            or (resp.playback is not None and resp.playback.playing(now))
+        ):
+            return out
+        # Played out (by the ledger's estimate): say so, in the upstream's own
+        # measure of what it sent, so that it hands the turn back.
+        self._end_reported = True
+        if self._upstream_audio_ms > 0:
+            played = math.ceil(self._upstream_audio_ms - 1e-6)
+            out.append(SendUpstream(self._heard_ack(resp.item_id, resp.response_id, played)))
         return out
 
     # ------------------------------------------------------------ upstream events
@@ -296,6 +355,7 @@ class BargeInRelaySession(EmulatedSession):
         now = inp.now_ms
         if kind == "response.created" and isinstance(rid, str):
             self.new_response(rid, f"item_{rid}")
+            self._upstream_audio_ms, self._end_reported = 0.0, False
             self._rs_out = self._rs_far = None
             out.append(SendClient(ev))
         elif kind == "response.output_audio.delta":
@@ -341,6 +401,7 @@ class BargeInRelaySession(EmulatedSession):
             samples = decode_samples(b64decode(data), AudioFormat(PCM16, rate))
         except AudioError as exc:
             return [self.err("upstream_error", f"upstream sent undecodable audio: {exc}")]
+        self._upstream_audio_ms += samples.size * 1000.0 / rate
         out_fmt = self.config.output_format
         if self._rs_out is None or self._rs_out.in_rate != rate:
             self._rs_out = StreamResampler(rate, out_fmt.rate_hz)
