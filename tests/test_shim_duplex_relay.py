@@ -337,3 +337,17 @@ def test_a_client_that_acks_itself_is_the_one_that_reports() -> None:
     )
     assert acks(forwarded) and acks(forwarded)[0]["played_ms"] == 100
     assert not acks(sc.tick(2000)), "the client's acks are the truth"
+
+
+def test_cutting_an_answer_generated_in_full_clears_its_playback_upstream() -> None:
+    sc = make()
+    start_response(sc, chunks=10)
+    sc.speak([0.9] * 10)  # a first cut: the upstream now goes by acks
+    sc.speak([0.05] * 20)
+    play_response(sc, "resp-2", deltas=30)  # 3 s, all generated, playing
+    out = sc.speak([0.9] * 10)
+    assert "response.done" in types(out)
+    up = [e for e in upstream_events(out) if e["type"] != "input_audio_buffer.append"]
+    assert [e["type"] for e in up] == ["playback.ack", "output_audio_buffer.clear"]
+    assert up[0]["played_ms"] < 3000 and up[1]["response_id"] == "resp-2"
+    assert not acks(sc.tick(5000)), "its end was reported by the cut"

@@ -289,10 +289,10 @@ class BargeInRelaySession(EmulatedSession):
             out.append(SendUpstream({"type": "response.cancel", "response_id": rid}))
         elif self._acks_decide_turns() and not self._end_reported:
             # Generated in full but still playing, as far as the upstream knows: what
-            # was heard, then stop it playing (a cancel naming no response stops the
-            # one still playing; naming a finished one is refused).
+            # was heard, then stop its playback (response.cancel refuses a response
+            # that is complete).
             out.append(SendUpstream(self._heard_ack(aid, rid, played)))
-            out.append(SendUpstream({"type": "response.cancel"}))
+            out.append(SendUpstream({"type": "output_audio_buffer.clear", "response_id": rid}))
         self._end_reported = True
         return out
 
