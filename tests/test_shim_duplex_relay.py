@@ -351,3 +351,17 @@ def test_cutting_an_answer_generated_in_full_clears_its_playback_upstream() -> N
     assert [e["type"] for e in up] == ["playback.ack", "output_audio_buffer.clear"]
     assert up[0]["played_ms"] < 3000 and up[1]["response_id"] == "resp-2"
     assert not acks(sc.tick(5000)), "its end was reported by the cut"
+
+
+def test_a_playback_end_still_to_report_moves_with_the_session() -> None:
+    sc = make()
+    start_response(sc, chunks=10)
+    sc.speak([0.9] * 10)
+    sc.speak([0.05] * 20)
+    play_response(sc, "resp-2", deltas=8)  # generated in full, still playing
+    moved = make(bound=False)
+    resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
+    assert not types(relay(moved).restore(sc.s.snapshot(), resumed, now=9000.0))
+    moved.now = 9000.0
+    (ack,) = acks(moved.tick(100))
+    assert (ack["response_id"], ack["played_ms"]) == ("resp-2", 800)

@@ -199,7 +199,20 @@ class BargeInRelaySession(EmulatedSession):
                 "proxy_acked": self._proxy_acked,
                 "upstream_audio_ms": self._upstream_audio_ms,
                 "end_reported": self._end_reported,
+                # A response generated in full whose playback end is still to report.
+                "playing": self._playing_out(),
             },
+        }
+
+    def _playing_out(self) -> dict[str, Any] | None:
+        resp = self.response
+        if resp is None or resp.cancelled or not resp.upstream_done or self._end_reported:
+            return None
+        pb = resp.playback
+        return {
+            "response_id": resp.response_id,
+            "item_id": resp.item_id,
+            "sent_ms": pb.sent_ms if pb is not None else 0.0,
         }
 
     @staticmethod
@@ -239,24 +252,35 @@ class BargeInRelaySession(EmulatedSession):
         self._acked_seq = 0
         self.bind_upstream(resumed)
         opened = snap.get("open_response")
+        playing = reports.get("playing")
         out = super().restore({**snap, "open_response": None})
         if isinstance(opened, dict):
-            resp = self.new_response(str(opened["response_id"]), str(opened["item_id"]))
-            resp.started_at_sample = 0
-            sent_ms = float(opened.get("sent_ms") or 0)
-            text = str(opened.get("transcript") or "")
-            if sent_ms > 0 or text:
-                # What was sent before the move: the client is taken to have heard it
-                # (its playback.ack, if it sends them, says better).
-                rate = self.config.output_format.rate_hz
-                pb = self.ledger.start(resp.item_id, resp.response_id, rate)
-                pb.sent_samples = int(sent_ms * rate / 1000)
-                pb.first_sent_ms, pb.play_end_ms = now - sent_ms, now
-                pb.transcript = text
-                if text:
-                    pb.marks.append((sent_ms, len(text)))
-                resp.playback = pb
+            self._carry_on(opened, now, upstream_done=False)
+        elif isinstance(playing, dict):
+            # Its end is reported at the next tick: a client that reconnected has
+            # played what it had, as far as anyone can tell.
+            self._carry_on(playing, now, upstream_done=True)
         return out
+
+    def _carry_on(self, taken: Mapping[str, Any], now: float, upstream_done: bool) -> None:
+        """The response the snapshot was taken in, carried on after the move."""
+        resp = self.new_response(str(taken["response_id"]), str(taken["item_id"]))
+        resp.started_at_sample = 0
+        resp.upstream_done = upstream_done
+        sent_ms = float(taken.get("sent_ms") or 0)
+        text = str(taken.get("transcript") or "")
+        if sent_ms <= 0 and not text:
+            return
+        # What was sent before the move: the client is taken to have heard it (its
+        # playback.ack, if it sends them, says better).
+        rate = self.config.output_format.rate_hz
+        pb = self.ledger.start(resp.item_id, resp.response_id, rate)
+        pb.sent_samples = int(sent_ms * rate / 1000)
+        pb.first_sent_ms, pb.play_end_ms = now - sent_ms, now
+        pb.transcript = text
+        if text:
+            pb.marks.append((sent_ms, len(text)))
+        resp.playback = pb
 
     def _heard_ack(self, item_id: str, response_id: str, played: int) -> dict[str, Any]:
         self._proxy_acked = True
