@@ -16,8 +16,8 @@ that say nothing about the session; the caller lets the client start fresh.
   the shim, and reattach the upstream: a duplex upstream that can resume gets its own
   session back with its own ``session.resume`` (it replays what followed the
   snapshot, so a response goes on); otherwise a fresh upstream session opens with
-  the session's settings, and a response cut off by the move ends with
-  ``response.done`` status ``incomplete``.
+  the session's settings (a duplex one is also given the conversation so far), and a
+  response cut off by the move ends with ``response.done`` status ``incomplete``.
 * passthrough session: the upstream resumes its own session and replays its own
   journal; the proxy finds the upstream from the store and relays ``session.resume``.
 
@@ -64,6 +64,7 @@ from proxy.upstream import (
 )
 from shim.capabilities import Classification, ProxyMode
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.inputs import UpstreamReattached
 
 if TYPE_CHECKING:
     from proxy.app import ProxyState
@@ -409,7 +410,8 @@ async def _take_from_store(
     if isinstance(shim, BargeInRelaySession):
         restored = shim.restore(snap, link.created if resumed else None, now_ms())
         if not resumed:
-            shim.bind_upstream(link.created)
+            # A fresh upstream session: it learns the conversation so far.
+            restored += shim.handle(UpstreamReattached(link.created, now_ms()))
     else:
         restored = shim.restore(snap)
     _preload(runner.journal, events)

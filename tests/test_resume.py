@@ -375,9 +375,15 @@ async def test_a_restarted_upstream_ends_the_response_incomplete_and_talks_on() 
         await speak(c)
         again = await c.until("response.done", timeout=20)
         assert again["response"]["status"] == "completed"
-        # The fresh upstream session got the client's settings back.
+        # The fresh upstream session got the client's settings back, and the talk so far.
         updated = [e for e in c.events[cut_at:] if e["type"] == "session.updated"]
         assert updated and updated[-1]["session"]["instructions"] == "be brief"
+        said = [e["item"] for e in c.events[:cut_at] if e["type"] == "conversation.item.done"]
+        first_user = next(i for i in said if i["role"] == "user")
+        await c.send({"type": "conversation.item.retrieve", "item_id": first_user["id"]})
+        got = await c.until("conversation.item.retrieved")
+        assert got["item"]["id"] == first_user["id"]
+        assert got["item"]["role"] == "user"
         s.take(c)
         s.assert_exactly_once()
 

@@ -365,3 +365,44 @@ def test_a_playback_end_still_to_report_moves_with_the_session() -> None:
     moved.now = 9000.0
     (ack,) = acks(moved.tick(100))
     assert (ack["response_id"], ack["played_ms"]) == ("resp-2", 800)
+
+
+def item_done(iid: str, role: str, part: dict) -> dict:  # type: ignore[type-arg]
+    return {"type": "conversation.item.done", "item": {"id": iid, "role": role, "content": [part]}}
+
+
+def test_a_fresh_upstream_session_is_given_the_conversation_so_far() -> None:
+    sc = make()
+    sc.upstream(item_done("u1", "user", {"type": "input_audio", "transcript": "hello there"}))
+    sc.upstream(
+        item_done(f"item_{RID}", "assistant", {"type": "output_audio", "transcript": "hi, how"})
+    )
+    sc.upstream(item_done("u2", "user", {"type": "input_text", "text": "tell me more"}))
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    given = upstream_events(sc.s.handle(UpstreamReattached(fresh, sc.now)))
+    assert [(e["type"], e["item"]["id"], e["item"]["role"]) for e in given] == [
+        ("conversation.item.create", "u1", "user"),
+        ("conversation.item.create", f"item_{RID}", "assistant"),
+        ("conversation.item.create", "u2", "user"),
+    ]
+    assert given[0]["item"]["content"] == [{"type": "input_text", "text": "hello there"}]
+    assert given[1]["item"]["content"] == [{"type": "output_text", "text": "hi, how"}]
+    echo = sc.upstream({"type": "conversation.item.created", "item": given[0]["item"]})
+    echo += sc.upstream({"type": "conversation.item.done", "item": given[0]["item"]})
+    assert not echo, "the client has these items already"
+    new = sc.upstream(item_done("u3", "user", {"type": "input_audio", "transcript": "ok"}))
+    assert types(new) == ["conversation.item.done"]
+
+
+def test_the_conversation_moves_with_the_session_as_heard() -> None:
+    sc = make()
+    start_response(sc, chunks=10)  # "word " x 10
+    sc.upstream(item_done(AID, "assistant", {"type": "output_audio", "transcript": "word " * 10}))
+    sc.speak([0.9] * 10)  # cut early: only part of it was heard
+    moved = make(bound=False)
+    relay(moved).restore(sc.s.snapshot())
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    (given,) = upstream_events(moved.s.handle(UpstreamReattached(fresh, moved.now)))
+    heard = given["item"]["content"][0]["text"]
+    assert heard and len(heard) < len("word " * 10)

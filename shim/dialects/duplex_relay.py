@@ -15,10 +15,11 @@ its id, resume token and the last upstream ``server_event_seq`` it handled, in t
 snapshot too. When the upstream socket drops, it asks to reattach that session
 (``ResumeUpstream``), so the upstream replays what followed and the response goes
 on; only when that fails does it end the response ``incomplete`` and open a fresh
-one. It acknowledges upstream events (``session.event_ack``) only once the session
-store holds the session past them (``UpstreamCheckpointed``): a replica that takes
-the session over resumes the upstream from its snapshot, and the upstream must
-still have everything after it. ``session.replaced`` from the upstream means
+one, which it gives the client's settings and the conversation so far (text items,
+the assistant's as heard). It acknowledges upstream events (``session.event_ack``)
+only once the session store holds the session past them (``UpstreamCheckpointed``):
+a replica that takes the session over resumes the upstream from its snapshot, and
+the upstream must still have everything after it. ``session.replaced`` from the upstream means
 another replica did just that: this one stands down.
 
 The upstream learns what was played from ``playback.ack`` (vLLM-Omni's ack-only
@@ -70,6 +71,11 @@ from shim.session import VAD_RATE, EmulatedSession, ShimSettings
 
 # Responses the proxy cut whose remaining upstream events it still drops.
 CANCELLED_KEPT = 32
+# Conversation items (as text) kept to give a fresh upstream session the talk so far.
+HISTORY_KEPT = 64
+
+
+_ITEM_ECHOES = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
 
 
 class BargeInRelaySession(EmulatedSession):
@@ -106,6 +112,10 @@ class BargeInRelaySession(EmulatedSession):
         self._proxy_acked = False
         self._upstream_audio_ms = 0.0
         self._end_reported = False
+        # The conversation so far, as text (item id -> role, text), oldest first; and
+        # the items being given to a fresh upstream session, whose echoes are dropped.
+        self._talk: dict[str, tuple[str, str]] = {}
+        self._restoring: set[str] = set()
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
@@ -193,6 +203,7 @@ class BargeInRelaySession(EmulatedSession):
             "upstream_update": self._last_update,
             "upstream": upstream,
             "cancelled": list(self._cancelled_ids),
+            "history": [[iid, role, text] for iid, (role, text) in self._talk.items()],
             "suppress_upstream_speech": self._suppress_upstream_speech,
             "playback_reports": {
                 "client_acks": self._client_acks,
@@ -239,6 +250,8 @@ class BargeInRelaySession(EmulatedSession):
         update = snap.get("upstream_update")
         self._last_update = update if isinstance(update, dict) else None
         self._cancelled_ids.extend(str(rid) for rid in snap.get("cancelled") or ())
+        for iid, role, text in snap.get("history") or ():
+            self._talk[str(iid)] = (str(role), str(text))
         binding = self.upstream_binding(snap)
         if resumed is None or binding is None:
             return super().restore(snap)
@@ -308,6 +321,8 @@ class BargeInRelaySession(EmulatedSession):
         out = self.close_response(resp, now, "cancelled", reason, truncate_at)
         played = (resp.playback.truncated_ms or 0) if resp.playback is not None else 0
         rid, aid = resp.response_id, resp.item_id
+        if aid in self._talk and resp.playback is not None:
+            self._talk[aid] = ("assistant", resp.playback.heard_transcript(played))
         if not resp.upstream_done:
             out.append(SendUpstream(self._heard_ack(aid, rid, played)))
             out.append(SendUpstream({"type": "response.cancel", "response_id": rid}))
@@ -371,6 +386,15 @@ class BargeInRelaySession(EmulatedSession):
             # cannot be resumed any more. The client's own journal is the proxy's.
             self.upstream_token = None
             return out
+        item = ev.get("item")
+        if isinstance(item, dict) and kind in _ITEM_ECHOES:
+            iid = item.get("id")
+            if iid in self._restoring:
+                if kind == "conversation.item.done":
+                    self._restoring.discard(iid)
+                return out  # the talk so far, given to a fresh upstream: the client has it
+            if kind == "conversation.item.done":
+                self._remember_item(item)
         rid = ev.get("response_id")
         if rid is None and isinstance(ev.get("response"), dict):
             rid = ev["response"].get("id")
@@ -410,7 +434,42 @@ class BargeInRelaySession(EmulatedSession):
 
     def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
         self.bind_upstream(inp.event)
-        return []
+        if inp.event.get("type") != "session.created":
+            return []  # its own session back: it has the conversation
+        return self._give_history()
+
+    def _remember_item(self, item: Mapping[str, Any]) -> None:
+        """Keep a finished conversation item as text (what was heard, for the assistant)."""
+        iid, role = item.get("id"), item.get("role")
+        if not isinstance(iid, str) or role not in ("user", "assistant", "system"):
+            return
+        texts: list[str] = []
+        for part in item.get("content") or ():
+            if isinstance(part, dict):
+                text = part.get("text") if isinstance(part.get("text"), str) else None
+                text = text or part.get("transcript")
+                if isinstance(text, str) and text:
+                    texts.append(text)
+        pb = self.ledger.get(iid)
+        if role == "assistant" and pb is not None and pb.truncated_ms is not None:
+            texts = [pb.heard_transcript(pb.truncated_ms)]
+        text = " ".join(texts).strip()
+        if not text:
+            return
+        self._talk[iid] = (str(role), text)
+        while len(self._talk) > HISTORY_KEPT:
+            self._talk.pop(next(iter(self._talk)))
+
+    def _give_history(self) -> list[Action]:
+        """The conversation so far, for a fresh upstream session (as text items)."""
+        out: list[Action] = []
+        for iid, (role, text) in self._talk.items():
+            kind = "output_text" if role == "assistant" else "input_text"
+            self._restoring.add(iid)
+            item: dict[str, Any] = {"id": iid, "type": "message", "role": role}
+            item["content"] = [{"type": kind, "text": text}]
+            out.append(SendUpstream({"type": "conversation.item.create", "item": item}))
+        return out
 
     def _audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         resp = self.response
