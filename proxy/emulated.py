@@ -447,6 +447,8 @@ class EmulatedRunner:
             await self.inputs.put(_Stop())
             return
         self._up_task = asyncio.create_task(self._feed_upstream(self.up), name="feed-upstream")
+        if action.after_loss:
+            self.state.metrics.upstream_reattach.labels("fresh").inc()
         await self._execute(self.shim.handle(UpstreamReattached(created, now_ms())))
 
     async def open_fresh_upstream(
@@ -496,12 +498,13 @@ class EmulatedRunner:
                 cfg.classify_timeout_s,
             )
         except (UpstreamUnavailable, UpstreamRefused) as exc:
-            self.log.warning("upstream_resume_failed", error=str(exc)[:200])
+            self.log.warning("upstream_resume_failed", error=str(exc)[:200], effect="fresh session")
             lost = UpstreamLost("the upstream could not resume its session", now_ms(), False)
             await self._execute(self.shim.handle(lost))
             return
         self.up = link.ws
         self._up_task = asyncio.create_task(self._feed_upstream(self.up), name="feed-upstream")
+        self.state.metrics.upstream_reattach.labels("resumed").inc()
         self.log.info("upstream_resumed", after_seq=action.after_seq)
         await self._execute(self.shim.handle(UpstreamReattached(link.created, now_ms())))
 

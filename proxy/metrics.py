@@ -58,6 +58,13 @@ class Metrics:
         self.resumes = Counter(
             "duplex_proxy_resumes_total", "session.resume outcomes.", ["outcome"], registry=r
         )
+        self.upstream_reattach = Counter(
+            "duplex_proxy_upstream_reattach_total",
+            "Upstream sessions reattached after a lost socket or a replica move, by how"
+            " (resumed: its own session came back; fresh: a new one).",
+            ["how"],
+            registry=r,
+        )
         self.store_up = Gauge(
             "duplex_proxy_store_up", "1 when the session store answers, else 0.", registry=r
         )

@@ -402,6 +402,7 @@ async def _take_from_store(
         await _close(reached)
         raise
     link, resumed = await _reattach_upstream(conn, route, record, last, reached)
+    state.metrics.upstream_reattach.labels("resumed" if resumed else "fresh").inc()
     runner = _rebuild(conn, route, record, link, start_seq=last)
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)

@@ -47,6 +47,8 @@ class AbortUpstream:
 
     reason: str
     redial: bool = True
+    # The upstream was lost (not aborted on purpose): the redial replaces it.
+    after_loss: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -252,6 +252,18 @@ async def test_the_superseded_connection_gets_session_replaced(redis_url: str, w
 # ---------------------------------------------------------------------- other replica
 
 
+async def reattached(base: str) -> dict[str, int]:
+    """``duplex_proxy_upstream_reattach_total`` by ``how``, from the proxy's /metrics."""
+    async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
+        text = await resp.text()
+    counts: dict[str, int] = {}
+    for line in text.splitlines():
+        if line.startswith("duplex_proxy_upstream_reattach_total{"):
+            how = line.split('how="')[1].split('"')[0]
+            counts[how] = int(float(line.rsplit(" ", 1)[1]))
+    return counts
+
+
 def transcript_of(events: list[dict[str, Any]], rid: str) -> str:
     """The response's transcript deltas as the client received them, joined."""
     kind = "response.output_audio_transcript.delta"
@@ -338,6 +350,7 @@ async def test_a_dropped_upstream_socket_resumes_the_upstream_session() -> None:
         rid = c.of("response.created")[-1]["response"]["id"]
         assert link.cut() == 1
         full = await c.until("response.output_audio_transcript.done", timeout=20)
+        assert await reattached(base) == {"resumed": 1}
         done = await c.until("response.done", timeout=20)
         assert done["response"]["id"] == rid
         assert done["response"]["status"] == "completed"
@@ -375,6 +388,7 @@ async def test_a_restarted_upstream_ends_the_response_incomplete_and_talks_on() 
         await speak(c)
         again = await c.until("response.done", timeout=20)
         assert again["response"]["status"] == "completed"
+        assert await reattached(base) == {"fresh": 1}
         # The fresh upstream session got the client's settings back, and the talk so far.
         updated = [e for e in c.events[cut_at:] if e["type"] == "session.updated"]
         assert updated and updated[-1]["session"]["instructions"] == "be brief"

@@ -529,7 +529,7 @@ class BargeInRelaySession(EmulatedSession):
                         }
                     )
             out = [a for a in out if not isinstance(a, SendUpstream)]
-        out.append(AbortUpstream(reason="upstream lost", redial=True))
+        out.append(AbortUpstream(reason="upstream lost", redial=True, after_loss=True))
         if self._last_update is not None:
             # The fresh upstream session gets the client's settings back; open-only
             # fields were given when it opened and cannot be updated live.

@@ -78,7 +78,7 @@ class TurnBasedSession(EmulatedSession):
             # Never silently: the response ends, saying why (DESIGN §6).
             out += self._finish(inp.now_ms, status="incomplete", reason="upstream_lost")
         self.upstream_busy = False
-        out.append(AbortUpstream(reason="upstream lost", redial=True))
+        out.append(AbortUpstream(reason="upstream lost", redial=True, after_loss=True))
         out += self.open_upstream()
         return out
 
