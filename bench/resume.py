@@ -14,10 +14,11 @@ and one that was (a duplicate that must be dropped).
 Verified per session, by ``server_event_seq`` and content (``event_id`` + a hash of
 the text): every server event arrived exactly once, in order (none lost, none
 duplicated). Client events carry an ``event_id``: a ``session.update`` with a unique
-instruction each, whose ``session.updated`` answer must appear exactly once (checked
-on ``duplex_emulated`` sessions, where the proxy itself answers the update; over the
-duplex upstream the answer is the upstream's, and a fresh upstream re-announces its
-config when the session moves between replicas).
+instruction each, whose ``session.updated`` answer must appear exactly once, on every
+session (on ``duplex_emulated`` the proxy answers the update itself; on
+``barge_in_emulated`` the upstream does, and its session moves along with the client's,
+so a move neither loses nor repeats the answer. Were an upstream session lost instead,
+the fresh one would be given the last update again and show here as applied twice).
 
 Reported: sessions, disconnects, resumes (same replica / other replica), failures,
 lost, duplicated, out of order, client events applied once / twice / never, and the
@@ -427,11 +428,10 @@ def pct(values: list[float], q: float) -> float | None:
 def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
     lat = [ms for o in outs for ms in o.resume_ms]
     lat_other = [ms for o in outs for ms in o.resume_ms_other]
-    checked = [o for o in outs if o.kind == "turn"]
-    sent = sum(o.updates_sent for o in checked)
-    once = sum(1 for o in checked for n in o.applied.values() if n == 1)
-    twice = sum(1 for o in checked for n in o.applied.values() if n > 1)
-    never = sum(o.updates_sent - len(o.applied) for o in checked)
+    sent = sum(o.updates_sent for o in outs)
+    once = sum(1 for o in outs for n in o.applied.values() if n == 1)
+    twice = sum(1 for o in outs for n in o.applied.values() if n > 1)
+    never = sum(o.updates_sent - len(o.applied) for o in outs)
     return {
         "sessions": len(outs),
         "sessions_failed": sum(1 for o in outs if o.error),
@@ -446,9 +446,9 @@ def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
         "out_of_order": sum(o.out_of_order for o in outs),
         "conflicting": sum(o.conflicting for o in outs),
         "client_events": {
-            "checked_sessions": len(checked),
+            "checked_sessions": len(outs),
             "sent": sent,
-            "resent": sum(o.updates_resent for o in checked),
+            "resent": sum(o.updates_resent for o in outs),
             "applied_once": once,
             "applied_twice": twice,
             "never_applied": never,
