@@ -406,3 +406,38 @@ def test_the_conversation_moves_with_the_session_as_heard() -> None:
     (given,) = upstream_events(moved.s.handle(UpstreamReattached(fresh, moved.now)))
     heard = given["item"]["content"][0]["text"]
     assert heard and len(heard) < len("word " * 10)
+
+
+def test_audio_held_during_an_overlap_is_replayed_after_a_move() -> None:
+    """Held audio was handled upstream but never sent: a move must not lose it."""
+    sc = make()
+    start_response(sc, chunks=10)  # upstream seqs 10..30
+    sc.speak([0.9] * 3)  # speech over the answer: its audio is held, not yet cut
+    held = sc.upstream(
+        {
+            "type": "response.output_audio.delta",
+            "response_id": RID,
+            "item_id": AID,
+            "delta": pcm_b64(100, 22050),
+            "sample_rate_hz": 22050,
+            "server_event_seq": 31,
+        }
+    )
+    assert not client_events(held), "held while the overlap is undecided"
+    snap = sc.s.snapshot()
+    assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-1", 30)
+    assert relay(sc).upstream_position() == (UP, 30), "not acked upstream either"
+    moved = make(bound=False)
+    resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
+    relay(moved).restore(snap, resumed, now=sc.now)
+    again = moved.upstream(
+        {
+            "type": "response.output_audio.delta",
+            "response_id": RID,
+            "item_id": AID,
+            "delta": pcm_b64(100, 22050),
+            "sample_rate_hz": 22050,
+            "server_event_seq": 31,
+        }
+    )
+    assert types(again) == ["response.output_audio.delta"], "replayed, and sent this time"

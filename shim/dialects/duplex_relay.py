@@ -116,6 +116,8 @@ class BargeInRelaySession(EmulatedSession):
         # the items being given to a fresh upstream session, whose echoes are dropped.
         self._talk: dict[str, tuple[str, str]] = {}
         self._restoring: set[str] = set()
+        # (upstream seq, audio ms) just before the first event held from the client.
+        self._hold_mark: tuple[int, float] | None = None
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
@@ -134,7 +136,7 @@ class BargeInRelaySession(EmulatedSession):
     def upstream_position(self) -> tuple[str, int] | None:
         if self.upstream_id is None:
             return None
-        return self.upstream_id, self._upstream_seq
+        return self.upstream_id, self._durable()[0]
 
     def _resumable(self) -> bool:
         return bool(self.upstream_id) and self.upstream_token is not None
@@ -192,12 +194,9 @@ class BargeInRelaySession(EmulatedSession):
 
     def snapshot(self) -> dict[str, Any]:
         upstream = None
+        seq, audio_ms = self._durable()
         if self.upstream_id is not None:
-            upstream = {
-                "id": self.upstream_id,
-                "token": self.upstream_token,
-                "seq": self._upstream_seq,
-            }
+            upstream = {"id": self.upstream_id, "token": self.upstream_token, "seq": seq}
         return {
             **super().snapshot(),
             "upstream_update": self._last_update,
@@ -208,7 +207,7 @@ class BargeInRelaySession(EmulatedSession):
             "playback_reports": {
                 "client_acks": self._client_acks,
                 "proxy_acked": self._proxy_acked,
-                "upstream_audio_ms": self._upstream_audio_ms,
+                "upstream_audio_ms": audio_ms,
                 "end_reported": self._end_reported,
                 # A response generated in full whose playback end is still to report.
                 "playing": self._playing_out(),
@@ -362,15 +361,31 @@ class BargeInRelaySession(EmulatedSession):
 
     # ------------------------------------------------------------ upstream events
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
-        ev = dict(inp.event)
-        out: list[Action] = []
         if self._replaced:
-            return out  # the session carries on elsewhere
+            return []  # the session carries on elsewhere
+        ev = dict(inp.event)
         seq = ev.pop("server_event_seq", None)
         if isinstance(seq, int) and not isinstance(seq, bool):
             if seq <= self._upstream_seq:
-                return out  # an upstream replay repeating what was handled already
+                return []  # an upstream replay repeating what was handled already
+            if not self._holding():
+                # Were this event held, a move would have the upstream replay from here.
+                self._hold_mark = (seq - 1, self._upstream_audio_ms)
             self._upstream_seq = seq
+        return self._upstream_event(ev, inp.now_ms)
+
+    def _holding(self) -> bool:
+        return self.response is not None and bool(self.response.held)
+
+    def _durable(self) -> tuple[int, float]:
+        """The upstream seq (and audio ms) a move goes on from: before any event the
+        client has not been sent yet (held during an undecided overlap)."""
+        if self._holding() and self._hold_mark is not None:
+            return self._hold_mark
+        return self._upstream_seq, self._upstream_audio_ms
+
+    def _upstream_event(self, ev: dict[str, Any], now: float) -> list[Action]:
+        out: list[Action] = []
         kind = ev.get("type")
         if kind in ("session.created", "session.resumed"):
             # The upstream's own session: the client has the proxy's.
@@ -400,7 +415,6 @@ class BargeInRelaySession(EmulatedSession):
             rid = ev["response"].get("id")
         if isinstance(rid, str) and rid in self._cancelled_ids:
             return out  # the rest of a response the proxy already cut
-        now = inp.now_ms
         if kind == "response.created" and isinstance(rid, str):
             self.new_response(rid, f"item_{rid}")
             self._upstream_audio_ms, self._end_reported = 0.0, False
