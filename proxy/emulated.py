@@ -89,6 +89,15 @@ class Execute:
 
 
 @dataclass
+class FromUpstream:
+    """An upstream event, from the socket it came on: one from a socket the session
+    has since replaced is dropped."""
+
+    ws: aiohttp.ClientWebSocketResponse
+    event: UpstreamEvent
+
+
+@dataclass
 class Detached:
     client: ClientChannel
 
@@ -303,6 +312,9 @@ class EmulatedRunner:
             self._on_detach(item.client)
         elif isinstance(item, Execute):
             await self._execute(item.actions)
+        elif isinstance(item, FromUpstream):
+            if item.ws is self.up:
+                await self._execute(self.shim.handle(item.event))
         else:
             await self._execute(self.shim.handle(cast(Input, item)))
 
@@ -429,7 +441,8 @@ class EmulatedRunner:
             await self.up.send_str(text)
 
     async def _redial(self, action: AbortUpstream) -> None:
-        """Drop the upstream socket (the turn dialect's only abort) and open a fresh one."""
+        """Drop the upstream socket and open a fresh upstream session: the turn
+        dialect's only abort, and the way on when an upstream session is lost."""
         if self._up_task is not None and self._up_task is not asyncio.current_task():
             self._up_task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -528,7 +541,7 @@ class EmulatedRunner:
                 self.state.metrics.upstream_errors.labels("protocol").inc()
                 continue
             if isinstance(event, dict):
-                await self.inputs.put(UpstreamEvent(event, msg.data, now_ms()))
+                await self.inputs.put(FromUpstream(ws, UpstreamEvent(event, msg.data, now_ms())))
         if not self._ended:
             self.state.metrics.upstream_errors.labels("closed").inc()
             self.log.warning("upstream_lost", close_code=ws.close_code)

@@ -366,7 +366,9 @@ async def _take_from_store(
     # an unreachable upstream fails the resume but leaves the session where it is. A
     # fresh upstream session is opened now; an upstream session to resume only gets
     # its socket, because resuming it takes it from the old owner, which only the
-    # holder of the lease may do.
+    # holder of the lease may do. (Should the upstream then refuse, the fresh session
+    # it falls back to is opened after the lease moved: if that fails too, the session
+    # is lost.)
     if BargeInRelaySession.upstream_binding(checkpoint_of(record).shim) is not None:
         dialling: asyncio.Future[_Upstream] = asyncio.ensure_future(
             _connect_upstream(state, route, record)
@@ -376,6 +378,11 @@ async def _take_from_store(
     try:
         record = await _catch_up(conn, store, record, req)
         reached = await dialling
+        if isinstance(reached, _Socket) and last > checkpoint_of(record).seq:
+            # The client is ahead of what its owner wrote: no resuming the upstream
+            # (see _reattach_upstream); the fresh session opens before the lease moves.
+            await reached.ws.close()
+            reached = await _reopen_upstream(state, route, record)
     except BaseException:
         await _discard(dialling)
         raise

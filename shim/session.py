@@ -681,6 +681,7 @@ class EmulatedSession:
         return []
 
     def upstream_position(self) -> tuple[str, int] | None:
-        """(upstream session id, last upstream event seq handled), where the upstream
-        journals its events and can resume its session; else None."""
+        """(upstream session id, seq) where the upstream journals its events: the seq
+        up to which the session's state covers them (what may be acknowledged once
+        checkpointed); else None."""
         return None

@@ -441,3 +441,81 @@ def test_audio_held_during_an_overlap_is_replayed_after_a_move() -> None:
         }
     )
     assert types(again) == ["response.output_audio.delta"], "replayed, and sent this time"
+
+
+def test_a_gap_in_the_upstreams_seqs_gives_that_session_up_never_silently() -> None:
+    sc = make()
+    start_response(sc, chunks=2)  # upstream seqs 10..14
+    out = sc.upstream(
+        {"type": "response.output_audio_transcript.delta", "response_id": RID, "delta": "x"}
+        | {"item_id": AID, "server_event_seq": 16}  # 15 never came
+    )
+    (done,) = [e for e in client_events(out) if e["type"] == "response.done"]
+    assert done["response"]["status"] == "incomplete"
+    assert any(isinstance(a, AbortUpstream) and a.redial for a in out), "a fresh session"
+    assert not any(isinstance(a, ResumeUpstream) for a in out)
+
+
+def test_an_upstream_that_keeps_dropping_is_given_up_after_a_few_resumes() -> None:
+    sc = make()
+    start_response(sc, chunks=1)
+    resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok"}
+    for _ in range(3):
+        out = sc.s.handle(UpstreamLost("socket closed", sc.now))
+        assert isinstance(out[0], ResumeUpstream)
+        sc.s.handle(UpstreamReattached(resumed, sc.now))
+    out = sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert not any(isinstance(a, ResumeUpstream) for a in out)
+    assert any(isinstance(a, AbortUpstream) for a in out)
+
+
+def test_answers_to_the_proxys_own_acks_are_not_the_clients() -> None:
+    sc = make()
+    start_response(sc, chunks=10)
+    (ack,) = acks(sc.speak([0.9] * 10))
+    answer = {
+        "type": "playback.acknowledged",
+        "event": {"item_id": ack["item_id"], "played_ms": ack["played_ms"]},
+    }
+    assert not sc.upstream(answer), "the client sent no ack"
+    assert types(sc.upstream(answer)) == ["playback.acknowledged"], "one answer per ack"
+
+
+def test_a_fresh_upstream_session_has_seen_no_ack() -> None:
+    sc = make()
+    start_response(sc, chunks=10)
+    sc.speak([0.9] * 10)  # the proxy acks what was heard
+    sc.speak([0.05] * 20)
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    sc.s.handle(UpstreamReattached(fresh, sc.now))
+    play_response(sc, "resp-2", deltas=2)
+    assert not acks(sc.tick(2000)), "it goes by generation until it sees an ack"
+
+
+def test_a_response_whose_end_is_held_moves_as_still_open() -> None:
+    sc = make()
+    start_response(sc, chunks=10)
+    sc.speak([0.9] * 3)  # hold
+    held = sc.upstream(
+        {
+            "type": "response.output_audio.delta",
+            "response_id": RID,
+            "item_id": AID,
+            "delta": pcm_b64(100, 22050),
+            "sample_rate_hz": 22050,
+            "server_event_seq": 31,
+        }
+    )
+    held += sc.upstream(
+        {"type": "response.done", "response": {"id": RID, "status": "completed"}}
+        | {"server_event_seq": 32}
+    )
+    assert not client_events(held), "the end is held behind the held audio"
+    snap = sc.s.snapshot()
+    assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-1", 30)
+    assert snap["open_response"]["response_id"] == RID
+    assert snap["playback_reports"]["playing"] is None
+    ended = make(bound=False).s.restore(snap)
+    (done,) = [e for e in client_events(ended) if e["type"] == "response.done"]
+    assert done["response"]["status"] == "incomplete", "never silently, on a fresh upstream"

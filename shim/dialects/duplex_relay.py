@@ -73,6 +73,9 @@ from shim.session import VAD_RATE, EmulatedSession, ShimSettings
 CANCELLED_KEPT = 32
 # Conversation items (as text) kept to give a fresh upstream session the talk so far.
 HISTORY_KEPT = 64
+# Resumes of the upstream session in a row, with no new upstream event in between,
+# before the proxy gives up on it and opens a fresh one.
+MAX_UPSTREAM_RESUMES = 3
 
 
 _ITEM_ECHOES = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
@@ -116,8 +119,13 @@ class BargeInRelaySession(EmulatedSession):
         # the items being given to a fresh upstream session, whose echoes are dropped.
         self._talk: dict[str, tuple[str, str]] = {}
         self._restoring: set[str] = set()
-        # (upstream seq, audio ms) just before the first event held from the client.
-        self._hold_mark: tuple[int, float] | None = None
+        # (upstream seq, audio ms, response generated in full) just before the first
+        # event held from the client.
+        self._hold_mark: tuple[int, float, bool] | None = None
+        # Resumes of the upstream session since its last new event.
+        self._resumes_in_a_row = 0
+        # (item id, played ms) of playback acks the proxy sent: their answers are its own.
+        self._own_acks: deque[tuple[str, int]] = deque(maxlen=CANCELLED_KEPT)
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
@@ -128,8 +136,11 @@ class BargeInRelaySession(EmulatedSession):
         token = event.get("resume_token")
         sid = sid if isinstance(sid, str) else ""  # unnamed: acknowledged, never resumed
         if event.get("type") == "session.created" or sid != self.upstream_id:
-            # A new upstream session: its events count from the start again.
+            # A new upstream session: its events count from the start again, and it
+            # has seen no playback ack yet.
             self._upstream_seq = self._acked_seq = 0
+            self._hold_mark = None
+            self._proxy_acked = False
         self.upstream_id = sid
         self.upstream_token = token if isinstance(token, str) and sid else None
 
@@ -197,12 +208,30 @@ class BargeInRelaySession(EmulatedSession):
         seq, audio_ms = self._durable()
         if self.upstream_id is not None:
             upstream = {"id": self.upstream_id, "token": self.upstream_token, "seq": seq}
+        base = super().snapshot()
+        resp = self.response
+        if (
+            resp is not None
+            and self._holding()
+            and self._hold_mark is not None
+            and not self._hold_mark[2]
+            and not resp.cancelled
+        ):
+            # Its end may be among the held events: as of the hold mark, it is open.
+            pb = resp.playback
+            base["open_response"] = {
+                "response_id": resp.response_id,
+                "item_id": resp.item_id,
+                "sent_ms": int(pb.sent_ms) if pb else 0,
+                "transcript": pb.transcript if pb else "",
+            }
         return {
-            **super().snapshot(),
+            **base,
             "upstream_update": self._last_update,
             "upstream": upstream,
             "cancelled": list(self._cancelled_ids),
             "history": [[iid, role, text] for iid, (role, text) in self._talk.items()],
+            "restoring": sorted(self._restoring),
             "suppress_upstream_speech": self._suppress_upstream_speech,
             "playback_reports": {
                 "client_acks": self._client_acks,
@@ -218,6 +247,8 @@ class BargeInRelaySession(EmulatedSession):
         resp = self.response
         if resp is None or resp.cancelled or not resp.upstream_done or self._end_reported:
             return None
+        if self._holding() and self._hold_mark is not None and not self._hold_mark[2]:
+            return None  # its end is held: it is still open as of the hold mark
         pb = resp.playback
         return {
             "response_id": resp.response_id,
@@ -251,6 +282,7 @@ class BargeInRelaySession(EmulatedSession):
         self._cancelled_ids.extend(str(rid) for rid in snap.get("cancelled") or ())
         for iid, role, text in snap.get("history") or ():
             self._talk[str(iid)] = (str(role), str(text))
+        self._restoring.update(str(iid) for iid in snap.get("restoring") or ())
         binding = self.upstream_binding(snap)
         if resumed is None or binding is None:
             return super().restore(snap)
@@ -296,6 +328,7 @@ class BargeInRelaySession(EmulatedSession):
 
     def _heard_ack(self, item_id: str, response_id: str, played: int) -> dict[str, Any]:
         self._proxy_acked = True
+        self._own_acks.append((item_id, played))
         return {
             "type": "playback.ack",
             "played_ms": played,
@@ -368,10 +401,19 @@ class BargeInRelaySession(EmulatedSession):
         if isinstance(seq, int) and not isinstance(seq, bool):
             if seq <= self._upstream_seq:
                 return []  # an upstream replay repeating what was handled already
+            if self._upstream_seq and seq != self._upstream_seq + 1:
+                # The upstream's journal numbers every event it sends: one went missing
+                # (a faulty replay). Never silently: this upstream session is given up.
+                self.upstream_token = None
+                return self.on_upstream_lost(
+                    UpstreamLost(f"upstream skipped events before seq {seq}", inp.now_ms, False)
+                )
             if not self._holding():
                 # Were this event held, a move would have the upstream replay from here.
-                self._hold_mark = (seq - 1, self._upstream_audio_ms)
+                done = self.response is not None and self.response.upstream_done
+                self._hold_mark = (seq - 1, self._upstream_audio_ms, done)
             self._upstream_seq = seq
+            self._resumes_in_a_row = 0
         return self._upstream_event(ev, inp.now_ms)
 
     def _holding(self) -> bool:
@@ -381,14 +423,16 @@ class BargeInRelaySession(EmulatedSession):
         """The upstream seq (and audio ms) a move goes on from: before any event the
         client has not been sent yet (held during an undecided overlap)."""
         if self._holding() and self._hold_mark is not None:
-            return self._hold_mark
+            return self._hold_mark[0], self._hold_mark[1]
         return self._upstream_seq, self._upstream_audio_ms
 
     def _upstream_event(self, ev: dict[str, Any], now: float) -> list[Action]:
         out: list[Action] = []
         kind = ev.get("type")
         if kind in ("session.created", "session.resumed"):
-            # The upstream's own session: the client has the proxy's.
+            # The edge reads these as a socket's first frame (UpstreamReattached); one in
+            # the stream still names the upstream's own session. The client has the
+            # proxy's.
             self.bind_upstream(ev)
             return out
         if kind == "session.replaced":
@@ -410,6 +454,8 @@ class BargeInRelaySession(EmulatedSession):
                 return out  # the talk so far, given to a fresh upstream: the client has it
             if kind == "conversation.item.done":
                 self._remember_item(item)
+        if kind == "playback.acknowledged" and self._answers_own_ack(ev):
+            return out  # the answer to an ack the proxy sent, not the client
         rid = ev.get("response_id")
         if rid is None and isinstance(ev.get("response"), dict):
             rid = ev["response"].get("id")
@@ -438,6 +484,17 @@ class BargeInRelaySession(EmulatedSession):
         else:
             out += self.emit(SendClient(ev))
         return out
+
+    def _answers_own_ack(self, ev: Mapping[str, Any]) -> bool:
+        inner = ev.get("event")
+        src: Mapping[str, Any] = inner if isinstance(inner, dict) else ev
+        item_id, played = src.get("item_id"), src.get("played_ms")
+        if not isinstance(item_id, str) or not isinstance(played, int):
+            return False
+        if (item_id, played) in self._own_acks:
+            self._own_acks.remove((item_id, played))
+            return True
+        return False
 
     def on_upstream_checkpointed(self, inp: UpstreamCheckpointed) -> list[Action]:
         seq = min(inp.seq, self._upstream_seq)
@@ -517,11 +574,13 @@ class BargeInRelaySession(EmulatedSession):
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         if self._replaced:
             return []  # standing down: the session carries on elsewhere
-        if inp.resume and self._resumable():
+        if inp.resume and self._resumable() and self._resumes_in_a_row < MAX_UPSTREAM_RESUMES:
             # Its own session back, if the upstream still has it: nothing is lost.
             assert self.upstream_id is not None and self.upstream_token is not None
+            self._resumes_in_a_row += 1
             return [ResumeUpstream(self.upstream_id, self.upstream_token, self._upstream_seq)]
         self.upstream_id = self.upstream_token = None
+        self._resumes_in_a_row = 0
         out: list[Action] = []
         resp = self.response
         if resp is not None and not resp.cancelled and not resp.upstream_done:
