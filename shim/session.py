@@ -587,18 +587,28 @@ class EmulatedSession:
         return resp.playback.audio_end_ms(now)
 
     # ------------------------------------------------------------ durable state
+    @staticmethod
+    def response_state(resp: ActiveResponse) -> dict[str, Any]:
+        """A response as a snapshot keeps it: ids, audio sent, transcript sent."""
+        return {
+            "response_id": resp.response_id,
+            "item_id": resp.item_id,
+            "sent_ms": int(resp.playback.sent_ms) if resp.playback else 0,
+            "transcript": resp.playback.transcript if resp.playback else "",
+        }
+
+    def open_response(self) -> ActiveResponse | None:
+        """The response still being produced, as far as the snapshot is concerned."""
+        resp = self.response
+        if resp is not None and not resp.cancelled and not resp.upstream_done:
+            return resp
+        return None
+
     def snapshot(self) -> dict[str, Any]:
         """What another replica needs to carry the session on (JSON-able)."""
         cfg = self.config
-        resp = self.response
-        open_response = None
-        if resp is not None and not resp.cancelled and not resp.upstream_done:
-            open_response = {
-                "response_id": resp.response_id,
-                "item_id": resp.item_id,
-                "sent_ms": int(resp.playback.sent_ms) if resp.playback else 0,
-                "transcript": resp.playback.transcript if resp.playback else "",
-            }
+        opened = self.open_response()
+        open_response = self.response_state(opened) if opened is not None else None
         return {
             "counter": self._counter,
             "last_item_id": self.last_item_id,

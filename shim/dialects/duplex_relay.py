@@ -67,7 +67,7 @@ from shim.inputs import (
     UpstreamLost,
     UpstreamReattached,
 )
-from shim.session import VAD_RATE, EmulatedSession, ShimSettings
+from shim.session import VAD_RATE, ActiveResponse, EmulatedSession, ShimSettings
 
 # Responses the proxy cut whose remaining upstream events it still drops.
 CANCELLED_KEPT = 32
@@ -208,25 +208,8 @@ class BargeInRelaySession(EmulatedSession):
         seq, audio_ms = self._durable()
         if self.upstream_id is not None:
             upstream = {"id": self.upstream_id, "token": self.upstream_token, "seq": seq}
-        base = super().snapshot()
-        resp = self.response
-        if (
-            resp is not None
-            and self._holding()
-            and self._hold_mark is not None
-            and not self._hold_mark[2]
-            and not resp.cancelled
-        ):
-            # Its end may be among the held events: as of the hold mark, it is open.
-            pb = resp.playback
-            base["open_response"] = {
-                "response_id": resp.response_id,
-                "item_id": resp.item_id,
-                "sent_ms": int(pb.sent_ms) if pb else 0,
-                "transcript": pb.transcript if pb else "",
-            }
         return {
-            **base,
+            **super().snapshot(),
             "upstream_update": self._last_update,
             "upstream": upstream,
             "cancelled": list(self._cancelled_ids),
@@ -243,18 +226,24 @@ class BargeInRelaySession(EmulatedSession):
             },
         }
 
+    def _held_open(self) -> bool:
+        """Output is held and the response was still being produced when it began to
+        be: its end may be among the held events."""
+        return self._holding() and self._hold_mark is not None and not self._hold_mark[2]
+
+    def open_response(self) -> ActiveResponse | None:
+        resp = self.response
+        if resp is not None and not resp.cancelled and self._held_open():
+            return resp  # as of the hold mark, which is what a move goes on from
+        return super().open_response()
+
     def _playing_out(self) -> dict[str, Any] | None:
         resp = self.response
         if resp is None or resp.cancelled or not resp.upstream_done or self._end_reported:
             return None
-        if self._holding() and self._hold_mark is not None and not self._hold_mark[2]:
-            return None  # its end is held: it is still open as of the hold mark
-        pb = resp.playback
-        return {
-            "response_id": resp.response_id,
-            "item_id": resp.item_id,
-            "sent_ms": pb.sent_ms if pb is not None else 0.0,
-        }
+        if self._held_open():
+            return None  # still open as of the hold mark
+        return self.response_state(resp)
 
     @staticmethod
     def upstream_binding(snap: Mapping[str, Any]) -> tuple[str, str, int] | None:
