@@ -406,7 +406,7 @@ async def _take_from_store(
         # (A log trimmed past ``last`` by its byte or age bound shows only now.)
         events = _replay(last, record, logged)
     except BaseException:
-        await _close(reached)
+        await reached.ws.close()
         raise
     link, resumed = await _reattach_upstream(conn, route, record, last, reached)
     state.metrics.upstream_reattach.labels("resumed" if resumed else "fresh").inc()
@@ -452,10 +452,6 @@ class _Socket:
 
 
 _Upstream = UpstreamLink | _Socket
-
-
-async def _close(reached: _Upstream) -> None:
-    await reached.ws.close()
 
 
 async def _discard(dialling: asyncio.Future[_Upstream]) -> None:
