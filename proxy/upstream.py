@@ -117,6 +117,22 @@ async def _first_frame(
     return event, msg.data
 
 
+async def _ask(
+    ws: aiohttp.ClientWebSocketResponse, first: dict[str, Any], within_s: float
+) -> tuple[dict[str, Any], str]:
+    """Send a socket's first event and read the upstream's first answer; on any
+    failure the socket is closed."""
+    try:
+        await ws.send_str(orjson.dumps(first).decode())
+        return await _first_frame(ws, within_s)
+    except (ConnectionResetError, aiohttp.ClientError) as exc:
+        await ws.close()
+        raise UpstreamUnavailable(f"upstream dropped the connection: {exc}") from None
+    except BaseException:
+        await ws.close()
+        raise
+
+
 async def dial(
     http: aiohttp.ClientSession,
     base_url: str,
@@ -135,15 +151,7 @@ async def dial(
                 base_url, {"duplex": "1", "model": str(opener["model"]), "autostart": "0"}
             )
         ws = await _timed(_connect(http, url, route), connect_timeout)
-        try:
-            await ws.send_str(orjson.dumps(opener).decode())
-            event, raw = await _first_frame(ws, classify_timeout)
-        except (ConnectionResetError, aiohttp.ClientError) as exc:
-            await ws.close()
-            raise UpstreamUnavailable(f"upstream dropped the connection: {exc}") from None
-        except BaseException:
-            await ws.close()
-            raise
+        event, raw = await _ask(ws, opener, classify_timeout)
         if ask_duplex and _is_refusal(event):
             refused = True
             await ws.close()
@@ -218,15 +226,7 @@ async def resume_over(
         "resume_token": resume_token,
         "last_received_server_event_seq": after_seq,
     }
-    try:
-        await ws.send_str(orjson.dumps(resume).decode())
-        event, raw = await _first_frame(ws, classify_timeout)
-    except (ConnectionResetError, aiohttp.ClientError) as exc:
-        await ws.close()
-        raise UpstreamUnavailable(f"upstream dropped the connection: {exc}") from None
-    except BaseException:
-        await ws.close()
-        raise
+    event, raw = await _ask(ws, resume, classify_timeout)
     if event.get("type") != "session.resumed" or not isinstance(event.get("resume_token"), str):
         await ws.close()
         raise UpstreamRefused(event)

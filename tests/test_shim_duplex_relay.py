@@ -290,6 +290,14 @@ def play_response(sc: Script, rid: str, deltas: int, rate: int = 22050) -> list:
     return out
 
 
+def cut_an_answer(sc: Script) -> list:  # type: ignore[type-arg]
+    """An answer, speech over it that cuts it, then silence."""
+    start_response(sc, chunks=10)
+    out = sc.speak([0.9] * 10)
+    sc.speak([0.05] * 20)
+    return out
+
+
 def acks(out: list) -> list[dict]:  # type: ignore[type-arg]
     return [e for e in upstream_events(out) if e["type"] == "playback.ack"]
 
@@ -298,9 +306,7 @@ def test_after_its_own_ack_the_proxy_reports_each_later_playback_end() -> None:
     """An upstream that has seen a playback.ack holds the turn until audio is acked as
     played: for a client that sends no acks, the proxy says when playback ended."""
     sc = make()
-    start_response(sc, chunks=10)
-    assert acks(sc.speak([0.9] * 10)), "the cut says what was heard"
-    sc.speak([0.05] * 20)
+    assert acks(cut_an_answer(sc)), "the cut says what was heard"
     out = play_response(sc, "resp-2", deltas=5)  # 500 ms
     out += sc.tick(200)
     assert not acks(out), "still playing"
@@ -323,9 +329,7 @@ def test_no_playback_reports_to_an_upstream_that_goes_by_generation() -> None:
 
 def test_a_client_that_acks_itself_is_the_one_that_reports() -> None:
     sc = make()
-    start_response(sc, chunks=10)
-    sc.speak([0.9] * 10)
-    sc.speak([0.05] * 20)
+    cut_an_answer(sc)  # the proxy acks what was heard: the upstream now goes by acks
     play_response(sc, "resp-2", deltas=2)
     forwarded = sc.client(
         {
@@ -341,9 +345,7 @@ def test_a_client_that_acks_itself_is_the_one_that_reports() -> None:
 
 def test_cutting_an_answer_generated_in_full_clears_its_playback_upstream() -> None:
     sc = make()
-    start_response(sc, chunks=10)
-    sc.speak([0.9] * 10)  # a first cut: the upstream now goes by acks
-    sc.speak([0.05] * 20)
+    cut_an_answer(sc)  # the proxy acks what was heard: the upstream now goes by acks
     play_response(sc, "resp-2", deltas=30)  # 3 s, all generated, playing
     out = sc.speak([0.9] * 10)
     assert "response.done" in types(out)
@@ -355,9 +357,7 @@ def test_cutting_an_answer_generated_in_full_clears_its_playback_upstream() -> N
 
 def test_a_playback_end_still_to_report_moves_with_the_session() -> None:
     sc = make()
-    start_response(sc, chunks=10)
-    sc.speak([0.9] * 10)
-    sc.speak([0.05] * 20)
+    cut_an_answer(sc)  # the proxy acks what was heard: the upstream now goes by acks
     play_response(sc, "resp-2", deltas=8)  # generated in full, still playing
     moved = make(bound=False)
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
@@ -483,9 +483,7 @@ def test_answers_to_the_proxys_own_acks_are_not_the_clients() -> None:
 
 def test_a_fresh_upstream_session_has_seen_no_ack() -> None:
     sc = make()
-    start_response(sc, chunks=10)
-    sc.speak([0.9] * 10)  # the proxy acks what was heard
-    sc.speak([0.05] * 20)
+    cut_an_answer(sc)  # the proxy acks what was heard: the upstream now goes by acks
     sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
     fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
     sc.s.handle(UpstreamReattached(fresh, sc.now))
