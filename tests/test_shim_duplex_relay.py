@@ -273,19 +273,23 @@ def test_unknown_client_events_pass_through_untouched() -> None:
     assert '"vendor.custom"' in out[0].raw
 
 
+def audio_delta(rid: str, seq: int | None = None, rate: int = 22050) -> dict:  # type: ignore[type-arg]
+    """100 ms of the response's audio from the upstream, journaled at ``seq`` if given."""
+    ev = {
+        "type": "response.output_audio.delta",
+        "response_id": rid,
+        "item_id": f"item_{rid}",
+        "delta": pcm_b64(100, rate),
+        "sample_rate_hz": rate,
+    }
+    return ev if seq is None else ev | {"server_event_seq": seq}
+
+
 def play_response(sc: Script, rid: str, deltas: int, rate: int = 22050) -> list:  # type: ignore[type-arg]
     """A whole response of ``deltas`` x 100 ms of audio, generated at once."""
     out = sc.upstream({"type": "response.created", "response": {"id": rid}})
     for _ in range(deltas):
-        out += sc.upstream(
-            {
-                "type": "response.output_audio.delta",
-                "response_id": rid,
-                "item_id": f"item_{rid}",
-                "delta": pcm_b64(100, rate),
-                "sample_rate_hz": rate,
-            }
-        )
+        out += sc.upstream(audio_delta(rid, rate=rate))
     out += sc.upstream({"type": "response.done", "response": {"id": rid, "status": "completed"}})
     return out
 
@@ -413,16 +417,7 @@ def test_audio_held_during_an_overlap_is_replayed_after_a_move() -> None:
     sc = make()
     start_response(sc, chunks=10)  # upstream seqs 10..30
     sc.speak([0.9] * 3)  # speech over the answer: its audio is held, not yet cut
-    held = sc.upstream(
-        {
-            "type": "response.output_audio.delta",
-            "response_id": RID,
-            "item_id": AID,
-            "delta": pcm_b64(100, 22050),
-            "sample_rate_hz": 22050,
-            "server_event_seq": 31,
-        }
-    )
+    held = sc.upstream(audio_delta(RID, seq=31))
     assert not client_events(held), "held while the overlap is undecided"
     snap = sc.s.snapshot()
     assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-1", 30)
@@ -430,16 +425,7 @@ def test_audio_held_during_an_overlap_is_replayed_after_a_move() -> None:
     moved = make(bound=False)
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
     relay(moved).restore(snap, resumed, now=sc.now)
-    again = moved.upstream(
-        {
-            "type": "response.output_audio.delta",
-            "response_id": RID,
-            "item_id": AID,
-            "delta": pcm_b64(100, 22050),
-            "sample_rate_hz": 22050,
-            "server_event_seq": 31,
-        }
-    )
+    again = moved.upstream(audio_delta(RID, seq=31))
     assert types(again) == ["response.output_audio.delta"], "replayed, and sent this time"
 
 
@@ -495,16 +481,7 @@ def test_a_response_whose_end_is_held_moves_as_still_open() -> None:
     sc = make()
     start_response(sc, chunks=10)
     sc.speak([0.9] * 3)  # hold
-    held = sc.upstream(
-        {
-            "type": "response.output_audio.delta",
-            "response_id": RID,
-            "item_id": AID,
-            "delta": pcm_b64(100, 22050),
-            "sample_rate_hz": 22050,
-            "server_event_seq": 31,
-        }
-    )
+    held = sc.upstream(audio_delta(RID, seq=31))
     held += sc.upstream(
         {"type": "response.done", "response": {"id": RID, "status": "completed"}}
         | {"server_event_seq": 32}
