@@ -1,0 +1,49 @@
+"""The benchmarks run (smoke mode): each prints one JSON object with the figures it promises.
+
+Only that they work is checked here; their figures belong in the README, never in a test.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run_bench(name: str, *args: str) -> dict[str, object]:
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "bench" / name), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=True,
+    )
+    result = json.loads(out.stdout)
+    assert isinstance(result, dict)
+    return result
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(
+    shutil.which("nginx") is None and not Path("/usr/sbin/nginx").exists(),
+    reason="nginx is not installed (.ci/run installs it)",
+)
+def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
+    result = run_bench("relay.py", "--smoke", "--json")
+    targets = result["targets"]
+    assert isinstance(targets, dict)
+    assert set(targets) == {"direct", "nginx", "proxy"}
+    for name, figures in targets.items():
+        # Every echo came back through each relay: the relay path really carried the load.
+        assert figures["events"] > 0.9 * figures["expected_events"], name
+        assert figures["rtt_p99_ms"] >= figures["rtt_p50_ms"] > 0, name
+    for relay in ("nginx", "proxy"):
+        assert targets[relay]["relay_cpu_s_per_1000_events"] is not None
+        assert targets[relay]["relay_peak_rss_mb"] > 0
