@@ -1,0 +1,249 @@
+"""Held-out turn-taking stimuli, made here: voices, noises and backgrounds the dev corpus lacks.
+
+The dev corpus (`../shared/corpus/dev`) is for tuning. Figures are reported on clips this
+script makes, from sources anyone can regenerate: espeak-ng voices at other accents,
+rates and pitches than the dev corpus uses, and numpy signals. Classes:
+
+* ``speech``       — real interruptions (held-out voices), some over a quiet background;
+* ``backchannel``  — "uh-huh", "okay", "right", "mm-hmm", "yeah", "I see", "sure";
+* ``babble``       — several distant voices at once (low-passed, reverberant, low level);
+* ``tv``           — one talker from a loudspeaker across the room (reverb, low level);
+* ``noise``        — speech-shaped noise, music-like tones, keyboard-like clicks.
+
+Output: WAV files (24 kHz PCM16 mono) and a ``manifest.json`` in the dev corpus's
+format (``kind``, ``speech_ms`` spans for speech, ``duration_ms``), so
+`bench/bargein.py --corpus DIR` reads either.
+
+    uv run python bench/stimuli.py --out /tmp/heldout [--seed 7]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+import wave
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import soxr
+
+RATE = 24000
+# Voices the dev corpus does not use (it has en-us, en-gb+f3, en-us+m3, en-029+f2).
+VOICES = ["en-gb-scotland+m2", "en-gb-x-rp+f4", "en-us-nyc+m5", "en-gb-x-gbclan+f1"]
+SENTENCES = [
+    "Hang on, can you go back to the first point?",
+    "No, that is the wrong address, it is number twelve.",
+    "Could you make the summary shorter please?",
+    "Stop for a second, I have a question about the price.",
+    "What about flights on Thursday evening instead?",
+    "Sorry, I did not catch the last part of that.",
+]
+BACKCHANNELS = ["uh-huh", "okay", "right", "mm-hmm", "yeah", "I see", "sure"]
+BABBLE_TEXT = [
+    "We should meet at the station before the train leaves at nine.",
+    "The report is almost done but the figures still need checking.",
+    "Did you see the game last night, it went to extra time.",
+    "I will bring the salad if you can get the bread and cheese.",
+    "The weather turned cold so we stayed in and watched a film.",
+]
+
+
+def speak(text: str, voice: str, rate_wpm: int, pitch: int) -> np.ndarray:
+    """espeak-ng speech, resampled to 24 kHz, as float32 in [-1, 1]."""
+    exe = shutil.which("espeak-ng")
+    if exe is None:
+        raise SystemExit("espeak-ng is required (apt-get install espeak-ng)")
+    with tempfile.NamedTemporaryFile(suffix=".wav") as tmp:
+        argv = [exe, "-v", voice, "-s", str(rate_wpm), "-p", str(pitch), "-w", tmp.name, text]
+        subprocess.run(argv, check=True, capture_output=True)
+        with wave.open(tmp.name) as w:
+            rate = w.getframerate()
+            pcm = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2")
+    audio = pcm.astype(np.float32) / 32768.0
+    return soxr.resample(audio, rate, RATE).astype(np.float32)
+
+
+def rms(x: np.ndarray) -> float:
+    return float(np.sqrt(np.mean(np.square(x, dtype=np.float64)))) + 1e-12
+
+
+def at_level(x: np.ndarray, dbfs: float) -> np.ndarray:
+    return (x * (10 ** (dbfs / 20) / rms(x))).astype(np.float32)
+
+
+def lowpass(x: np.ndarray, cutoff_hz: float) -> np.ndarray:
+    spec = np.fft.rfft(x)
+    freqs = np.fft.rfftfreq(x.size, 1 / RATE)
+    spec[freqs > cutoff_hz] *= 0.1
+    return np.fft.irfft(spec, x.size).astype(np.float32)
+
+
+def reverb(x: np.ndarray, rt60_s: float, rng: np.random.Generator) -> np.ndarray:
+    """A synthetic room: exponentially decaying noise as the impulse response."""
+    n = int(rt60_s * RATE)
+    t = np.arange(n) / RATE
+    ir = rng.standard_normal(n) * np.exp(-6.9 * t / rt60_s)
+    ir[0] = 1.0
+    ir /= np.sqrt(np.sum(ir**2))
+    wet = np.convolve(x, ir)[: x.size]
+    return wet.astype(np.float32)
+
+
+def speech_spans(x: np.ndarray, floor_db: float = -35.0) -> list[list[int]]:
+    """Voiced spans in ms from the clean signal's 20 ms energy, gaps < 200 ms merged."""
+    hop = RATE // 50
+    frames = x[: x.size // hop * hop].reshape(-1, hop)
+    level = 20 * np.log10(np.sqrt(np.mean(frames**2, axis=1)) + 1e-9)
+    on = level > (level.max() + floor_db)
+    spans: list[list[int]] = []
+    for i, v in enumerate(on):
+        if not v:
+            continue
+        ms = i * 20
+        if spans and ms - spans[-1][1] < 200:
+            spans[-1][1] = ms + 20
+        else:
+            spans.append([ms, ms + 20])
+    return spans
+
+
+def pad(x: np.ndarray, before_ms: int, total_ms: int | None = None) -> np.ndarray:
+    head = np.zeros(RATE * before_ms // 1000, dtype=np.float32)
+    out = np.concatenate([head, x])
+    if total_ms is not None:
+        want = RATE * total_ms // 1000
+        out = np.pad(out, (0, max(0, want - out.size)))[:want]
+    return out
+
+
+def babble(rng: np.random.Generator, talkers: int, seconds: float) -> np.ndarray:
+    n = int(seconds * RATE)
+    mix = np.zeros(n, dtype=np.float32)
+    for k in range(talkers):
+        voice = VOICES[k % len(VOICES)]
+        text = BABBLE_TEXT[k % len(BABBLE_TEXT)]
+        s = speak(text, voice, int(rng.integers(140, 190)), int(rng.integers(30, 70)))
+        start = int(rng.integers(0, RATE // 2))
+        seg = s[: n - start]
+        mix[start : start + seg.size] += at_level(seg, -30)
+    return reverb(lowpass(mix, 3000), 0.6, rng)
+
+
+def speech_shaped_noise(rng: np.random.Generator, seconds: float) -> np.ndarray:
+    """Noise with the long-term spectrum of speech (from a held-out talker)."""
+    ref = speak(" ".join(SENTENCES[:3]), VOICES[0], 170, 50)
+    n = int(seconds * RATE)
+    shape = np.abs(np.fft.rfft(ref, n))
+    phase = np.exp(2j * np.pi * rng.random(shape.size))
+    return np.fft.irfft(shape * phase, n).astype(np.float32)
+
+
+def music(rng: np.random.Generator, seconds: float) -> np.ndarray:
+    """Chords of harmonic tones changing every 250-500 ms, with note envelopes."""
+    out = np.zeros(int(seconds * RATE), dtype=np.float32)
+    pos = 0
+    while pos < out.size:
+        dur = int(rng.uniform(0.25, 0.5) * RATE)
+        t = np.arange(dur) / RATE
+        note = np.zeros(dur)
+        for semis in rng.choice([0, 3, 4, 7, 10, 12], size=3, replace=False):
+            f0 = 220 * 2 ** ((int(rng.integers(0, 12)) + semis) / 12)
+            for h in range(1, 5):
+                note += np.sin(2 * np.pi * f0 * h * t) / h
+        env = np.minimum(1.0, t / 0.02) * np.exp(-3 * t)
+        seg = (note * env)[: out.size - pos]
+        out[pos : pos + seg.size] += seg.astype(np.float32)
+        pos += dur
+    return out
+
+
+def clicks(rng: np.random.Generator, seconds: float) -> np.ndarray:
+    """Keyboard-like clicks: 5-15 ms band-limited bursts every 80-250 ms."""
+    out = np.zeros(int(seconds * RATE), dtype=np.float32)
+    pos = int(rng.integers(0, RATE // 10))
+    while pos < out.size:
+        n = int(rng.uniform(0.005, 0.015) * RATE)
+        burst = rng.standard_normal(n) * np.exp(-np.arange(n) / (n / 4))
+        burst = np.diff(burst, prepend=0.0)  # tilt towards the highs, like a key's click
+        seg = burst[: out.size - pos].astype(np.float32) * float(rng.uniform(0.5, 1.0))
+        out[pos : pos + seg.size] += seg
+        pos += int(rng.uniform(0.08, 0.25) * RATE)
+    return out
+
+
+def write_wav(path: Path, x: np.ndarray) -> None:
+    pcm = np.clip(x * 32767, -32768, 32767).astype("<i2")
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes(pcm.tobytes())
+
+
+def make(out: Path, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    clips: list[dict[str, Any]] = []
+
+    def add(name: str, x: np.ndarray, **meta: Any) -> None:
+        write_wav(out / name, x)
+        clips.append({"file": name, "duration_ms": x.size * 1000 // RATE, **meta})
+
+    for i, text in enumerate(SENTENCES):
+        voice = VOICES[i % len(VOICES)]
+        rate_wpm, pitch = int(rng.integers(140, 200)), int(rng.integers(25, 75))
+        clean = at_level(speak(text, voice, rate_wpm, pitch), -20)
+        x = pad(clean, 300, clean.size * 1000 // RATE + 600)
+        spans = speech_spans(x)
+        meta = {"kind": "speech", "speech_ms": spans, "text": text, "voice": voice}
+        if i % 2:
+            # Over a quiet room background: the user is still much louder than the room.
+            x = x + at_level(babble(rng, 3, x.size / RATE), -45)[: x.size]
+            meta["background"] = "babble-45dBFS"
+        add(f"speech{i:02d}.wav", x, **meta)
+    for i, word in enumerate(BACKCHANNELS):
+        voice = VOICES[i % len(VOICES)]
+        x = pad(at_level(speak(word, voice, int(rng.integers(150, 200)), 50), -22), 300, 1200)
+        add(f"backchannel{i:02d}.wav", x, kind="backchannel", text=word, voice=voice)
+    for i, (talkers, level) in enumerate([(4, -32), (6, -30), (5, -35)]):
+        x = at_level(babble(rng, talkers, 3.0), level)
+        add(f"babble{i:02d}.wav", x, kind="babble", talkers=talkers, dbfs=level)
+    for i, voice in enumerate(VOICES[:2]):
+        talk = speak(BABBLE_TEXT[i], voice, 175, 50)
+        x = at_level(reverb(lowpass(talk, 5000), 0.8, rng), -32)
+        add(f"tv{i:02d}.wav", x, kind="tv", voice=voice, dbfs=-32)
+    for name, signal, level in [
+        ("speechshaped", speech_shaped_noise(rng, 3.0), -30),
+        ("music", music(rng, 3.0), -28),
+        ("clicks", clicks(rng, 3.0), -30),
+    ]:
+        add(f"noise_{name}.wav", at_level(signal, level), kind="noise", noise=name, dbfs=level)
+    manifest = {
+        "rate_hz": RATE,
+        "format": "pcm16 mono wav",
+        "split": "heldout",
+        "made_with": f"bench/stimuli.py --seed {seed}",
+        "clips": clips,
+    }
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
+    return manifest
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    manifest = make(args.out, args.seed)
+    kinds: dict[str, int] = {}
+    for clip in manifest["clips"]:
+        kinds[clip["kind"]] = kinds.get(clip["kind"], 0) + 1
+    print(json.dumps({"out": str(args.out), "clips": kinds}))
+
+
+if __name__ == "__main__":
+    main()
