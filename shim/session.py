@@ -18,14 +18,23 @@ Barge-in (DESIGN.md §5) is a two-step decision, because the first 200 ms of
 
 from __future__ import annotations
 
+import traceback
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from shim import wire
-from shim.actions import Action, AnalyzeAudio, CloseClient, SendClient, SendClientAudio
+from shim.actions import (
+    Action,
+    AnalyzeAudio,
+    CloseClient,
+    ReportFault,
+    SendClient,
+    SendClientAudio,
+)
 from shim.audio import (
     AudioError,
     AudioFormat,
@@ -54,6 +63,8 @@ from shim.session_config import (
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate, VadParams
 
 VAD_RATE = 16000
+
+ClientHandler = Callable[[dict[str, Any], float], list["Action"]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +148,7 @@ class EmulatedSession:
         self.episode: Episode | None = None
         self.response: ActiveResponse | None = None
         self._last_now = 0.0
+        self._client_table = self.client_handlers()
 
     # ------------------------------------------------------------------ ids
     def new_id(self, prefix: str) -> str:
@@ -145,7 +157,18 @@ class EmulatedSession:
 
     # ------------------------------------------------------------ dispatch
     def handle(self, inp: Input) -> list[Action]:
+        """One input in, the actions it calls for out; never raises.
+
+        An unexpected exception is a bug: the client gets a coded ``internal_error``
+        naming the event, the edge a ``ReportFault`` to log, and the session goes on.
+        """
         self._last_now = inp.now_ms
+        try:
+            return self._dispatch(inp)
+        except Exception as exc:
+            return self._fault(inp, exc)
+
+    def _dispatch(self, inp: Input) -> list[Action]:
         if isinstance(inp, ClientEvent):
             return self.on_client(inp)
         if isinstance(inp, UpstreamEvent):
@@ -162,19 +185,37 @@ class EmulatedSession:
             return self.on_upstream_checkpointed(inp)
         raise TypeError(f"unknown input {inp!r}")
 
+    def _fault(self, inp: Input, exc: Exception) -> list[Action]:
+        event = getattr(inp, "event", None)
+        kind = event.get("type") if isinstance(event, dict) else None
+        event_type = kind if isinstance(kind, str) else None
+        where = f"{type(inp).__name__} {event_type}" if event_type else type(inp).__name__
+        trace = "".join(traceback.format_exception(exc))
+        fault = ReportFault(type(inp).__name__, event_type, repr(exc), trace)
+        ev = event if isinstance(inp, ClientEvent) else None
+        return [self.err("internal_error", f"the proxy failed to handle {where}", ev), fault]
+
     # ------------------------------------------------------------ client
+    def client_handlers(self) -> dict[str, ClientHandler]:
+        """Client event type -> handler; a dialect adds its own to these."""
+        return {
+            "session.update": self.client_session_update,
+            "input_audio_buffer.append": self.client_input_audio_buffer_append,
+            "playback.ack": self.client_playback_ack,
+            "conversation.item.truncate": self.client_conversation_item_truncate,
+            "conversation.item.retrieve": self.client_conversation_item_retrieve,
+        }
+
     def on_client(self, inp: ClientEvent) -> list[Action]:
-        ev = inp.event
-        kind = ev.get("type")
-        handler = getattr(self, "client_" + str(kind).replace(".", "_"), None)
+        kind = inp.event.get("type")
+        handler = self._client_table.get(kind) if isinstance(kind, str) else None
         if handler is None:
             return self.client_other(inp)
-        out: list[Action] = handler(ev, inp.now_ms)
-        return out
+        return handler(inp.event, inp.now_ms)
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
-        """Events this mode does not interpret; subclasses relay or refuse them."""
-        return []
+        """An event this mode does not interpret; each dialect relays or refuses it."""
+        raise NotImplementedError
 
     def err(
         self, code: str, message: str, ev: dict[str, Any] | None = None, param: str | None = None

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pybase64
 import pytest
 
-from shim.actions import AbortUpstream, SendUpstream
+from shim.actions import AbortUpstream, ReportFault, SendClient, SendUpstream
 from shim.dialects.turn_based import TurnBasedSession
-from shim.inputs import UpstreamLost
+from shim.inputs import UpstreamLost, VadWindow
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, analyzed, client_events, pcm_b64, types, upstream_events
@@ -283,3 +283,31 @@ def test_truncate_beyond_the_audio_sent_is_refused() -> None:
         )
     )
     assert any(e["type"] == "conversation.item.truncated" and e["audio_end_ms"] == 50 for e in ok)
+
+
+@pytest.mark.parametrize("kind", ["other", "conversation.item.create", "input_audio_buffer_append"])
+def test_an_event_the_turn_based_upstream_cannot_carry_is_refused_and_the_session_goes_on(
+    kind: str,
+) -> None:
+    sc = make()
+    out = sc.client({"type": kind, "event_id": "evt_x"})
+    assert [type(a) for a in out] == [SendClient]
+    err = client_events(out)[0]
+    assert err["error"]["code"] == "unsupported_event"
+    assert err["error"]["event_id"] == "evt_x"
+    assert kind in err["error"]["message"]
+    assert types(run_turn(sc))[0] == "input_audio_buffer.speech_started"
+
+
+def test_an_unexpected_failure_is_reported_and_the_session_goes_on() -> None:
+    sc = make()
+    run_turn(sc)
+    # A VAD window that goes back in time is an edge bug: the gate refuses it.
+    out = sc.s.handle(VadWindow(0.9, 512, sc.now))
+    err = client_events(out)[0]
+    assert err["error"]["code"] == "internal_error"
+    assert "VadWindow" in err["error"]["message"]
+    faults = [a for a in out if isinstance(a, ReportFault)]
+    assert len(faults) == 1 and faults[0].input_kind == "VadWindow"
+    assert "ValueError" in faults[0].error and "Traceback" in faults[0].trace
+    assert "input_audio_buffer.speech_started" in types(run_turn(sc))

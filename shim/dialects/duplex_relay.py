@@ -36,7 +36,7 @@ from __future__ import annotations
 import copy
 import math
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from shim import wire
@@ -78,7 +78,16 @@ HISTORY_KEPT = 64
 MAX_UPSTREAM_RESUMES = 3
 
 
+UpstreamHandler = Callable[[dict[str, Any], float], list[Action]]
+
 _ITEM_ECHOES = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
+
+
+def _response_id(ev: Mapping[str, Any]) -> Any:
+    rid = ev.get("response_id")
+    if rid is None and isinstance(ev.get("response"), dict):
+        rid = ev["response"].get("id")
+    return rid
 
 
 class BargeInRelaySession(EmulatedSession):
@@ -126,6 +135,7 @@ class BargeInRelaySession(EmulatedSession):
         self._resumes_in_a_row = 0
         # (item id, played ms) of playback acks the proxy sent: their answers are its own.
         self._own_acks: deque[tuple[str, int]] = deque(maxlen=CANCELLED_KEPT)
+        self._upstream_table = self.upstream_handlers()
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
@@ -198,6 +208,7 @@ class BargeInRelaySession(EmulatedSession):
         ]
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
+        # A transparent relay never rejects what it does not interpret.
         return [ForwardUpstream(inp.raw)]
 
     def retrieve_elsewhere(self, ev: dict[str, Any]) -> list[Action]:
@@ -445,34 +456,51 @@ class BargeInRelaySession(EmulatedSession):
                 self._remember_item(item)
         if kind == "playback.acknowledged" and self._answers_own_ack(ev):
             return out  # the answer to an ack the proxy sent, not the client
-        rid = ev.get("response_id")
-        if rid is None and isinstance(ev.get("response"), dict):
-            rid = ev["response"].get("id")
+        rid = _response_id(ev)
         if isinstance(rid, str) and rid in self._cancelled_ids:
             return out  # the rest of a response the proxy already cut
-        if kind == "response.created" and isinstance(rid, str):
-            self.new_response(rid, f"item_{rid}")
-            self._upstream_audio_ms, self._end_reported = 0.0, False
-            self._rs_out = self._rs_far = None
-            out.append(SendClient(ev))
-        elif kind == "response.output_audio.delta":
-            out += self._audio(ev, now)
-        elif kind == "response.output_audio_transcript.delta":
-            delta = ev.get("delta")
-            out += self.emit_text(SendClient(ev), delta if isinstance(delta, str) else "")
-        elif kind in ("input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"):
-            if not self._suppress_upstream_speech:
-                out += self.emit(SendClient(ev))
-        elif kind == "input_audio_buffer.committed":
-            self._suppress_upstream_speech = False
-            out += self.emit(SendClient(ev))
-        elif kind == "response.done":
-            if self.response is not None and self.response.response_id == rid:
-                self.response.upstream_done = True
-            out += self.emit(SendClient(ev))
-        else:
-            out += self.emit(SendClient(ev))
-        return out
+        handler = self._upstream_table.get(kind) if isinstance(kind, str) else None
+        return handler(ev, now) if handler is not None else self.emit(SendClient(ev))
+
+    def upstream_handlers(self) -> dict[str, UpstreamHandler]:
+        """Upstream event type -> handler; every other event is relayed in order."""
+        return {
+            "response.created": self._up_response_created,
+            "response.output_audio.delta": self._audio,
+            "response.output_audio_transcript.delta": self._up_transcript_delta,
+            "input_audio_buffer.speech_started": self._up_speech,
+            "input_audio_buffer.speech_stopped": self._up_speech,
+            "input_audio_buffer.committed": self._up_committed,
+            "response.done": self._up_response_done,
+        }
+
+    def _up_response_created(self, ev: dict[str, Any], now: float) -> list[Action]:
+        rid = _response_id(ev)
+        if not isinstance(rid, str):
+            return self.emit(SendClient(ev))
+        self.new_response(rid, f"item_{rid}")
+        self._upstream_audio_ms, self._end_reported = 0.0, False
+        self._rs_out = self._rs_far = None
+        return [SendClient(ev)]
+
+    def _up_transcript_delta(self, ev: dict[str, Any], now: float) -> list[Action]:
+        delta = ev.get("delta")
+        return self.emit_text(SendClient(ev), delta if isinstance(delta, str) else "")
+
+    def _up_speech(self, ev: dict[str, Any], now: float) -> list[Action]:
+        if self._suppress_upstream_speech:
+            return []
+        return self.emit(SendClient(ev))
+
+    def _up_committed(self, ev: dict[str, Any], now: float) -> list[Action]:
+        self._suppress_upstream_speech = False
+        return self.emit(SendClient(ev))
+
+    def _up_response_done(self, ev: dict[str, Any], now: float) -> list[Action]:
+        rid = _response_id(ev)
+        if self.response is not None and self.response.response_id == rid:
+            self.response.upstream_done = True
+        return self.emit(SendClient(ev))
 
     def _answers_own_ack(self, ev: Mapping[str, Any]) -> bool:
         inner = ev.get("event")

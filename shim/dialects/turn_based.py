@@ -13,6 +13,7 @@ The client sees GA events: VAD turns, ``response.*`` with ids, cancellation.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,6 @@ from shim import wire
 from shim.actions import (
     AbortUpstream,
     Action,
-    ForwardUpstream,
     SendClient,
     SendClientAudio,
     SendUpstream,
@@ -37,7 +37,9 @@ from shim.audio import (
     encode_samples,
 )
 from shim.inputs import ClientEvent, UpstreamEvent, UpstreamLost
-from shim.session import VAD_RATE, EmulatedSession, ShimSettings
+from shim.session import VAD_RATE, ClientHandler, EmulatedSession, ShimSettings
+
+UpstreamHandler = Callable[[dict[str, Any], float], list[Action]]
 
 UPSTREAM_RATE = 16000
 DEFAULT_OUTPUT_RATE = 24000
@@ -65,6 +67,7 @@ class TurnBasedSession(EmulatedSession):
         self._rs_out: StreamResampler | None = None
         self._rs_far: StreamResampler | None = None
         self._final_text: str | None = None
+        self._upstream_table = self.upstream_handlers()
 
     # ------------------------------------------------------------ upstream session
     def open_upstream(self) -> list[Action]:
@@ -136,9 +139,26 @@ class TurnBasedSession(EmulatedSession):
             return [self.err("response_cancel_not_active", f"response {rid!r} is not active", ev)]
         return self.cancel_response(now, reason="client_cancelled")
 
+    def client_handlers(self) -> dict[str, ClientHandler]:
+        return {
+            **super().client_handlers(),
+            "input_audio_buffer.commit": self.client_input_audio_buffer_commit,
+            "input_audio_buffer.clear": self.client_input_audio_buffer_clear,
+            "response.create": self.client_response_create,
+            "response.cancel": self.client_response_cancel,
+        }
+
     def client_other(self, inp: ClientEvent) -> list[Action]:
-        # A transparent proxy never rejects what it does not understand.
-        return [ForwardUpstream(inp.raw)]
+        # The turn-based dialect has no way to carry it: refuse it, and go on.
+        kind = inp.event.get("type")
+        return [
+            self.err(
+                "unsupported_event",
+                f"event type {kind!r} is not supported over a turn-based upstream",
+                inp.event,
+                "type",
+            )
+        ]
 
     # ------------------------------------------------------------ turns
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
@@ -241,44 +261,56 @@ class TurnBasedSession(EmulatedSession):
         return self.close_response(resp, now, status, reason, truncate_at, self._final_text)
 
     # ------------------------------------------------------------ upstream events
+    def upstream_handlers(self) -> dict[str, UpstreamHandler]:
+        """Upstream event type -> handler; every other event passes through untouched."""
+        return {
+            "session.created": lambda ev, now: [],
+            "response.output_audio.delta": self._up_audio,
+            "transcription.delta": self._up_transcription_delta,
+            "transcription.done": self._up_transcription_done,
+            "response.output_audio.done": self._up_audio_done,
+            "error": self._upstream_error,
+        }
+
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
-        ev = inp.event
-        kind = ev.get("type")
-        now = inp.now_ms
+        kind = inp.event.get("type")
+        handler = self._upstream_table.get(kind) if isinstance(kind, str) else None
+        if handler is None:
+            return [SendClient(inp.event)]
+        return handler(inp.event, inp.now_ms)
+
+    def _live(self) -> bool:
         resp = self.response
-        live = resp is not None and not resp.cancelled and not resp.upstream_done
-        if kind == "session.created":
+        return resp is not None and not resp.cancelled and not resp.upstream_done
+
+    def _up_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
+        return self._audio(ev, now) if self._live() else []
+
+    def _up_transcription_delta(self, ev: dict[str, Any], now: float) -> list[Action]:
+        resp = self.response
+        if resp is None or not self._live():
             return []
-        if kind == "response.output_audio.delta":
-            return self._audio(ev, now) if live else []
-        if kind == "transcription.delta":
-            if not live:
-                return []
-            assert resp is not None
-            delta = ev["delta"] if isinstance(ev.get("delta"), str) else ""
-            return self.emit_text(
-                SendClient(
-                    {
-                        "type": "response.output_audio_transcript.delta",
-                        **wire.part_ids(resp.response_id, resp.item_id),
-                        "delta": delta,
-                    }
-                ),
-                delta,
-            )
-        if kind == "transcription.done":
-            if live and isinstance(ev.get("text"), str):
-                self._final_text = ev["text"]
-            return []
-        if kind == "response.output_audio.done":
-            self.upstream_busy = False
-            if not live:
-                return []
-            return self._complete(now)
-        if kind == "error":
-            return self._upstream_error(ev, now, live)
-        # Unknown upstream events pass through untouched.
-        return [SendClient(ev)]
+        delta = ev["delta"] if isinstance(ev.get("delta"), str) else ""
+        return self.emit_text(
+            SendClient(
+                {
+                    "type": "response.output_audio_transcript.delta",
+                    **wire.part_ids(resp.response_id, resp.item_id),
+                    "delta": delta,
+                }
+            ),
+            delta,
+        )
+
+    def _up_transcription_done(self, ev: dict[str, Any], now: float) -> list[Action]:
+        if self._live() and isinstance(ev.get("text"), str):
+            self._final_text = ev["text"]
+        return []
+
+    def _up_audio_done(self, ev: dict[str, Any], now: float) -> list[Action]:
+        live = self._live()
+        self.upstream_busy = False
+        return self._complete(now) if live else []
 
     def _audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         resp = self.response
@@ -335,7 +367,8 @@ class TurnBasedSession(EmulatedSession):
             out += self._start_response(now)
         return out
 
-    def _upstream_error(self, ev: dict[str, Any], now: float, live: bool) -> list[Action]:
+    def _upstream_error(self, ev: dict[str, Any], now: float) -> list[Action]:
+        live = self._live()
         err = ev.get("error")
         message = (
             err
