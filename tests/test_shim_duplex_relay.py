@@ -157,7 +157,7 @@ def test_a_snapshot_restored_with_its_upstream_resumed_carries_the_response_on()
     sc = make()
     start_response(sc, chunks=3)  # upstream seqs 10..16
     cut_rid = "resp-cut"
-    relay(sc)._cancelled_ids.append(cut_rid)
+    relay(sc).cancelled_ids.append(cut_rid)
     snap = sc.s.snapshot()
     moved = make(bound=False)
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
