@@ -13,6 +13,7 @@ dispatch tables, ``commit_turn`` and ``cancel_response``.
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from shim import client_events, wire
@@ -100,11 +101,6 @@ class EmulatedSession:
     def response(self) -> ActiveResponse | None:
         return self.output.response
 
-    @property
-    def in_samples(self) -> int:
-        """Every 16 kHz input sample the client sent, counted."""
-        return self.history.end
-
     def new_id(self, prefix: str) -> str:
         self._counter += 1
         return f"{prefix}_{self.session_id[-12:]}{self._counter:06d}"
@@ -128,9 +124,9 @@ class EmulatedSession:
         """Client event type -> handler; a dialect adds its own to these."""
         return {
             "session.update": self.client_session_update,
-            "input_audio_buffer.append": lambda ev, now: client_events.input_audio(self, ev, now),
-            "playback.ack": lambda ev, now: client_events.playback_ack(self, ev, now),
-            "conversation.item.truncate": lambda ev, now: client_events.truncate(self, ev, now),
+            "input_audio_buffer.append": partial(client_events.input_audio, self),
+            "playback.ack": partial(client_events.playback_ack, self),
+            "conversation.item.truncate": partial(client_events.truncate, self),
             "conversation.item.retrieve": self.client_retrieve,
         }
 

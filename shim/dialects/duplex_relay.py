@@ -93,11 +93,13 @@ class BargeInRelaySession(EmulatedSession):
             return None
         return self.link.id, self.durable()[0]
 
-    def holding(self) -> bool:
+    def output_held(self) -> bool:
+        """Some of the response's output is held back from the client right now."""
         return self.response is not None and bool(self.response.held)
 
     def durable(self) -> tuple[int, float]:
-        return self.link.durable(self.holding(), self.reports.upstream_audio_ms)
+        """The upstream seq (and audio ms) a move goes on from."""
+        return self.link.durable(self.output_held(), self.reports.upstream_audio_ms)
 
     # ------------------------------------------------------------ client events
     def client_handlers(self) -> dict[str, EventHandler]:
@@ -260,7 +262,7 @@ class BargeInRelaySession(EmulatedSession):
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:
         resp = self.response
-        if resp is not None and not resp.cancelled and self.link.held_open(self.holding()):
+        if resp is not None and not resp.cancelled and self.link.held_open(self.output_held()):
             return resp  # as of the hold mark, which is what a move goes on from
         return super().open_response()
 

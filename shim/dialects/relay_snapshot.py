@@ -33,7 +33,7 @@ def _playing_out(r: BargeInRelaySession) -> ResponseState | None:
     resp = r.response
     if resp is None or resp.cancelled or not resp.upstream_done:
         return None
-    if r.reports.end_reported or r.link.held_open(r.holding()):
+    if r.reports.end_reported or r.link.held_open(r.output_held()):
         return None  # reported, or still open as of the hold mark
     return response_state(resp)
 

@@ -31,7 +31,7 @@ def screen(r: BargeInRelaySession, inp: UpstreamEvent) -> dict[str, Any] | list[
     seq = ev.pop("server_event_seq", None)
     if isinstance(seq, int) and not isinstance(seq, bool):
         done = r.response is not None and r.response.upstream_done
-        verdict = r.link.accept(seq, r.holding(), r.reports.upstream_audio_ms, done)
+        verdict = r.link.accept(seq, r.output_held(), r.reports.upstream_audio_ms, done)
         if verdict is Seq.REPEAT:
             return []  # an upstream replay repeating what was handled already
         if verdict is Seq.GAP:
