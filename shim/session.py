@@ -94,6 +94,7 @@ class EmulatedSession:
             UpstreamReattached: self.on_upstream_reattached,
             UpstreamCheckpointed: self.on_upstream_checkpointed,
         }
+        # Built once, here: a dialect sets its own attributes before calling this.
         self._client_table = self.client_handlers()
         self._upstream_table = self.upstream_handlers()
 
