@@ -91,6 +91,22 @@ class CloseClient:
     reason: str
 
 
+@dataclass(frozen=True, slots=True)
+class ReportFault:
+    """The shim failed on an input (a bug): the edge logs this; the client was already
+    told with an ``internal_error`` and the session goes on.
+
+    ``input_kind`` is the input's class (``ClientEvent``, ``UpstreamEvent``, ...),
+    ``event_type`` the event's ``type`` when it had one, ``error`` the exception as
+    ``repr`` and ``trace`` its formatted traceback.
+    """
+
+    input_kind: str
+    event_type: str | None
+    error: str
+    trace: str
+
+
 Action = (
     SendClient
     | SendClientAudio
@@ -101,4 +117,5 @@ Action = (
     | StandDown
     | AnalyzeAudio
     | CloseClient
+    | ReportFault
 )

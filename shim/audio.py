@@ -1,4 +1,4 @@
-"""Audio helpers: base64 PCM16 <-> numpy, durations, streaming resampling.
+"""Audio helpers: base64 PCM16 <-> numpy, streaming resampling.
 
 Wire audio in the OpenAI Realtime protocol is base64 of little-endian PCM16 mono
 (``audio/pcm``); vLLM-Omni presets may also use ``pcm_f32le``. Resampling uses soxr's
@@ -112,7 +112,3 @@ class StreamResampler:
 
     def flush(self) -> Int16Array:
         return self.process(np.zeros(0, dtype=np.int16), last=True)
-
-
-def samples_to_ms(n_samples: int, rate_hz: int) -> float:
-    return n_samples * 1000.0 / rate_hz

@@ -1,9 +1,9 @@
 """Classify an upstream session from what it actually sent, and pick the proxy mode.
 
-DESIGN.md §4: a duplex upstream answers ``session.created`` with
+A duplex upstream answers ``session.created`` with
 ``session.capabilities`` (vLLM-Omni ``DuplexCapabilities.as_dict``); a turn-based one
 sends a flat ``session.created {id, created}`` with no ``session`` object. A connection
-that succeeds proves nothing; only these frames do.
+that succeeds proves nothing; only these frames do (``docs/protocol.md``).
 """
 
 from __future__ import annotations

@@ -29,7 +29,8 @@ when in doubt, let barge-in work. The output lags the input by ``latency`` (one
 STFT frame, 16 ms) and is meant for the VAD: per-bin gating would hurt speech
 recognition, so the upstream should keep getting the original mic. Pure numpy:
 no clock, no I/O. Memory is bounded: far audio is kept for ``history_ms`` beyond
-the delay search, plus what was sent ahead of playback, up to ``max_ahead_s``.
+the delay search, plus what was sent ahead of playback, up to ``max_ahead_s``
+(the far reference: ``shim/echo_far.py``).
 """
 
 from __future__ import annotations
@@ -40,19 +41,13 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
+from shim.echo_far import FRAME, HOP, MAX_FRAMES, WIN, FarReference
+
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
 
-_SILENT = 3e-4  # far peaks below this (-70 dBFS) play as silence: dither, not speech
-FRAME = 256  # STFT frame of the residual suppressor: 16 ms at 16 kHz
-HOP = FRAME // 2
-GRID = HOP  # far frames are analysed every GRID samples (8 ms)
-MAX_FRAMES = 8  # frames analysed together (bounds the far-spectrum cache)
-_NO_FRAME = -(2**40)  # an empty cache slot (a frame index no stream reaches)
-# sqrt of a periodic Hann: analysis and synthesis windows whose product overlap-adds to 1.
-_WIN = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FRAME) / FRAME)).astype(np.float32)
-_WIN2 = _WIN * _WIN
+_WIN2 = WIN * WIN
 
 
 class EchoSuppressor:
@@ -84,20 +79,14 @@ class EchoSuppressor:
         self.min_leak = float(10.0 ** (min_leak_db / 10.0))
         self.over = over  # over-suppression: how far the echo estimate is trusted
         self.floor = float(10.0 ** (floor_db / 20.0))
-        self.max_ahead = int(max_ahead_s * rate_hz)
-        # Ring of far audio for absolute samples [self._base, self._base + size).
-        self._size = (
-            self.max_delay + self.window + self.jitter + self.tail + rate_hz * history_ms // 1000
+        self.far = FarReference(
+            self.max_delay,
+            self.window,
+            self.jitter,
+            self.tail,
+            rate_hz * history_ms // 1000,
+            int(max_ahead_s * rate_hz),
         )
-        self._ring = np.zeros(2 * self._size, dtype=np.float32)  # linear, compacted
-        self._ring_start = 0  # absolute sample of self._ring[0]
-        self._base = 0  # far audio is kept for absolute [_base, _base + _size)
-        # Power spectra of far frames on a GRID-sample grid, by frame index mod slots.
-        slots = (2 * self.jitter + self.tail + (MAX_FRAMES + 2) * HOP) // GRID
-        self._fp = np.zeros((slots, FRAME // 2 + 1), dtype=np.float32)
-        self._fp_ids = np.full(slots, _NO_FRAME, dtype=np.int64)
-        self._ahead: deque[tuple[int, Float32Array]] = deque()  # far beyond the ring's end
-        self._ahead_samples = 0
         self._mic = np.zeros(self.window, dtype=np.float32)  # last `window` mic samples
         self._mic_end = 0  # absolute sample after the newest in self._mic
         self.delay: int | None = None  # echo delay in samples, once locked
@@ -118,102 +107,25 @@ class EchoSuppressor:
         self._rbuf = np.zeros(0, dtype=np.float32)  # the same after linear subtraction
         self._ola = np.zeros(HOP, dtype=np.float32)  # overlap-add tail of the last frame
         self._start_frames(0)
-        self.dropped_far_samples = 0
 
+    # -- far reference ------------------------------------------------------
     # -- far reference ------------------------------------------------------
 
     def add_far(self, samples: Int16Array, at_sample: int) -> None:
         """Record assistant audio that plays from mic sample ``at_sample`` on."""
-        far = samples.astype(np.float32) / 32768.0
-        if self._ahead_samples + far.size > self.max_ahead:
-            self.dropped_far_samples += far.size  # bounded memory beats a perfect reference
-            return
-        if self._ahead and at_sample < self._ahead[-1][0]:  # out of order: rare
-            self._ahead = deque(sorted([*self._ahead, (at_sample, far)], key=lambda e: e[0]))
-        else:
-            self._ahead.append((at_sample, far))
-        self._ahead_samples += far.size
-        self._place()
+        self.far.add(samples, at_sample)
 
     def clear_far(self, from_sample: int) -> None:
         """Playback stopped at ``from_sample`` (barge-in, clear): forget later far audio."""
-        self._ahead = deque(
-            (at, far[: max(0, from_sample - at)]) for at, far in self._ahead if at < from_sample
-        )
-        self._ahead_samples = sum(far.size for _, far in self._ahead)
-        lo = max(from_sample, self._base)
-        if lo < self._base + self._size:
-            self._write(lo, None)
+        self.far.clear(from_sample)
 
     def far_active(self, start_sample: int, end_sample: int) -> bool:
         """Could mic samples [start, end) hold echo? (far audio within the delay range)"""
-        lo = start_sample - self.max_delay
-        far = self._far(lo, end_sample)
-        if far.size and float(np.max(np.abs(far))) > _SILENT:
-            return True
-        for at, far in self._ahead:  # sorted by start
-            if at >= end_sample:
-                return False
-            if at + far.size > lo and np.max(np.abs(far)) > _SILENT:
-                return True
-        return False
+        return self.far.active(start_sample, end_sample)
 
-    def _far(self, start: int, end: int) -> Float32Array:
-        """Far samples for absolute [start, end); zeros where nothing was placed."""
-        out = np.zeros(max(0, end - start), dtype=np.float32)
-        lo, hi = max(start, self._base), min(end, self._base + self._size)
-        if hi > lo:
-            off = self._base - self._ring_start
-            out[lo - start : hi - start] = self._ring[off + lo - self._base : off + hi - self._base]
-        return out
-
-    def _write(self, lo: int, values: Float32Array | None) -> None:
-        """Add ``values`` to (or, if None, zero) the far audio from ``lo`` to the ring's end."""
-        off = lo - self._ring_start
-        if values is None:
-            self._ring[off : self._base - self._ring_start + self._size] = 0.0
-            hi = self._base + self._size
-        else:
-            self._ring[off : off + values.size] += values
-            hi = lo + values.size
-        # Cached far spectra of frames that overlap the change are stale now.
-        frames = self._fp_ids * GRID
-        self._fp_ids[(frames < hi) & (frames + FRAME > lo)] = _NO_FRAME
-
-    def _place(self) -> None:
-        """Move far audio that now fits into the ring; keep the rest ahead.
-
-        The queue is sorted by start, so only its head is looked at: a long reply
-        sent in many small deltas costs nothing until its turn comes.
-        """
-        end = self._base + self._size
-        rest: list[tuple[int, Float32Array]] = []
-        while self._ahead and self._ahead[0][0] < end:
-            at, far = self._ahead.popleft()
-            self._ahead_samples -= far.size
-            lo, hi = max(at, self._base), min(at + far.size, end)
-            if hi > lo:
-                self._write(lo, far[lo - at : hi - at])
-            if at + far.size > end:
-                rest.append((end, far[end - at :]))
-        for entry in reversed(rest):  # they start at `end`, before everything left
-            self._ahead.appendleft(entry)
-            self._ahead_samples += entry[1].size
-
-    def _advance(self, mic_end: int) -> None:
-        """Slide the ring so it still holds everything a delay search can reach."""
-        base = mic_end - self.window - self.max_delay - self.jitter - self.tail
-        if base <= self._base:
-            return
-        self._base = base
-        if base + self._size > self._ring_start + self._ring.size:
-            # Compact: the live span moves to the front, the rest is silence. The
-            # buffer holds two spans, so this copy happens once per span of audio.
-            keep = self._ring[base - self._ring_start :].copy()
-            self._ring[:] = 0.0
-            self._ring[: keep.size] = keep
-            self._ring_start = base
-        self._place()
+    @property
+    def dropped_far_samples(self) -> int:
+        return self.far.dropped_samples
 
     # -- mic ------------------------------------------------------------------
 
@@ -234,7 +146,7 @@ class EchoSuppressor:
             self._start_frames(start_sample)
         self._mic_end = end
         self._mic = np.concatenate((self._mic, x))[-self.window :]
-        self._advance(end)
+        self.far.advance(end)
         active = x.size > 0 and self.far_active(start_sample, end)
         if active:
             if not self._playing:
@@ -246,7 +158,7 @@ class EchoSuppressor:
             self._next_search = 0
         r = x
         if active and self.delay is not None:
-            r = x - self.gain * self._far(start_sample - self.delay, end - self.delay)
+            r = x - self.gain * self.far.samples(start_sample - self.delay, end - self.delay)
         self._xbuf = np.concatenate((self._xbuf, x))
         self._rbuf = np.concatenate((self._rbuf, r))
         while self._xbuf.size >= FRAME:
@@ -276,17 +188,17 @@ class EchoSuppressor:
         idx = np.arange(k)[:, None] * HOP + np.arange(FRAME)
         xf = self._xbuf[idx]
         if suppress and self.delay is not None:
-            xs = np.fft.rfft(xf * _WIN, axis=1)
-            rs = np.fft.rfft(self._rbuf[idx] * _WIN, axis=1)
+            xs = np.fft.rfft(xf * WIN, axis=1)
+            rs = np.fft.rfft(self._rbuf[idx] * WIN, axis=1)
             px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
             spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
             starts = self._frame_start + HOP * np.arange(k) - self.delay
-            p_echo = self.coupling * self._far_power(starts)
+            p_echo = self.coupling * self.far.power(starts)
             # Where subtraction worked only its leak remains; where it did not (the
             # delay just jumped, say), the whole echo may still be there.
             p_echo = np.where(pr < 0.5 * px, self.leak * p_echo, p_echo)
             gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
-            y = np.fft.irfft(spec * np.clip(gain, self.floor, 1.0), FRAME, axis=1) * _WIN
+            y = np.fft.irfft(spec * np.clip(gain, self.floor, 1.0), FRAME, axis=1) * WIN
         else:
             y = xf * _WIN2
         acc = np.zeros((k + 1) * HOP, dtype=np.float32)
@@ -298,34 +210,6 @@ class EchoSuppressor:
         self._xbuf = self._xbuf[k * HOP :]
         self._rbuf = self._rbuf[k * HOP :]
         self._frame_start += k * HOP
-
-    def _far_power(self, starts: npt.NDArray[np.int64]) -> Float32Array:
-        """Per-bin echo power bound for far frames at ``starts`` (the delay applied).
-
-        The loudest far spectrum within +-jitter of the delay (a jump in playback
-        timing), or, where larger, the mean over the reverberation tail before it.
-        Far frames sit on an 8 ms grid and are analysed once, then cached.
-        """
-        first = (starts - self.jitter - self.tail) // GRID
-        n_ids = int((starts[0] + self.jitter) // GRID - first[0]) + 1
-        ids = first[:, None] + np.arange(n_ids)
-        slots = ids % self._fp_ids.size
-        span = np.arange(first[0], first[-1] + n_ids)  # the frames' ids: one contiguous run
-        missing = span[self._fp_ids[span % self._fp_ids.size] != span]
-        if missing.size:
-            lo = int(missing[0]) * GRID
-            far = self._far(lo, int(missing[-1]) * GRID + FRAME)
-            view = np.lib.stride_tricks.sliding_window_view(far, FRAME)
-            spec = np.fft.rfft(view[(missing - missing[0]) * GRID] * _WIN, axis=1)
-            self._fp[missing % self._fp_ids.size] = spec.real**2 + spec.imag**2
-            self._fp_ids[missing % self._fp_ids.size] = missing
-        power = self._fp[slots]  # (frames, ids, bins)
-        n_tail = self.tail // GRID
-        direct: Float32Array = power[:, n_tail:].max(axis=1)
-        if n_tail == 0:
-            return direct
-        bound: Float32Array = np.maximum(direct, power[:, : n_tail + 1].mean(axis=1))
-        return bound
 
     def _estimate(self, end: int) -> None:
         """Lock (or follow) the echo delay and gain; measure coupling and leak.
@@ -351,7 +235,7 @@ class EchoSuppressor:
         if self.delay is None:
             return
         short = m[-self.coupling_n :]
-        far = self._far(end - short.size - self.delay, end - self.delay).astype(np.float64)
+        far = self.far.samples(end - short.size - self.delay, end - self.delay).astype(np.float64)
         e_m, e_f, c = (
             float(np.dot(short, short)),
             float(np.dot(far, far)),
@@ -367,7 +251,9 @@ class EchoSuppressor:
                 return  # double talk, silence, or a jump not yet explained: hold
             if fit[0] != self.delay:
                 self.delay = fit[0]
-                far = self._far(end - short.size - self.delay, end - self.delay).astype(np.float64)
+                far = self.far.samples(end - short.size - self.delay, end - self.delay).astype(
+                    np.float64
+                )
                 e_f, c = float(np.dot(far, far)), float(np.dot(short, far))
         self.gain = c / e_f
         # The median of recent measurements: the few taken just as the user starts
@@ -393,7 +279,7 @@ class EchoSuppressor:
             return None
         hi = self.max_delay if hi is None else hi
         n, lags = m.size, hi - lo + 1
-        f = self._far(end - n - hi, end - lo).astype(np.float64)  # f[k] = far[end-n-hi+k]
+        f = self.far.samples(end - n - hi, end - lo).astype(np.float64)  # f[k] = far[end-n-hi+k]
         size = 1 << int(np.ceil(np.log2(n + f.size)))
         # r[k] = sum_t m[t] * f[t + k] is the correlation at lag hi - k.
         r = np.fft.irfft(np.fft.rfft(f, size) * np.conj(np.fft.rfft(m, size)), size)

@@ -1,6 +1,6 @@
 """Server event sequencing and the replay log, plus client event de-duplication.
 
-vLLM-Omni duplex dialect (DESIGN.md §6): every server event carries a monotonically
+vLLM-Omni duplex dialect (``docs/protocol.md``): every server event carries a monotonically
 increasing ``server_event_seq`` (from 1, the last key); the client acks with
 ``session.event_ack``; ``session.resume`` replays every event after the client's
 last seq, exactly once, in order. The log is bounded by bytes and by age; once a

@@ -1,8 +1,9 @@
 """The playback ledger: what assistant audio was sent, and how much was heard.
 
-DESIGN.md §5: the played position comes from the client's ``playback.ack`` when it
-sends them, else it is estimated as ``min(wall time since the first delta was sent,
-audio duration sent)``. ``audio_end_ms`` is an integer never beyond the audio sent.
+The played position comes from the client's ``playback.ack`` when it sends them,
+else it is estimated as ``min(wall time since the first delta was sent, audio
+duration sent)`` (``docs/architecture.md``, barge-in). ``audio_end_ms`` is an
+integer never beyond the audio sent.
 The transcript kept for the conversation is cut to what was heard: by the upstream's
 own text marks where it gives them, else by where each text delta arrived in the
 audio stream, else by time share.

@@ -7,6 +7,7 @@ Both dialects are accepted: OpenAI GA (``session.audio.input.format {type, rate}
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -94,13 +95,39 @@ def _format(spec: Any, rate: Any, where: str, allow_f32: bool) -> AudioFormat:
             )
     if rate is None:
         rate = 24000
-    if isinstance(rate, bool) or not isinstance(rate, int | float) or int(rate) != rate:
+    if (
+        isinstance(rate, bool)
+        or not isinstance(rate, int | float)
+        or not math.isfinite(rate)
+        or int(rate) != rate
+    ):
         raise SessionConfigError("invalid_value", f"{where}: sample rate must be an integer", where)
     if not MIN_RATE <= int(rate) <= MAX_RATE:
         raise SessionConfigError(
             "invalid_value", f"{where}: sample rate must be {MIN_RATE}..{MAX_RATE} Hz", where
         )
     return AudioFormat(encoding, int(rate))
+
+
+# turn_detection's numbers: (lowest, highest, whole numbers only).
+_TD_NUMBERS: dict[str, tuple[float, float, bool]] = {
+    "threshold": (0.0, 1.0, False),
+    "prefix_padding_ms": (0, 10_000, True),
+    "silence_duration_ms": (0, 10_000, True),
+    "min_speech_duration_ms": (0, 10_000, True),
+    "idle_timeout_ms": (0, 3_600_000, True),
+}
+
+
+def _number(value: Any, field: str, lo: float, hi: float, whole: bool) -> float | int:
+    """A finite number in [lo, hi] (a whole one if ``whole``), else invalid_value."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise SessionConfigError("invalid_value", f"{field} must be a number", field)
+    if whole and value != int(value):
+        raise SessionConfigError("invalid_value", f"{field} must be a whole number", field)
+    if not lo <= value <= hi:
+        raise SessionConfigError("invalid_value", f"{field} must be {lo}..{hi}", field)
+    return int(value) if whole else float(value)
 
 
 def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnDetection:
@@ -126,31 +153,25 @@ def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnD
         )
     vad = base.vad or defaults
     updates: dict[str, Any] = {}
-    for key in ("threshold", "prefix_padding_ms", "silence_duration_ms"):
-        if key in raw and raw[key] is not None:
-            value = raw[key]
-            if isinstance(value, bool) or not isinstance(value, int | float):
-                raise SessionConfigError(
-                    "invalid_value", f"turn_detection.{key} must be a number", "turn_detection"
-                )
-            updates[key] = float(value) if key == "threshold" else int(value)
-    if "min_speech_duration_ms" in raw and isinstance(raw["min_speech_duration_ms"], int):
-        updates["min_speech_ms"] = raw["min_speech_duration_ms"]
+    for key, (lo, hi, whole) in _TD_NUMBERS.items():
+        value = raw.get(key)
+        if value is not None:
+            updates[key] = _number(value, f"turn_detection.{key}", lo, hi, whole)
     if "threshold" in updates and not 0.0 < updates["threshold"] < 1.0:
         raise SessionConfigError(
-            "invalid_value", "turn_detection.threshold must be in (0, 1)", "turn_detection"
+            "invalid_value",
+            "turn_detection.threshold must be in (0, 1)",
+            "turn_detection.threshold",
         )
-    for key in ("prefix_padding_ms", "silence_duration_ms"):
-        if key in updates and not 0 <= updates[key] <= 10_000:
-            raise SessionConfigError(
-                "invalid_value", f"turn_detection.{key} must be 0..10000", "turn_detection"
-            )
+    updates.pop("idle_timeout_ms", None)  # checked, but the proxy has no idle timeout
+    if "min_speech_duration_ms" in updates:
+        updates["min_speech_ms"] = updates.pop("min_speech_duration_ms")
     flags = {}
     for key in ("create_response", "interrupt_response"):
         value = raw.get(key)
         if value is not None and not isinstance(value, bool):
             raise SessionConfigError(
-                "invalid_value", f"turn_detection.{key} must be a boolean", "turn_detection"
+                "invalid_value", f"turn_detection.{key} must be a boolean", f"turn_detection.{key}"
             )
         flags[key] = base.create_response if value is None and key == "create_response" else value
     return TurnDetection(

@@ -118,16 +118,6 @@ class VadGate:
         self._last_speech_end = 0
         self._last_end = None
 
-    def speech_ms(self, now_sample: int, rate_hz: int = 16000) -> int:
-        """How long the current speech has lasted at ``now_sample``; 0 unless speaking.
-
-        Barge-in uses this to require a minimum overlap before cutting playback,
-        so a backchannel ("uh-huh") does not cut the assistant off.
-        """
-        if not self.speaking:
-            return 0
-        return max(0, _ms(now_sample - self._onset, rate_hz))
-
     def padded_start_ms(self, event: SpeechStarted) -> int:
         """Where the committed user audio should begin: onset minus prefix padding.
 

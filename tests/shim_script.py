@@ -1,6 +1,6 @@
 """Helpers to drive a shim session by script: audio, VAD probabilities, upstream events.
 
-No sockets and no clock: time is whatever the script says (DESIGN §2).
+No sockets and no clock: time is whatever the script says (the shim is sans-I/O).
 """
 
 from __future__ import annotations

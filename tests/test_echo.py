@@ -119,14 +119,14 @@ def test_clear_far_forgets_audio_after_a_barge_in() -> None:
 
 def test_memory_is_bounded() -> None:
     es = EchoSuppressor(max_ahead_s=5.0)
-    ring = es._ring.nbytes
+    ring = es.far.ring_bytes
     for k in range(20):  # 20 s sent at once, far ahead of playback
         es.add_far(np.full(RATE, 100, np.int16), k * RATE)
     assert es.dropped_far_samples > 0
-    assert es._ahead_samples <= 5 * RATE
+    assert es.far.ahead_samples <= 5 * RATE
     run(es, np.zeros(3 * RATE, np.int16))
-    assert es._ring.nbytes == ring
-    assert es._ahead_samples <= 5 * RATE
+    assert es.far.ring_bytes == ring
+    assert es.far.ahead_samples <= 5 * RATE
 
 
 def test_a_gap_in_the_mic_restarts_framing() -> None:
@@ -234,7 +234,7 @@ def test_far_audio_sent_far_ahead_and_out_of_order_lands_in_place() -> None:
     assert not es.far_active(9 * RATE + es.max_delay, 10 * RATE)  # the 1 s gap
     assert es.far_active(10 * RATE, 10 * RATE + 10)
     run(es, np.zeros(9 * RATE, np.int16))  # now both are in the ring
-    assert es._ahead_samples == 0
+    assert es.far.ahead_samples == 0
     assert not es.far_active(9 * RATE + es.max_delay, 10 * RATE)
     assert es.far_active(10 * RATE + 100, 10 * RATE + 200)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pybase64
+import pytest
 
 from shim.actions import AbortUpstream, ForwardUpstream, ResumeUpstream, StandDown
 from shim.dialects.duplex_relay import BargeInRelaySession
@@ -156,7 +157,7 @@ def test_a_snapshot_restored_with_its_upstream_resumed_carries_the_response_on()
     sc = make()
     start_response(sc, chunks=3)  # upstream seqs 10..16
     cut_rid = "resp-cut"
-    relay(sc)._cancelled_ids.append(cut_rid)
+    relay(sc).cancelled_ids.append(cut_rid)
     snap = sc.s.snapshot()
     moved = make(bound=False)
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
@@ -266,11 +267,13 @@ def test_truncate_without_upstream_support_becomes_a_playback_ack() -> None:
     assert ack["type"] == "playback.ack" and ack["played_ms"] == 120
 
 
-def test_unknown_client_events_pass_through_untouched() -> None:
+@pytest.mark.parametrize("kind", ["vendor.custom", "other", "response.create"])
+def test_unknown_client_events_pass_through_untouched(kind: str) -> None:
     sc = make()
-    out = sc.client({"type": "vendor.custom", "x": [1, 2]})
-    assert isinstance(out[0], ForwardUpstream)
-    assert '"vendor.custom"' in out[0].raw
+    out = sc.client({"type": kind, "x": [1, 2]})
+    assert len(out) == 1 and isinstance(out[0], ForwardUpstream)
+    assert f'"{kind}"' in out[0].raw
+    assert sc.client({"type": "playback.ack", "played_ms": 10})  # the session goes on
 
 
 def audio_delta(rid: str, seq: int | None = None, rate: int = 22050) -> dict:  # type: ignore[type-arg]

@@ -5,9 +5,10 @@ from __future__ import annotations
 import pybase64
 import pytest
 
-from shim.actions import AbortUpstream, SendUpstream
+from shim.actions import AbortUpstream, ReportFault, SendClient, SendUpstream
 from shim.dialects.turn_based import TurnBasedSession
-from shim.inputs import UpstreamLost
+from shim.fault import fault_actions
+from shim.inputs import ClientEvent, UpstreamLost, VadWindow
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, analyzed, client_events, pcm_b64, types, upstream_events
@@ -283,3 +284,78 @@ def test_truncate_beyond_the_audio_sent_is_refused() -> None:
         )
     )
     assert any(e["type"] == "conversation.item.truncated" and e["audio_end_ms"] == 50 for e in ok)
+
+
+@pytest.mark.parametrize("kind", ["other", "conversation.item.create", "input_audio_buffer_append"])
+def test_an_event_the_turn_based_upstream_cannot_carry_is_refused_and_the_session_goes_on(
+    kind: str,
+) -> None:
+    sc = make()
+    out = sc.client({"type": kind, "event_id": "evt_x"})
+    assert [type(a) for a in out] == [SendClient]
+    err = client_events(out)[0]
+    assert err["error"]["code"] == "unsupported_event"
+    assert err["error"]["event_id"] == "evt_x"
+    assert kind in err["error"]["message"]
+    assert types(run_turn(sc))[0] == "input_audio_buffer.speech_started"
+
+
+def test_an_unexpected_failure_is_reported_and_the_session_goes_on() -> None:
+    sc = make()
+    run_turn(sc)
+    # A VAD window that goes back in time is an edge bug: the gate refuses it.
+    out = sc.s.handle(VadWindow(0.9, 512, sc.now))
+    err = client_events(out)[0]
+    assert err["error"]["code"] == "internal_error"
+    assert "VadWindow" in err["error"]["message"]
+    faults = [a for a in out if isinstance(a, ReportFault)]
+    assert len(faults) == 1 and faults[0].input_kind == "VadWindow"
+    assert "ValueError" in faults[0].error and "Traceback" in faults[0].trace
+    assert "input_audio_buffer.speech_started" in types(run_turn(sc))
+
+
+def test_a_failure_on_a_client_event_names_the_event_and_answers_its_id() -> None:
+    event = {"type": "conversation.item.create", "event_id": "evt_7"}
+    out = fault_actions(ClientEvent(event, "{}", 0.0), KeyError("item"))
+    err = client_events(out)[0]["error"]
+    assert err["code"] == "internal_error" and err["type"] == "server_error"
+    assert "conversation.item.create" in err["message"] and err["event_id"] == "evt_7"
+    (fault,) = [a for a in out if isinstance(a, ReportFault)]
+    assert (fault.input_kind, fault.event_type) == ("ClientEvent", "conversation.item.create")
+    assert fault.error == "KeyError('item')"
+
+
+def test_audio_held_too_long_is_released_without_a_decision() -> None:
+    sc = make(min_barge_in_ms=60_000)  # the overlap never cuts
+    run_turn(sc)
+    respond(sc, chunks=5)
+    assert types(sc.speak([0.9] * 8)) == ["input_audio_buffer.speech_started"]
+    assert not types(respond(sc, chunks=31)), "3.1 s held: more than max_hold_ms"
+    released = types(sc.tick(32))
+    assert released.count("response.output_audio.delta") == 31
+    assert "response.done" not in released and "input_audio_buffer.speech_stopped" not in released
+    assert types(respond(sc, chunks=1)) == [
+        "response.output_audio_transcript.delta",
+        "response.output_audio.delta",
+    ], "output flows again"
+
+
+def test_clearing_the_input_during_an_overlap_ends_it_and_output_flows() -> None:
+    sc = make(min_barge_in_ms=60_000)
+    run_turn(sc)
+    respond(sc, chunks=5)
+    assert types(sc.speak([0.9] * 8)) == ["input_audio_buffer.speech_started"]
+    assert types(sc.client({"type": "input_audio_buffer.clear"})) == ["input_audio_buffer.cleared"]
+    assert "response.output_audio.delta" in types(respond(sc, chunks=1))
+
+
+def test_an_upstream_error_mid_response_fails_the_response_with_its_code() -> None:
+    sc = make()
+    run_turn(sc)
+    respond(sc, chunks=2)
+    out = sc.upstream({"type": "error", "error": {"message": "boom"}, "code": "model_error"})
+    events = client_events(out)
+    assert events[0]["error"]["code"] == "model_error" and "boom" in events[0]["error"]["message"]
+    (done,) = [e for e in events if e["type"] == "response.done"]
+    assert done["response"]["status"] == "failed"
+    assert done["response"]["status_details"]["reason"] == "model_error"

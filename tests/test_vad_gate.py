@@ -44,7 +44,6 @@ def test_burst_shorter_than_min_speech_never_starts() -> None:
     gate = VadGate(VadParams(min_speech_ms=150))
     assert feed(gate, [0.9] * 4 + [0.1] * 30) == []  # 128 ms of speech
     assert not gate.speaking
-    assert gate.speech_ms(40 * W) == 0
 
 
 def test_min_speech_zero_starts_on_first_window() -> None:
@@ -103,14 +102,13 @@ def test_nan_counts_as_silence() -> None:
     assert [type(e) for _, e in events] == [SpeechStarted, SpeechStopped]
 
 
-def test_speech_ms_counts_from_onset_while_speaking() -> None:
+def test_speech_starts_at_its_onset_once_it_lasted_min_speech() -> None:
     gate = VadGate(VadParams(min_speech_ms=150))
-    feed(gate, [0.0, 0.9, 0.9, 0.9])
-    assert gate.speech_ms(4 * W) == 0  # still STARTING: not speaking yet
-    feed(gate, [0.9, 0.9], first=5)
+    assert feed(gate, [0.0, 0.9, 0.9, 0.9]) == []  # still STARTING: not speaking yet
+    assert not gate.speaking
+    ((_, started),) = feed(gate, [0.9, 0.9], first=5)
     assert gate.speaking
-    assert gate.speech_ms(6 * W) == 160  # onset at 32 ms, now 192 ms
-    assert gate.speech_ms(0) == 0  # clamped, never negative
+    assert started == SpeechStarted(32, 192)  # onset at 32 ms, decided at 192 ms
 
 
 def test_padded_start_clamps_at_stream_start() -> None:
@@ -187,7 +185,6 @@ def test_events_alternate_and_times_are_monotonic(
         assert len(new) <= 1
         events.extend(new)
         assert gate.speaking == (bool(events) and isinstance(events[-1], SpeechStarted))
-        assert gate.speech_ms(end) >= 0
     last = -1
     for i, ev in enumerate(events):
         assert isinstance(ev, SpeechStarted if i % 2 == 0 else SpeechStopped)

@@ -1,0 +1,126 @@
+"""Client events both emulated modes interpret the same way.
+
+Each takes the session and the event; a dialect puts them in its dispatch table,
+wrapped where it does more (the relay also forwards most of them upstream).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from shim import wire
+from shim.actions import Action, AnalyzeAudio, SendClient
+from shim.audio import AudioError, b64decode, decode_samples
+from shim.playback import ItemPlayback
+
+if TYPE_CHECKING:
+    from shim.session import EmulatedSession
+
+
+def is_refusal(actions: list[Action]) -> bool:
+    """The handler answered with an ``error``: nothing else is to be done."""
+    return any(isinstance(a, SendClient) and a.event.get("type") == "error" for a in actions)
+
+
+def input_audio(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]:
+    """``input_audio_buffer.append``: kept for turns and, echo removed, sent to the VAD."""
+    audio = ev.get("audio", ev.get("delta"))
+    if not isinstance(audio, str):
+        return [
+            s.err(
+                "invalid_event",
+                "input_audio_buffer.append needs a base64 'audio' string",
+                ev,
+                "audio",
+            )
+        ]
+    try:
+        samples = decode_samples(b64decode(audio), s.config.input_format)
+    except AudioError as exc:
+        return [s.err(exc.code, str(exc), ev, "audio")]
+    if samples.size == 0:
+        return [s.err("invalid_audio", "input_audio_buffer.append carries no audio", ev, "audio")]
+    s16 = s.to_vad_rate(samples)
+    if not s16.size:
+        return []
+    keep_ms = s.settings.max_turn_ms
+    if not s.turns.in_progress:
+        keep_ms = s.settings.vad.prefix_padding_ms + 3000
+    start = s.history.append(s16, keep_ms)
+    if not s.vad_enabled or s.config.turn.vad is None:
+        return []
+    clean = s.echo.process(s16, start) if s.echo is not None else s16.astype(np.float32) / 32768.0
+    return [AnalyzeAudio(samples=clean, start_sample=start)]
+
+
+def playback_ack(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]:
+    played = ev.get("played_ms")
+    if isinstance(played, bool) or not isinstance(played, int | float):
+        return [s.err("invalid_event", "playback.ack requires numeric played_ms", ev, "played_ms")]
+    item = _item_for(s, ev)
+    if item is not None:
+        item.ack(float(played))
+    return []
+
+
+def _item_for(s: EmulatedSession, ev: dict[str, Any]) -> ItemPlayback | None:
+    item_id = ev.get("item_id")
+    if isinstance(item_id, str):
+        return s.ledger.get(item_id)
+    rid = ev.get("response_id")
+    for item in reversed(s.ledger.items()):
+        if rid is None or item.response_id == rid:
+            return item
+    return None
+
+
+def truncate(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]:
+    item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
+    if not isinstance(item_id, str):
+        return [s.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")]
+    if isinstance(end, bool) or not isinstance(end, int) or end < 0:
+        return [
+            s.err(
+                "invalid_event", "audio_end_ms must be a non-negative integer", ev, "audio_end_ms"
+            )
+        ]
+    item = s.ledger.get(item_id)
+    if item is None:
+        return [s.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")]
+    if end > item.sent_ms + 0.5:
+        return [
+            s.err(
+                "invalid_value",
+                f"audio_end_ms {end} is beyond the {int(item.sent_ms)} ms of audio sent",
+                ev,
+                "audio_end_ms",
+            )
+        ]
+    item.truncated_ms = end
+    resp = s.response
+    if resp is not None and resp.live and resp.item_id == item_id:
+        # Truncating the item still being produced ends its response too.
+        return s.cancel_response(now, reason="client_cancelled", truncate_at=end)
+    return [SendClient(wire.truncated(item_id, end))]
+
+
+def retrieve(s: EmulatedSession, ev: dict[str, Any]) -> list[Action] | None:
+    """Assistant items the proxy played out are answered here, as heard; None for
+    any other item."""
+    item_id = ev.get("item_id")
+    item = s.ledger.get(item_id) if isinstance(item_id, str) else None
+    if item is None:
+        return None
+    cut = item.truncated_ms
+    transcript = item.transcript if cut is None else item.heard_transcript(float(cut))
+    status = "completed" if cut is None else "incomplete"
+    return [
+        SendClient(
+            {
+                "type": "conversation.item.retrieved",
+                "item": wire.assistant_item(item.item_id, status, transcript),
+            }
+        )
+    ]

@@ -1,0 +1,90 @@
+"""The barge-in relay's part of the session snapshot, and its restore after a move."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from shim.actions import Action
+from shim.output import response_state
+from shim.snapshot import RelayState, ResponseState, SessionSnapshot, UpstreamState
+
+if TYPE_CHECKING:
+    from shim.dialects.duplex_relay import BargeInRelaySession
+
+
+def relay_state(r: BargeInRelaySession) -> RelayState:
+    seq, audio_ms = r.durable()
+    link = r.link
+    return RelayState(
+        upstream_update=r.last_update,
+        upstream=UpstreamState(link.id, link.token, seq) if link.id is not None else None,
+        cancelled=tuple(r.cancelled_ids),
+        history=tuple((iid, role, text) for iid, (role, text) in r.talk.items.items()),
+        restoring=tuple(sorted(r.talk.restoring)),
+        suppress_upstream_speech=r.suppress_upstream_speech,
+        playback_reports=r.reports.state(audio_ms, _playing_out(r)),
+    )
+
+
+def _playing_out(r: BargeInRelaySession) -> ResponseState | None:
+    """A response generated in full whose playback end is still to report."""
+    resp = r.response
+    if resp is None or resp.cancelled or not resp.upstream_done:
+        return None
+    if r.reports.end_reported or r.link.held_open(r.output_held()):
+        return None  # reported, or still open as of the hold mark
+    return response_state(resp)
+
+
+def restore(
+    r: BargeInRelaySession,
+    state: SessionSnapshot,
+    resumed: Mapping[str, Any] | None,
+    now: float,
+) -> list[Action]:
+    relay = state.relay or RelayState()
+    r.last_update = relay.upstream_update
+    r.cancelled_ids.extend(relay.cancelled)
+    r.talk.restore(relay.history, relay.restoring)
+    up = relay.upstream
+    if resumed is None or up is None or not up.id or up.token is None:
+        return r.restore_state(state)
+    r.suppress_upstream_speech = relay.suppress_upstream_speech
+    r.reports.restore(relay.playback_reports)
+    r.link.id, r.link.token, r.link.seq = up.id, up.token, up.seq
+    r.link.acked = 0
+    r.bind_upstream(resumed)
+    out = r.restore_state(replace(state, open_response=None))
+    playing = relay.playback_reports.playing
+    if state.open_response is not None:
+        _carry_on(r, state.open_response, now, upstream_done=False)
+    elif playing is not None:
+        # Its end is reported at the next tick: a client that reconnected has
+        # played what it had, as far as anyone can tell.
+        _carry_on(r, playing, now, upstream_done=True)
+    return out
+
+
+def _carry_on(
+    r: BargeInRelaySession, taken: ResponseState, now: float, upstream_done: bool
+) -> None:
+    """The response a snapshot was taken in, carried on after the move."""
+    resp = r.new_response(taken.response_id, taken.item_id)
+    resp.started_at_sample = 0
+    resp.upstream_done = upstream_done
+    sent_ms = float(taken.sent_ms)
+    text = taken.transcript
+    if sent_ms <= 0 and not text:
+        return
+    # What was sent before the move: the client is taken to have heard it (its
+    # playback.ack, if it sends them, says better).
+    rate = r.config.output_format.rate_hz
+    pb = r.ledger.start(resp.item_id, resp.response_id, rate)
+    pb.sent_samples = int(sent_ms * rate / 1000)
+    pb.first_sent_ms, pb.play_end_ms = now - sent_ms, now
+    pb.transcript = text
+    if text:
+        pb.marks.append((sent_ms, len(text)))
+    resp.playback = pb

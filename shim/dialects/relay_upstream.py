@@ -1,0 +1,153 @@
+"""How the barge-in relay handles the upstream's events, by type.
+
+``screen`` checks an event's seq and drops what the client must not get (echoes
+of the talk given to a fresh upstream session, answers to the proxy's own acks,
+the rest of responses the proxy cut); then each handler takes the relay session
+and the event. Events with no handler are relayed in order.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from shim.actions import Action, SendClient, StandDown
+from shim.audio import AudioError
+from shim.dialects.relay_link import Seq
+from shim.dialects.relay_talk import ITEM_ECHOES
+from shim.dialects.relay_wire import response_id
+from shim.inputs import UpstreamEvent, UpstreamLost
+from shim.session import EventHandler
+
+if TYPE_CHECKING:
+    from shim.dialects.duplex_relay import BargeInRelaySession
+
+
+def screen(r: BargeInRelaySession, inp: UpstreamEvent) -> dict[str, Any] | list[Action]:
+    """The event to handle (without its seq), or what to do instead of handling it."""
+    if r.link.replaced:
+        return []  # the session carries on elsewhere
+    ev = dict(inp.event)
+    seq = ev.pop("server_event_seq", None)
+    if isinstance(seq, int) and not isinstance(seq, bool):
+        done = r.response is not None and r.response.upstream_done
+        verdict = r.link.accept(seq, r.output_held(), r.reports.upstream_audio_ms, done)
+        if verdict is Seq.REPEAT:
+            return []  # an upstream replay repeating what was handled already
+        if verdict is Seq.GAP:
+            # The upstream's journal numbers every event it sends: one went missing
+            # (a faulty replay). Never silently: this upstream session is given up.
+            r.link.token = None
+            return r.on_upstream_lost(
+                UpstreamLost(f"upstream skipped events before seq {seq}", inp.now_ms, False)
+            )
+    kind = ev.get("type")
+    item = ev.get("item")
+    if isinstance(item, dict) and kind in ITEM_ECHOES:
+        if r.talk.on_item_event(str(kind), item, r.ledger):
+            return []  # the talk so far, given to a fresh upstream: the client has it
+    if kind == "playback.acknowledged" and r.reports.answers_own_ack(ev):
+        return []  # the answer to an ack the proxy sent, not the client
+    rid = response_id(ev)
+    if isinstance(rid, str) and rid in r.cancelled_ids:
+        return []  # the rest of a response the proxy already cut
+    return ev
+
+
+def handlers(r: BargeInRelaySession) -> dict[str, EventHandler]:
+    return {
+        # The edge reads these as a socket's first frame (UpstreamReattached); one
+        # in the stream still names the upstream's own session.
+        "session.created": partial(session, r),
+        "session.resumed": partial(session, r),
+        "session.replaced": partial(replaced, r),
+        "session.resync_required": partial(resync_required, r),
+        "response.created": partial(response_created, r),
+        "response.output_audio.delta": partial(audio, r),
+        "response.output_audio_transcript.delta": partial(transcript_delta, r),
+        "input_audio_buffer.speech_started": partial(speech, r),
+        "input_audio_buffer.speech_stopped": partial(speech, r),
+        "input_audio_buffer.committed": partial(committed, r),
+        "response.done": partial(response_done, r),
+    }
+
+
+def session(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    r.bind_upstream(ev)  # the client has the proxy's session, not this one
+    return []
+
+
+def replaced(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    # Only a proxy holds the upstream's resume token: another replica resumed
+    # this session and its upstream session with it.
+    r.link.replaced = True
+    return [StandDown("the upstream session was resumed by another connection")]
+
+
+def resync_required(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    # The upstream's journal can no longer replay (it overflowed): its session
+    # cannot be resumed any more. The client's own journal is the proxy's.
+    r.link.token = None
+    return []
+
+
+def response_created(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    rid = response_id(ev)
+    if not isinstance(rid, str):
+        return r.output.event(SendClient(ev))
+    r.new_response(rid, f"item_{rid}")
+    r.reports.new_response()
+    r.assistant_audio.reset()
+    return [SendClient(ev)]
+
+
+def audio(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    resp = r.response
+    data = ev.get("delta")
+    if resp is None or not isinstance(data, str):
+        return [SendClient(ev)]
+    if isinstance(ev.get("item_id"), str):
+        resp.item_id = ev["item_id"]
+    rate = ev.get("sample_rate_hz")
+    out_fmt = r.config.output_format
+    rate = rate if isinstance(rate, int) and rate > 0 else out_fmt.rate_hz
+    try:
+        samples = r.assistant_audio.decode(data, rate)
+    except AudioError as exc:
+        return [r.err("upstream_error", f"upstream sent undecodable audio: {exc}")]
+    r.reports.upstream_audio_ms += samples.size * 1000.0 / rate
+
+    def event_for(delta: str | None) -> dict[str, Any]:
+        if delta is not None:  # converted to the client's format
+            ev["delta"] = delta
+            if "sample_rate_hz" in ev:
+                ev["sample_rate_hz"] = out_fmt.rate_hz
+        return ev
+
+    action = r.assistant_audio.convert(
+        samples, rate, out_fmt, r.echo is not None, event_for, reencode=False
+    )
+    return r.output.audio(action, now) if action is not None else []
+
+
+def transcript_delta(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    delta = ev.get("delta")
+    text = delta if isinstance(delta, str) else ""
+    return r.output.text(SendClient(ev), text, r.config.output_format.rate_hz)
+
+
+def speech(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    if r.suppress_upstream_speech:
+        return []
+    return r.output.event(SendClient(ev))
+
+
+def committed(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    r.suppress_upstream_speech = False
+    return r.output.event(SendClient(ev))
+
+
+def response_done(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+    if r.response is not None and r.response.response_id == response_id(ev):
+        r.response.upstream_done = True
+    return r.output.event(SendClient(ev))

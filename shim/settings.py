@@ -1,0 +1,27 @@
+"""Per-process knobs of the emulated modes (from the proxy's config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from shim.vad_gate import VadParams
+
+# The VAD (Silero) and the session's input timeline run at 16 kHz.
+VAD_RATE = 16000
+
+
+@dataclass(frozen=True, slots=True)
+class ShimSettings:
+    """Per-process knobs (from config); per-session ones come via session.update."""
+
+    vad: VadParams = field(default_factory=VadParams)
+    min_barge_in_ms: int = 800
+    # Longest assistant audio held while deciding barge-in vs backchannel.
+    max_hold_ms: int = 3000
+    # Longest input kept for one user turn (bounded memory per session).
+    max_turn_ms: int = 60_000
+    echo_suppression: bool = True
+    # Speech needed to *hold* the assistant's audio while it plays. Shorter than a
+    # turn's min_speech_ms: a hold costs nothing if the speech turns out to be short
+    # (the audio resumes), and it is what the listener hears as "it stopped".
+    hold_min_speech_ms: int = 64
