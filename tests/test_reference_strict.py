@@ -9,6 +9,7 @@ caused -- anything before its ``session.heartbeat_ack`` is all there will be.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import base64
 import json
@@ -23,6 +24,8 @@ import pytest
 from aiohttp import WSMsgType
 
 from proxy.reference import ReferenceOptions, running_reference_backend
+from proxy.reference.cli import add_reference_arguments, options_from_args
+from proxy.reference.options import STRICT_FLAGS
 from shim.audio import b64encode
 from tests.testaudio import chunks, silence, vowel
 
@@ -532,3 +535,30 @@ async def test_cli_strict_profile_reaches_the_backend() -> None:
     finally:
         proc.terminate()
         assert await proc.wait() == 0
+
+
+# ---- the switches ----
+
+
+def test_default_is_lenient_and_each_flag_overrides_the_preset() -> None:
+    lenient, strict = ReferenceOptions(), ReferenceOptions(fidelity="strict")
+    for flag in STRICT_FLAGS:
+        assert lenient.strict(flag) is False and strict.strict(flag) is True
+        assert ReferenceOptions(fidelity="strict", **{flag: False}).strict(flag) is False
+        assert ReferenceOptions(**{flag: True}).strict(flag) is True
+    assert lenient.session_limit is None and strict.session_limit == 1
+    for bad in ({"fidelity": "exact"}, {"profile": "gpt"}, {"max_sessions": 0}, {"warmup_s": -1}):
+        with pytest.raises(ValueError):
+            ReferenceOptions(**bad)  # type: ignore[arg-type]
+
+
+def test_cli_arguments_build_the_options() -> None:
+    parser = argparse.ArgumentParser()
+    add_reference_arguments(parser)
+    assert options_from_args(parser.parse_args([])) == ReferenceOptions()
+    args = ["--strict", "--max-sessions", "3", "--profile", "qwen3omni", "--warmup-s", "2.5"]
+    assert options_from_args(parser.parse_args(args)) == ReferenceOptions(
+        fidelity="strict", max_sessions=3, profile="qwen3omni", warmup_s=2.5
+    )
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--strict", "--lenient"])
