@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 
 from proxy.config import ConfigError, load_config
+from proxy.reference.cli import add_reference_arguments, options_from_args
 
 DEFAULT_CONFIG = "config.toml"
 COMMANDS = ("serve", "reference-backend", "probe")
@@ -36,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     ref.add_argument("--reply-ms", type=int, default=4000, help="length of each spoken reply in ms")
     ref.add_argument("--log-level", default="info")
+    add_reference_arguments(ref)
 
     from proxy.probe.cli import configure_parser
 
@@ -72,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> None:
                 served_model=args.served_model,
                 reply_ms=args.reply_ms,
                 log_level=args.log_level,
+                options=options_from_args(args),
             )
         )
     if args.command == "probe":

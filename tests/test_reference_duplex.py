@@ -24,8 +24,8 @@ from aiohttp import WSMsgType, web
 from proxy.reference import ReferenceOptions, running_reference_backend
 from proxy.reference.outbound import Outbound
 from proxy.reference.speech_detector import START, SpeechDetector
-from proxy.reference.testaudio import chunks, noise, silence, vowel
 from shim.audio import b64encode
+from tests.testaudio import chunks, noise, silence, vowel
 
 pytestmark = pytest.mark.timeout(60)
 

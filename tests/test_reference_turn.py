@@ -20,8 +20,8 @@ import pytest
 from aiohttp import WSMsgType
 
 from proxy.reference import ReferenceOptions, build_reference_app, running_reference_backend
-from proxy.reference.testaudio import chunks, silence, vowel
 from shim.audio import b64encode
+from tests.testaudio import chunks, silence, vowel
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -5,7 +5,9 @@
   (Nemotron VoiceChat profile);
 * ``turn`` -- a deployment without a duplex adapter: the turn-based dialect.
 
-See ``server.build_reference_app`` and ``options.ReferenceOptions``.
+See ``server.build_reference_app`` and ``options.ReferenceOptions``; how closely they
+follow the real server (``fidelity``, per-behaviour flags, model profiles) is listed in
+``docs/fidelity.md``.
 """
 
 from proxy.reference.options import FAULTS, KINDS, ReferenceOptions

@@ -22,9 +22,10 @@ from aiohttp import WSMsgType, web
 
 from proxy.reference.duplex_commands import dispatch
 from proxy.reference.duplex_config import ConfigError, SessionSettings
+from proxy.reference.duplex_formats import InputDefaults
 from proxy.reference.duplex_input import CommandError
-from proxy.reference.duplex_profile import InputDefaults
-from proxy.reference.duplex_session import DuplexSession, ResumeRefused, SessionRegistry
+from proxy.reference.duplex_registry import ResumeRefused, SessionRegistry
+from proxy.reference.duplex_session import DuplexSession
 from proxy.reference.gate import AudioGate
 from proxy.reference.options import FAULT_STARVE_SESSIONS, FAULT_UNBOUNDED_BUFFER, ReferenceOptions
 from proxy.reference.outbound import Outbound
@@ -149,10 +150,16 @@ class DuplexBackend:
     def _open(
         self, payload: dict[str, object], defaults: InputDefaults, out: Outbound
     ) -> DuplexSession | None:
+        limit = self.options.session_limit
         try:
             settings = SessionSettings(
                 payload, kind=self.kind, options=self.options, served_model=self.served_model
             )
+            if limit is not None and len(self.registry.sessions) >= limit:
+                # manager.py counts every session not yet ended, detached ones included.
+                message = f"duplex_session_capacity_exhausted: limit={limit}"
+                return self._refuse(out, duplex_error("resource_exhausted", message))
+            settings.check_model_fields()
         except ConfigError as exc:
             return self._refuse(out, duplex_error(exc.code, str(exc)))
         session = DuplexSession(

@@ -11,9 +11,11 @@ from __future__ import annotations
 import uuid
 
 from proxy.reference import duplex_controls as controls
+from proxy.reference.duplex_formats import OUTPUT_FORMATS, parse_format
 from proxy.reference.duplex_input import CommandError
-from proxy.reference.duplex_profile import OUTPUT_FORMATS, parse_format, validate_session_object
 from proxy.reference.duplex_session import DuplexSession
+from proxy.reference.duplex_turn_detection import validate_session_object
+from proxy.reference.model_profiles import PERSONAPLEX_RATE_ERROR
 from proxy.reference.options import KIND_DUPLEX
 
 _CLOSE = frozenset({"session.close", "close", "close_session"})
@@ -44,7 +46,7 @@ def dispatch(session: DuplexSession, event: dict[str, object]) -> None:
             raise CommandError(rejection[0], rejection[1], param=rejection[2])
         session.update_settings(patch, event_id)
     elif kind == "input_audio_buffer.append":
-        model.on_append(session.decoder.decode(event, session.defaults))
+        _append(session, event)
     elif kind in {"input_audio_buffer.commit", "input.commit"}:
         create = event.get("response_create", event.get("create_response"))
         if not isinstance(create, bool):
@@ -86,6 +88,17 @@ def dispatch(session: DuplexSession, event: dict[str, object]) -> None:
         _turn_signal(session, event)
     else:
         raise CommandError("unknown_event", f"Unknown duplex event type: {kind}")
+
+
+def _append(session: DuplexSession, event: dict[str, object]) -> None:
+    profile = session.options.model_profile
+    decoded = session.decoder.decode(event, session.defaults, f32_rate_hz=profile.f32_rate_hz)
+    if not profile.accepts_converted_pcm and not decoded.native_float:
+        # The envelope turned PCM16/G.711 into 16 kHz float, which the model refuses
+        # from its append path (runner.py reports the ValueError as bad_event).
+        session.emit_error("bad_event", PERSONAPLEX_RATE_ERROR)
+        return
+    session.model.on_append(decoded)
 
 
 def _barge_in(session: DuplexSession) -> None:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxy.reference.duplex_profile import normalize_turn_detection, validate_session_object
-from proxy.reference.options import KIND_DUPLEX, ReferenceOptions
+from proxy.reference.duplex_turn_detection import normalize_turn_detection, validate_session_object
+from proxy.reference.model_profiles import open_refusal
+from proxy.reference.options import ReferenceOptions
 
 #: Keys of ``as_public_dict`` a client key of the same name never overrides.
 _PUBLIC_KEYS = (
@@ -81,7 +82,13 @@ class SessionSettings:
         if rejection is not None:
             raise ConfigError("invalid_session_config", rejection[1])
         model = client.get("model")
-        if isinstance(model, str) and served_model is not None and model != served_model:
+        checks_name = not options.strict("ignore_model_name")
+        if (
+            checks_name
+            and isinstance(model, str)
+            and served_model is not None
+            and model != served_model
+        ):
             raise ConfigError("model_not_found", f"The model `{model}` does not exist.")
         normalize_turn_detection(client)
         self.client = client
@@ -105,8 +112,28 @@ class SessionSettings:
         self.overlap_barge_in_ms = _int(client.get("overlap_barge_in_ms"), 1200)
         rms = client.get("overlap_silence_rms")
         self.overlap_silence_rms = float(rms) if isinstance(rms, int | float) else 0.003
-        if options.require_model_extras:
-            _check_model_extras(kind, self.modalities, payload)
+        extra = payload.get("extra_body")
+        self.extra_body: dict[str, object] = dict(extra) if isinstance(extra, dict) else {}
+        self._checked_model = options.open_checks_for(kind)
+
+    def check_model_fields(self) -> None:
+        """The model plugin's own open requirements (run after admission, as manager.py does)."""
+        if self._checked_model is None:
+            return
+        payload = {**self.client, "extra_body": self.extra_body}
+        refusal = open_refusal(self._checked_model, payload, self.modalities)
+        if refusal is not None:
+            raise ConfigError(*refusal)
+
+    @property
+    def auto_response(self) -> bool:
+        """``extra_body.auto_response``: commits answer without ``response_create``."""
+        return self.extra_body.get("auto_response") is True
+
+    @property
+    def server_vad(self) -> bool:
+        """``turn_detection.type = "server_vad"`` (normalised to an object or absent/None)."""
+        return isinstance(self.client.get("turn_detection"), dict)
 
     def update(self, patch: Mapping[str, object], *, audio_started: bool) -> None:
         """Apply a live ``session.update`` (already format/turn-detection validated)."""
@@ -127,6 +154,9 @@ class SessionSettings:
                 "ref_audio_update_unsupported",
                 "session.update cannot change ref_audio after the session is open",
             )
+        extra = patch.get("extra_body")
+        if isinstance(extra, dict):
+            self.extra_body.update(extra)
         merged = dict(self.client)
         merged.update({k: v for k, v in patch.items() if k != "extra_body"})
         normalize_turn_detection(merged)
@@ -190,29 +220,3 @@ class SessionSettings:
 
 def _int(value: object, default: int) -> int:
     return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else default
-
-
-def _check_model_extras(kind: str, modalities: list[object], payload: Mapping[str, object]) -> None:
-    """The presets' own open requirements (MiniCPM-o plugin, Nemotron plugin)."""
-    extra = payload.get("extra_body")
-    extra_body = extra if isinstance(extra, dict) else {}
-    if kind == KIND_DUPLEX:
-        has_ref = any(
-            isinstance(source.get(key), str)
-            for source, key in (
-                (payload, "ref_audio"),
-                (extra_body, "ref_audio"),
-                (extra_body, "tts_ref_audio"),
-            )
-        )
-        if not has_ref and any(str(m).lower() == "audio" for m in modalities):
-            raise ConfigError(
-                "ref_audio_required", "MiniCPM-o duplex audio output requires ref_audio"
-            )
-        return
-    if extra_body.get("auto_response") is not True and extra_body.get("full_duplex") is not True:
-        raise ConfigError(
-            "unsupported_nemotron_duplex_mode",
-            "Nemotron VoiceChat currently supports model-native full-duplex streaming only; "
-            "set extra_body.auto_response=true",
-        )

@@ -4,9 +4,9 @@
 ``delta``) base64; ``format``/``input_audio_format`` and
 ``sample_rate_hz``/``sample_rate`` fall back to the connection defaults folded
 from the session object; PCM16 and G.711 at any integer rate 8-192 kHz are
-resampled to 16 kHz float; ``pcm_f32le`` is passed through and every preset
-requires it at 16 kHz.  These are translate-time errors: sent straight to the
-socket, never journaled.
+resampled to 16 kHz float; ``pcm_f32le`` is passed through and must come at
+the model's rate (16 kHz, PersonaPlex 24 kHz).  These are translate-time
+errors: sent straight to the socket, never journaled.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import numpy.typing as npt
 import pybase64
 
-from proxy.reference.duplex_profile import INPUT_FORMATS, InputDefaults, parse_format
+from proxy.reference.duplex_formats import INPUT_FORMATS, InputDefaults, parse_format
 from shim.audio import StreamResampler
 
 Float32Array = npt.NDArray[np.float32]
@@ -42,6 +42,10 @@ class CommandError(Exception):
 class DecodedAppend:
     samples: Float32Array
     duration_ms: float
+    #: The client's own ``is_speech`` mark, when it sent one.
+    is_speech: bool | None = None
+    #: Declared as ``pcm_f32le`` (the format the model reads without conversion).
+    native_float: bool = False
 
 
 def _g711_tables() -> tuple[npt.NDArray[np.int16], npt.NDArray[np.int16]]:
@@ -84,7 +88,9 @@ class AppendDecoder:
     def __init__(self) -> None:
         self._resampler: StreamResampler | None = None
 
-    def decode(self, event: dict[str, object], defaults: InputDefaults) -> DecodedAppend:
+    def decode(
+        self, event: dict[str, object], defaults: InputDefaults, *, f32_rate_hz: int = MODEL_RATE_HZ
+    ) -> DecodedAppend:
         audio = event.get("audio") or event.get("delta")
         if not (isinstance(audio, str) and audio):
             if event.get("video_frames"):
@@ -102,16 +108,27 @@ class AppendDecoder:
         except (binascii.Error, ValueError):
             raise CommandError("bad_audio", "input audio is not valid base64") from None
         declared = event.get("sample_rate_hz") or event.get("sample_rate") or format_rate
+        marked = event.get("is_speech")
+        is_speech = marked if isinstance(marked, bool) else None
         if fmt == "pcm_f32le":
             rate = int(declared) if isinstance(declared, int | float) else defaults.rate_hz
-            if rate != MODEL_RATE_HZ:
-                raise CommandError("bad_event", "pcm_f32le input sample_rate_hz must be 16000")
+            if rate != f32_rate_hz:
+                raise CommandError(
+                    "bad_event", f"pcm_f32le input sample_rate_hz must be {f32_rate_hz}"
+                )
             if len(raw) % 4:
                 raise CommandError("bad_event", "pcm_f32le audio must be whole 32-bit samples")
             floats = np.frombuffer(raw, dtype="<f4").astype(np.float32)
             if not np.all(np.isfinite(floats)):
                 raise CommandError("bad_event", "pcm_f32le audio holds NaN or infinity")
-            return DecodedAppend(samples=floats, duration_ms=floats.size / 16.0)
+            if rate != MODEL_RATE_HZ:  # the stand-in's detector listens at 16 kHz
+                floats = self._to_model_rate(floats, rate)
+            return DecodedAppend(
+                samples=floats,
+                duration_ms=floats.size / 16.0,
+                is_speech=is_speech,
+                native_float=True,
+            )
         if fmt in {"g711_ulaw", "g711_alaw"}:
             table = _ULAW if fmt == "g711_ulaw" else _ALAW
             pcm = table[np.frombuffer(raw, dtype=np.uint8)]
@@ -125,7 +142,18 @@ class AppendDecoder:
             self._resampler = StreamResampler(rate, MODEL_RATE_HZ)
         resampled = self._resampler.process(pcm)
         samples = (resampled.astype(np.float32) / 32768.0).astype(np.float32)
-        return DecodedAppend(samples=samples, duration_ms=pcm.size * 1000.0 / rate)
+        return DecodedAppend(
+            samples=samples, duration_ms=pcm.size * 1000.0 / rate, is_speech=is_speech
+        )
+
+    def _to_model_rate(self, floats: Float32Array, rate: int) -> Float32Array:
+        pcm = np.clip(floats * 32768.0, -32768, 32767).astype(np.int16)
+        if self._resampler is None or self._resampler.in_rate != rate:
+            self._resampler = StreamResampler(rate, MODEL_RATE_HZ)
+        out: Float32Array = (self._resampler.process(pcm).astype(np.float32) / 32768.0).astype(
+            np.float32
+        )
+        return out
 
 
 class InputTape:

@@ -13,17 +13,17 @@ bypass the journal too.
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import hmac
 import secrets
 import uuid
 from collections.abc import Awaitable
 
 from proxy.reference.duplex_config import ConfigError, SessionSettings
+from proxy.reference.duplex_formats import InputDefaults
 from proxy.reference.duplex_input import AppendDecoder
 from proxy.reference.duplex_model import DuplexModel
-from proxy.reference.duplex_profile import InputDefaults, capabilities, realtime_session_payload
-from proxy.reference.gate import AudioGate
+from proxy.reference.duplex_profile import capabilities, realtime_session_payload
+from proxy.reference.duplex_registry import ResumeRefused, SessionRegistry, token_digest
 from proxy.reference.journal import EventJournal, JournalGap, JournalOverflow
 from proxy.reference.options import (
     FAULT_REPLAY_DROPS,
@@ -32,42 +32,6 @@ from proxy.reference.options import (
 )
 from proxy.reference.outbound import Outbound
 from proxy.reference.wire import dumps, duplex_error, new_event_id
-
-
-class ResumeRefused(Exception):
-    """A resume that cannot proceed; ``payload`` is the one frame the client gets."""
-
-    def __init__(self, payload: dict[str, object]) -> None:
-        super().__init__(str(payload.get("type")))
-        self.payload = payload
-
-
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8")).digest()
-
-
-class SessionRegistry:
-    """All live duplex sessions of one backend, plus the audio gate they share."""
-
-    def __init__(self, gate: AudioGate) -> None:
-        self.sessions: dict[str, DuplexSession] = {}
-        self.gate = gate
-
-    def add(self, session: DuplexSession) -> None:
-        self.sessions[session.id] = session
-        self.gate.join(session)
-
-    def remove(self, session: DuplexSession) -> None:
-        self.sessions.pop(session.id, None)
-        self.gate.leave(session)
-
-    def get(self, session_id: str) -> DuplexSession | None:
-        return self.sessions.get(session_id)
-
-    async def aclose(self) -> None:
-        for session in list(self.sessions.values()):
-            session.end()
-            await session.model.aclose()
 
 
 class DuplexSession:
@@ -110,6 +74,27 @@ class DuplexSession:
     @property
     def overlap_policy(self) -> str:
         return self.settings.overlap_policy
+
+    @property
+    def server_vad(self) -> bool:
+        return self.settings.server_vad
+
+    @property
+    def vad_create_response(self) -> bool:
+        td = self.settings.client.get("turn_detection")
+        return not isinstance(td, dict) or td.get("create_response", True) is not False
+
+    @property
+    def auto_response(self) -> bool:
+        return self.settings.auto_response
+
+    @property
+    def overlap_short_ack_ms(self) -> int:
+        return self.settings.overlap_short_ack_ms
+
+    @property
+    def resumable(self) -> bool:
+        return self.options.model_profile.session_resume
 
     def emit(self, event_type: str, fields: dict[str, object]) -> None:
         self._pump({"type": event_type, "event_id": new_event_id(), **fields})
@@ -176,7 +161,7 @@ class DuplexSession:
 
     def _attach(self, outbound: Outbound) -> str:
         token = secrets.token_urlsafe(32)
-        self._digest = _digest(token)
+        self._digest = token_digest(token)
         self.generation += 1
         self.outbound = outbound
         outbound.set_on_drop(lambda: self.detach(outbound))
@@ -189,20 +174,19 @@ class DuplexSession:
         """First attachment: session.created (unjournaled, with credentials), session.updated."""
         token = self._attach(outbound)
         payload = self.session_payload()
-        outbound.send(
-            {
-                "type": "session.created",
-                "event_id": new_event_id(),
-                "session": payload,
-                "attachment_generation": self.generation,
-                "resume_token": token,
-            }
-        )
+        created: dict[str, object] = {
+            "type": "session.created",
+            "event_id": new_event_id(),
+            "session": payload,
+        }
+        if self.resumable:  # serving.py stamps credentials only on resumable sessions
+            created.update(attachment_generation=self.generation, resume_token=token)
+        outbound.send(created)
         self.emit("session.updated", {"session": payload})
 
     def resume(self, token: str, last_seq: int, outbound: Outbound) -> None:
         """Take the session over from ``outbound``; raises ResumeRefused with the reply frame."""
-        if not hmac.compare_digest(self._digest, _digest(token)):
+        if not self.resumable or not hmac.compare_digest(self._digest, token_digest(token)):
             raise ResumeRefused(
                 duplex_error("invalid_resume_token", "Invalid duplex session resume token")
             )
@@ -251,6 +235,9 @@ class DuplexSession:
         if self.outbound is not outbound or self.closed:
             return
         self.outbound = None
+        if not self.resumable:
+            self.end()  # nothing can resume it: no grace
+            return
         self._grace = self._loop.call_later(self.options.disconnect_grace_s, self.expire)
 
     def expire(self) -> None:

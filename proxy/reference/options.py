@@ -1,5 +1,11 @@
 """Tunables of the reference backends (stand-ins for vLLM-Omni 0.30.0).
 
+``fidelity`` is the preset: ``"strict"`` behaves like the real server where
+a client can tell the difference (``docs/fidelity.md`` lists each behaviour
+and its switch), ``"lenient"`` keeps the forgiving behaviour the stand-ins
+had first.  Every strict behaviour also has its own flag; a flag left
+``None`` follows the preset.
+
 Defaults follow the real server where it has a number (``disconnect_grace_s``,
 replay TTL and byte cap, first-message timeout, idle timeout: vLLM-Omni's
 ``DuplexSessionRuntimeConfig`` and ``serving.py``) and the model presets it
@@ -11,6 +17,8 @@ reply) and the fault switches a probe uses to prove its checks can fail.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+from proxy.reference.model_profiles import MINICPMO, NEMOTRON, PROFILES, ModelProfile
 
 KIND_DUPLEX = "duplex"
 KIND_NO_BARGE_IN = "duplex-no-barge-in"
@@ -42,6 +50,20 @@ FAULTS = frozenset(
         FAULT_UNBOUNDED_BUFFER,
         FAULT_STARVE_SESSIONS,
     }
+)
+
+FIDELITY_STRICT = "strict"
+FIDELITY_LENIENT = "lenient"
+FIDELITIES = (FIDELITY_STRICT, FIDELITY_LENIENT)
+
+#: The flags a preset sets (each ``bool | None`` on ReferenceOptions).
+STRICT_FLAGS = (
+    "strict_ack_ownership",
+    "vad_only_turns",
+    "commit_needs_request",
+    "opt_in_barge_in",
+    "require_model_extras",
+    "ignore_model_name",
 )
 
 _CHUNK_MS = {KIND_DUPLEX: 200, KIND_NO_BARGE_IN: 80, KIND_TURN: 100}
@@ -87,14 +109,37 @@ class ReferenceOptions:
     append_speech_rms: float = 0.003
     #: Reported as ``capabilities.target_barge_in_latency_ms`` by kind "duplex".
     target_barge_in_latency_ms: int = 400
+    #: ``"strict"`` or ``"lenient"``: the default of every flag below left ``None``.
+    fidelity: str = FIDELITY_LENIENT
     #: Ack-only turn ownership exactly like vLLM-Omni: the assistant owns the turn while
-    #: ``sent_ms > committed_ms`` even for a client that never acks.  Off by default:
-    #: a client that never sends playback.ack is taken to play in real time.
-    strict_ack_ownership: bool = False
-    #: Enforce the presets' open requirements: MiniCPM-o needs ``ref_audio`` (kind
-    #: "duplex", ``ref_audio_required``), Nemotron needs ``extra_body.auto_response``
-    #: (kind "duplex-no-barge-in", ``unsupported_nemotron_duplex_mode``).
-    require_model_extras: bool = False
+    #: ``sent_ms > committed_ms`` even for a client that never acks, and a commit in that
+    #: time is only acknowledged.  Lenient: a client that never sends playback.ack is
+    #: taken to play in real time.
+    strict_ack_ownership: bool | None = None
+    #: Speech events, VAD commits and VAD-driven answers only under
+    #: ``turn_detection.type = "server_vad"``.  Lenient: the model detects turns always.
+    vad_only_turns: bool | None = None
+    #: A client commit answers only with ``response_create`` or
+    #: ``extra_body.auto_response``.  Lenient: a bare commit is answered.
+    commit_needs_request: bool | None = None
+    #: Barge-in only under ``overlap_policy = "barge_in_on_speech"`` (server VAD); the
+    #: default ``listen_only`` buffers overlap as the next turn.  Lenient: kind "duplex"
+    #: barges in on any overlapping speech.
+    opt_in_barge_in: bool | None = None
+    #: Enforce the model's open requirements (``model_profiles.py``).  With the generic
+    #: profile an explicit True checks the kind's model (MiniCPM-o for "duplex",
+    #: Nemotron for "duplex-no-barge-in").
+    require_model_extras: bool | None = None
+    #: Accept any model name at open, as the real server does.  Lenient: a
+    #: ``served_model`` refuses other names with ``model_not_found``.
+    ignore_model_name: bool | None = None
+    #: Live sessions (a detached one in its grace included) before an open is refused
+    #: with ``resource_exhausted``; ``None``: 1 when strict, unlimited when lenient.
+    max_sessions: int | None = None
+    #: The model being warmed up: WebSocket upgrades are held this long after start.
+    warmup_s: float = 0.0
+    #: The model the duplex kinds stand in for (``model_profiles.PROFILES``).
+    profile: str = "generic"
     #: Outbound bytes queued for one socket before a non-reading client is dropped.
     max_outbound_bytes: int = 4 * 1024 * 1024
     #: Up to this many committed user turns may wait for the assistant to finish.
@@ -111,9 +156,50 @@ class ReferenceOptions:
                 raise ValueError(f"{name} must be positive")
         if self.disconnect_grace_s <= 0 or self.replay_ttl_s <= 0 or self.replay_max_bytes <= 0:
             raise ValueError("grace, replay ttl and replay bytes must be positive")
+        if self.fidelity not in FIDELITIES:
+            raise ValueError(f"fidelity must be one of {FIDELITIES}, not {self.fidelity!r}")
+        if self.max_sessions is not None and self.max_sessions <= 0:
+            raise ValueError("max_sessions must be positive")
+        if self.warmup_s < 0:
+            raise ValueError("warmup_s must not be negative")
+        if self.profile not in PROFILES:
+            raise ValueError(f"unknown profile {self.profile!r}; known: {sorted(PROFILES)}")
+
+    def strict(self, flag: str) -> bool:
+        """A strict behaviour's switch: its flag if set, else the ``fidelity`` preset."""
+        if flag not in STRICT_FLAGS:
+            raise ValueError(f"unknown strict flag {flag!r}")
+        value: bool | None = getattr(self, flag)
+        return self.fidelity == FIDELITY_STRICT if value is None else value
+
+    @property
+    def session_limit(self) -> int | None:
+        if self.max_sessions is not None:
+            return self.max_sessions
+        return 1 if self.fidelity == FIDELITY_STRICT else None
 
     def chunk_ms_for(self, kind: str) -> int:
-        return self.chunk_ms if self.chunk_ms is not None else _CHUNK_MS[check_kind(kind)]
+        if self.chunk_ms is not None:
+            return self.chunk_ms
+        return self.model_profile.chunk_ms or _CHUNK_MS[check_kind(kind)]
+
+    @property
+    def model_profile(self) -> ModelProfile:
+        return PROFILES[self.profile]
+
+    def barge_in_for(self, kind: str) -> bool:
+        declared = self.model_profile.barge_in
+        return check_kind(kind) == KIND_DUPLEX if declared is None else declared
+
+    def open_checks_for(self, kind: str) -> str | None:
+        """The model whose open requirements apply, or None when none are enforced."""
+        if not self.strict("require_model_extras"):
+            return None
+        if self.profile != "generic":
+            return self.profile
+        if self.require_model_extras:  # explicitly on: the kind's own model
+            return MINICPMO.name if check_kind(kind) == KIND_DUPLEX else NEMOTRON.name
+        return None
 
     def output_rate_for(self, kind: str) -> int:
         if self.output_rate_hz is not None:

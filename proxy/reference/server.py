@@ -18,6 +18,7 @@ from proxy.logging import configure_logging, get_logger
 from proxy.reference.duplex_app import DuplexBackend, add_duplex_routes
 from proxy.reference.options import KIND_TURN, ReferenceOptions, check_kind
 from proxy.reference.turn_app import TurnBackend, add_turn_routes
+from proxy.reference.warmup import add_warmup
 
 
 async def _healthz(_: web.Request) -> web.Response:
@@ -45,6 +46,7 @@ def build_reference_app(
     else:
         backend = DuplexBackend(kind, options=opts, reply_ms=reply_ms, served_model=served_model)
         add_duplex_routes(app, backend)
+        add_warmup(app, opts.warmup_s)
     return app
 
 

@@ -1,4 +1,4 @@
-"""Synthetic speech-like audio for tests, demos and benchmarks.
+"""Synthetic speech-like audio for the tests.
 
 A voiced "vowel" (harmonics of ``f0`` shaped by two formants, with a syllable
 rhythm) at conversational level passes the reference speech detector the way
