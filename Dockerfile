@@ -17,7 +17,7 @@ ENV UV_COMPILE_BYTECODE=1 \
     UV_LINK_MODE=copy \
     UV_NO_CACHE=1 \
     UV_PYTHON_DOWNLOADS=never \
-    PYTHON=/usr/local/bin/python3.11
+    BUILD_PYTHON=/usr/local/bin/python3.11
 WORKDIR /src
 COPY pyproject.toml uv.lock README.md LICENSE ./
 COPY proxy/ proxy/
