@@ -52,8 +52,11 @@ class ConfigError(ValueError):
         located = []
         for p in self.problems:
             env = prefix + "__".join(str(part).upper() for part in p.loc)
-            if p.loc and env in environ:
-                where = f"from {env}"
+            setters = sorted(
+                n for n in environ if n.upper() == env or n.upper().startswith(env + "__")
+            )
+            if p.loc and setters:
+                where = f"from {', '.join(setters)}"
             else:
                 line = toml_line(toml_text, p.loc) if toml_text else None
                 where = f"line {line}" if line else ""

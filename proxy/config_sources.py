@@ -30,6 +30,7 @@ from proxy.config_errors import ConfigError, Problem
 from proxy.config_model import Route, ServerConfig, StoreConfig, VadConfig
 
 ENV_PREFIX = "DUPLEX_PROXY__"
+_LOWER = ENV_PREFIX.lower()
 
 
 class ProxySettings(BaseSettings):
@@ -59,6 +60,13 @@ class IndexedEnvSource(EnvSettingsSource):
 
     def __call__(self) -> dict[str, Any]:
         tree = copy.deepcopy(dict(self._base))
+        # pydantic-settings reads only the variables of known fields; a misspelt
+        # section (DUPLEX_PROXY__SERVR__PORT) must not be ignored silently.
+        fields = set(ProxySettings.model_fields)
+        for name in self.env_vars:
+            head = name[len(ENV_PREFIX) :].split("__")[0] if name.startswith(_LOWER) else None
+            if head is not None and head not in fields:
+                tree.setdefault(head, {})
         for key, value in super().__call__().items():
             tree[key] = _overlay(tree.get(key), value, (key,))
         return tree

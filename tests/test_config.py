@@ -215,3 +215,11 @@ def test_missing_and_unparsable_files_are_clear_errors(tmp_path: Path) -> None:
     broken.write_text("[server\nport = 1\n")
     with pytest.raises(ConfigError, match=r"invalid TOML: .*line 1"):
         load_config(broken, environ={})
+
+
+def test_a_misspelt_section_in_the_environment_is_not_ignored() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(ROOT / "config.toml", environ={"DUPLEX_PROXY__SERVR__PORT": "1"})
+    assert [str(p) for p in caught.value.problems] == [
+        "servr (from DUPLEX_PROXY__SERVR__PORT): unknown key; did you mean 'server'?"
+    ]
