@@ -51,12 +51,10 @@ class IndexedEnvSource(EnvSettingsSource):
     """The environment (or a given mapping) overlaid on ``base``, numeric parts as indices."""
 
     def __init__(self, environ: Mapping[str, str], base: Mapping[str, Any]) -> None:
-        self._environ = environ
-        self._base = base
         super().__init__(ProxySettings, case_sensitive=False)
-
-    def _load_env_vars(self) -> Mapping[str, str | None]:
-        return parse_env_vars(self._environ, False, False, None)
+        # The mapping given, not necessarily os.environ (tests and check-config pass one).
+        self.env_vars = parse_env_vars(environ, False, False, None)
+        self._base = base
 
     def __call__(self) -> dict[str, Any]:
         tree = copy.deepcopy(dict(self._base))
