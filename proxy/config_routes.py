@@ -9,6 +9,7 @@ the raw tree, so they are reported along with any per-key problems.
 from __future__ import annotations
 
 import fnmatch
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,6 +23,38 @@ NO_ROUTES = (
 
 def _is_glob(pattern: str) -> bool:
     return any(c in pattern for c in "*?[")
+
+
+def _samples(pattern: str) -> list[str] | None:
+    """Strings ``pattern`` matches: each ``*`` as empty, one or two odd characters,
+    each ``?`` as one, each ``[set]`` as its first member; None for a negated set."""
+    out = {"": "", "1": "\x00", "2": "\x00\x01"}
+    parts = re.split(r"(\*|\?|\[[^\]]+\])", pattern)
+    samples = []
+    for star in out.values():
+        text = []
+        for part in parts:
+            if part == "*":
+                text.append(star)
+            elif part == "?":
+                text.append("\x00")
+            elif part.startswith("[") and len(part) > 2:
+                if part[1] == "!":
+                    return None
+                text.append(part[1])
+            else:
+                text.append(part)
+        samples.append("".join(text))
+    return samples
+
+
+def _covers(earlier: str, later: str) -> bool:
+    """Whether glob ``earlier`` matches everything glob ``later`` does (conservative:
+    it must match ``later``'s own text and strings ``later`` matches)."""
+    samples = _samples(later)
+    if samples is None:
+        return False
+    return all(fnmatch.fnmatchcase(t, earlier) for t in (later, *samples))
 
 
 def route_problems(data: Mapping[str, Any], *, require_routes: bool) -> list[Problem]:
@@ -46,8 +79,7 @@ def route_problems(data: Mapping[str, Any], *, require_routes: bool) -> list[Pro
         if not _is_glob(model):
             continue
         for j, other in models[:n]:
-            # A glob that matches this glob's own text matches everything it matches.
-            if _is_glob(other) and fnmatch.fnmatchcase(model, other):
+            if _is_glob(other) and _covers(other, model):
                 problems.append(
                     Problem(
                         ("routes", i, "model"),

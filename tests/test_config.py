@@ -223,3 +223,30 @@ def test_a_misspelt_section_in_the_environment_is_not_ignored() -> None:
     assert [str(p) for p in caught.value.problems] == [
         "servr (from DUPLEX_PROXY__SERVR__PORT): unknown key; did you mean 'server'?"
     ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "shadowed"),
+    [
+        ("a/*", "a/b*", True),
+        ("nvidia/*", "nvidia/[ab]*", True),
+        ("*", "x?", True),
+        ("a?c", "a*c", False),  # a*c also matches "abbc", which a?c does not
+        ("a/b*", "a/*", False),
+        ("a*", "b*", False),
+    ],
+)
+def test_a_glob_is_refused_only_when_an_earlier_glob_covers_it(
+    first: str, second: str, shadowed: bool
+) -> None:
+    data = {
+        "routes": [
+            {"model": first, "upstream": "ws://x/v1/realtime"},
+            {"model": second, "upstream": "ws://y/v1/realtime"},
+        ]
+    }
+    if shadowed:
+        with pytest.raises(ConfigError, match=r"routes\.1\.model: .* can never match"):
+            config_from_dict(data)
+    else:
+        assert len(config_from_dict(data).routes) == 2
