@@ -1,17 +1,34 @@
-"""Command line: ``duplex-proxy [serve] ...``, ``duplex-proxy reference-backend ...``,
-``duplex-proxy probe URL ...``."""
+"""Command line: ``duplex-proxy [serve] ...``, ``check-config``, ``config-reference``,
+``reference-backend ...``, ``probe URL ...``, ``--version``.
+
+Heavy modules (pydantic, aiohttp, onnxruntime) are imported inside the command that
+needs them, so ``--help`` and ``--version`` answer at once.
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from proxy.config import ConfigError, load_config
 from proxy.reference.cli import add_reference_arguments, options_from_args
 
+if TYPE_CHECKING:
+    from proxy.config import Config
+
 DEFAULT_CONFIG = "config.toml"
-COMMANDS = ("serve", "reference-backend", "probe")
+COMMANDS = ("serve", "check-config", "config-reference", "reference-backend", "probe")
+EXIT_BAD_CONFIG = 2
+
+
+def package_version() -> str:
+    try:
+        return version("duplex-proxy")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "0+unknown"
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -19,10 +36,22 @@ def _parser() -> argparse.ArgumentParser:
         prog="duplex-proxy",
         description="Honest full duplex in front of realtime voice servers.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     sub = parser.add_subparsers(dest="command")
 
     serve = sub.add_parser("serve", help="run the proxy (the default command)")
-    _serve_args(serve)
+    serve.add_argument("--config", default=None, help=f"TOML config (default ./{DEFAULT_CONFIG})")
+    serve.add_argument("--host", default=None)
+    serve.add_argument("--port", type=int, default=None)
+
+    check = sub.add_parser(
+        "check-config", help="validate a config (and the environment over it); exit 2 if bad"
+    )
+    check.add_argument("path", nargs="?", default=None, help=f"default ./{DEFAULT_CONFIG}")
+
+    ref_doc = sub.add_parser("config-reference", help="print every config key as Markdown")
+    ref_doc.add_argument("--json-schema", action="store_true", help="print JSON Schema instead")
+    ref_doc.add_argument("--update", metavar="FILE", help="rewrite the reference in FILE")
 
     ref = sub.add_parser(
         "reference-backend", help="run a reference backend that speaks vLLM-Omni's protocol"
@@ -49,20 +78,18 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _serve_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--config", default=None, help=f"TOML config (default ./{DEFAULT_CONFIG})")
-    p.add_argument("--host", default=None)
-    p.add_argument("--port", type=int, default=None)
-
-
 def main(argv: Sequence[str] | None = None) -> None:
     args_list = list(sys.argv[1:] if argv is None else argv)
     # Bare `duplex-proxy [--config ...]` means `serve`.
-    if not args_list or args_list[0] not in (*COMMANDS, "-h", "--help"):
+    if not args_list or args_list[0] not in (*COMMANDS, "-h", "--help", "--version"):
         args_list.insert(0, "serve")
     args = _parser().parse_args(args_list)
     if args.command == "serve":
         sys.exit(_serve(args))
+    if args.command == "check-config":
+        sys.exit(_check_config(args.path))
+    if args.command == "config-reference":
+        sys.exit(_config_reference(args))
     if args.command == "reference-backend":
         from proxy.reference.server import run_reference_backend
 
@@ -83,19 +110,63 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(run_probe(args))
 
 
-def _serve(args: argparse.Namespace) -> int:
-    import os
-
-    path = args.config
+def _default_path(path: str | None) -> str | None:
     if path is None and os.path.exists(DEFAULT_CONFIG):
-        path = DEFAULT_CONFIG
+        return DEFAULT_CONFIG
+    return path
+
+
+def _load(path: str | None) -> Config | None:
+    """The config, or None after printing every problem to stderr."""
+    from proxy.config import ConfigError, load_config
+
     try:
-        config = load_config(path)
+        return load_config(path)
     except ConfigError as exc:
-        print(f"duplex-proxy: invalid configuration: {exc}", file=sys.stderr)
-        return 2
+        source = path or "(no config file; defaults and environment)"
+        print(f"duplex-proxy: invalid configuration in {source}:", file=sys.stderr)
+        for problem in exc.problems:
+            print(f"  {problem}", file=sys.stderr)
+        return None
+
+
+def _check_config(path: str | None) -> int:
+    from proxy.config_summary import route_lines
+
+    path = _default_path(path)
+    config = _load(path)
+    if config is None:
+        return EXIT_BAD_CONFIG
+    print(f"{path or '(defaults and environment)'}: OK, {len(config.routes)} route(s)")
+    for line in route_lines(config):
+        print(f"  {line}")
+    return 0
+
+
+def _config_reference(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from proxy import config_reference
+
+    if args.update:
+        changed = config_reference.update(Path(args.update))
+        print(f"{args.update}: {'updated' if changed else 'already up to date'}")
+        return 0
+    text = config_reference.json_schema() if args.json_schema else config_reference.markdown()
+    sys.stdout.write(text)
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    config = _load(_default_path(args.config))
+    if config is None:
+        return EXIT_BAD_CONFIG
+    from proxy.config_summary import log_routes
+    from proxy.logging import configure_logging
     from proxy.server import run_server  # heavy imports only once the config is valid
 
+    configure_logging(config.server.log_level)
+    log_routes(config)
     return run_server(config, host=args.host, port=args.port)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -55,15 +56,53 @@ def test_exact_route_beats_glob_and_glob_matches() -> None:
 @pytest.mark.parametrize(
     ("data", "message"),
     [
-        ({"routes": [{"model": "a", "upstream": "http://x"}]}, "upstream must be"),
-        ({"routes": [{"model": "a", "upstream": "ws://x", "mode": "magic"}]}, "mode must be"),
+        ({"routes": [{"model": "a", "upstream": "http://x"}]}, "routes.0.upstream: upstream must"),
+        ({"routes": [{"model": "a", "upstream": "ws://x", "mode": "magic"}]}, "routes.0.mode"),
         ({"routes": [{"model": "a", "upstream": "embedded://gpu"}]}, "embedded upstream"),
-        ({"routes": [{"upstream": "ws://x"}]}, "needs a non-empty string 'model'"),
-        ({"server": {"port": "eighty"}}, "expected an integer"),
-        ({"server": {"nope": 1}}, "unknown keys: nope"),
+        ({"routes": [{"model": "a", "upstream": "ws:///v1"}]}, "names no host"),
+        ({"routes": [{"model": "a", "upstream": "ws://h:99999/"}]}, "bad port"),
+        ({"routes": [{"upstream": "ws://x"}]}, "routes.0.model: required key is missing"),
+        ({"routes": [{"model": "", "upstream": "ws://x"}]}, "routes.0.model"),
+        ({"server": {"port": "eighty"}}, "server.port: Input should be a valid integer"),
+        (
+            {"server": {"max_sesions": 1}},
+            "server.max_sesions: unknown key; did you mean 'max_sessions'",
+        ),
+        ({"server": {"max_sessions": -1}}, "server.max_sessions: Input should be greater than 0"),
+        ({"server": {"max_sessions": 0}}, "server.max_sessions"),
+        ({"server": {"log_level": "loud"}}, "server.log_level"),
+        ({"store": {"disconnect_grace_s": -5}}, "store.disconnect_grace_s"),
         ({"vad": {"threshold": 1.5}}, "vad.threshold"),
+        ({"vad": {"max_batch": 0}}, "vad.max_batch"),
         ({"store": {"url": "mysql://x"}}, "store.url"),
-        ({"bogus": {}}, "unknown top-level keys"),
+        ({"store": {"url": "redis://"}}, "store.url: store url names no host"),
+        ({"bogus": {}}, "bogus: unknown key"),
+        (
+            {"routes": [{"model": "a", "upstream": "ws://x", "max_sessions": -1}]},
+            "routes.0.max_sessions",
+        ),
+        (
+            {
+                "routes": [
+                    {"model": "m", "upstream": "ws://x"},
+                    {"model": "m", "upstream": "ws://y"},
+                ]
+            },
+            "routes.1.model: duplicate of routes.0",
+        ),
+        (
+            {
+                "routes": [
+                    {"model": "a/*", "upstream": "ws://x"},
+                    {"model": "a/b-*", "upstream": "ws://y"},
+                ]
+            },
+            "routes.1.model: 'a/b-\\*' can never match: routes.0",
+        ),
+        (
+            {"routes": [{"model": "a", "upstream": "ws://x"}], "default_model": "b"},
+            "default_model: 'b' matches no route",
+        ),
     ],
 )
 def test_invalid_config_is_refused_with_the_key_named(
@@ -76,3 +115,138 @@ def test_invalid_config_is_refused_with_the_key_named(
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="not found"):
         load_config(tmp_path / "absent.toml", environ={})
+
+
+BAD_TOML = """\
+[server]
+max_sesions = 10
+port = -1
+
+[[routes]]
+model = "a/*"
+upstream = "ws://x/v1/realtime"
+
+[[routes]]
+model = "a/b*"
+upstream = "http://y"
+"""
+
+
+def test_every_problem_is_reported_with_its_toml_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.toml"
+    path.write_text(BAD_TOML)
+    with pytest.raises(ConfigError) as caught:
+        load_config(path, environ={})
+    found = {str(p) for p in caught.value.problems}
+    assert "server.max_sesions (line 2): unknown key; did you mean 'max_sessions'?" in found
+    assert any(p.startswith("server.port (line 3): ") for p in found), found
+    assert any(p.startswith("routes.1.upstream (line 11): upstream must be") for p in found)
+    assert any(p.startswith("routes.1.model (line 10): 'a/b*' can never match") for p in found)
+    assert len(found) == 4, found
+
+
+def test_a_problem_set_by_the_environment_names_the_variable() -> None:
+    env = {"DUPLEX_PROXY__SERVER__MAX_SESSIONS": "-1"}
+    with pytest.raises(ConfigError, match=r"server\.max_sessions \(from DUPLEX_PROXY__SERVER__"):
+        load_config(ROOT / "config.toml", environ=env)
+
+
+def test_a_config_without_routes_is_refused_by_load_config(tmp_path: Path) -> None:
+    path = tmp_path / "empty.toml"
+    path.write_text("[server]\nport = 9000\n")
+    with pytest.raises(ConfigError, match="routes: no routes"):
+        load_config(path, environ={})
+    with pytest.raises(ConfigError, match="no routes"):
+        load_config(None, environ={})
+    cfg = load_config(
+        None,
+        environ={
+            "DUPLEX_PROXY__ROUTES__0__MODEL": "m",
+            "DUPLEX_PROXY__ROUTES__0__UPSTREAM": "ws://m:8091/v1/realtime",
+        },
+    )
+    assert cfg.route_for("m") is not None
+
+
+def test_env_overlays_one_key_of_a_file_route_and_parses_tables_as_json(tmp_path: Path) -> None:
+    env = {
+        "DUPLEX_PROXY__ROUTES__0__UPSTREAM": "embedded://duplex",
+        "DUPLEX_PROXY__ROUTES__0__HEADERS": '{"Authorization": "Bearer t"}',
+        "DUPLEX_PROXY__VAD__ECHO_SUPPRESSION": "false",
+        "DUPLEX_PROXY__DEFAULT_MODEL": "demo",
+    }
+    cfg = load_config(ROOT / "config.toml", environ=env)
+    assert cfg.routes[0].model == "demo" and cfg.routes[0].upstream == "embedded://duplex"
+    assert cfg.routes[0].headers == {"Authorization": "Bearer t"}
+    assert cfg.vad.echo_suppression is False and cfg.default_model == "demo"
+
+
+def test_a_non_numeric_route_index_is_refused() -> None:
+    with pytest.raises(ConfigError, match="expected a numeric index"):
+        apply_env({"routes": []}, {"DUPLEX_PROXY__ROUTES__FIRST__MODEL": "m"})
+
+
+def test_exact_route_after_a_glob_is_not_shadowed() -> None:
+    cfg = config_from_dict(
+        {
+            "routes": [
+                {"model": "a/*", "upstream": "ws://x/v1/realtime"},
+                {"model": "a/b", "upstream": "ws://y/v1/realtime"},
+            ]
+        }
+    )
+    route = cfg.route_for("a/b")
+    assert route is not None and route.upstream == "ws://y/v1/realtime"
+
+
+def test_sections_stay_frozen_and_replace_revalidates() -> None:
+    cfg = load_config(ROOT / "config.toml", environ={})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.server.port = 1  # type: ignore[misc]
+    route = dataclasses.replace(cfg.routes[0], request_duplex=False)
+    assert route.request_duplex is False and route.model == "demo"
+    with pytest.raises(ValueError, match="greater than 0"):
+        dataclasses.replace(cfg.routes[0], max_sessions=-1)
+    assert dataclasses.replace(cfg, routes=()).routes == ()
+
+
+def test_missing_and_unparsable_files_are_clear_errors(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[server\nport = 1\n")
+    with pytest.raises(ConfigError, match=r"invalid TOML: .*line 1"):
+        load_config(broken, environ={})
+
+
+def test_a_misspelt_section_in_the_environment_is_not_ignored() -> None:
+    with pytest.raises(ConfigError) as caught:
+        load_config(ROOT / "config.toml", environ={"DUPLEX_PROXY__SERVR__PORT": "1"})
+    assert [str(p) for p in caught.value.problems] == [
+        "servr (from DUPLEX_PROXY__SERVR__PORT): unknown key; did you mean 'server'?"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "shadowed"),
+    [
+        ("a/*", "a/b*", True),
+        ("nvidia/*", "nvidia/[ab]*", True),
+        ("*", "x?", True),
+        ("a?c", "a*c", False),  # a*c also matches "abbc", which a?c does not
+        ("a/b*", "a/*", False),
+        ("a*", "b*", False),
+    ],
+)
+def test_a_glob_is_refused_only_when_an_earlier_glob_covers_it(
+    first: str, second: str, shadowed: bool
+) -> None:
+    data = {
+        "routes": [
+            {"model": first, "upstream": "ws://x/v1/realtime"},
+            {"model": second, "upstream": "ws://y/v1/realtime"},
+        ]
+    }
+    if shadowed:
+        with pytest.raises(ConfigError, match=r"routes\.1\.model: .* can never match"):
+            config_from_dict(data)
+    else:
+        assert len(config_from_dict(data).routes) == 2
