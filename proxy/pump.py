@@ -26,6 +26,7 @@ from proxy.logging import get_logger
 from proxy.resume import resume_from_query
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from shim.capabilities import Classification, classify, proxy_capabilities
+from shim.wire import error_code
 
 
 def _model_from(event: dict[str, Any]) -> str | None:
@@ -262,7 +263,7 @@ class ClientSession:
             self.state.metrics.upstream_errors.labels("refused").inc()
             err = exc.event.get("error")
             message = err.get("message") if isinstance(err, dict) else err
-            code = (err.get("code") if isinstance(err, dict) else None) or exc.event.get("code")
+            code = error_code(exc.event)
             self.log.warning("upstream_refused_session", code=code, message=message)
             self.client.send_error(
                 "upstream_refused", f"upstream refused the session: {code}: {message}"

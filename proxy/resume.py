@@ -65,6 +65,7 @@ from proxy.upstream import (
 from shim.capabilities import Classification, ProxyMode
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
+from shim.wire import error_code
 
 if TYPE_CHECKING:
     from proxy.app import ProxyState
@@ -708,8 +709,7 @@ async def _take_passthrough(
 def _upstream_refusal(event: dict[str, Any]) -> ResumeFailed:
     if event.get("type") == "session.resync_required":
         return gap()
-    err = event.get("error")
-    code = (err.get("code") if isinstance(err, dict) else None) or event.get("code")
+    code = error_code(event)
     mapped = _UPSTREAM_CODES.get(str(code), "session_resume_failed")
     if mapped == "session_resume_expired":
         return expired()

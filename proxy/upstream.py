@@ -20,6 +20,7 @@ import aiohttp
 import orjson
 
 from proxy.config import Route
+from shim.wire import error_code
 
 # Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
 UPSTREAM_MAX_MSG = 64 * 1024 * 1024
@@ -67,11 +68,7 @@ def opening_update(
 
 
 def _is_refusal(event: dict[str, Any]) -> bool:
-    if event.get("type") != "error":
-        return False
-    err = event.get("error")
-    code = event.get("code") or (err.get("code") if isinstance(err, dict) else None)
-    return code == "unsupported"
+    return event.get("type") == "error" and error_code(event) == "unsupported"
 
 
 async def _connect(
