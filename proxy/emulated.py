@@ -15,14 +15,17 @@ import asyncio
 import contextlib
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import aiohttp
 import orjson
 
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
+from proxy.clock import now_ms
 from proxy.config import Route
+from proxy.logging import Logger
 from proxy.persist import Persister
+from proxy.state import ProxyState
 from proxy.upstream import (
     UpstreamRefused,
     UpstreamUnavailable,
@@ -60,16 +63,8 @@ from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
 from shim.vad_gate import VadParams
 
-if TYPE_CHECKING:
-    from proxy.app import ProxyState
-    from proxy.logging import Logger
-
 TICK_S = 0.05
 VAD_BACKLOG = 256  # audio chunks waiting for the VAD (~5 s of 20 ms appends)
-
-
-def now_ms() -> float:
-    return time.monotonic() * 1000.0
 
 
 @dataclass
@@ -125,6 +120,12 @@ def shim_settings(state: ProxyState) -> ShimSettings:
         hold_min_speech_ms=v.hold_min_speech_ms,
         echo_suppression=v.echo_suppression,
     )
+
+
+def live_runner(state: ProxyState, session_id: str) -> EmulatedRunner | None:
+    """The emulated session alive on this replica under ``session_id``, if any."""
+    runner = state.live.get(session_id)
+    return runner if isinstance(runner, EmulatedRunner) else None
 
 
 class EmulatedRunner:

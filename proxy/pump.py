@@ -19,11 +19,11 @@ from typing import Any
 import orjson
 from aiohttp import web
 
-from proxy.app import ProxyState
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.logging import get_logger
 from proxy.resume import resume_from_query
+from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from shim.capabilities import Classification, classify, proxy_capabilities
 from shim.wire import error_code

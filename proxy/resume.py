@@ -38,9 +38,11 @@ from typing import TYPE_CHECKING, Any, cast
 import aiohttp
 import orjson
 
-from proxy.emulated import Attach, EmulatedRunner, now_ms
+from proxy.clock import now_ms
+from proxy.emulated import Attach, EmulatedRunner, live_runner
 from proxy.logging import get_logger
 from proxy.persist import checkpoint_of, keep_binding
+from proxy.state import ProxyState
 from proxy.store import valid_session_id
 from proxy.store.base import (
     LeaseLost,
@@ -68,7 +70,6 @@ from shim.inputs import UpstreamReattached
 from shim.wire import error_code
 
 if TYPE_CHECKING:
-    from proxy.app import ProxyState
     from proxy.config import Route
     from proxy.pump import ClientSession
     from shim.journal import Journal
@@ -180,7 +181,7 @@ async def _take(conn: ClientSession, req: ResumeRequest) -> Attacher:
     if state.draining:
         # Taking the session here would only hand it over again in a moment.
         raise ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
-    runner = state.live.get(req.session_id)
+    runner = live_runner(state, req.session_id)
     if runner is not None:
         async with runner.persister.resume_lock:
             attach = await _take_local(conn, runner, req)
