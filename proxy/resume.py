@@ -43,7 +43,6 @@ from proxy.emulated import Attach, EmulatedRunner, live_runner
 from proxy.logging import get_logger
 from proxy.persist import checkpoint_of, keep_binding
 from proxy.state import ProxyState
-from proxy.store import valid_session_id
 from proxy.store.base import (
     LeaseLost,
     SessionRecord,
@@ -52,6 +51,7 @@ from proxy.store.base import (
     hash_token,
     token_matches,
 )
+from proxy.store.ids import valid_session_id
 from proxy.upstream import (
     UPSTREAM_MAX_MSG,
     UpstreamLink,
