@@ -42,7 +42,6 @@ from shim.inputs import UpstreamCheckpointed
 
 if TYPE_CHECKING:
     from proxy.emulated import EmulatedRunner
-    from proxy.logging import Logger
     from proxy.store.base import SessionStore
 
 PERSIST_INTERVAL_S = 0.05
@@ -309,29 +308,3 @@ def _upstream_position(shim: dict[str, Any]) -> tuple[str, int] | None:
     if isinstance(sid, str) and isinstance(seq, int):
         return sid, seq
     return None
-
-
-async def keep_binding(
-    store: SessionStore, record: SessionRecord, grace_s: float, log: Logger
-) -> None:
-    """Keep a passthrough session's binding alive while its relay runs.
-
-    The binding (which upstream holds the session) expires ``disconnect_grace_s``
-    after its last write; a relay that outlives that would leave nothing to resume
-    from. Ends when the binding moves to another connection (a resume elsewhere).
-    """
-    interval = min(LEASE_CHECK_S * 5, grace_s / 3)
-    while True:
-        await asyncio.sleep(interval)
-        try:
-            await store.append_events(record.session_id, record.epoch, [], 0)
-        except StoreUnavailable:
-            continue
-        except LeaseLost:
-            try:
-                if await store.load(record.session_id) is not None:
-                    return  # resumed through another connection: its relay keeps it
-                await store.create(record)
-                log.info("passthrough_rebound", reason="the session store had lost it")
-            except (StoreUnavailable, LeaseLost):
-                continue

@@ -22,10 +22,11 @@ from aiohttp import web
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.logging import get_logger
+from proxy.passthrough.relay import run_passthrough
 from proxy.resume import resume_from_query
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
-from shim.capabilities import Classification, classify, proxy_capabilities
+from shim.capabilities import Classification, classify
 from shim.wire import error_code
 
 
@@ -170,8 +171,6 @@ class ClientSession:
         self.log = self.log.bind(mode=cls.mode)
         self.log.info("session_open", upstream_kind=cls.kind, reasons=list(cls.reasons))
         if cls.mode == "passthrough":
-            from proxy.passthrough import run_passthrough
-
             await run_passthrough(self, link, cls)
             return
         await self._run_emulated(link, cls, model, upstream_model)
@@ -278,16 +277,6 @@ class ClientSession:
             return None
         link.opening_event = first if client_session is not None else None
         return link
-
-    def annotated_created(
-        self, link: UpstreamLink, cls: Classification, resume: bool
-    ) -> dict[str, Any]:
-        """The upstream's session.created with the proxy's truth added to capabilities."""
-        created = dict(link.created)
-        session = dict(created.get("session") or {})
-        session["capabilities"] = proxy_capabilities(cls, resume_available=resume)
-        created["session"] = session
-        return created
 
     async def drain(self) -> None:
         """Shutdown: close with 1012 so the client resumes elsewhere (runners persist)."""

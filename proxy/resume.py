@@ -41,7 +41,9 @@ import orjson
 from proxy.clock import now_ms
 from proxy.emulated import Attach, EmulatedRunner, live_runner
 from proxy.logging import get_logger
-from proxy.persist import checkpoint_of, keep_binding
+from proxy.passthrough.binding import keep_binding
+from proxy.passthrough.relay import relay
+from proxy.persist import checkpoint_of
 from proxy.state import ProxyState
 from proxy.store.base import (
     LeaseLost,
@@ -655,8 +657,6 @@ async def _take_passthrough(
     conn: ClientSession, record: SessionRecord, req: ResumeRequest
 ) -> Attacher:
     """The upstream keeps its own session and journal: relay the resume to it."""
-    from proxy.passthrough import relay
-
     state = conn.state
     assert state.http is not None and state.store is not None
     store = state.store
