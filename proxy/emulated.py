@@ -24,7 +24,8 @@ from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.logging import Logger
-from proxy.persist import Persister
+from proxy.persist.persister import Persister
+from proxy.persist.port import StoredFacts
 from proxy.state import ProxyState
 from proxy.upstream import (
     UpstreamRefused,
@@ -53,6 +54,7 @@ from shim.inputs import (
     ClientEvent,
     Input,
     Tick,
+    UpstreamCheckpointed,
     UpstreamEvent,
     UpstreamLost,
     UpstreamReattached,
@@ -179,12 +181,38 @@ class EmulatedRunner:
         self._tasks: list[asyncio.Task[None]] = []
         self._up_task: asyncio.Task[None] | None = None
         self.finished = asyncio.Event()
-        self.persister = Persister(self)
+        self.persister = Persister(self, state)
         self._ended = False
         self._close_reason: str | None = None
         # The upstream session moved to another replica: this one lets the session go.
         self._standing_down = False
         self._closers: set[asyncio.Task[None]] = set()
+
+    # ------------------------------------------------------------------ persisted
+    def stored_facts(self) -> StoredFacts:
+        cls = self.cls
+        return StoredFacts(
+            model=self.model,
+            mode=cls.mode,
+            upstream={
+                "route": self.route.model,
+                "url": self.upstream_url,
+                "kind": cls.kind,
+                "upstream_model": self.upstream_model,
+                "capabilities": dict(cls.upstream_capabilities or {}),
+                "reasons": list(cls.reasons),
+                "created": self.upstream_created,
+            },
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.shim.snapshot()
+
+    def upstream_position(self) -> tuple[str, int] | None:
+        return self.shim.upstream_position()
+
+    def upstream_checkpointed(self, session_id: str, seq: int) -> None:
+        self.inputs.put_nowait(UpstreamCheckpointed(session_id, seq, now_ms()))
 
     # ------------------------------------------------------------------ lifecycle
     def bind_upstream(self, created: dict[str, Any]) -> None:

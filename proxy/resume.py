@@ -43,7 +43,7 @@ from proxy.emulated import Attach, EmulatedRunner, live_runner
 from proxy.logging import get_logger
 from proxy.passthrough.binding import keep_binding
 from proxy.passthrough.relay import relay
-from proxy.persist import checkpoint_of
+from proxy.persist.checkpoint import checkpoint_of
 from proxy.state import ProxyState
 from proxy.store.base import (
     LeaseLost,

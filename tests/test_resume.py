@@ -19,7 +19,7 @@ import pytest
 
 from proxy.app import build_app
 from proxy.config import Config, StoreConfig
-from proxy.persist import checkpoint_of
+from proxy.persist.checkpoint import checkpoint_of
 from proxy.state import ProxyState
 from proxy.store import open_store
 from proxy.store.base import SessionRecord
