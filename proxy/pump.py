@@ -190,7 +190,8 @@ class ClientSession:
     async def _run_emulated(
         self, link: UpstreamLink, cls: Classification, model: str, upstream_model: str
     ) -> None:
-        from proxy.emulated import Attach, EmulatedRunner
+        from proxy.emulated.queue_items import Attach
+        from proxy.emulated.runner import EmulatedRunner
 
         assert self.route is not None
         runner = EmulatedRunner(

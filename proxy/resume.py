@@ -39,7 +39,8 @@ import aiohttp
 import orjson
 
 from proxy.clock import now_ms
-from proxy.emulated import Attach, EmulatedRunner, live_runner
+from proxy.emulated.queue_items import Attach
+from proxy.emulated.runner import EmulatedRunner, live_runner
 from proxy.logging import get_logger
 from proxy.passthrough.binding import keep_binding
 from proxy.passthrough.relay import relay

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from proxy.store.base import SessionRecord
+from shim.capabilities import Classification
 
 STATE_VERSION = 1
 
@@ -46,3 +47,19 @@ def upstream_position(shim: dict[str, Any]) -> tuple[str, int] | None:
     if isinstance(sid, str) and isinstance(seq, int):
         return sid, seq
     return None
+
+
+def upstream_facts(
+    route: str, url: str, cls: Classification, upstream_model: str, created: dict[str, Any]
+) -> dict[str, Any]:
+    """A record's ``upstream``: enough for another replica to reach the upstream again
+    and rebuild the session's classification (``proxy.resume``)."""
+    return {
+        "route": route,
+        "url": url,
+        "kind": cls.kind,
+        "upstream_model": upstream_model,
+        "capabilities": dict(cls.upstream_capabilities or {}),
+        "reasons": list(cls.reasons),
+        "created": created,
+    }
