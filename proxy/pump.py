@@ -23,7 +23,8 @@ from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.logging import get_logger
 from proxy.passthrough.relay import run_passthrough
-from proxy.resume import resume_from_query
+from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
+from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from shim.capabilities import Classification, classify
@@ -177,8 +178,6 @@ class ClientSession:
 
     async def _try_resume(self, event: dict[str, Any], raw: str) -> bool:
         """Resume; on failure tell the client why (it may start fresh) and return False."""
-        from proxy.resume import ResumeFailed, parse_resume, resume
-
         try:
             await resume(self, parse_resume(event, raw))
         except ResumeFailed as exc:

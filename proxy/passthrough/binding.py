@@ -10,13 +10,7 @@ import asyncio
 
 from proxy.connection import ClientConnection
 from proxy.logging import Logger
-from proxy.store.base import (
-    LeaseLost,
-    SessionRecord,
-    SessionStore,
-    StoreUnavailable,
-    hash_token,
-)
+from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamLink
 
 # How often a live relay refreshes its binding (at most a third of the grace).

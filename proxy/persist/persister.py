@@ -12,13 +12,7 @@ import orjson
 from proxy.persist.checkpoint import checkpoint_of, pack_state, upstream_position
 from proxy.persist.port import MirroredSession
 from proxy.state import ProxyState
-from proxy.store.base import (
-    LeaseLost,
-    SessionRecord,
-    SessionStore,
-    StoreUnavailable,
-    hash_token,
-)
+from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 
 PERSIST_INTERVAL_S = 0.05
 # A fenced write at least this often, even when nothing changed: it refreshes the
