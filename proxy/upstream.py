@@ -114,13 +114,13 @@ async def _first_frame(
     return event, msg.data
 
 
-async def _ask(
-    ws: aiohttp.ClientWebSocketResponse, first: dict[str, Any], within_s: float
+async def ask(
+    ws: aiohttp.ClientWebSocketResponse, first: str, within_s: float
 ) -> tuple[dict[str, Any], str]:
-    """Send a socket's first event and read the upstream's first answer; on any
-    failure the socket is closed."""
+    """Send a socket's first event (as text) and read the upstream's first answer,
+    parsed and as sent; on any failure (UpstreamUnavailable) the socket is closed."""
     try:
-        await ws.send_str(orjson.dumps(first).decode())
+        await ws.send_str(first)
         return await _first_frame(ws, within_s)
     except (ConnectionResetError, aiohttp.ClientError) as exc:
         await ws.close()
@@ -148,7 +148,7 @@ async def dial(
                 base_url, {"duplex": "1", "model": str(opener["model"]), "autostart": "0"}
             )
         ws = await _timed(_connect(http, url, route), connect_timeout)
-        event, raw = await _ask(ws, opener, classify_timeout)
+        event, raw = await ask(ws, orjson.dumps(opener).decode(), classify_timeout)
         if ask_duplex and _is_refusal(event):
             refused = True
             await ws.close()
@@ -223,7 +223,7 @@ async def resume_over(
         "resume_token": resume_token,
         "last_received_server_event_seq": after_seq,
     }
-    event, raw = await _ask(ws, resume, classify_timeout)
+    event, raw = await ask(ws, orjson.dumps(resume).decode(), classify_timeout)
     if event.get("type") != "session.resumed" or not isinstance(event.get("resume_token"), str):
         await ws.close()
         raise UpstreamRefused(event)

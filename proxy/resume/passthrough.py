@@ -9,16 +9,13 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import aiohttp
-import orjson
-
 from proxy.connection import ClientConnection
 from proxy.passthrough.binding import keep_binding
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
 from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired, gap
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
-from proxy.upstream import UPSTREAM_MAX_MSG, with_query
+from proxy.upstream import UpstreamUnavailable, ask, connect, with_query
 from shim.wire import error_code
 
 # The upstream's refusals, as the codes this proxy documents.
@@ -41,28 +38,20 @@ async def take_passthrough(
     cfg = state.config.server
     url = with_query(state.upstream_url(route), {"duplex": "1", "autostart": "0"})
     try:
-        async with asyncio.timeout(cfg.upstream_connect_timeout_s):
-            ws = await state.http.ws_connect(
-                url, headers=dict(route.headers), max_msg_size=UPSTREAM_MAX_MSG
-            )
-    except (TimeoutError, aiohttp.ClientError, OSError):
+        ws = await connect(state.http, url, route, cfg.upstream_connect_timeout_s)
+    except UpstreamUnavailable:
         state.metrics.upstream_errors.labels("connect").inc()
         raise ResumeFailed("upstream_unavailable", "cannot reach the upstream") from None
     try:
-        await ws.send_str(req.raw)
-        msg = await ws.receive(timeout=cfg.classify_timeout_s)
-        first = orjson.loads(msg.data) if msg.type == aiohttp.WSMsgType.TEXT else None
-        if not isinstance(first, dict):
-            raise ResumeFailed("upstream_unavailable", "the upstream did not answer the resume")
-        if first.get("type") != "session.resumed":
-            raise _upstream_refusal(first)
-    except BaseException as exc:
+        # Relayed as the client sent it: the upstream's own session.resume.
+        first, answer = await ask(ws, req.raw, cfg.classify_timeout_s)
+    except UpstreamUnavailable:
+        raise ResumeFailed(
+            "upstream_unavailable", "the upstream did not answer the resume"
+        ) from None
+    if first.get("type") != "session.resumed":
         await ws.close()
-        if isinstance(exc, TimeoutError | aiohttp.ClientError | orjson.JSONDecodeError):
-            raise ResumeFailed(
-                "upstream_unavailable", "the upstream did not answer the resume"
-            ) from None
-        raise
+        raise _upstream_refusal(first)
     token = first.get("resume_token")
     if isinstance(token, str):
         await _rebind(conn, store, record, token)
@@ -70,7 +59,7 @@ async def take_passthrough(
     conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
 
     async def attach() -> None:
-        conn.client.send_text(msg.data)
+        conn.client.send_text(answer)
         grace = state.config.store.disconnect_grace_s
         keeper = asyncio.create_task(keep_binding(store, record, grace, conn.log))
         try:
