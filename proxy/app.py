@@ -9,8 +9,8 @@ import aiohttp
 from aiohttp import web
 
 from proxy.config import Config
+from proxy.handshake.accept import handle_client
 from proxy.logging import get_logger
-from proxy.pump import handle_client
 from proxy.reference.server import build_reference_app
 from proxy.state import ProxyState
 from proxy.store import open_store
