@@ -1,12 +1,14 @@
 """Dial an upstream, open its session, and learn what kind of server it really is.
 
-DESIGN.md §4. The proxy asks for the duplex dialect (``?duplex=1``); a server without
-a duplex adapter refuses with ``error`` code ``unsupported`` and close 1008, and the
-proxy falls back to the bare URL. It then sends one opening ``session.update`` that
-both dialects accept: ``model`` at the top level (the turn-based dialect reads only
-that) and a ``session`` object (the duplex dialect reads only that). The first frame
-back decides: a flat ``session.created`` is turn-based; one with ``session.capabilities``
-is duplex.
+The dialects are described in docs/protocol.md. The proxy asks for the duplex
+dialect (``?duplex=1``); a server without a duplex adapter refuses with ``error``
+code ``unsupported`` and close 1008, and the proxy falls back to the bare URL. It
+then sends one opening ``session.update`` that both dialects accept: ``model`` at
+the top level (the turn-based dialect reads only that) and a ``session`` object (the
+duplex dialect reads only that). The first frame back decides: a flat
+``session.created`` is turn-based; one with ``session.capabilities`` is duplex.
+
+Every upstream socket is dialled here (``connect``), with the same options.
 """
 
 from __future__ import annotations
