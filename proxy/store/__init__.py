@@ -1,6 +1,7 @@
 """Session stores (docs/architecture.md): pick one from ``store.url``.
 
-Backends are imported lazily so a memory-only deployment never imports redis.
+The Redis backend is imported only when ``store.url`` names Redis, so a memory-only
+deployment never imports redis.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from proxy.config import StoreConfig
 from proxy.metrics import Metrics
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable
 from proxy.store.ids import check_session_id, valid_session_id
+from proxy.store.memory import MemoryStore
 
 __all__ = [
     "LeaseLost",
@@ -29,11 +31,9 @@ async def open_store(config: StoreConfig, metrics: Metrics | None = None) -> Ses
     """
     url = config.url
     if url.startswith("memory://"):
-        from proxy.store.memory import MemoryStore
-
         store: SessionStore = MemoryStore(config, metrics)
     elif url.startswith(("redis://", "rediss://", "unix://")):
-        from proxy.store.redis import RedisStore
+        from proxy.store.redis import RedisStore  # only here: see the module docstring
 
         store = RedisStore(config, metrics)
     else:
