@@ -3,63 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import aiohttp
 from aiohttp import web
 
-from proxy.config import Config, Route
+from proxy.config import Config
+from proxy.handshake.accept import handle_client
 from proxy.logging import get_logger
-from proxy.metrics import Metrics
-from shim.journal import RecentIds
-
-if TYPE_CHECKING:
-    from proxy.emulated import EmulatedRunner
-    from proxy.pump import ClientSession
-    from proxy.store.base import SessionStore
-    from proxy.vad import VadRunner
+from proxy.reference.server import build_reference_app
+from proxy.state import ProxyState
+from proxy.store import open_store
 
 WS_PATHS = ("/v1/realtime", "/v1/duplex")
-
-
-@dataclass
-class ProxyState:
-    """Everything one proxy process shares between its sessions."""
-
-    config: Config
-    metrics: Metrics = field(default_factory=Metrics)
-    http: aiohttp.ClientSession | None = None
-    store: SessionStore | None = None
-    vad: VadRunner | None = None
-    # Resolved URL for each `embedded://KIND` upstream, once its backend is up.
-    embedded_urls: dict[str, str] = field(default_factory=dict)
-    sessions: set[ClientSession] = field(default_factory=set)
-    # Emulated sessions alive on this replica (attached or in disconnect grace).
-    live: dict[str, EmulatedRunner] = field(default_factory=dict)
-    # Client event ids already applied, per passthrough session (most recent sessions).
-    passthrough_ids: OrderedDict[str, RecentIds] = field(default_factory=OrderedDict)
-    per_route: dict[str, int] = field(default_factory=dict)
-    draining: bool = False
-    replica_id: str = ""
-
-    def upstream_url(self, route: Route) -> str:
-        kind = route.embedded_kind
-        if kind is None:
-            return route.upstream
-        return self.embedded_urls[kind]
-
-    def vad_runner(self) -> VadRunner:
-        """The process-wide batched VAD runner, created on first use."""
-        if self.vad is None:
-            from proxy.vad import VadRunner
-
-            self.vad = VadRunner(
-                max_batch=self.config.vad.max_batch, threads=self.config.vad.threads
-            )
-        return self.vad
 
 
 STATE = web.AppKey("proxy_state", ProxyState)
@@ -70,8 +26,6 @@ async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
     state = app[STATE]
     kinds = sorted({k for r in state.config.routes if (k := r.embedded_kind) is not None})
     runners: list[web.AppRunner] = []
-    from proxy.reference.server import build_reference_app
-
     for kind in kinds:
         runner = web.AppRunner(build_reference_app(kind), handle_signals=False, access_log=None)
         await runner.setup()
@@ -89,8 +43,6 @@ async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
 async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
     state = app[STATE]
     state.http = aiohttp.ClientSession()
-    from proxy.store import open_store
-
     state.store = await open_store(state.config.store, state.metrics)
     # Load the VAD model before the first session needs it, off the event loop.
     await asyncio.to_thread(state.vad_runner)
@@ -145,9 +97,6 @@ async def metrics(request: web.Request) -> web.Response:
 
 async def websocket(request: web.Request) -> web.StreamResponse:
     return await handle_client(request, request.app[STATE])
-
-
-from proxy.pump import handle_client  # noqa: E402  (pump needs STATE and ProxyState above)
 
 
 def build_app(config: Config, state: ProxyState | None = None) -> web.Application:

@@ -2,7 +2,7 @@
 
 Reading and writing each run in their own task with bounded queues, so a slow
 client can neither block the session's logic nor grow the proxy's memory: when its
-outbound queue is full the client is closed with 1008 (DESIGN §7).
+outbound queue is full the client is closed with 1008 (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class ClientChannel:
         """Queue a frame; False (and the client is dropped) if the client is too slow.
 
         The queue is bounded in frames and in bytes: a client that stops reading is
-        closed with 1008 rather than buffered without bound (DESIGN §7).
+        closed with 1008 rather than buffered without bound.
         """
         if self.ws.closed or self._slow or self._finishing:
             return False

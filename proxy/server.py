@@ -8,9 +8,10 @@ import uuid
 
 from aiohttp import web
 
-from proxy.app import STATE, ProxyState, build_app
+from proxy.app import STATE, build_app
 from proxy.config import Config
 from proxy.logging import configure_logging, get_logger
+from proxy.state import ProxyState
 
 
 async def serve(config: Config, host: str, port: int, ready: asyncio.Event | None = None) -> None:

@@ -1,12 +1,14 @@
 """Dial an upstream, open its session, and learn what kind of server it really is.
 
-DESIGN.md §4. The proxy asks for the duplex dialect (``?duplex=1``); a server without
-a duplex adapter refuses with ``error`` code ``unsupported`` and close 1008, and the
-proxy falls back to the bare URL. It then sends one opening ``session.update`` that
-both dialects accept: ``model`` at the top level (the turn-based dialect reads only
-that) and a ``session`` object (the duplex dialect reads only that). The first frame
-back decides: a flat ``session.created`` is turn-based; one with ``session.capabilities``
-is duplex.
+The dialects are described in docs/protocol.md. The proxy asks for the duplex
+dialect (``?duplex=1``); a server without a duplex adapter refuses with ``error``
+code ``unsupported`` and close 1008, and the proxy falls back to the bare URL. It
+then sends one opening ``session.update`` that both dialects accept: ``model`` at
+the top level (the turn-based dialect reads only that) and a ``session`` object (the
+duplex dialect reads only that). The first frame back decides: a flat
+``session.created`` is turn-based; one with ``session.capabilities`` is duplex.
+
+Every upstream socket is dialled here (``connect``), with the same options.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import aiohttp
 import orjson
 
 from proxy.config import Route
+from shim.wire import error_code
 
 # Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
 UPSTREAM_MAX_MSG = 64 * 1024 * 1024
@@ -67,11 +70,7 @@ def opening_update(
 
 
 def _is_refusal(event: dict[str, Any]) -> bool:
-    if event.get("type") != "error":
-        return False
-    err = event.get("error")
-    code = event.get("code") or (err.get("code") if isinstance(err, dict) else None)
-    return code == "unsupported"
+    return event.get("type") == "error" and error_code(event) == "unsupported"
 
 
 async def _connect(
@@ -117,13 +116,13 @@ async def _first_frame(
     return event, msg.data
 
 
-async def _ask(
-    ws: aiohttp.ClientWebSocketResponse, first: dict[str, Any], within_s: float
+async def ask(
+    ws: aiohttp.ClientWebSocketResponse, first: str, within_s: float
 ) -> tuple[dict[str, Any], str]:
-    """Send a socket's first event and read the upstream's first answer; on any
-    failure the socket is closed."""
+    """Send a socket's first event (as text) and read the upstream's first answer,
+    parsed and as sent; on any failure (UpstreamUnavailable) the socket is closed."""
     try:
-        await ws.send_str(orjson.dumps(first).decode())
+        await ws.send_str(first)
         return await _first_frame(ws, within_s)
     except (ConnectionResetError, aiohttp.ClientError) as exc:
         await ws.close()
@@ -151,7 +150,7 @@ async def dial(
                 base_url, {"duplex": "1", "model": str(opener["model"]), "autostart": "0"}
             )
         ws = await _timed(_connect(http, url, route), connect_timeout)
-        event, raw = await _ask(ws, opener, classify_timeout)
+        event, raw = await ask(ws, orjson.dumps(opener).decode(), classify_timeout)
         if ask_duplex and _is_refusal(event):
             refused = True
             await ws.close()
@@ -226,7 +225,7 @@ async def resume_over(
         "resume_token": resume_token,
         "last_received_server_event_seq": after_seq,
     }
-    event, raw = await _ask(ws, resume, classify_timeout)
+    event, raw = await ask(ws, orjson.dumps(resume).decode(), classify_timeout)
     if event.get("type") != "session.resumed" or not isinstance(event.get("resume_token"), str):
         await ws.close()
         raise UpstreamRefused(event)

@@ -8,6 +8,7 @@ by the edge when the event is sent, so builders stay pure and deterministic.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 ERROR_TYPES = {
@@ -38,6 +39,16 @@ def error(
             "param": param,
         },
     }
+
+
+def error_code(event: Mapping[str, Any]) -> str | None:
+    """The ``code`` of an error event in either shape: GA nests it (``{error: {code}}``),
+    vLLM-Omni's turn-based dialect puts it at the top (``{error: "...", code}``)."""
+    err = event.get("error")
+    code = err.get("code") if isinstance(err, Mapping) else None
+    if not isinstance(code, str) or not code:
+        code = event.get("code")
+    return code if isinstance(code, str) and code else None
 
 
 def user_item(

@@ -17,9 +17,10 @@ from typing import Any
 import aiohttp
 import pytest
 
-from proxy.app import ProxyState, build_app
+from proxy.app import build_app
 from proxy.config import Config, StoreConfig
-from proxy.persist import checkpoint_of
+from proxy.persist.checkpoint import checkpoint_of
+from proxy.state import ProxyState
 from proxy.store import open_store
 from proxy.store.base import SessionRecord
 from tests.redis_server import RedisServer

@@ -1,8 +1,9 @@
 """The session store interface: what a replica must persist so another can resume.
 
-DESIGN.md §6. Keys expire after ``disconnect_grace_s``; every write is fenced by
-the owner's lease epoch, so a replica that lost a session can never overwrite the
-state of the replica that took it over.
+How resume across replicas uses it: docs/architecture.md. Keys expire after
+``disconnect_grace_s``; every write is fenced by the owner's lease epoch, so a
+replica that lost a session can never overwrite the state of the replica that took
+it over.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class LeaseLost(Exception):
 
 
 def hash_token(token: str) -> str:
-    """Resume tokens are stored only hashed (DESIGN §6)."""
+    """Resume tokens are stored only hashed: a leaked store hands out no session."""
     return hashlib.sha256(token.encode()).hexdigest()
 
 

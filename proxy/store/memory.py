@@ -1,4 +1,4 @@
-"""In-process session store: the zero-setup default for a single replica (DESIGN §6).
+"""In-process session store: the zero-setup default for a single replica.
 
 It keeps the exact semantics of the Redis store so a deployment can switch backends
 without behaviour changes: records are copied through JSON (what Redis would reject,
@@ -19,8 +19,8 @@ import orjson
 
 from proxy.config import StoreConfig
 from proxy.metrics import Metrics
-from proxy.store import check_session_id, valid_session_id
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore
+from proxy.store.ids import check_session_id, valid_session_id
 
 
 @dataclass

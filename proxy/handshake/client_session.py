@@ -1,12 +1,5 @@
-"""One client connection: route it, open the upstream, classify, run the mode.
-
-Handshake (DESIGN §4, "both kinds of client"): the proxy dials the upstream at
-once. A client that speaks first (vLLM-Omni's ``DuplexClient``) usually has its
-``session.update`` in by then; it is folded into the upstream's opening update so
-open-only fields such as ``ref_audio`` are honoured. A GA client that waits gets
-``session.created`` as soon as the upstream session is open. Every client event that
-arrives meanwhile is queued (bounded) and applied in order afterwards.
-"""
+"""``ClientSession``: one client connection's handshake: a resume, or route it,
+open and classify the upstream, and hand it to its mode."""
 
 from __future__ import annotations
 
@@ -16,16 +9,20 @@ import time
 import uuid
 from typing import Any
 
-import orjson
 from aiohttp import web
 
-from proxy.app import ProxyState
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
+from proxy.emulated.queue_items import Attach
+from proxy.emulated.runner import EmulatedRunner
+from proxy.handshake.open_upstream import open_upstream
 from proxy.logging import get_logger
-from proxy.resume import resume_from_query
-from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
-from shim.capabilities import Classification, classify, proxy_capabilities
+from proxy.passthrough.relay import run_passthrough
+from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
+from proxy.resume.takeover import resume
+from proxy.state import ProxyState
+from proxy.upstream import UpstreamLink
+from shim.capabilities import Classification, classify
 
 
 def _model_from(event: dict[str, Any]) -> str | None:
@@ -35,21 +32,6 @@ def _model_from(event: dict[str, Any]) -> str | None:
         if isinstance(model, str) and model:
             return model
     return None
-
-
-def _without_turn_detection(session: dict[str, Any] | None) -> dict[str, Any] | None:
-    """``session`` minus its turn detection, or None if it had none to remove."""
-    if not session:
-        return None
-    found = "turn_detection" in session
-    trimmed = {k: v for k, v in session.items() if k != "turn_detection"}
-    audio = trimmed.get("audio")
-    if isinstance(audio, dict) and isinstance(audio.get("input"), dict):
-        if "turn_detection" in audio["input"]:
-            found = True
-            audio_input = {k: v for k, v in audio["input"].items() if k != "turn_detection"}
-            trimmed["audio"] = {**audio, "input": audio_input}
-    return trimmed if found else None
 
 
 class ClientSession:
@@ -72,7 +54,7 @@ class ClientSession:
         self.mode: str | None = None
         self.route: Route | None = None
         self.pending: list[ClientFrame] = []
-        self.runner: Any = None
+        self.runner: EmulatedRunner | None = None
         # The upstream session a passthrough connection serves (event id de-duplication).
         self.passthrough_sid: str | None = None
         self._accepted_at = time.monotonic()
@@ -159,7 +141,7 @@ class ClientSession:
         state.per_route[route.model] = state.per_route.get(route.model, 0) + 1
         self.log = self.log.bind(model=model, route=route.model)
         upstream_model = route.upstream_model or model
-        link = await self._open_upstream(route, upstream_model, first)
+        link = await open_upstream(self, route, upstream_model, first)
         if link is None:
             return
         cls = classify(link.created, forced=route.mode, duplex_refused=link.duplex_refused)
@@ -169,16 +151,12 @@ class ClientSession:
         self.log = self.log.bind(mode=cls.mode)
         self.log.info("session_open", upstream_kind=cls.kind, reasons=list(cls.reasons))
         if cls.mode == "passthrough":
-            from proxy.passthrough import run_passthrough
-
             await run_passthrough(self, link, cls)
             return
         await self._run_emulated(link, cls, model, upstream_model)
 
     async def _try_resume(self, event: dict[str, Any], raw: str) -> bool:
         """Resume; on failure tell the client why (it may start fresh) and return False."""
-        from proxy.resume import ResumeFailed, parse_resume, resume
-
         try:
             await resume(self, parse_resume(event, raw))
         except ResumeFailed as exc:
@@ -190,8 +168,6 @@ class ClientSession:
     async def _run_emulated(
         self, link: UpstreamLink, cls: Classification, model: str, upstream_model: str
     ) -> None:
-        from proxy.emulated import Attach, EmulatedRunner
-
         assert self.route is not None
         runner = EmulatedRunner(
             self.state,
@@ -219,109 +195,6 @@ class ClientSession:
         self.runner = runner
         await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
 
-    async def _open_upstream(
-        self, route: Route, upstream_model: str, first: ClientFrame | None
-    ) -> UpstreamLink | None:
-        cfg = self.state.config.server
-        assert self.state.http is not None
-        # A speak-first client's session.update opens the upstream session itself.
-        client_session: dict[str, Any] | None = None
-        if first is not None and first.event.get("type") == "session.update":
-            session = first.event.get("session")
-            client_session = (
-                dict(session)
-                if isinstance(session, dict)
-                else {k: v for k, v in first.event.items() if k not in ("type", "event_id")}
-            )
-            if client_session.get("type") == "realtime":
-                del client_session["type"]  # GA session type, not an upstream field
-        url = self.state.upstream_url(route)
-
-        async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
-            assert self.state.http is not None
-            return await dial(
-                self.state.http,
-                url,
-                route,
-                opening_update(route, upstream_model, session),
-                cfg.upstream_connect_timeout_s,
-                cfg.classify_timeout_s,
-            )
-
-        try:
-            try:
-                link = await open_with(client_session)
-            except UpstreamRefused:
-                # A duplex model without barge-in may refuse server VAD in its opening
-                # config; turn detection is then the proxy's job: open without it.
-                trimmed = _without_turn_detection(client_session)
-                if trimmed is None:
-                    raise
-                link = await open_with(trimmed)
-        except UpstreamRefused as exc:
-            self.state.metrics.upstream_errors.labels("refused").inc()
-            err = exc.event.get("error")
-            message = err.get("message") if isinstance(err, dict) else err
-            code = (err.get("code") if isinstance(err, dict) else None) or exc.event.get("code")
-            self.log.warning("upstream_refused_session", code=code, message=message)
-            self.client.send_error(
-                "upstream_refused", f"upstream refused the session: {code}: {message}"
-            )
-            await self.client.close(1011, "upstream refused session")
-            return None
-        except UpstreamUnavailable as exc:
-            self.state.metrics.upstream_errors.labels("connect").inc()
-            self.log.warning("upstream_unavailable", error=str(exc))
-            self.client.send_error("upstream_unavailable", str(exc))
-            await self.client.close(1011, "upstream unavailable")
-            return None
-        link.opening_event = first if client_session is not None else None
-        return link
-
-    def annotated_created(
-        self, link: UpstreamLink, cls: Classification, resume: bool
-    ) -> dict[str, Any]:
-        """The upstream's session.created with the proxy's truth added to capabilities."""
-        created = dict(link.created)
-        session = dict(created.get("session") or {})
-        session["capabilities"] = proxy_capabilities(cls, resume_available=resume)
-        created["session"] = session
-        return created
-
     async def drain(self) -> None:
         """Shutdown: close with 1012 so the client resumes elsewhere (runners persist)."""
         await self.client.close(1012, "service restart")
-
-
-async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocketResponse:
-    cfg = state.config.server
-    ws = web.WebSocketResponse(
-        max_msg_size=cfg.max_frame_bytes, autoping=True, heartbeat=None, compress=False
-    )
-    await ws.prepare(request)
-    session = ClientSession(ws, request, state)
-    if state.draining or len(state.sessions) >= cfg.max_sessions:
-        await ws.send_str(
-            orjson.dumps(
-                {
-                    "type": "error",
-                    "error": {
-                        "type": "rate_limit_error",
-                        "code": "server_at_capacity"
-                        if not state.draining
-                        else "server_shutting_down",
-                        "message": "this replica cannot take another session now",
-                        "event_id": None,
-                        "param": None,
-                    },
-                }
-            ).decode()
-        )
-        await ws.close(code=1013 if not state.draining else 1012, message=b"unavailable")
-        return ws
-    state.sessions.add(session)
-    try:
-        await session.run()
-    finally:
-        state.sessions.discard(session)
-    return ws

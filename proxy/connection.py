@@ -1,0 +1,26 @@
+"""What the session modes and resume see of one client connection.
+
+The handshake (``proxy.handshake``) owns the connection; the layers below it take
+this protocol, so none of them imports the handshake.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from proxy.client_io import ClientChannel, ClientFrame
+from proxy.config import Route
+from proxy.logging import Logger
+from proxy.state import ProxyState
+
+
+class ClientConnection(Protocol):
+    state: ProxyState
+    client: ClientChannel
+    # Rebound as the connection learns its session, route and mode.
+    log: Logger
+    route: Route | None
+    # Frames the client sent before its session was ready, applied next in order.
+    pending: list[ClientFrame]
+    # The upstream session a passthrough connection serves (event id de-duplication).
+    passthrough_sid: str | None

@@ -1,0 +1,93 @@
+"""An emulated session's client side: which connection is attached, what it is
+sent, and the grace after it leaves.
+
+Every event is stamped into the session's replay log (so a resume can replay it)
+and counted, then sent if a client is attached. A new attachment replaces the old
+one (which gets ``session.replaced``) and first gets what it missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from proxy.client_io import ClientChannel
+from proxy.clock import now_ms
+from proxy.emulated.queue_items import Attach
+from proxy.metrics import Metrics
+from shim.journal import Journal
+
+
+class ClientSide:
+    def __init__(self, session_id: str, journal: Journal, metrics: Metrics, mode: str) -> None:
+        self.session_id = session_id
+        self.journal = journal
+        self.metrics = metrics
+        self.mode = mode
+        self.attached: Attach | None = None
+        # When the session expires with no client attached.
+        self.grace_deadline: float | None = None
+        self._closers: set[asyncio.Task[None]] = set()
+
+    @property
+    def client(self) -> ClientChannel | None:
+        return self.attached.client if self.attached is not None else None
+
+    def send(self, event: dict[str, Any]) -> None:
+        text = self.journal.stamp(event, now_ms())
+        if event.get("type") == "response.done":
+            self.metrics.responses.labels(self.mode, event["response"]["status"]).inc()
+            details = event["response"].get("status_details") or {}
+            if details.get("reason") == "turn_detected":
+                self.metrics.barge_ins.labels(self.mode).inc()
+        if self.attached is not None:
+            self.metrics.frames.labels("upstream_to_client").inc()
+            self.metrics.bytes.labels("upstream_to_client").inc(len(text))
+            self.attached.client.send_text(text)
+
+    def error(self, code: str, message: str) -> None:
+        """An error for the attached client only: errors are not replayed."""
+        if self.attached is not None:
+            self.attached.client.send_error(code, message)
+
+    async def attach(self, attach: Attach) -> None:
+        replay: list[str] = []
+        if attach.replay_after is not None:
+            local = self.journal.after(attach.replay_after, now_ms())
+            if local is None:
+                # Trimmed meanwhile: a partial replay would lose events. The old
+                # connection (if any) keeps the session.
+                attach.client.send_error(
+                    "session_resume_gap", "events after that seq are no longer kept"
+                )
+                await attach.client.close(1008, "resume gap")
+                attach.done.set()
+                return
+            replay = local
+        old = self.attached
+        if old is not None:
+            old.client.send_event({"type": "session.replaced", "session_id": self.session_id})
+            self._closers.add(
+                asyncio.get_running_loop().create_task(old.client.close(1000, "session_replaced"))
+            )
+            self._closers = {t for t in self._closers if not t.done()}
+            old.done.set()
+        self.attached = attach
+        self.grace_deadline = None
+        for event in attach.first_events:
+            attach.client.send_event(event)
+        for text in replay:
+            attach.client.send_text(text)
+
+    def detach(self, client: ClientChannel, grace_s: float) -> bool:
+        """The client left; False if it was not the attached one (already replaced)."""
+        if self.attached is None or client is not self.attached.client:
+            return False
+        self.attached.done.set()
+        self.attached = None
+        self.grace_deadline = time.monotonic() + grace_s
+        return True
+
+    def grace_over(self) -> bool:
+        return self.grace_deadline is not None and time.monotonic() > self.grace_deadline

@@ -1,0 +1,70 @@
+"""The producers of an emulated session's inputs besides the upstream socket:
+the client's attachment and frames, the clock and the VAD."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from proxy.client_io import CLOSED, ClientChannel, ClientFrame
+from proxy.clock import now_ms
+from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient
+from proxy.vad import VadRunner
+from shim.actions import Action, AnalyzeAudio
+from shim.inputs import Tick, VadWindow
+
+TICK_S = 0.05
+
+
+async def feed_client(client: ClientChannel, inputs: asyncio.Queue[object]) -> None:
+    while True:
+        item = await client.inbox.get()
+        if item is CLOSED:
+            await inputs.put(Detached(client))
+            return
+        assert isinstance(item, ClientFrame)
+        await inputs.put(FromClient(client, item))
+
+
+async def feed_attachment(
+    inputs: asyncio.Queue[object],
+    attach: Attach,
+    pending: list[ClientFrame],
+    after: list[Action],
+) -> None:
+    """Queue a client's attachment and feed its frames until the attachment ends.
+
+    ``after`` runs right after the attach (a restore's closing events); ``pending``
+    are frames the client sent before the session was ready, applied next in order.
+    """
+    await inputs.put(attach)
+    if after:
+        await inputs.put(Execute(after))
+    for frame in pending:
+        await inputs.put(FromClient(attach.client, frame))
+    reader = asyncio.create_task(feed_client(attach.client, inputs), name="feed-client")
+    try:
+        await attach.done.wait()
+    finally:
+        reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await reader
+
+
+async def tick(inputs: asyncio.Queue[object]) -> None:
+    while True:
+        await asyncio.sleep(TICK_S)
+        await inputs.put(Tick(now_ms()))
+
+
+async def analyze_audio(
+    vad: VadRunner, jobs: asyncio.Queue[AnalyzeAudio], inputs: asyncio.Queue[object]
+) -> None:
+    """Run the session's audio through the shared VAD; each window's result is an input."""
+    stream = vad.new_stream()
+    while True:
+        job = await jobs.get()
+        results = await vad.process(stream, job.samples)
+        now = now_ms()
+        for prob, end in results:
+            await inputs.put(VadWindow(prob, end, now))

@@ -1,0 +1,299 @@
+"""``EmulatedRunner``: one emulated session's queue, loop and lifecycle.
+
+The package docstring (``proxy.emulated``) tells the model; the runner handles
+each queue item in order, executes the shim's actions, and keeps the session for
+``disconnect_grace_s`` after its client leaves.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any, cast
+
+import aiohttp
+import orjson
+
+from proxy.client_io import ClientChannel, ClientFrame
+from proxy.clock import now_ms
+from proxy.config import Route
+from proxy.emulated.client_side import ClientSide
+from proxy.emulated.feeders import analyze_audio, feed_attachment, tick
+from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
+from proxy.emulated.session_controls import answer_control
+from proxy.emulated.shim_setup import created_event, new_shim
+from proxy.emulated.upstream_control import UpstreamControl
+from proxy.logging import Logger
+from proxy.persist.checkpoint import upstream_facts
+from proxy.persist.persister import Persister
+from proxy.persist.port import StoredFacts
+from proxy.state import ProxyState
+from shim.actions import (
+    AbortUpstream,
+    Action,
+    AnalyzeAudio,
+    CloseClient,
+    ForwardUpstream,
+    ResumeUpstream,
+    SendClient,
+    SendClientAudio,
+    SendUpstream,
+    StandDown,
+)
+from shim.capabilities import Classification
+from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.inputs import ClientEvent, Input, UpstreamCheckpointed
+from shim.journal import Journal, RecentIds
+from shim.session import EmulatedSession
+
+VAD_BACKLOG = 256  # audio chunks waiting for the VAD (~5 s of 20 ms appends)
+
+
+def live_runner(state: ProxyState, session_id: str) -> EmulatedRunner | None:
+    """The emulated session alive on this replica under ``session_id``, if any."""
+    runner = state.live.get(session_id)
+    return runner if isinstance(runner, EmulatedRunner) else None
+
+
+class EmulatedRunner:
+    """One emulated session, from open to the end of its disconnect grace."""
+
+    def __init__(
+        self,
+        state: ProxyState,
+        session_id: str,
+        route: Route,
+        cls: Classification,
+        model: str,
+        upstream_model: str,
+        upstream: aiohttp.ClientWebSocketResponse,
+        upstream_url: str,
+        upstream_created: dict[str, Any],
+        log: Logger,
+        start_seq: int = 0,
+    ) -> None:
+        self.state = state
+        self.session_id = session_id
+        self.route = route
+        self.cls = cls
+        self.model = model
+        self.upstream_model = upstream_model
+        self.upstream_url = upstream_url
+        self.upstream_created = upstream_created
+        self.log = log
+        store_cfg = state.config.store
+        self.journal = Journal(
+            session_id[-8:],
+            store_cfg.replay_max_bytes,
+            store_cfg.replay_max_age_s * 1000,
+            start_seq,
+        )
+        self.recent = RecentIds(store_cfg.recent_event_ids)
+        self.shim: EmulatedSession = new_shim(state, session_id, cls, model, upstream_model)
+        self.inputs: asyncio.Queue[object] = asyncio.Queue()
+        # Bounded: if the VAD falls behind, the session stops reading the client
+        # (whose own queue and socket then push back) instead of growing memory.
+        self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue(VAD_BACKLOG)
+        self.out = ClientSide(session_id, self.journal, state.metrics, cls.mode)
+        self.upstream = UpstreamControl(
+            state,
+            route,
+            cls,
+            upstream_model,
+            upstream_url,
+            upstream,
+            self.inputs,
+            self.out,
+            self._handle,
+            log,
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self.finished = asyncio.Event()
+        self.persister = Persister(self, state)
+        self._ended = False
+        self._close_reason: str | None = None
+        # The upstream session moved to another replica: this one lets the session go.
+        self._standing_down = False
+
+    # ------------------------------------------------------------------ persisted
+    def stored_facts(self) -> StoredFacts:
+        upstream = upstream_facts(
+            self.route.model,
+            self.upstream_url,
+            self.cls,
+            self.upstream_model,
+            self.upstream_created,
+        )
+        return StoredFacts(self.model, self.cls.mode, upstream)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self.shim.snapshot()
+
+    def upstream_position(self) -> tuple[str, int] | None:
+        return self.shim.upstream_position()
+
+    def upstream_checkpointed(self, session_id: str, seq: int) -> None:
+        self.inputs.put_nowait(UpstreamCheckpointed(session_id, seq, now_ms()))
+
+    # ------------------------------------------------------------------ lifecycle
+    def bind_upstream(self, created: dict[str, Any]) -> None:
+        """The upstream session the shim relays (its id and resume token, if it has them)."""
+        if isinstance(self.shim, BargeInRelaySession):
+            self.shim.bind_upstream(created)
+
+    def start(self) -> None:
+        self.state.live[self.session_id] = self
+        self._tasks = [
+            asyncio.create_task(self._loop(), name="session-loop"),
+            asyncio.create_task(tick(self.inputs), name="tick"),
+            asyncio.create_task(
+                analyze_audio(self.state.vad_runner(), self.vad_queue, self.inputs), name="vad"
+            ),
+            asyncio.create_task(self.persister.run(), name="persist"),
+        ]
+        self.upstream.start()
+
+    async def attach(
+        self,
+        attach: Attach,
+        pending: list[ClientFrame] | None = None,
+        after: list[Action] | None = None,
+    ) -> None:
+        """Hand the session a client connection; returns when that attachment ends
+        (see ``feed_attachment``)."""
+        await feed_attachment(self.inputs, attach, pending or [], after or [])
+
+    def created_event(self, resume_token: str | None) -> dict[str, Any]:
+        return created_event(
+            self.state,
+            self.session_id,
+            self.model,
+            self.cls,
+            self.shim,
+            self.upstream_created,
+            resume_token,
+        )
+
+    async def stop(self, code: int = 1000, reason: str = "session ended") -> None:
+        if self._ended:
+            return
+        self._ended = self.upstream.closing = True
+        attached = self.out.attached  # a Detached input may run while the close is awaited
+        if attached is not None:
+            await attached.client.close(code, reason)
+            attached.done.set()
+        # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
+        await self.persister.finish(final=code != 1012)
+        for task in self._tasks:
+            if task is not asyncio.current_task():
+                task.cancel()
+        await self.upstream.close()
+        if self.state.live.get(self.session_id) is self:
+            del self.state.live[self.session_id]
+        self.finished.set()
+
+    async def replaced_elsewhere(self) -> None:
+        """Another replica resumed this session: tell the client here and let go."""
+        if self.out.attached is not None:
+            self.out.attached.client.send_event(
+                {"type": "session.replaced", "session_id": self.session_id}
+            )
+        await self.stop(1000, "session_replaced")
+
+    async def drain(self) -> None:
+        """Shutdown: persist everything, then close with 1012 so the client resumes elsewhere."""
+        await self.persister.flush()
+        await self.stop(1012, "service restart")
+
+    # ------------------------------------------------------------------ the loop
+    async def _loop(self) -> None:
+        try:
+            while True:
+                item = await self.inputs.get()
+                if isinstance(item, Stop):
+                    break
+                # No checkpoint in the middle of one input's actions (e.g. a redial).
+                self.persister.idle.clear()
+                try:
+                    await self._dispatch(item)
+                finally:
+                    self.persister.idle.set()
+                if self._standing_down:
+                    break
+                if self.out.grace_over():
+                    self.log.info("session_expired", reason="disconnect grace elapsed")
+                    break
+        except Exception:
+            self.log.exception("session_loop_failed")
+            self.out.error("internal_error", "the proxy failed this session")
+        if self._standing_down:
+            await self.replaced_elsewhere()
+        if self._close_reason is not None:
+            await self.stop(1000, self._close_reason)
+        await self.stop(1011, "session ended")
+
+    async def _dispatch(self, item: object) -> None:
+        if isinstance(item, FromClient):
+            if item.client is self.out.client:
+                await self._client_input(item.frame)
+        elif isinstance(item, Attach):
+            await self.out.attach(item)
+        elif isinstance(item, Detached):
+            self._on_detach(item.client)
+        elif isinstance(item, Execute):
+            await self._execute(item.actions)
+        elif isinstance(item, FromUpstream):
+            if item.ws is self.upstream.ws:
+                await self._handle(item.event)
+        else:
+            await self._handle(cast(Input, item))
+
+    async def _handle(self, event: Input) -> None:
+        await self._execute(self.shim.handle(event))
+
+    def _on_detach(self, client: ClientChannel) -> None:
+        grace_s = self.state.config.store.disconnect_grace_s
+        if self.out.detach(client, grace_s):
+            self.persister.poke()  # a resume elsewhere finds everything the client received
+            self.log.info("client_detached", grace_s=grace_s)
+
+    async def _client_input(self, frame: ClientFrame) -> None:
+        ev = frame.event
+        event_id = ev.get("event_id")
+        if isinstance(event_id, str) and self.recent.seen(event_id):
+            return  # re-sent after a reconnect: already applied
+        if not await answer_control(ev, self):
+            await self._handle(ClientEvent(ev, frame.raw, now_ms()))
+
+    async def close_by_client(self, reason: str) -> None:
+        """The client ends the session: no grace, nothing to resume."""
+        self.persister.enabled = False
+        with contextlib.suppress(Exception):
+            if self.state.store is not None:
+                await self.state.store.delete(self.session_id, self.persister.epoch)
+        self._close_reason = reason
+        await self.inputs.put(Stop())
+
+    async def _execute(self, actions: list[Action]) -> None:
+        for action in actions:
+            if self._standing_down:
+                return
+            if isinstance(action, SendClient | SendClientAudio):
+                self.out.send(action.event)
+            elif isinstance(action, AnalyzeAudio):
+                await self.vad_queue.put(action)
+            elif isinstance(action, SendUpstream):
+                await self.upstream.send(orjson.dumps(action.event).decode())
+            elif isinstance(action, ForwardUpstream):
+                await self.upstream.send(action.raw)
+            elif isinstance(action, AbortUpstream):
+                await self.upstream.redial(action)
+            elif isinstance(action, ResumeUpstream):
+                await self.upstream.reattach(action)
+            elif isinstance(action, StandDown):
+                self.persister.let_go()
+                self.log.info("session_taken_over", reason=action.reason)
+                self._standing_down = True
+                return
+            elif isinstance(action, CloseClient):
+                await self.inputs.put(Stop())

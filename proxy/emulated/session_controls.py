@@ -1,0 +1,54 @@
+"""The session events the proxy answers itself in the emulated modes.
+
+There the proxy owns the client-facing session (docs/protocol.md): it takes the
+client's acks of its replay log, refuses a ``session.resume`` that is not a
+connection's first event, ends the session on ``session.close``, and answers the
+turn dialect's heartbeat. Every other event goes to the shim.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from proxy.emulated.client_side import ClientSide
+from shim.capabilities import Classification
+from shim.journal import Journal
+
+
+class ControlledSession(Protocol):
+    session_id: str
+    cls: Classification
+    journal: Journal
+    out: ClientSide
+
+    async def close_by_client(self, reason: str) -> None: ...
+
+
+async def answer_control(ev: dict[str, Any], session: ControlledSession) -> bool:
+    """Answer ``ev`` if it is one of the proxy's own; False if the shim should have it."""
+    session_id, journal, out = session.session_id, session.journal, session.out
+    kind = ev["type"]
+    if kind == "session.event_ack":
+        seq = ev.get("server_event_seq")
+        if isinstance(seq, bool) or not isinstance(seq, int) or not journal.ack(seq):
+            out.error(
+                "invalid_event_ack", "server_event_seq must be a sequence number already sent"
+            )
+        return True
+    if kind == "session.resume":
+        out.error(
+            "invalid_session_resume",
+            "session.resume must be the first event of a new connection",
+        )
+        return True
+    if kind == "session.close":
+        reason = ev.get("reason")
+        if not isinstance(reason, str):
+            reason = "client_close"
+        out.send({"type": "session.closed", "session_id": session_id, "reason": reason})
+        await session.close_by_client(reason)
+        return True
+    if kind == "session.heartbeat" and session.cls.kind == "turn":
+        out.send({"type": "session.heartbeat_ack", "session_id": session_id})
+        return True
+    return False

@@ -1,0 +1,67 @@
+"""Which shim an emulated session runs, with which settings, and the
+``session.created`` its client is greeted with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxy.state import ProxyState
+from shim.capabilities import Classification, proxy_capabilities
+from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.turn_based import TurnBasedSession
+from shim.session import EmulatedSession, ShimSettings
+from shim.session_config import session_object
+from shim.vad_gate import VadParams
+
+
+def shim_settings(state: ProxyState) -> ShimSettings:
+    v = state.config.vad
+    return ShimSettings(
+        vad=VadParams(
+            threshold=v.threshold,
+            prefix_padding_ms=v.prefix_padding_ms,
+            silence_duration_ms=v.silence_duration_ms,
+            min_speech_ms=v.min_speech_ms,
+        ),
+        min_barge_in_ms=v.min_barge_in_ms,
+        hold_min_speech_ms=v.hold_min_speech_ms,
+        echo_suppression=v.echo_suppression,
+    )
+
+
+def new_shim(
+    state: ProxyState, session_id: str, cls: Classification, model: str, upstream_model: str
+) -> EmulatedSession:
+    """The turn-based dialect for a turn upstream, else the barge-in relay."""
+    settings = shim_settings(state)
+    if cls.kind == "turn":
+        return TurnBasedSession(session_id, model, upstream_model, settings)
+    return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
+
+
+def created_event(
+    state: ProxyState,
+    session_id: str,
+    model: str,
+    cls: Classification,
+    shim: EmulatedSession,
+    upstream_created: dict[str, Any],
+    resume_token: str | None,
+) -> dict[str, Any]:
+    """The client's ``session.created``: the shim's config with the proxy's capabilities
+    (over the duplex upstream's own session, whose fields it keeps)."""
+    caps = proxy_capabilities(
+        cls,
+        resume_available=resume_token is not None,
+        barge_in_target_ms=state.config.vad.target_barge_in_latency_ms,
+    )
+    session = session_object(session_id, model, shim.config)
+    if cls.kind == "duplex":
+        upstream_session = upstream_created.get("session")
+        if isinstance(upstream_session, dict):
+            session = {**upstream_session, **session}
+    session["capabilities"] = caps
+    event: dict[str, Any] = {"type": "session.created", "session": session}
+    if resume_token is not None:
+        event["resume_token"] = resume_token
+    return event

@@ -1,0 +1,122 @@
+"""Relay a passthrough session: the original frames, both ways, unchanged."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import aiohttp
+
+from proxy.client_io import CLOSED, ClientFrame
+from proxy.connection import ClientConnection
+from proxy.passthrough.applied_ids import applied_ids, save_ids
+from proxy.passthrough.binding import bind, keep_binding
+from proxy.upstream import UpstreamLink
+from shim.capabilities import Classification, proxy_capabilities
+
+NORMAL_CLOSES = (1000, 1001)
+
+
+async def run_passthrough(
+    session: ClientConnection, link: UpstreamLink, cls: Classification
+) -> None:
+    upstream_session = link.created.get("session")
+    if isinstance(upstream_session, dict) and isinstance(upstream_session.get("id"), str):
+        session.passthrough_sid = upstream_session["id"]
+    record = await bind(session, link)
+    created = annotated_created(link, cls, resume=record is not None)
+    session.state.metrics.frames.labels("upstream_to_client").inc()
+    session.client.send_event(created)
+    store = session.state.store
+    keeper = None
+    if record is not None and store is not None:
+        # The binding expires disconnect_grace_s after its last write: keep it fresh
+        # for as long as the session lasts.
+        grace = session.state.config.store.disconnect_grace_s
+        keeper = asyncio.create_task(keep_binding(store, record, grace, session.log))
+    try:
+        await relay(session, link.ws, skip=link.opening_event)
+    finally:
+        if keeper is not None:
+            keeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await keeper
+
+
+def annotated_created(link: UpstreamLink, cls: Classification, resume: bool) -> dict[str, Any]:
+    """The upstream's session.created with the proxy's truth added to capabilities."""
+    created = dict(link.created)
+    session = dict(created.get("session") or {})
+    session["capabilities"] = proxy_capabilities(cls, resume_available=resume)
+    created["session"] = session
+    return created
+
+
+async def relay(
+    session: ClientConnection,
+    up: aiohttp.ClientWebSocketResponse,
+    skip: ClientFrame | None = None,
+) -> None:
+    client = session.client
+    metrics = session.state.metrics
+    to_client = metrics.frames.labels("upstream_to_client")
+    to_client_bytes = metrics.bytes.labels("upstream_to_client")
+    applied = await applied_ids(session)
+
+    def fresh(frame: ClientFrame) -> bool:
+        """False for an event re-sent after a reconnect: it was applied already."""
+        event_id = frame.event.get("event_id")
+        return applied is None or not isinstance(event_id, str) or not applied.seen(event_id)
+
+    async def upstream_to_client() -> None:
+        async for msg in up:
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                to_client.inc()
+                to_client_bytes.inc(len(msg.data))
+                if not client.send_text(msg.data):
+                    return
+            elif msg.type == aiohttp.WSMsgType.BINARY:
+                to_client.inc()
+                to_client_bytes.inc(len(msg.data))
+                client.send_bytes(msg.data)
+            else:
+                break
+
+    async def client_to_upstream() -> None:
+        for frame in session.pending:
+            if fresh(frame) and frame is not skip:  # the opener was applied: remember it
+                await up.send_str(frame.raw)
+        session.pending.clear()
+        while True:
+            item = await client.inbox.get()
+            if item is CLOSED:
+                return
+            assert isinstance(item, ClientFrame)
+            if fresh(item):
+                await up.send_str(item.raw)
+
+    down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
+    upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
+    try:
+        done, _ = await asyncio.wait({down, upw}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in (down, upw):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+    if down in done:
+        # The upstream ended the session (or dropped): say so, close like it did.
+        code = up.close_code
+        if code in NORMAL_CLOSES:
+            await client.close(code, "upstream closed")
+        else:
+            metrics.upstream_errors.labels("closed").inc()
+            session.log.warning("upstream_closed", close_code=code)
+            client.send_error(
+                "upstream_unavailable", f"upstream closed the connection (code {code})"
+            )
+            await client.close(1011, "upstream closed")
+    await up.close()
+    if applied is not None:
+        await save_ids(session, applied)

@@ -1,0 +1,96 @@
+"""Resume a passthrough session: the upstream keeps its own session and journal.
+
+The proxy finds the upstream from the store, relays the client's ``session.resume``
+to it as sent, and maps a refusal to the codes this proxy documents.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from proxy.connection import ClientConnection
+from proxy.passthrough.binding import keep_binding
+from proxy.passthrough.relay import relay
+from proxy.resume.client_attach import Attacher
+from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired, gap
+from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
+from proxy.upstream import UpstreamUnavailable, ask, connect, with_query
+from shim.wire import error_code
+
+# The upstream's refusals, as the codes this proxy documents.
+_UPSTREAM_CODES = {
+    "invalid_resume_token": "session_resume_denied",
+    "session_resume_expired": "session_resume_expired",
+}
+
+
+async def take_passthrough(
+    conn: ClientConnection, record: SessionRecord, req: ResumeRequest
+) -> Attacher:
+    """The upstream keeps its own session and journal: relay the resume to it."""
+    state = conn.state
+    assert state.http is not None and state.store is not None
+    store = state.store
+    route = state.config.route_for(str(record.upstream.get("route", record.model)))
+    if route is None:
+        raise expired()
+    cfg = state.config.server
+    url = with_query(state.upstream_url(route), {"duplex": "1", "autostart": "0"})
+    try:
+        ws = await connect(state.http, url, route, cfg.upstream_connect_timeout_s)
+    except UpstreamUnavailable:
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed("upstream_unavailable", "cannot reach the upstream") from None
+    try:
+        # Relayed as the client sent it: the upstream's own session.resume.
+        first, answer = await ask(ws, req.raw, cfg.classify_timeout_s)
+    except UpstreamUnavailable:
+        raise ResumeFailed(
+            "upstream_unavailable", "the upstream did not answer the resume"
+        ) from None
+    if first.get("type") != "session.resumed":
+        await ws.close()
+        raise _upstream_refusal(first)
+    token = first.get("resume_token")
+    if isinstance(token, str):
+        await _rebind(conn, store, record, token)
+    conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")
+    conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
+
+    async def attach() -> None:
+        conn.client.send_text(answer)
+        grace = state.config.store.disconnect_grace_s
+        keeper = asyncio.create_task(keep_binding(store, record, grace, conn.log))
+        try:
+            await relay(conn, ws)
+        finally:
+            keeper.cancel()
+            await asyncio.gather(keeper, return_exceptions=True)
+
+    return attach
+
+
+def _upstream_refusal(event: dict[str, Any]) -> ResumeFailed:
+    if event.get("type") == "session.resync_required":
+        return gap()
+    code = error_code(event)
+    mapped = _UPSTREAM_CODES.get(str(code), "session_resume_failed")
+    if mapped == "session_resume_expired":
+        return expired()
+    if mapped == "session_resume_denied":
+        return denied()
+    return ResumeFailed(mapped, f"the upstream refused the resume ({code})")
+
+
+async def _rebind(
+    conn: ClientConnection, store: SessionStore, record: SessionRecord, token: str
+) -> None:
+    """The upstream rotated its resume token: remember the new one (hashed), fenced."""
+    try:
+        record.epoch = await store.take_over(record.session_id, conn.state.replica_id, record.epoch)
+        record.token_hash = hash_token(token)
+        record.owner = conn.state.replica_id
+        await store.save(record)
+    except (LeaseLost, StoreUnavailable) as exc:
+        conn.log.warning("passthrough_rebind_failed", error=type(exc).__name__)

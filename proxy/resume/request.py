@@ -1,0 +1,93 @@
+"""A ``session.resume`` request (first event, or the upgrade URL's query) and the
+``error`` codes a failed resume answers with (docs/protocol.md).
+
+Failures say nothing about the session; the client may then start fresh.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from proxy.store.ids import valid_session_id
+
+
+@dataclass(frozen=True, slots=True)
+class ResumeRequest:
+    session_id: str
+    resume_token: str
+    last_seq: int
+    raw: str
+    at: float = field(default_factory=time.monotonic)  # when it arrived
+
+    def took_ms(self) -> float:
+        return round((time.monotonic() - self.at) * 1000, 1)
+
+
+class ResumeFailed(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def expired() -> ResumeFailed:
+    return ResumeFailed(
+        "session_resume_expired", "no resumable session with that id (unknown or expired)"
+    )
+
+
+def denied() -> ResumeFailed:
+    return ResumeFailed("session_resume_denied", "the resume token does not match")
+
+
+def gap() -> ResumeFailed:
+    return ResumeFailed(
+        "session_resume_gap",
+        "events after that server_event_seq are no longer kept; start a new session",
+    )
+
+
+def conflict() -> ResumeFailed:
+    return ResumeFailed("session_resume_conflict", "another connection resumed this session")
+
+
+def unavailable() -> ResumeFailed:
+    return ResumeFailed(
+        "session_resume_unavailable", "resume is unavailable right now: the session store is down"
+    )
+
+
+def parse_resume(event: dict[str, Any], raw: str) -> ResumeRequest:
+    sid, token = event.get("session_id"), event.get("resume_token")
+    seq = event.get("last_received_server_event_seq", 0)
+    if (
+        not isinstance(sid, str)
+        or not valid_session_id(sid)
+        or not isinstance(token, str)
+        or not token
+        or isinstance(seq, bool)
+        or not isinstance(seq, int)
+        or seq < 0
+    ):
+        raise ResumeFailed(
+            "invalid_session_resume",
+            "session.resume needs session_id, resume_token and a non-negative "
+            "last_received_server_event_seq",
+        )
+    return ResumeRequest(sid, token, seq, raw)
+
+
+def resume_from_query(query: Any) -> tuple[dict[str, Any], str] | None:
+    if "session_id" not in query or "resume_token" not in query:
+        return None
+    seq_raw = query.get("last_received_server_event_seq", "0")
+    event = {
+        "type": "session.resume",
+        "session_id": query["session_id"],
+        "resume_token": query["resume_token"],
+        "last_received_server_event_seq": int(seq_raw) if seq_raw.isdigit() else -1,
+    }
+    return event, orjson.dumps(event).decode()

@@ -1,0 +1,53 @@
+"""``resume``: find where a session is (alive here, in the store as emulated or as
+passthrough) and take it over for this connection."""
+
+from __future__ import annotations
+
+from proxy.connection import ClientConnection
+from proxy.emulated.runner import live_runner
+from proxy.resume.client_attach import Attacher
+from proxy.resume.from_store import take_from_store
+from proxy.resume.lease import load_record
+from proxy.resume.local import take_local
+from proxy.resume.passthrough import take_passthrough
+from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired
+from proxy.store.base import token_matches
+
+
+async def resume(conn: ClientConnection, req: ResumeRequest) -> None:
+    """Resume, then run the attachment until it ends; ResumeFailed before anything is sent.
+
+    The caller reports a ResumeFailed to the client, which may then start fresh.
+    """
+    metrics = conn.state.metrics
+    try:
+        attach = await _take(conn, req)
+    except ResumeFailed as exc:
+        metrics.resumes.labels(exc.code).inc()
+        raise
+    metrics.resumes.labels("resumed").inc()
+    await attach()
+
+
+async def _take(conn: ClientConnection, req: ResumeRequest) -> Attacher:
+    state = conn.state
+    if state.draining:
+        # Taking the session here would only hand it over again in a moment.
+        raise ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
+    runner = live_runner(state, req.session_id)
+    if runner is not None:
+        async with runner.persister.resume_lock:
+            attach = await take_local(conn, runner, req)
+        if attach is not None:
+            return attach
+    store = state.store
+    if store is None:
+        raise expired()
+    record = await load_record(store, req.session_id)
+    if record is None:
+        raise expired()
+    if not token_matches(req.resume_token, record.token_hash):
+        raise denied()
+    if record.mode == "passthrough":
+        return await take_passthrough(conn, record, req)
+    return await take_from_store(conn, store, record, req)

@@ -1,0 +1,147 @@
+"""Reach the upstream for a session taken over from the store.
+
+A duplex upstream that can resume gets its own session back with its own
+``session.resume`` (it replays what followed the snapshot, so a response goes on);
+otherwise a fresh upstream session opens with the session's settings.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, replace
+from typing import Any
+
+import aiohttp
+
+from proxy.config import Route
+from proxy.connection import ClientConnection
+from proxy.persist.checkpoint import checkpoint_of
+from proxy.resume.request import ResumeFailed
+from proxy.state import ProxyState
+from proxy.store.base import SessionRecord
+from proxy.upstream import (
+    UpstreamLink,
+    UpstreamRefused,
+    UpstreamUnavailable,
+    connect,
+    dial,
+    opening_update,
+    resume_over,
+    resume_url,
+)
+from shim.dialects.duplex_relay import BargeInRelaySession
+
+
+@dataclass
+class UpstreamSocket:
+    """An upstream socket opened to resume an upstream session on; nothing sent yet."""
+
+    ws: aiohttp.ClientWebSocketResponse
+    url: str
+
+
+Reached = UpstreamLink | UpstreamSocket
+
+
+async def discard(dialling: asyncio.Future[Reached]) -> None:
+    dialling.cancel()
+    result = (await asyncio.gather(dialling, return_exceptions=True))[0]
+    if isinstance(result, UpstreamLink | UpstreamSocket):
+        await result.ws.close()
+
+
+async def reopen_upstream(state: ProxyState, route: Route, record: SessionRecord) -> UpstreamLink:
+    """A fresh upstream session for a session taken over from the store."""
+    assert state.http is not None
+    up = record.upstream
+    cfg = state.config.server
+    upstream_model = str(up.get("upstream_model", record.model))
+    session: dict[str, Any] | None = None
+    if up.get("kind") == "turn":
+        # Known turn-based: skip the ?duplex=1 attempt it would refuse.
+        route = replace(route, request_duplex=False)
+    else:
+        # The duplex relay forwarded the client's session.update upstream: the fresh
+        # upstream session opens with it (turn detection stays the proxy's). A
+        # snapshot that keeps the update as sent upstream gives all of it; otherwise
+        # the instructions are what it has.
+        snap = checkpoint_of(record).shim
+        sent = snap.get("upstream_update")
+        if isinstance(sent, dict):
+            nested = sent.get("session")
+            session = dict(nested if isinstance(nested, dict) else sent)
+            for key in ("type", "event_id"):
+                session.pop(key, None)
+        elif snap.get("instructions"):
+            session = {"instructions": snap["instructions"]}
+    try:
+        return await dial(
+            state.http,
+            state.upstream_url(route),
+            route,
+            opening_update(route, upstream_model, session),
+            cfg.upstream_connect_timeout_s,
+            cfg.classify_timeout_s,
+        )
+    except (UpstreamUnavailable, UpstreamRefused):
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed(
+            "upstream_unavailable", "cannot reopen the upstream session; start a new session"
+        ) from None
+
+
+async def connect_upstream(
+    state: ProxyState, route: Route, record: SessionRecord
+) -> UpstreamSocket:
+    """A socket to resume the record's upstream session on."""
+    assert state.http is not None
+    upstream_model = str(record.upstream.get("upstream_model", record.model))
+    url = resume_url(state.upstream_url(route), upstream_model)
+    try:
+        ws = await connect(state.http, url, route, state.config.server.upstream_connect_timeout_s)
+    except UpstreamUnavailable:
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed(
+            "upstream_unavailable", "cannot reach the upstream; try again or start a new session"
+        ) from None
+    return UpstreamSocket(ws, url)
+
+
+async def reattach_upstream(
+    conn: ClientConnection, route: Route, record: SessionRecord, last: int, reached: Reached
+) -> tuple[UpstreamLink, bool]:
+    """The upstream for the session taken over, and whether it is its own session.
+
+    The upstream's own session comes back where the snapshot has one to resume and
+    the client is not ahead of the snapshot (its old owner died before writing what
+    it had sent: the upstream would replay events the client already has). Else, or
+    if the upstream cannot resume it, a fresh upstream session opens.
+    """
+    if isinstance(reached, UpstreamLink):
+        return reached, False
+    state = conn.state
+    cp = checkpoint_of(record)
+    binding = BargeInRelaySession.upstream_binding(cp.shim)
+    if binding is not None and last <= cp.seq:
+        up_sid, up_token, up_seq = binding
+        try:
+            link = await resume_over(
+                reached.ws,
+                reached.url,
+                up_sid,
+                up_token,
+                up_seq,
+                state.config.server.classify_timeout_s,
+            )
+        except (UpstreamUnavailable, UpstreamRefused) as exc:
+            conn.log.info("upstream_resume_failed", error=str(exc)[:200], effect="fresh session")
+        else:
+            return link, True
+    else:
+        await reached.ws.close()
+    try:
+        return await reopen_upstream(state, route, record), False
+    except ResumeFailed:
+        # The lease has moved: the session cannot go on anywhere.
+        conn.log.warning("session_lost", reason="upstream unreachable after the takeover")
+        raise
