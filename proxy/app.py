@@ -14,6 +14,7 @@ from aiohttp import web
 from proxy.config import Config, Route
 from proxy.logging import get_logger
 from proxy.metrics import Metrics
+from proxy.web import add_web_routes
 from shim.journal import RecentIds
 
 if TYPE_CHECKING:
@@ -161,4 +162,5 @@ def build_app(config: Config, state: ProxyState | None = None) -> web.Applicatio
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
+    add_web_routes(app, config)
     return app
