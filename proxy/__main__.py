@@ -8,9 +8,10 @@ import sys
 from collections.abc import Sequence
 
 from proxy.config import ConfigError, load_config
+from proxy.talk.cli import add_talk_command, run_talk
 
 DEFAULT_CONFIG = "config.toml"
-COMMANDS = ("serve", "reference-backend", "probe")
+COMMANDS = ("serve", "reference-backend", "probe", "talk")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -43,7 +44,7 @@ def _parser() -> argparse.ArgumentParser:
         "probe", help="check what an endpoint really does: duplex, barge-in, resume, ..."
     )
     configure_parser(probe)
-
+    add_talk_command(sub)
     return parser
 
 
@@ -78,6 +79,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from proxy.probe.cli import run_probe
 
         sys.exit(run_probe(args))
+    if args.command == "talk":
+        sys.exit(run_talk(args))
 
 
 def _serve(args: argparse.Namespace) -> int:

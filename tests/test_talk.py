@@ -1,0 +1,150 @@
+"""``duplex-proxy talk``, run for real: the proxy as a process on loopback (its embedded
+reference backends behind two routes), the talk command as another process.
+
+The talk says a corpus sentence, a second sentence over the answer (``--barge-in``),
+and drops its connection mid-session (``--drop-at``); its JSON summary must show the
+barge-in with a truncation at what it had played, and a resume that lost nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+import wave
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.servers import CORPUS, ROOT
+
+PY = sys.executable
+SCRIPT = Path(PY).with_name("duplex-proxy")
+CONFIG = """
+[server]
+host = "127.0.0.1"
+port = {port}
+
+[[routes]]
+model = "demo"
+upstream = "embedded://turn"
+
+[[routes]]
+model = "relay"
+upstream = "embedded://duplex-no-barge-in"
+"""
+
+
+def command(*args: str) -> list[str]:
+    """``duplex-proxy ARGS`` as installed in the environment (else ``python -m proxy``)."""
+    return [str(SCRIPT), *args] if SCRIPT.exists() else [PY, "-m", "proxy", *args]
+
+
+def env() -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
+    out["PYTHONUNBUFFERED"] = "1"
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+@pytest.fixture(scope="module")
+def proxy_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    tmp = tmp_path_factory.mktemp("proxy")
+    port = free_port()
+    (tmp / "config.toml").write_text(CONFIG.format(port=port))
+    log = (tmp / "proxy.log").open("wb")
+    proc = subprocess.Popen(
+        command("serve", "--config", str(tmp / "config.toml")),
+        cwd=ROOT,
+        env=env(),
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60  # the proxy loads Silero before it listens
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"proxy exited: {(tmp / 'proxy.log').read_text()[-3000:]}")
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/healthz", timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail(f"proxy not up: {(tmp / 'proxy.log').read_text()[-3000:]}")
+                time.sleep(0.2)
+        yield f"ws://127.0.0.1:{port}/v1/realtime"
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        log.close()
+
+
+def talk(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command("talk", *args), cwd=ROOT, env=env(), capture_output=True, text=True, timeout=timeout
+    )
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.parametrize(
+    ("model", "mode"), [("demo", "duplex_emulated"), ("relay", "barge_in_emulated")]
+)
+def test_talk_barge_in_and_resume(proxy_url: str, tmp_path: Path, model: str, mode: str) -> None:
+    out = tmp_path / "heard.wav"
+    done = talk(
+        proxy_url,
+        "--model", model,
+        "--wav", str(CORPUS / "utt00_clean.wav"),
+        "--barge-in", f"{CORPUS / 'utt01_clean.wav'}@5s",
+        "--drop-at", "8s",
+        "--out", str(out),
+        "--json",
+    )  # fmt: skip
+    report = f"exit {done.returncode}\n{done.stdout}\n{done.stderr}"
+    assert done.returncode == 0, report
+    summary = json.loads(done.stdout.strip().splitlines()[-1])
+    timeline = done.stdout
+    assert summary["mode"] == mode, report
+    assert "first audio" in timeline and "speech_started" in timeline, report
+
+    # The second sentence cut the answer; the cut is at what talk had played (its acks).
+    assert len(summary["barge_ins"]) == 1, report
+    cut = summary["barge_ins"][0]
+    assert cut["truncated_at_ms"] is not None, report
+    assert cut["truncated_at_ms"] <= cut["heard_ms"], report
+    assert summary["responses"].get("cancelled") == 1, report
+
+    # The dropped connection resumed with nothing lost or repeated.
+    assert len(summary["resumes"]) == 1 and summary["resumes"][0]["ok"], report
+    assert summary["resumes"][0]["first_seq"] == summary["resumes"][0]["after_seq"] + 1
+    assert (summary["lost"], summary["duplicated"]) == (0, 0), report
+    assert summary["responses"].get("completed", 0) >= 1, report
+    assert not summary["errors"], report
+
+    # What was heard is on the input's timeline: as long as what was said, or longer.
+    with wave.open(str(out)) as w:
+        heard_s = w.getnframes() / w.getframerate()
+        pcm = w.readframes(w.getnframes())
+    assert heard_s >= 5 + 4.0, report
+    assert any(pcm), "the written answer is silent"
+    assert summary["played_ms"] > 0 and summary["played_ms"] <= summary["received_ms"]
+
+
+def test_talk_rejects_bad_arguments(tmp_path: Path) -> None:
+    done = talk("ws://127.0.0.1:9/v1/realtime", "--wav", "x.wav", "--barge-in", "nowhen")
+    assert done.returncode == 2 and "CLIP.wav@TIME" in done.stderr
+    done = talk("ws://127.0.0.1:9/v1/realtime", "--wav", str(tmp_path / "missing.wav"))
+    assert done.returncode == 2 and "duplex-proxy talk:" in done.stderr
