@@ -106,7 +106,13 @@ async def state(page: Any) -> dict[str, Any]:
 @needs_chromium
 @pytest.mark.slow
 @pytest.mark.timeout(240)
-async def test_talk_in_the_browser(base: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("model", "mode", "echo_cancellation"),
+    [("demo", "duplex_emulated", True), ("relay", "barge_in_emulated", False)],
+)
+async def test_talk_in_the_browser(
+    base: str, tmp_path: Path, model: str, mode: str, echo_cancellation: bool
+) -> None:
     from playwright.async_api import async_playwright
 
     # The utterance, then a pause: looped by the fake device, the next utterance
@@ -124,13 +130,21 @@ async def test_talk_in_the_browser(base: str, tmp_path: Path) -> None:
             page = await context.new_page()
             page.on("pageerror", lambda exc: page_errors.append(str(exc)))
             await page.goto(f"{base}/")
-            await page.wait_for_selector("#route option[value=demo]", state="attached")
-            assert await page.input_value("#model") == "demo"
+            await page.wait_for_selector("#route option[value=relay]", state="attached")
+            assert await page.input_value("#model") == "demo"  # the first route
+            await page.select_option("#route", model)
+            assert await page.input_value("#model") == model
+            if not echo_cancellation:
+                await page.uncheck("#aec")
             await page.click("#connect")
 
             await page.wait_for_function("talk.mode !== null", timeout=WAIT_MS)
-            assert "duplex_emulated" in await page.inner_text("#mode")
+            assert mode in await page.inner_text("#mode")
             assert await page.locator("#caps [data-cap=supports_barge_in].on").count() == 1
+            aec = await page.evaluate("talk.capture.settings.echoCancellation")
+            assert aec is echo_cancellation
+            if mode == "barge_in_emulated":  # the upstream's own word: it cannot barge in
+                assert await page.locator("#upcaps [data-cap=supports_barge_in].no").count() == 1
             await page.screenshot(path=shots / "1-connected.png")
 
             # The fake microphone's speech reached the proxy's VAD; the answer played.
@@ -165,5 +179,5 @@ async def test_talk_in_the_browser(base: str, tmp_path: Path) -> None:
             assert not page_errors, page_errors
         finally:
             await browser.close()
-    if keep := os.environ.get("WEB_SCREENSHOT_DIR"):
+    if (keep := os.environ.get("WEB_SCREENSHOT_DIR")) and model == "demo":
         shutil.copy(shots / "3-resumed.png", Path(keep) / "talk-page.png")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import threading
 import wave
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,16 +86,20 @@ class FileSource:
         return None
 
 
+def _sounddevice() -> Any:
+    try:
+        return importlib.import_module("sounddevice")
+    except ImportError as exc:
+        raise RuntimeError("--mic needs the sounddevice package (the [mic] extra)") from exc
+
+
 class MicSource:
     """The default microphone through ``sounddevice`` (optional: ``pip install sounddevice``)."""
 
     ended = False
 
     def __init__(self) -> None:
-        try:
-            sd = importlib.import_module("sounddevice")
-        except ImportError as exc:
-            raise RuntimeError("--mic needs the sounddevice package (the [mic] extra)") from exc
+        sd = _sounddevice()
         loop = asyncio.get_running_loop()
         self.queue: asyncio.Queue[bytes] = asyncio.Queue()
 
@@ -112,6 +117,34 @@ class MicSource:
 
     async def next_frame(self) -> bytes:
         return await self.queue.get()
+
+    def close(self) -> None:
+        self.stream.stop()
+        self.stream.close()
+
+
+class Speaker:
+    """The default output device: plays what the playback clock says is heard."""
+
+    def __init__(self, rate: int = RATE) -> None:
+        self.buffer = bytearray()
+        self.lock = threading.Lock()
+
+        def on_output(out: Any, frames: int, time: Any, status: Any) -> None:
+            with self.lock:
+                n = min(len(out), len(self.buffer))
+                out[:n] = self.buffer[:n]
+                del self.buffer[:n]
+            out[n:] = b"\0" * (len(out) - n)
+
+        self.stream = _sounddevice().RawOutputStream(
+            samplerate=rate, channels=1, dtype="int16", callback=on_output
+        )
+        self.stream.start()
+
+    def write(self, pcm: bytes) -> None:
+        with self.lock:
+            self.buffer += pcm
 
     def close(self) -> None:
         self.stream.stop()

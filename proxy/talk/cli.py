@@ -83,20 +83,21 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
 async def _talk(args: argparse.Namespace, opts: TalkOptions) -> int:
     import aiohttp
 
-    from proxy.talk.audio import FileSource, MicSource, overlay, read_wav
+    from proxy.talk.audio import FileSource, MicSource, Speaker, overlay, read_wav
     from proxy.talk.options import Source
     from proxy.talk.session import Talk
 
     source: Source
+    speaker = None
     if args.mic:
-        source = MicSource()
+        source, speaker = MicSource(), Speaker()
     else:
         pcm = read_wav(args.wav)
         for clip, at in args.barge_in:
             pcm = overlay(pcm, read_wav(clip), round(at * 1000))
         source = FileSource(pcm)
     async with aiohttp.ClientSession() as http:
-        talk = Talk(opts, source, http)
+        talk = Talk(opts, source, http, speaker)
         summary = await talk.run()
     talk.timeline.summary(summary, args.json)
     return 0 if summary.ok else 1

@@ -77,6 +77,10 @@ class Player:
         self.heard += b"\0" * want
         return acks
 
+    def last(self, ms: int) -> bytes:
+        """The last ``ms`` played (for a real speaker)."""
+        return bytes(self.heard[-(self.rate * 2 * ms // 1000) :])
+
     def flush(self) -> tuple[dict[str, Any] | None, int]:
         """Drop everything queued: the ack of the item cut, and how many ms were dropped."""
         if not self.queue:

@@ -17,7 +17,7 @@ import aiohttp
 import orjson
 import pybase64
 
-from proxy.talk.audio import FRAME_MS, write_wav
+from proxy.talk.audio import FRAME_MS, Speaker, write_wav
 from proxy.talk.options import Source, TalkOptions
 from proxy.talk.player import Player
 from proxy.talk.timeline import BargeIn, Resume, Summary, Timeline
@@ -38,8 +38,14 @@ class Answer:
 
 
 class Talk:
-    def __init__(self, opts: TalkOptions, source: Source, http: aiohttp.ClientSession) -> None:
-        self.opts, self.source, self.http = opts, source, http
+    def __init__(
+        self,
+        opts: TalkOptions,
+        source: Source,
+        http: aiohttp.ClientSession,
+        speaker: Speaker | None = None,
+    ) -> None:
+        self.opts, self.source, self.http, self.speaker = opts, source, http, speaker
         self.loop = asyncio.get_running_loop()
         self.t0 = self.loop.time()
         self.timeline = Timeline(self.t0)
@@ -214,6 +220,7 @@ class Talk:
             if self.speech_stopped_at is not None:
                 ms = round((now - self.speech_stopped_at) * 1000)
                 self.summary.first_audio_ms.append(ms)
+                self.speech_stopped_at = None  # one turn end, one first-audio latency
                 after = f"{ms} ms after speech_stopped"
             self.line("first audio", after)
 
@@ -263,6 +270,8 @@ class Talk:
                 self.pending.append(frame)
             for ack in self.player.tick(FRAME_MS):
                 await self.send(ack)
+            if self.speaker is not None:
+                self.speaker.write(self.player.last(FRAME_MS))
             drop_at = self.opts.drop_at_s
             if drop_at is not None and not self.dropped and now - self.t0 >= drop_at:
                 await self.drop()
@@ -281,6 +290,8 @@ class Talk:
             task.cancel()
         await asyncio.gather(*self.tasks, return_exceptions=True)
         self.source.close()
+        if self.speaker is not None:
+            self.speaker.close()
         self.summary.received_ms = self.player.ms(self.player.received_bytes)
         self.summary.played_ms = self.player.played_ms
         if self.opts.out is not None:

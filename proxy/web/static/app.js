@@ -53,6 +53,7 @@ function url() {
 }
 
 function open(resume) {
+  if (!resume) Object.assign(S, { lastSeq: 0, lost: 0, duplicated: 0, resumes: [], response: null });
   const ws = new WebSocket(url());
   S.ws = ws;
   S.ready = false;
@@ -108,12 +109,13 @@ function capturedAt(ms) {
 
 const handlers = {
   "session.created"(ev) {
-    S.sessionId = ev.session.id;
+    const session = ev.session || {};
+    S.sessionId = session.id || ev.session_id || null;
     S.resumeToken = ev.resume_token || null;
-    S.mode = ev.session.capabilities?.proxy?.mode || null;
-    const td = ev.session.audio?.input?.turn_detection;
+    S.mode = session.capabilities?.proxy?.mode || "unknown";
+    const td = session.audio?.input?.turn_detection;
     S.paddingMs = (td && td.prefix_padding_ms) || 0;
-    view.showCapabilities(ev.session.capabilities);
+    view.showCapabilities(session.capabilities);
     view.log("session.created", `${S.sessionId}  mode=${S.mode}`, "session");
     ready();
   },
@@ -144,7 +146,7 @@ const handlers = {
   },
   "input_audio_buffer.speech_stopped"(ev) {
     view.setVad(false);
-    S.speechStoppedAt = performance.now();
+    S.speechStoppedAt = performance.now(); // the end of the user's turn: first audio counts from here
     view.log("speech_stopped", `at ${ev.audio_end_ms} ms of input`, "vad");
   },
   "response.created"(ev) {
@@ -159,6 +161,7 @@ const handlers = {
     if (r && r.firstAudio === null) {
       r.firstAudio = S.speechStoppedAt === null ? null : Math.round(performance.now() - S.speechStoppedAt);
       if (r.firstAudio !== null) S.firstAudioMs.push(r.firstAudio);
+      S.speechStoppedAt = null; // one turn end, one first-audio latency
       view.log("first audio", r.firstAudio === null ? "" : `${r.firstAudio} ms after speech_stopped`, "response");
       view.setStat("firstAudio", r.firstAudio === null ? "–" : `${r.firstAudio} ms`);
     }
@@ -202,7 +205,7 @@ const handlers = {
 };
 handlers["response.audio.delta"] = handlers["response.output_audio.delta"];
 handlers["response.audio_transcript.delta"] = handlers["response.output_audio_transcript.delta"];
-const QUIET = new Set(["response.audio.delta", "response.audio_transcript.delta", "response.output_audio.delta", "response.output_audio_transcript.delta"]);
+const QUIET = new Set(["playback.acknowledged", "response.audio.delta", "response.audio_transcript.delta", "response.output_audio.delta", "response.output_audio_transcript.delta"]);
 
 function onEvent(ev) {
   S.events += 1;

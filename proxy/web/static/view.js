@@ -51,7 +51,9 @@ function badges(target, caps) {
     if (k === "proxy" || (v !== null && typeof v === "object")) continue;
     const b = document.createElement("span");
     const name = k.replace(/^supports_/, "");
-    b.className = `badge ${v === true ? "on" : v === false ? "no" : ""}`;
+    // A missing duplex feature is red; other flags (how the model works) are informative.
+    const off = k.startsWith("supports_") ? "no" : "off";
+    b.className = `badge ${v === true ? "on" : v === false ? off : ""}`;
     b.textContent = typeof v === "boolean" ? name : `${name}: ${v}`;
     b.dataset.cap = k;
     target.append(b);
