@@ -176,6 +176,19 @@ async def test_talk_in_the_browser(
             assert await page.locator("#log li.resume").count() >= 3
             await page.screenshot(path=shots / "3-resumed.png", full_page=True)
             assert not s["errors"], s["errors"]
+
+            # Hang up (session.close) and talk again: a new session, counted afresh.
+            first_session = await page.evaluate("talk.sessionId")
+            await page.click("#hangup")
+            await page.wait_for_function("talk.sessionId === null && !talk.ready")
+            await page.click("#connect")
+            await page.wait_for_function(
+                f"talk.sessionId !== null && talk.sessionId !== {first_session!r}"
+                " && talk.lastSeq > 0",
+                timeout=WAIT_MS,
+            )
+            s = await state(page)
+            assert (s["lost"], s["duplicated"], s["resumes"]) == (0, 0, [])
             assert not page_errors, page_errors
         finally:
             await browser.close()

@@ -8,6 +8,7 @@ barge-in with a truncation at what it had played, and a resume that lost nothing
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -21,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from proxy.talk.cli import barge_in, seconds
+from proxy.talk.player import Player
 from tests.servers import CORPUS, ROOT
 
 PY = sys.executable
@@ -148,3 +151,23 @@ def test_talk_rejects_bad_arguments(tmp_path: Path) -> None:
     assert done.returncode == 2 and "CLIP.wav@TIME" in done.stderr
     done = talk("ws://127.0.0.1:9/v1/realtime", "--wav", str(tmp_path / "missing.wav"))
     assert done.returncode == 2 and "duplex-proxy talk:" in done.stderr
+
+
+def test_times_and_clips_parse() -> None:
+    assert seconds("2.5s") == 2.5 and seconds("2500ms") == 2.5 and seconds("3") == 3.0
+    assert barge_in("a@b.wav@1.5s") == (Path("a@b.wav"), 1.5)
+    for bad in ("soon", "-1s", "1.5 min"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            seconds(bad)
+
+
+def test_player_acks_what_it_played_and_flushes_the_rest() -> None:
+    player = Player(rate=24000)
+    player.push("item_a", "resp_a", b"\1\0" * 24000)  # 1 s
+    acks = [ack for _ in range(15) for ack in player.tick(20)]  # 300 ms
+    assert [a["played_ms"] for a in acks] == [200]
+    assert acks[0]["item_id"] == "item_a" and acks[0]["response_id"] == "resp_a"
+    ack, dropped = player.flush()
+    assert ack is not None and ack["played_ms"] == 300 and dropped == 700
+    assert player.tick(20) == [] and player.queued_bytes == 0
+    assert len(player.heard) == 2 * 24000 * 320 // 1000  # silence after the flush, on time
