@@ -21,9 +21,7 @@ from proxy.talk.audio import FRAME_MS, Speaker, write_wav
 from proxy.talk.options import Source, TalkOptions
 from proxy.talk.player import Player
 from proxy.talk.timeline import BargeIn, Resume, Summary, Timeline
-
-AUDIO_DELTAS = ("response.output_audio.delta", "response.audio.delta")
-QUIET = {*AUDIO_DELTAS, "response.output_audio_transcript.delta", "response.audio_transcript.delta"}
+from proxy.talk.wire import AUDIO_DELTAS, FORMATS, QUIET, append, resume_event
 
 
 @dataclass
@@ -80,22 +78,16 @@ class Talk:
                 await self.ws.send_str(orjson.dumps(event).decode())
 
     async def send_audio(self, frame: bytes) -> None:
-        audio = pybase64.b64encode(frame).decode()
-        await self.send({"type": "input_audio_buffer.append", "audio": audio})
+        await self.send(append(frame))
         self.summary.sent_ms += FRAME_MS
 
     async def connect(self, resume: bool) -> None:
         ws = await self.http.ws_connect(self.url(), max_msg_size=0)
         self.ws, self.ready = ws, False
-        if resume:
-            await self.send(
-                {
-                    "type": "session.resume",
-                    "session_id": self.session_id,
-                    "resume_token": self.token,
-                    "last_received_server_event_seq": self.summary.last_seq,
-                }
-            )
+        if not resume:
+            await self.send(FORMATS)
+        else:
+            await self.send(resume_event(self.session_id, self.token, self.summary.last_seq))
             self.summary.resumes.append(Resume(after_seq=self.summary.last_seq))
             self.line("session.resume", f"after seq {self.summary.last_seq}")
         self._spawn(self.receive(ws))

@@ -7,6 +7,13 @@ import * as view from "./view.js";
 const $ = (id) => document.getElementById(id);
 const FRAME_MS = 20;
 const MAX_PENDING = 1500; // frames held while not connected (30 s)
+const MAX_RETRIES = 5; // resumes in a row after the socket closed unasked
+// What this page sends and plays: declared, so the proxy resamples whatever the upstream uses.
+const PCM24 = { type: "audio/pcm", rate: 24000 };
+const FORMATS = {
+  type: "session.update",
+  session: { type: "realtime", audio: { input: { format: PCM24 }, output: { format: PCM24 } } },
+};
 
 // Everything a test or a curious user may read from the console as `talk`.
 const S = (window.talk = {
@@ -14,7 +21,7 @@ const S = (window.talk = {
   mode: null, lastSeq: 0, events: 0, lost: 0, duplicated: 0, errors: [],
   sentMs: 0, receivedMs: 0, playedMs: 0, played: new Map(), frameTimes: [], pending: [],
   paddingMs: 0, response: null, speechStoppedAt: null, firstAudioMs: [], bargeIns: [],
-  truncations: [], resumes: [], speechStarted: 0, capture: null, player: null,
+  truncations: [], resumes: [], speechStarted: 0, capture: null, player: null, retries: 0,
 });
 
 function model() {
@@ -58,6 +65,7 @@ function open(resume) {
   S.ws = ws;
   S.ready = false;
   ws.onopen = () => {
+    if (!resume) ws.send(JSON.stringify(FORMATS));
     if (resume) {
       ws.send(JSON.stringify({
         type: "session.resume", session_id: S.sessionId, resume_token: S.resumeToken,
@@ -72,7 +80,9 @@ function open(resume) {
     S.ready = false;
     view.setState("disconnected", false);
     view.log("socket.closed", `code ${e.code} ${e.reason}`, "error");
-    if (!S.closing && S.sessionId) setTimeout(() => S.ws === ws && open(true), 500);
+    if (!S.closing && S.sessionId && S.retries++ < MAX_RETRIES) {
+      setTimeout(() => S.ws === ws && open(true), 500 * S.retries);
+    }
   };
 }
 
@@ -94,6 +104,7 @@ function checkSeq(ev) {
 
 function ready() {
   S.ready = true;
+  S.retries = 0;
   view.setState("connected", true);
   for (const event of S.pending.splice(0)) {
     send(event);
