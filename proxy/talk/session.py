@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, quote, urlsplit
 
@@ -20,19 +19,8 @@ import pybase64
 from proxy.talk.audio import FRAME_MS, Speaker, write_wav
 from proxy.talk.options import Source, TalkOptions
 from proxy.talk.player import Player
-from proxy.talk.timeline import BargeIn, Resume, Summary, Timeline
+from proxy.talk.timeline import Answer, BargeIn, Resume, Summary, Timeline
 from proxy.talk.wire import AUDIO_DELTAS, FORMATS, QUIET, append, resume_event
-
-
-@dataclass
-class Answer:
-    """The response in progress, and a barge-in over it if there is one."""
-
-    id: str
-    first_audio: bool = False
-    last_delta_at: float = 0.0
-    barge_in: BargeIn | None = None
-    onset_at: float = 0.0
 
 
 class Talk:
@@ -57,6 +45,8 @@ class Talk:
         self.token: str | None = None
         self.padding_ms = 0
         self.answer: Answer | None = None
+        # An answer the upstream cancelled before it told of the speech that cut it.
+        self.cut: Answer | None = None
         self.speech_stopped_at: float | None = None
         self.last_event_at = self.t0
         self.drop_started: float | None = None
@@ -175,19 +165,16 @@ class Talk:
     async def on_input_audio_buffer_speech_started(self, ev: dict[str, Any], now: float) -> None:
         start = int(ev.get("audio_start_ms") or 0)
         onset = start + (self.padding_ms if start > 0 else 0)
-        answer = self.answer
+        answer, cut, self.cut = self.answer or self.cut, self.cut, None
         if answer is not None or self.player.queued_bytes:
-            ack, dropped = self.player.flush()
-            if ack is not None:
-                await self.send(ack)
             detect = round((now - self.input_time(onset)) * 1000)
+            self.line("speech_started", f"over the answer: detected in {detect} ms")
+            await self.flush()
             if answer is not None and answer.barge_in is None:
                 answer.barge_in = BargeIn(onset_ms=onset, detect_ms=detect)
                 answer.onset_at = self.input_time(onset)
-            self.line(
-                "speech_started",
-                f"over the answer: detected in {detect} ms, dropped {dropped} ms queued",
-            )
+                if answer is cut:
+                    self.barge_in_done(answer)
         else:
             self.line("speech_started", f"at {onset} ms of input")
 
@@ -196,7 +183,7 @@ class Talk:
         self.line("speech_stopped", f"at {ev.get('audio_end_ms')} ms of input")
 
     async def on_response_created(self, ev: dict[str, Any], now: float) -> None:
-        self.answer = Answer(id=str((ev.get("response") or {}).get("id")))
+        self.answer, self.cut = Answer(id=str((ev.get("response") or {}).get("id"))), None
         self.line("response.created", self.answer.id)
 
     def on_audio(self, ev: dict[str, Any], now: float) -> None:
@@ -222,14 +209,27 @@ class Talk:
         reason = (response.get("status_details") or {}).get("reason")
         self.summary.responses[status] = self.summary.responses.get(status, 0) + 1
         answer, self.answer = self.answer, None
-        detail = status + (f" ({reason})" if reason else "")
-        if answer is not None and answer.barge_in is not None and status == "cancelled":
-            b = answer.barge_in
-            b.stop_ms = max(0, round((answer.last_delta_at - answer.onset_at) * 1000))
-            b.cut_ms = round((now - answer.onset_at) * 1000)
-            self.summary.barge_ins.append(b)
-            detail += f": barge-in stop {b.stop_ms} ms, cut {b.cut_ms} ms after onset"
-        self.line("response.done", detail)
+        self.line("response.done", status + (f" ({reason})" if reason else ""))
+        if status != "cancelled" or answer is None:
+            return
+        await self.flush()
+        answer.done_at = now
+        if answer.barge_in is not None:
+            self.barge_in_done(answer)
+        elif reason == "turn_detected":
+            self.cut = answer  # cut by the upstream first: its speech_started comes next
+
+    def barge_in_done(self, answer: Answer) -> None:
+        b = answer.finish()
+        self.summary.barge_ins.append(b)
+        self.line("barge-in", f"stop {b.stop_ms} ms, cut {b.cut_ms} ms after speech onset")
+
+    async def flush(self) -> None:
+        """Drop the audio queued for playback, and say where playback stopped."""
+        ack, dropped = self.player.flush()
+        if ack is not None:
+            await self.send(ack)
+            self.line("playback.flushed", f"heard {ack['played_ms']} ms, dropped {dropped} ms")
 
     async def on_conversation_item_truncated(self, ev: dict[str, Any], now: float) -> None:
         item, end = str(ev.get("item_id")), ev.get("audio_end_ms")

@@ -14,9 +14,28 @@ class BargeIn:
     onset_ms: int  # input audio time of the speech onset
     detect_ms: int  # onset -> speech_started received
     stop_ms: int | None = None  # onset -> last audio delta of the cut response received
-    cut_ms: int | None = None  # onset -> response.done (cancelled) received
+    cut_ms: int | None = None  # onset -> response.done (cancelled) received; < 0: it came first
     truncated_at_ms: int | None = None  # conversation.item.truncated audio_end_ms
     heard_ms: int | None = None  # what this client had played of that item
+
+
+@dataclass
+class Answer:
+    """The response in progress, and a barge-in over it if there is one (loop times)."""
+
+    id: str
+    first_audio: bool = False
+    last_delta_at: float = 0.0
+    barge_in: BargeIn | None = None
+    onset_at: float = 0.0
+    done_at: float = 0.0
+
+    def finish(self) -> BargeIn:
+        """The barge-in's latencies, once the response is over and the onset known."""
+        assert self.barge_in is not None
+        self.barge_in.stop_ms = max(0, round((self.last_delta_at - self.onset_at) * 1000))
+        self.barge_in.cut_ms = round((self.done_at - self.onset_at) * 1000)
+        return self.barge_in
 
 
 @dataclass
@@ -96,12 +115,11 @@ class Timeline:
         if s.first_audio_ms:
             print(f"first audio after speech_stopped: {s.first_audio_ms} ms", file=p)
         for b in s.barge_ins:
-            print(
-                f"barge-in at {b.onset_ms} ms of input: detect {b.detect_ms} ms, "
-                f"stop {b.stop_ms} ms, cut {b.cut_ms} ms, truncated at {b.truncated_at_ms} ms "
-                f"(heard {b.heard_ms} ms)",
-                file=p,
-            )
+            cut = f"barge-in at {b.onset_ms} ms of input: detect {b.detect_ms} ms, "
+            cut += f"stop {b.stop_ms} ms, cut {b.cut_ms} ms"
+            if b.truncated_at_ms is not None:
+                cut += f", truncated at {b.truncated_at_ms} ms (heard {b.heard_ms} ms)"
+            print(cut, file=p)
         for r in s.resumes:
             state = "nothing lost" if r.ok else "GAP"
             print(

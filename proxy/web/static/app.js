@@ -21,7 +21,7 @@ const S = (window.talk = {
   mode: null, lastSeq: 0, events: 0, lost: 0, duplicated: 0, errors: [],
   sentMs: 0, receivedMs: 0, playedMs: 0, played: new Map(), frameTimes: [], pending: [],
   paddingMs: 0, response: null, speechStoppedAt: null, firstAudioMs: [], bargeIns: [],
-  truncations: [], resumes: [], speechStarted: 0, capture: null, player: null, retries: 0,
+  truncations: [], resumes: [], speechStarted: 0, capture: null, player: null, retries: 0, cut: null,
 });
 
 function model() {
@@ -144,11 +144,15 @@ const handlers = {
     S.speechStarted += 1;
     view.setVad(true);
     const onsetMs = ev.audio_start_ms + (ev.audio_start_ms > 0 ? S.paddingMs : 0);
-    const overlap = S.response && (S.player.queuedMs > 0 || S.response.audioMs > 0);
-    if (overlap) {
+    // An upstream that cuts its own answer may say response.done before speech_started.
+    const cut = S.cut;
+    const r = S.response || cut;
+    S.cut = null;
+    if (r && (S.player.queuedMs > 0 || r.audioMs > 0)) {
       const detect = Math.round(performance.now() - capturedAt(onsetMs));
-      S.response.bargeIn = { onsetMs, detect, at: capturedAt(onsetMs) };
       view.log("speech_started", `over the answer at ${onsetMs} ms of input: detected in ${detect} ms, playback stopped`, "barge-in");
+      r.bargeIn = r.bargeIn || { onsetMs, detect, at: capturedAt(onsetMs) };
+      if (r === cut) bargeInDone(r, cut.doneAt);
     } else {
       view.log("speech_started", `at ${onsetMs} ms of input`, "vad");
     }
@@ -161,6 +165,7 @@ const handlers = {
     view.log("speech_stopped", `at ${ev.audio_end_ms} ms of input`, "vad");
   },
   "response.created"(ev) {
+    S.cut = null;
     S.response = { id: ev.response.id, audioMs: 0, firstAudio: null, bargeIn: null };
     view.log("response.created", ev.response.id, "response");
   },
@@ -184,17 +189,14 @@ const handlers = {
   "response.done"(ev) {
     const { status, status_details: details } = ev.response;
     const r = S.response;
-    const reason = details && details.reason ? ` (${details.reason})` : "";
-    if (status === "cancelled" && r && r.bargeIn) {
-      const b = { ...r.bargeIn, cutMs: Math.round(performance.now() - r.bargeIn.at) };
-      S.bargeIns.push(b);
-      view.setStat("bargeIns", S.bargeIns.length);
-      view.log("barge-in", `answer cut: detected ${b.detect} ms, response cancelled ${b.cutMs} ms after speech onset`, "barge-in");
-    } else if (r && r.bargeIn) {
-      view.log("backchannel", "speech over the answer did not cut it: the answer went on", "vad");
-    }
-    view.log("response.done", `${status}${reason}`, status === "completed" ? "response" : "barge-in");
     S.response = null;
+    const reason = details && details.reason ? details.reason : "";
+    view.log("response.done", `${status}${reason ? ` (${reason})` : ""}`, status === "completed" ? "response" : "barge-in");
+    if (status === "cancelled") S.player.flush();
+    if (!r) return;
+    if (status === "cancelled" && r.bargeIn) bargeInDone(r, performance.now());
+    else if (r.bargeIn) view.log("backchannel", "speech over the answer did not cut it: the answer went on", "vad");
+    else if (status === "cancelled" && reason === "turn_detected") S.cut = Object.assign(r, { doneAt: performance.now() });
   },
   "conversation.item.truncated"(ev) {
     S.truncations.push(ev);
@@ -216,6 +218,13 @@ const handlers = {
 };
 handlers["response.audio.delta"] = handlers["response.output_audio.delta"];
 handlers["response.audio_transcript.delta"] = handlers["response.output_audio_transcript.delta"];
+function bargeInDone(r, doneAt) {
+  const b = { ...r.bargeIn, cutMs: Math.round(doneAt - r.bargeIn.at) };
+  S.bargeIns.push(b);
+  view.setStat("bargeIns", S.bargeIns.length);
+  view.log("barge-in", `answer cut: detected ${b.detect} ms, response cancelled ${b.cutMs} ms after speech onset`, "barge-in");
+}
+
 const QUIET = new Set(["playback.acknowledged", "response.audio.delta", "response.audio_transcript.delta", "response.output_audio.delta", "response.output_audio_transcript.delta"]);
 
 function onEvent(ev) {
