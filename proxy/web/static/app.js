@@ -45,8 +45,13 @@ function onFrame(pcm) {
 }
 
 function onPlayback(r) {
-  if (r.type !== "flushed" || r.playedMs > 0) {
-    send({ type: "playback.ack", item_id: r.item, response_id: r.response, played_ms: r.playedMs });
+  // A position report is what has been rendered; what is audible now lags by the output
+  // latency. Rendered audio that was drained or kept at a flush is heard in full.
+  const ctx = S.player.ctx;
+  const lag = r.type === "position" ? Math.round((ctx.outputLatency || ctx.baseLatency || 0) * 1000) : 0;
+  const heard = Math.max(0, r.playedMs - lag);
+  if (r.type !== "flushed" || heard > 0) {
+    send({ type: "playback.ack", item_id: r.item, response_id: r.response, played_ms: heard });
   }
   S.played.set(r.item, r.playedMs);
   S.playedMs = [...S.played.values()].reduce((a, b) => a + b, 0);
