@@ -64,8 +64,13 @@ function url() {
   return `${scheme}://${location.host}/v1/realtime?model=${encodeURIComponent(model())}`;
 }
 
+// A new session: its event seqs and its input audio clock start again.
+function freshSession() {
+  Object.assign(S, { lastSeq: 0, lost: 0, duplicated: 0, resumes: [], response: null, cut: null });
+  Object.assign(S, { frameTimes: [], pending: [], sentMs: 0, speechStoppedAt: null });
+}
+
 function open(resume) {
-  if (!resume) Object.assign(S, { lastSeq: 0, lost: 0, duplicated: 0, resumes: [], response: null });
   const ws = new WebSocket(url());
   S.ws = ws;
   S.ready = false;
@@ -79,7 +84,7 @@ function open(resume) {
       view.log("session.resume", `after seq ${S.lastSeq}`, "resume");
     }
   };
-  ws.onmessage = (m) => onEvent(JSON.parse(m.data));
+  ws.onmessage = (m) => S.ws === ws && onEvent(JSON.parse(m.data));
   ws.onclose = (e) => {
     if (S.ws !== ws) return;
     S.ready = false;
@@ -217,6 +222,7 @@ const handlers = {
       S.sessionId = null; // the session is gone: start a new one
       S.ws.onclose = null;
       S.ws.close();
+      freshSession();
       open(false);
     }
   },
@@ -245,6 +251,7 @@ async function talk() {
   $("connect").disabled = true;
   view.resetClock();
   S.closing = false;
+  freshSession();
   try {
     S.player = S.player || (await Player.create(onPlayback));
     S.capture = await startCapture({ echoCancellation: $("aec").checked, onFrame });
@@ -263,6 +270,7 @@ async function hangup() {
   S.closing = true;
   send({ type: "session.close" });
   if (S.ws) S.ws.close();
+  if (S.player) S.player.flush();
   if (S.capture) await S.capture.stop();
   S.capture = null;
   S.sessionId = null;
@@ -272,6 +280,7 @@ async function hangup() {
 }
 
 function drop() {
+  if (!S.ws || !S.sessionId) return; // nothing to resume yet
   view.log("drop", `closing the socket after seq ${S.lastSeq}; resuming on a new one`, "resume");
   const ws = S.ws;
   S.ws = null; // its close is expected: no auto-resume from it
