@@ -185,6 +185,15 @@ async def test_talk_in_the_browser(
             await page.screenshot(path=shots / "3-resumed.png", full_page=True)
             assert not s["errors"], s["errors"]
 
+            # A socket that closes unasked is resumed by the page on its own.
+            await page.evaluate("talk.ws.close(4001, 'closed unasked')")
+            await page.wait_for_function(
+                "talk.resumes.length >= 2 && talk.resumes[1].ok !== null", timeout=WAIT_MS
+            )
+            s = await state(page)
+            assert s["resumes"][1]["ok"] is True, s["resumes"]
+            assert (s["lost"], s["duplicated"]) == (0, 0)
+
             # Hang up (session.close) and talk again: a new session, counted afresh.
             first_session = await page.evaluate("talk.sessionId")
             await page.click("#hangup")

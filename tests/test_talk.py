@@ -18,6 +18,7 @@ import time
 import urllib.request
 import wave
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -65,9 +66,9 @@ def free_port() -> int:
     return port
 
 
-@pytest.fixture(scope="module")
-def proxy_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    tmp = tmp_path_factory.mktemp("proxy")
+@contextmanager
+def running_proxy(tmp: Path) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """``duplex-proxy serve`` with CONFIG on a free port; yields it and its realtime URL."""
     port = free_port()
     (tmp / "config.toml").write_text(CONFIG.format(port=port))
     log = (tmp / "proxy.log").open("wb")
@@ -91,11 +92,17 @@ def proxy_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     pytest.fail(f"proxy not up: {(tmp / 'proxy.log').read_text()[-3000:]}")
                 time.sleep(0.2)
-        yield f"ws://127.0.0.1:{port}/v1/realtime"
+        yield proc, f"ws://127.0.0.1:{port}/v1/realtime"
     finally:
         proc.kill()
         proc.wait(timeout=10)
         log.close()
+
+
+@pytest.fixture(scope="module")
+def proxy_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with running_proxy(tmp_path_factory.mktemp("proxy")) as (_, url):
+        yield url
 
 
 def talk(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -152,6 +159,31 @@ def test_talk_barge_in_and_resume(proxy_url: str, tmp_path: Path, model: str, mo
     assert heard_s >= 5 + 4.0, report
     assert any(pcm), "the written answer is silent"
     assert summary["played_ms"] > 0 and summary["played_ms"] <= summary["received_ms"]
+
+
+@pytest.mark.timeout(120)
+def test_talk_ends_when_the_proxy_goes_away(tmp_path: Path) -> None:
+    with running_proxy(tmp_path) as (proxy, url):
+        args = ["--model", "demo", "--wav", str(CORPUS / "utt00_clean.wav"), "--json"]
+        talking = subprocess.Popen(
+            command("talk", url, *args), cwd=ROOT, env=env(), stdout=subprocess.PIPE, text=True
+        )
+        try:
+            assert talking.stdout is not None
+            seen = []
+            for line in talking.stdout:
+                seen.append(line)
+                if "session.created" in line:
+                    break
+            proxy.kill()  # mid-sentence: the socket closes, and nothing answers a resume
+            out, _ = talking.communicate(timeout=60)
+        finally:
+            talking.kill()
+    report = "".join(seen) + out
+    assert talking.returncode == 1, report
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert [e["code"] for e in summary["errors"]] == ["connection_lost"], report
+    assert not summary["ok"]
 
 
 def test_talk_rejects_bad_arguments(tmp_path: Path) -> None:

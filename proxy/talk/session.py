@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from typing import Any
-from urllib.parse import parse_qs, quote, urlsplit
 
 import aiohttp
 import orjson
@@ -20,7 +19,7 @@ from proxy.talk.audio import FRAME_MS, Speaker, write_wav
 from proxy.talk.options import Source, TalkOptions
 from proxy.talk.player import Player
 from proxy.talk.timeline import Answer, BargeIn, Resume, Summary, Timeline
-from proxy.talk.wire import AUDIO_DELTAS, FORMATS, QUIET, append, resume_event
+from proxy.talk.wire import AUDIO_DELTAS, FORMATS, QUIET, append, resume_event, with_model
 
 
 class Talk:
@@ -38,7 +37,7 @@ class Talk:
         self.summary = Summary()
         self.player = Player()
         self.ws: aiohttp.ClientWebSocketResponse | None = None
-        self.ready = self.closing = self.dropped = False
+        self.ready = self.closing = self.dropped = self.gave_up = False
         self.pending: list[bytes] = []
         self.frame_times: list[float] = []  # loop time each 20 ms input frame was captured
         self.session_id: str | None = None
@@ -55,13 +54,6 @@ class Talk:
     def line(self, kind: str, detail: str = "") -> None:
         self.timeline.line(self.loop.time(), kind, detail)
 
-    def url(self) -> str:
-        query = parse_qs(urlsplit(self.opts.url).query)
-        if self.opts.model is None or "model" in query:
-            return self.opts.url
-        sep = "&" if "?" in self.opts.url else "?"
-        return f"{self.opts.url}{sep}model={quote(self.opts.model, safe='')}"
-
     async def send(self, event: dict[str, Any]) -> None:
         if self.ws is not None and not self.ws.closed:
             with contextlib.suppress(ConnectionError):
@@ -72,7 +64,7 @@ class Talk:
         self.summary.sent_ms += FRAME_MS
 
     async def connect(self, resume: bool) -> None:
-        ws = await self.http.ws_connect(self.url(), max_msg_size=0)
+        ws = await self.http.ws_connect(with_model(self.opts.url, self.opts.model), max_msg_size=0)
         self.ws, self.ready = ws, False
         if not resume:
             await self.send(FORMATS)
@@ -97,7 +89,10 @@ class Talk:
             if self.session_id is not None:
                 await asyncio.sleep(0.3)
                 self.drop_started = self.loop.time()
-                await self.connect(resume=True)
+                try:
+                    await self.connect(resume=True)
+                except (OSError, aiohttp.ClientError) as exc:
+                    self.give_up("connection_lost", f"cannot reconnect: {exc}")
 
     async def drop(self) -> None:
         """Drop the connection (as a network would) and resume on a new one."""
@@ -130,7 +125,7 @@ class Talk:
         kind = str(ev.get("type"))
         handler = getattr(self, "on_" + kind.replace(".", "_"), None)
         if kind in AUDIO_DELTAS:
-            self.on_audio(ev, now)
+            self.audio_delta(ev, now)
         elif handler is not None:
             await handler(ev, now)
         elif self.opts.verbose and kind not in QUIET:
@@ -186,7 +181,7 @@ class Talk:
         self.answer, self.cut = Answer(id=str((ev.get("response") or {}).get("id"))), None
         self.line("response.created", self.answer.id)
 
-    def on_audio(self, ev: dict[str, Any], now: float) -> None:
+    def audio_delta(self, ev: dict[str, Any], now: float) -> None:
         pcm = pybase64.b64decode(str(ev.get("delta", "")))
         self.player.push(str(ev.get("item_id")), str(ev.get("response_id")), pcm)
         answer = self.answer
@@ -243,9 +238,18 @@ class Talk:
         err = ev.get("error") if isinstance(ev.get("error"), dict) else {"message": ev.get("error")}
         self.summary.errors.append(err or {})
         self.line("error", f"{(err or {}).get('code')}: {(err or {}).get('message')}")
+        if str((err or {}).get("code")).startswith("session_resume"):
+            self.give_up(None, "the session cannot be resumed")
+
+    def give_up(self, code: str | None, why: str) -> None:
+        """End the talk: the session is gone (the error, if new, goes in the summary)."""
+        self.session_id, self.gave_up = None, True
+        if code is not None:
+            self.summary.errors.append({"code": code, "message": why})
+        self.line("end", why)
 
     def finished(self, now: float) -> bool:
-        if now - self.t0 >= self.opts.max_s:
+        if now - self.t0 >= self.opts.max_s or self.gave_up:
             return True
         idle = self.answer is None and not self.player.queued_bytes and self.ready
         return self.source.ended and idle and now - self.last_event_at >= self.opts.tail_s

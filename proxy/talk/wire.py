@@ -7,6 +7,7 @@ produces to 24 kHz PCM16 both ways (README.md, "Audio").
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import parse_qs, quote, urlsplit
 
 import pybase64
 
@@ -34,3 +35,10 @@ def resume_event(session_id: str | None, token: str | None, last_seq: int) -> di
         "resume_token": token,
         "last_received_server_event_seq": last_seq,
     }
+
+
+def with_model(url: str, model: str | None) -> str:
+    """``url`` asking for ``model`` (``?model=``, as the OpenAI SDK sends it), unless it does."""
+    if model is None or "model" in parse_qs(urlsplit(url).query):
+        return url
+    return f"{url}{'&' if '?' in url else '?'}model={quote(model, safe='')}"
