@@ -15,12 +15,13 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING
 
 from proxy.reference.cli import add_reference_arguments, options_from_args
+from proxy.talk.cli import add_talk_command, run_talk
 
 if TYPE_CHECKING:
     from proxy.config import Config
 
 DEFAULT_CONFIG = "config.toml"
-COMMANDS = ("serve", "check-config", "config-reference", "reference-backend", "probe")
+COMMANDS = ("serve", "check-config", "config-reference", "reference-backend", "probe", "talk")
 EXIT_BAD_CONFIG = 2
 
 
@@ -74,7 +75,7 @@ def _parser() -> argparse.ArgumentParser:
         "probe", help="check what an endpoint really does: duplex, barge-in, resume, ..."
     )
     configure_parser(probe)
-
+    add_talk_command(sub)
     return parser
 
 
@@ -108,6 +109,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         from proxy.probe.cli import run_probe
 
         sys.exit(run_probe(args))
+    if args.command == "talk":
+        sys.exit(run_talk(args))
 
 
 def _default_path(path: str | None) -> str | None:

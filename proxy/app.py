@@ -14,6 +14,7 @@ from proxy.logging import get_logger
 from proxy.reference.server import build_reference_app
 from proxy.state import ProxyState
 from proxy.store import open_store
+from proxy.web import add_web_routes
 
 WS_PATHS = ("/v1/realtime", "/v1/duplex")
 
@@ -110,4 +111,5 @@ def build_app(config: Config, state: ProxyState | None = None) -> web.Applicatio
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
+    add_web_routes(app, config)
     return app

@@ -1,0 +1,86 @@
+"""HTTP routes of the browser page: ``GET /``, its static files, ``GET /v1/routes``.
+
+The page is plain HTML and JavaScript shipped inside the package (``static/``): no build
+step and nothing fetched at run time. ``GET /v1/routes`` names the configured route
+models for the page's picker, never the upstream URLs behind them (no open proxy).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+STATIC = Path(__file__).resolve().parent / "static"
+CONTENT_TYPES = {
+    ".html": "text/html",
+    ".js": "text/javascript",
+    ".css": "text/css",
+}
+# Served under /web/NAME; anything else is a 404 (no directory listing, no traversal).
+STATIC_FILES = (
+    "app.js",
+    "audio.js",
+    "view.js",
+    "capture-worklet.js",
+    "playback-worklet.js",
+    "style.css",
+)
+
+
+def route_models(config: Any) -> dict[str, Any]:
+    """What ``GET /v1/routes`` answers: each route's model (a name or a glob) and mode."""
+    routes = []
+    for route in getattr(config, "routes", ()):
+        model = str(route.model)
+        routes.append(
+            {
+                "model": model,
+                "pattern": any(c in model for c in "*?["),
+                "mode": str(getattr(route, "mode", "auto")),
+            }
+        )
+    return {"routes": routes, "default_model": getattr(config, "default_model", None)}
+
+
+def web_enabled(config: Any) -> bool:
+    """``[web] enabled`` from the config when it has that section; on by default."""
+    section = getattr(config, "web", None)
+    return bool(getattr(section, "enabled", True))
+
+
+def _file(name: str) -> web.Response:
+    path = STATIC / name
+    return web.Response(
+        body=path.read_bytes(),
+        content_type=CONTENT_TYPES[path.suffix],
+        charset="utf-8",
+        headers={"Cache-Control": "no-cache"},
+    )
+
+
+def add_web_routes(app: web.Application, config: Any, *, enabled: bool | None = None) -> None:
+    """Register the page and ``GET /v1/routes`` on ``app``.
+
+    ``enabled`` overrides the config's ``[web] enabled``; when off nothing is registered.
+    """
+    if not (web_enabled(config) if enabled is None else enabled):
+        return
+    listing = route_models(config)
+
+    async def index(request: web.Request) -> web.Response:
+        return _file("index.html")
+
+    async def static(request: web.Request) -> web.Response:
+        name = request.match_info["name"]
+        if name not in STATIC_FILES:
+            raise web.HTTPNotFound()
+        return _file(name)
+
+    async def routes(request: web.Request) -> web.Response:
+        return web.json_response(listing)
+
+    app.router.add_get("/", index)
+    app.router.add_get("/web/{name}", static)
+    app.router.add_get("/v1/routes", routes)
