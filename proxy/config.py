@@ -27,6 +27,7 @@ from proxy.config_model import (
     ServerConfig,
     StoreConfig,
     VadConfig,
+    WebConfig,
 )
 from proxy.config_routes import route_problems
 from proxy.config_sources import ENV_PREFIX, apply_env, read_toml
@@ -44,6 +45,7 @@ __all__ = [
     "ServerConfig",
     "StoreConfig",
     "VadConfig",
+    "WebConfig",
     "apply_env",
     "config_from_dict",
     "load_config",

@@ -154,6 +154,15 @@ class VadConfig:
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)
+class WebConfig:
+    """The browser page (``GET /``) and its route list (``GET /v1/routes``)."""
+
+    enabled: bool = Field(
+        default=True, description="Serve the talk page at GET / and the route list."
+    )
+
+
+@dataclass(frozen=True, slots=True, config=SECTION)
 class Route:
     model: str = Field(min_length=1, description="Model name or glob, matched against ?model=.")
     upstream: str = Field(
@@ -230,6 +239,7 @@ class Config:
     server: ServerConfig = Field(default_factory=ServerConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     vad: VadConfig = Field(default_factory=VadConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
     routes: tuple[Route, ...] = Field(
         default=(), description="[[routes]] entries; exact model names win over globs."
     )

@@ -12,6 +12,8 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.config import Config
+
 STATIC = Path(__file__).resolve().parent / "static"
 CONTENT_TYPES = {
     ".html": "text/html",
@@ -29,25 +31,13 @@ STATIC_FILES = (
 )
 
 
-def route_models(config: Any) -> dict[str, Any]:
+def route_models(config: Config) -> dict[str, Any]:
     """What ``GET /v1/routes`` answers: each route's model (a name or a glob) and mode."""
-    routes = []
-    for route in getattr(config, "routes", ()):
-        model = str(route.model)
-        routes.append(
-            {
-                "model": model,
-                "pattern": any(c in model for c in "*?["),
-                "mode": str(getattr(route, "mode", "auto")),
-            }
-        )
-    return {"routes": routes, "default_model": getattr(config, "default_model", None)}
-
-
-def web_enabled(config: Any) -> bool:
-    """``[web] enabled`` from the config when it has that section; on by default."""
-    section = getattr(config, "web", None)
-    return bool(getattr(section, "enabled", True))
+    routes = [
+        {"model": route.model, "pattern": route.is_glob, "mode": route.mode}
+        for route in config.routes
+    ]
+    return {"routes": routes, "default_model": config.default_model}
 
 
 def _file(name: str) -> web.Response:
@@ -60,12 +50,12 @@ def _file(name: str) -> web.Response:
     )
 
 
-def add_web_routes(app: web.Application, config: Any, *, enabled: bool | None = None) -> None:
+def add_web_routes(app: web.Application, config: Config, *, enabled: bool | None = None) -> None:
     """Register the page and ``GET /v1/routes`` on ``app``.
 
     ``enabled`` overrides the config's ``[web] enabled``; when off nothing is registered.
     """
-    if not (web_enabled(config) if enabled is None else enabled):
+    if not (config.web.enabled if enabled is None else enabled):
         return
     listing = route_models(config)
 
