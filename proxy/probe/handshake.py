@@ -216,6 +216,8 @@ async def _open(
             close_code=conn.close_code,
         )
     if created.type == "error":
+        # A refusal is usually followed by a close: its code belongs to the answer.
+        await conn.wait_until(conn.closed.is_set, 1.0)
         raise OpenFailed(
             f"session refused: {error_code(created.data)}: {error_message(created.data)}",
             code=error_code(created.data),

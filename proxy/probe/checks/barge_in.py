@@ -33,6 +33,19 @@ def _limit(trace: OverlapTrace, default_ms: int) -> tuple[float, str]:
 
 
 def analyse(trace: OverlapTrace, default_limit_ms: int) -> CheckResult:
+    result = _judge(trace, default_limit_ms)
+    track = trace.response
+    if track is not None and trace.error is None:
+        # For the report's plot: the answer's audio, as it arrived, around the speech onset.
+        result.series = {
+            "audio": [[round((t - trace.onset_t) * 1000), ms] for t, ms in track.audio_log],
+            "limit_ms": result.data.get("limit_ms"),
+            "latency_ms": result.data.get("latency_ms"),
+        }
+    return result
+
+
+def _judge(trace: OverlapTrace, default_limit_ms: int) -> CheckResult:
     if trace.error is not None or trace.response is None:
         return CheckResult(NAME, "error", trace.error or "overlap scenario did not run")
     track = trace.response

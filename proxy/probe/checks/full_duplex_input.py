@@ -95,7 +95,11 @@ def analyse(trace: OverlapTrace) -> CheckResult:
         first = in_time[0]
         ms = round((first.t - trace.onset_t) * 1000)
         return passed(
-            NAME, f"reacted {ms} ms after speech onset ({first.type}) while speaking", data, []
+            NAME,
+            f"heard the user while speaking: {first.type} {ms} ms after speech onset "
+            f"(must come before its own audio ends + {GRACE_S * 1000:.0f} ms)",
+            data,
+            [],
         )
     spoken = data["overlap_speech_ms"]
     talking = data["assistant_audio_after_onset_ms"]
