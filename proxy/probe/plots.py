@@ -100,15 +100,19 @@ def fairness(reports: Labelled) -> str | None:
             xs, [row.get("first_audio_ms", 0) for row in rows], width, label=label, color=colour
         )
         rate.bar(xs, [row.get("throughput", 0) for row in rows], width, label=label, color=colour)
+    sessions = sorted({row["session"] for _, rows in runs for row in rows})
+    for axis in (latency, rate):
+        axis.set_xticks(
+            [n + width * (len(runs) - 1) / 2 for n in sessions], [str(n) for n in sessions]
+        )
+        axis.set_xlabel("session")
     latency.set_title("First audio after the end of speech, per session")
-    latency.set_xlabel("session")
     latency.set_ylabel("ms")
     rate.axhline(1.0, color="grey", linestyle="--", label="real time")
     rate.set_title("Audio throughput, per session")
-    rate.set_xlabel("session")
     rate.set_ylabel("x real time")
-    latency.legend(fontsize=8)
-    rate.legend(fontsize=8)
+    latency.legend(fontsize=8, loc="lower right")
+    rate.legend(fontsize=8, loc="lower right")
     return _png(fig)
 
 
@@ -130,12 +134,8 @@ def gpu_memory(reports: Labelled) -> str | None:
         kv.plot(
             ts, [s[3] for s in samples], color=colour, linestyle=":", label=f"{label}: KV cache"
         )
-        phase, start = samples[0][1], ts[0]
-        for t, row in zip(ts, samples, strict=True):
-            if row[1] != phase:
-                memory.axvline(t, color="#cccccc", linewidth=0.8)
-                memory.text(start, memory.get_ylim()[1], phase, fontsize=7, va="top")
-                phase, start = row[1], t
+        if i == 0:
+            _phases(memory, ts, [s[1] for s in samples])
     memory.set_xlabel("s since the first sample")
     memory.set_ylabel("GPU memory (MiB)")
     kv.set_ylabel("KV cache usage (fraction)")
@@ -145,6 +145,28 @@ def gpu_memory(reports: Labelled) -> str | None:
     return _png(fig)
 
 
+def _phases(axis: Any, ts: list[float], phases: list[str]) -> None:
+    """Shade every other check's stretch of time and name it (the first run's phases)."""
+    start = 0
+    for end in range(1, len(ts) + 1):
+        if end < len(ts) and phases[end] == phases[start]:
+            continue
+        if phases[start] not in ("before", "after"):
+            axis.axvspan(ts[start], ts[end - 1], color="#f0f0f0", zorder=0)
+            axis.text(
+                (ts[start] + ts[end - 1]) / 2,
+                0.02,
+                phases[start],
+                rotation=90,
+                fontsize=7,
+                ha="center",
+                va="bottom",
+                transform=axis.get_xaxis_transform(),
+                color="#555",
+            )
+        start = end
+
+
 def backpressure(reports: Labelled) -> str | None:
     """Output requested while the probe did not read, and what reached it once it read again."""
     runs = [(label, s) for label, s, _ in _series(reports, "backpressure") if s.get("timeline")]
@@ -152,6 +174,7 @@ def backpressure(reports: Labelled) -> str | None:
         return None
     plt = _pyplot()
     fig, axis = plt.subplots(figsize=(10, 3.6))
+    received = axis.twinx()
     for i, (label, series) in enumerate(runs):
         rows = series["timeline"]
         colour = COLOURS[i % len(COLOURS)]
@@ -162,7 +185,7 @@ def backpressure(reports: Labelled) -> str | None:
             linestyle="--",
             label=f"{label}: output requested",
         )
-        axis.plot(
+        received.plot(
             [r[0] for r in rows],
             [r[2] for r in rows],
             color=colour,
@@ -170,9 +193,11 @@ def backpressure(reports: Labelled) -> str | None:
         )
         axis.axvline(series.get("stalled_s", 0), color=colour, linestyle=":")
     axis.set_xlabel("s since the probe stopped reading (dotted: it reads again)")
-    axis.set_ylabel("MB")
+    axis.set_ylabel("requested (MB, dashed)")
+    received.set_ylabel("received (MB, solid)")
     axis.set_title("Backpressure: what the endpoint queued for a client that stopped reading")
-    axis.legend(fontsize=8)
+    axis.legend(fontsize=8, loc="center left")
+    received.legend(fontsize=8, loc="center right")
     return _png(fig)
 
 

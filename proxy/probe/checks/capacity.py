@@ -36,6 +36,8 @@ NAME = "capacity"
 DROP_SETTLE_S = 0.5
 #: After closing everything, how long the probe keeps trying to open one session.
 RELEASE_WITHIN_S = 5.0
+#: With --metrics-url, how long the sessions stay open at the limit before the rest.
+HOLD_S = 1.0
 
 
 async def run(ctx: ProbeContext) -> CheckResult:
@@ -58,6 +60,9 @@ async def _measure(ctx: ProbeContext, held: list[ProbeConnection]) -> CheckResul
         if len(held) >= most:
             break
     ctx.loaded[NAME] = len(held)
+    if ctx.sampler is not None:
+        # Opening is quick on a fast endpoint: hold the load long enough to be sampled.
+        await asyncio.sleep(max(HOLD_S, 3 * ctx.settings.metrics_interval_s))
     data: dict[str, Any] = {"capacity_max": most, "accepted": len(held)}
     if refusal is None:
         data["limit"] = None

@@ -214,7 +214,7 @@ def _verdict(
     return passed(
         NAME,
         f"{len(resent_ids)} events re-sent after resuming at seq {last} (item, response.create, "
-        f"{len(resent_ids) - 2} appends): {items} item, no new turn or response; "
+        f"{len(resent_ids) - 2} appends): {items} item(s), no new turn or response; "
         f"{len(second.seqs)} server events after the resume point, each once, in order",
         data,
         [],
