@@ -76,10 +76,14 @@ def render_table(report: ProbeReport, *, colour: bool = False, width: int | None
 
 
 def _row(result: CheckResult, name_w: int, verdict_w: int, text_w: int, colour: bool) -> list[str]:
-    text = result.summary
-    if result.name != "declared":
-        text += f"  [{timing(result)}]"
-    wrapped = textwrap.wrap(text, text_w) or [""]
+    wrapped = textwrap.wrap(result.summary, text_w) or [""]
+    if result.name != "declared" and (result.shared_with or result.duration_ms >= 50):
+        # Kept whole: a time split over two lines reads as two numbers.
+        took = f"[{timing(result)}]"
+        if display_width(wrapped[-1]) + 2 + len(took) <= text_w:
+            wrapped[-1] += "  " + took
+        else:
+            wrapped.append(took)
     for note in result.notes:
         wrapped += textwrap.wrap("note: " + note, text_w)
     verdict = verdict_label(result.verdict)

@@ -217,5 +217,5 @@ def _verdict(
         f"{len(resent_ids) - 2} appends): {items} item(s), no new turn or response; "
         f"{len(second.seqs)} server events after the resume point, each once, in order",
         data,
-        [],
+        notes,
     )
