@@ -44,10 +44,12 @@ async def test_compare_and_report_side_by_side(
     ):
         argv = [url, "--model", "m", "--checks", checks, "--sessions", "2", "--no-color"]
         argv += ["--compare", server.url, "--metrics-url", server.metrics_url]
-        argv += ["--report", str(page_path)]
+        argv += ["--report", str(page_path), "--barge-in-trials", "2"]
         code = await asyncio.to_thread(run_probe, args(*argv))
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
     assert "DIRECT" in out and "PROXIED" in out, out
+    assert "direct [5/5] gpu_memory" in captured.err and "proxied [5/5]" in captured.err
     barge_in = next(line for line in out.splitlines() if line.startswith("barge_in"))
     assert re.search(r"\d+ ms -> \d+ ms \([+-]\d+ ms\)", barge_in), barge_in
     assert code == 0, out
@@ -70,6 +72,7 @@ async def test_compare_json_keeps_each_run_in_the_single_run_shape(
 ) -> None:
     async with backend("duplex") as upstream, proxied(upstream, 4) as url:
         argv = [url, "--model", "m", "--checks", "barge_in", "--json", "--compare", upstream]
+        argv += ["--barge-in-trials", "2"]
         code = await asyncio.to_thread(run_probe, args(*argv))
     lines = capsys.readouterr().out.splitlines()  # the proxy's own logs go to stdout too
     data = orjson.loads("\n".join(lines[lines.index("{") : len(lines) - lines[::-1].index("}")]))
@@ -79,6 +82,8 @@ async def test_compare_json_keeps_each_run_in_the_single_run_shape(
     row = next(r for r in data["comparison"] if r["check"] == "barge_in")
     assert row["direct"] == row["proxied"] == "pass"
     assert row["delta_ms"] == row["proxied_ms"] - row["direct_ms"]
+    barge_in = data["proxied"]["checks"][1]
+    assert "2 trials: median" in barge_in["summary"], barge_in["summary"]
 
 
 async def test_single_run_report_without_metrics(tmp_path: Path) -> None:

@@ -128,3 +128,18 @@ def test_gpu_memory_rules() -> None:
     assert gpu_memory.analyse([], ["ClientConnectorError: refused"], "u", {}).verdict == "error"
     blank = [Sample(0.0, BEFORE, None, None, None, None)]
     assert gpu_memory.analyse(blank, [], "u", {}).verdict == "unsupported"
+
+
+def _trial(verdict: Verdict, latency: int) -> CheckResult:
+    return CheckResult("barge_in", verdict, f"audio stopped {latency} ms", {"latency_ms": latency})
+
+
+def test_barge_in_trials_fail_when_any_trial_fails() -> None:
+    from proxy.probe.checks.barge_in import combine
+
+    good = combine([_trial("pass", 100), _trial("pass", 300), _trial("pass", 200)])
+    assert good.verdict == "pass" and good.series["trials_ms"] == [100, 300, 200]
+    assert good.summary.endswith("; 3 trials: median 200 ms, max 300 ms")
+    bad = combine([_trial("pass", 100), _trial("fail", 1500)])
+    assert bad.verdict == "fail" and bad.summary == "trial 2 of 2: audio stopped 1500 ms"
+    assert bad.notes == ["2 trials: median 1500 ms, max 1500 ms"]

@@ -57,6 +57,14 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
         "enables the gpu_memory check",
     )
     parser.add_argument(
+        "--barge-in-trials",
+        type=int,
+        default=3,
+        metavar="N",
+        help="times the barge-in check talks over an answer, for a latency distribution "
+        "(default 3; every trial must pass)",
+    )
+    parser.add_argument(
         "--capacity-max",
         type=int,
         default=16,
@@ -115,6 +123,7 @@ def run_probe(args: argparse.Namespace) -> int:
         sessions=args.sessions,
         speech=args.speech,
         capacity_max=args.capacity_max,
+        barge_in_trials=args.barge_in_trials,
         metrics_url=args.metrics_url,
     )
     plain = args.no_color or "NO_COLOR" in os.environ
@@ -122,7 +131,11 @@ def run_probe(args: argparse.Namespace) -> int:
     colour = sys.stdout.isatty() and not plain
     need = tuple(required) if (args.require or only) else None
     if args.compare:
-        return _compare(args, settings, need, only, progress, colour)
+
+        def labelled(label: str) -> TerminalProgress:
+            return TerminalProgress(colour=False if plain else None, prefix=f"{label} ")
+
+        return _compare(args, settings, need, only, labelled, colour)
     report = asyncio.run(run_probe_checks(settings, required=need, only=only, progress=progress))
     if args.json:
         print(to_json(report))
@@ -136,6 +149,8 @@ def run_probe(args: argparse.Namespace) -> int:
 def _bad_numbers_or_urls(args: argparse.Namespace) -> str | None:
     if args.sessions < 1:
         return "--sessions must be at least 1"
+    if args.barge_in_trials < 1:
+        return "--barge-in-trials must be at least 1"
     if args.capacity_max < 1:
         return "--capacity-max must be at least 1"
     for url in (args.url, args.compare):

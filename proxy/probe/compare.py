@@ -94,12 +94,18 @@ async def run_comparison(
     *,
     required: tuple[str, ...] | None = None,
     only: tuple[str, ...] | None = None,
-    progress: Progress | None = None,
+    progress: Callable[[str], Progress] | None = None,
 ) -> Comparison:
+    """``progress(label)`` gives each run its own progress display ("direct", "proxied")."""
     direct = await run_probe_checks(
-        replace(settings, url=direct_url), required=required, only=only, progress=progress
+        replace(settings, url=direct_url),
+        required=required,
+        only=only,
+        progress=progress("direct") if progress else None,
     )
-    proxied = await run_probe_checks(settings, required=required, only=only, progress=progress)
+    proxied = await run_probe_checks(
+        settings, required=required, only=only, progress=progress("proxied") if progress else None
+    )
     return Comparison(direct, proxied)
 
 

@@ -25,6 +25,8 @@ class ProbeSettings:
     chunk_ms: int = 40
     #: How long a spoken turn may wait for the first audio of its answer.
     response_timeout_s: float = 10.0
+    #: How many times the barge-in check talks over an answer (fresh session each time).
+    barge_in_trials: int = 1
     #: Barge-in limit when the endpoint declares no ``target_barge_in_latency_ms``.
     barge_in_limit_ms: int = 1000
     #: Assistant audio heard before the probe talks over it.

@@ -71,13 +71,16 @@ def barge_in(reports: Labelled) -> str | None:
     curve.set_ylabel("assistant audio received (ms)")
     curve.set_title("Barge-in: does the assistant's audio stop?")
     curve.legend(fontsize=8)
-    labels = [label for label, _ in runs]
-    values = [s.get("latency_ms") or 0 for _, s in runs]
-    bars.bar(labels, values, color=[COLOURS[i % len(COLOURS)] for i in range(len(runs))])
+    for i, (label, series) in enumerate(runs):
+        trials = series.get("trials_ms") or [series.get("latency_ms") or 0]
+        colour = COLOURS[i % len(COLOURS)]
+        bars.boxplot([trials], positions=[i], widths=0.5, showfliers=False)
+        bars.scatter([i] * len(trials), trials, color=colour, zorder=3, label=label)
+    bars.set_xticks(range(len(runs)), [label for label, _ in runs])
     if limit:
         bars.axhline(limit, color="grey", linestyle="--")
-    bars.set_ylabel("onset -> last audio (ms)")
-    bars.set_title("Barge-in latency")
+    bars.set_ylabel("onset -> last audio (ms), each trial")
+    bars.set_title("Barge-in latency distribution")
     return _png(fig)
 
 

@@ -112,8 +112,12 @@ def _footer(report: ProbeReport, colour: bool) -> str:
 class TerminalProgress:
     """A spinner line on a terminal, one plain line per check otherwise (always stderr)."""
 
-    def __init__(self, stream: TextIO | None = None, *, colour: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, colour: bool | None = None, prefix: str = ""
+    ) -> None:
         self.stream = stream or sys.stderr
+        #: Which run this is (``--compare`` makes two).
+        self.prefix = prefix
         self.live = self.stream.isatty()
         self.colour = self.live if colour is None else colour
         self._name = ""
@@ -124,7 +128,7 @@ class TerminalProgress:
 
     def start(self, name: str, index: int, total: int) -> None:
         self._name = name
-        self._label = f"[{index + 1}/{total}] {name}"
+        self._label = f"{self.prefix}[{index + 1}/{total}] {name}"
         self._started = time.monotonic()
         if self.live:
             import asyncio
