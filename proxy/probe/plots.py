@@ -79,6 +79,7 @@ def barge_in(reports: Labelled) -> str | None:
     bars.set_xticks(range(len(runs)), [label for label, _ in runs])
     if limit:
         bars.axhline(limit, color="grey", linestyle="--")
+    bars.set_ylim(bottom=0)
     bars.set_ylabel("onset -> last audio (ms), each trial")
     bars.set_title("Barge-in latency distribution")
     return _png(fig)
