@@ -47,15 +47,26 @@ async def backend(kind: str, *faults: str, reply_ms: int = REPLY_MS) -> AsyncIte
         yield url
 
 
+#: The proxy routes' session limit in these tests: the fairness check's sessions fit, the
+#: capacity check finds the limit.
+MAX_SESSIONS = 4
+
+
 @asynccontextmanager
-async def proxied(upstream: str) -> AsyncIterator[str]:
-    config = config_from_dict({"routes": [{"model": MODEL, "upstream": upstream}]})
+async def proxied(upstream: str, max_sessions: int | None = MAX_SESSIONS) -> AsyncIterator[str]:
+    route = {"model": MODEL, "upstream": upstream, "max_sessions": max_sessions}
+    config = config_from_dict({"routes": [{k: v for k, v in route.items() if v is not None}]})
     async with serve(build_app(config)) as url:
         yield url
 
 
-async def probe(url: str, only: Sequence[str] | None = None, sessions: int = 4) -> ProbeReport:
-    settings = ProbeSettings(url=url, model=MODEL, sessions=sessions)
+async def probe(
+    url: str,
+    only: Sequence[str] | None = None,
+    sessions: int = 4,
+    metrics_url: str | None = None,
+) -> ProbeReport:
+    settings = ProbeSettings(url=url, model=MODEL, sessions=sessions, metrics_url=metrics_url)
     return await run_probe_checks(settings, only=only)
 
 
@@ -78,8 +89,9 @@ async def test_turn_backend_directly_is_reported_turn_based_and_fails_the_duplex
     assert verdicts["full_duplex_input"] == "fail", table(report)
     assert verdicts["barge_in"] == "fail", table(report)
     assert "not interrupted" in report.result("barge_in").summary
-    for name in ("truncation", "resume", "backpressure"):
+    for name in ("truncation", "resume", "dedup", "backpressure", "gpu_memory"):
         assert verdicts[name] == "unsupported", table(report)
+    assert verdicts["capacity"] == "fail", "the reference backends have no session limit"
     # Not a duplex question: N turn-based sessions are still served alike.
     assert verdicts["fairness"] == "pass", table(report)
 
@@ -102,12 +114,21 @@ async def test_duplex_backend_directly_passes_all_but_event_id_dedupe() -> None:
     """The baseline the fault tests flip, one check at a time.
 
     vLLM-Omni (and so the reference) does not drop a client event re-sent with the
-    same ``event_id`` after a resume; the replay itself is exact.
+    same ``event_id`` after a resume; the replay itself is exact. The reference
+    backend has no session limit, and without ``--metrics-url`` GPU memory is not
+    measured.
     """
     async with backend("duplex") as url:
         report = await probe(url)
     verdicts = {r.name: r.verdict for r in report.results}
-    assert verdicts == {**dict.fromkeys(CHECK_NAMES, "pass"), "resume": "fail"}, table(report)
+    expected = dict.fromkeys(CHECK_NAMES, "pass")
+    expected.update(resume="fail", dedup="fail", capacity="fail", gpu_memory="unsupported")
+    assert verdicts == expected, table(report)
+    dedup = report.result("dedup").data
+    assert dedup["items_created"] == 2 and dedup["user_turns_after_resend"] >= 1
+    assert dedup["gaps"] == dedup["repeats"] == dedup["out_of_order"] == []
+    assert report.result("capacity").data["accepted"] == 16
+    assert "gpu_memory" not in report.required and report.exit_code == 1
     resume = report.result("resume")
     assert resume.summary == (
         "conversation.item.create re-sent with the same event_id was applied 2 times"
@@ -133,6 +154,9 @@ async def test_proxy_in_front_of_each_backend_passes_every_check(kind: str) -> N
         "turn": "duplex_emulated",
     }[kind]
     assert report.endpoint["proxy_mode"] == expected_mode
-    failing = [r for r in report.results if r.verdict != "pass"]
+    failing = [r for r in report.results if r.verdict != "pass" and r.name != "gpu_memory"]
     assert not failing, table(report)
+    assert report.result("gpu_memory").verdict == "unsupported", "no --metrics-url"
+    capacity = report.result("capacity").data
+    assert capacity["limit"] <= MAX_SESSIONS and capacity["refusal_code"] == "session_limit_reached"
     assert report.exit_code == 0

@@ -32,7 +32,9 @@ def test_probe_subcommand_help(capsys: pytest.CaptureFixture[str]) -> None:
         main(["probe", "--help"])
     assert exit_info.value.code == 0
     out = capsys.readouterr().out
-    for option in ("--model", "--sessions", "--speech", "--json", "--require", "--checks"):
+    options = ("--model", "--sessions", "--speech", "--json", "--require", "--checks")
+    options += ("--metrics-url", "--capacity-max", "--compare", "--report")
+    for option in options:
         assert option in out
 
 
@@ -48,6 +50,9 @@ def test_probe_subcommand_help(capsys: pytest.CaptureFixture[str]) -> None:
         (["ws://x/v1/realtime", "--speech", "/nonexistent.wav"], "bad --speech"),
         (["http://x/v1/realtime"], "must start with ws://"),
         (["ws://x/v1/realtime", "--sessions", "0"], "at least 1"),
+        (["ws://x/v1/realtime", "--capacity-max", "0"], "--capacity-max must be at least 1"),
+        (["ws://x/v1/realtime", "--compare", "http://y"], "must start with ws://"),
+        (["ws://x/v1/realtime", "--metrics-url", "y:9400"], "--metrics-url must start with http"),
     ],
 )
 def test_bad_arguments_exit_2(

@@ -25,6 +25,8 @@ class ProbeSettings:
     chunk_ms: int = 40
     #: How long a spoken turn may wait for the first audio of its answer.
     response_timeout_s: float = 10.0
+    #: How many times the barge-in check talks over an answer (fresh session each time).
+    barge_in_trials: int = 1
     #: Barge-in limit when the endpoint declares no ``target_barge_in_latency_ms``.
     barge_in_limit_ms: int = 1000
     #: Assistant audio heard before the probe talks over it.
@@ -35,6 +37,12 @@ class ProbeSettings:
     backpressure_limit_mb: int = 32
     #: Hard limit for one check.
     check_timeout_s: float = 60.0
+    #: Capacity: the most sessions the probe opens while looking for the endpoint's limit.
+    capacity_max: int = 16
+    #: The model server's Prometheus endpoint (``gpu_memory``); None: that check is unsupported.
+    metrics_url: str | None = None
+    #: Seconds between two metrics samples.
+    metrics_interval_s: float = 0.25
 
 
 @dataclass(slots=True)
@@ -44,6 +52,15 @@ class ProbeContext:
     http: aiohttp.ClientSession
     #: The first session's description (set by the ``declared`` check).
     endpoint: SessionInfo | None = None
+    #: The check running now (metrics samples are labelled with it).
+    current: str = ""
+    #: Set by the runner when ``metrics_url`` is given (a ``metrics.MetricsSampler``).
+    sampler: Any = None
+    #: check -> how many sessions it held open at once (for growth per session).
+    loaded: dict[str, int] = field(default_factory=dict)
+    #: check -> the check whose shared scenario it reused (set by ``shared``).
+    reused: dict[str, str] = field(default_factory=dict)
+    _made_by: dict[str, str] = field(default_factory=dict)
     _shared: dict[str, Any] = field(default_factory=dict)
     _locks: dict[str, asyncio.Lock] = field(default_factory=dict)
 
@@ -68,5 +85,8 @@ class ProbeContext:
         lock = self._locks.setdefault(key, asyncio.Lock())
         async with lock:
             if key not in self._shared:
+                self._made_by[key] = self.current
                 self._shared[key] = await make()
+            elif self._made_by[key] != self.current:
+                self.reused[self.current] = self._made_by[key]
             return self._shared[key]

@@ -1,6 +1,6 @@
 """Open a session on any realtime endpoint, whichever way it wants to be opened.
 
-DESIGN §4 and the protocol notes:
+How vLLM-Omni 0.30 and GA servers open sessions:
 
 * ask for duplex first (``?duplex=1&model=M``); a server without a duplex adapter
   answers ``{"type":"error","code":"unsupported"}`` and closes 1008: retry the URL
@@ -216,6 +216,8 @@ async def _open(
             close_code=conn.close_code,
         )
     if created.type == "error":
+        # A refusal is usually followed by a close: its code belongs to the answer.
+        await conn.wait_until(conn.closed.is_set, 1.0)
         raise OpenFailed(
             f"session refused: {error_code(created.data)}: {error_message(created.data)}",
             code=error_code(created.data),

@@ -6,6 +6,7 @@ import shutil
 import sys
 import textwrap
 import time
+import unicodedata
 from typing import TextIO
 
 import orjson
@@ -14,8 +15,30 @@ from proxy.probe.result import CheckResult
 from proxy.probe.runner import ProbeReport
 
 COLOURS = {"pass": "32", "fail": "31", "unsupported": "33", "error": "35"}
-SYMBOLS = {"pass": "✓", "fail": "✗", "unsupported": "○", "error": "!"}
+#: One narrow character each: an ambiguous-width symbol (like a circle) is drawn two
+#: columns wide by some terminals and would push its row out of line.
+SYMBOLS = {"pass": "✓", "fail": "✗", "unsupported": "-", "error": "!"}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
+
+def display_width(text: str) -> int:
+    """Terminal columns ``text`` takes (wide and full-width characters take two)."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def verdict_label(verdict: str) -> str:
+    return f"{SYMBOLS[verdict]} {verdict}"
+
+
+#: Wide enough for every verdict, so the RESULT column starts at one place on every row.
+VERDICT_WIDTH = max(display_width(verdict_label(v)) for v in SYMBOLS)
+
+
+def timing(result: CheckResult) -> str:
+    """How long the check took, or whose scenario it read its numbers from."""
+    if result.shared_with:
+        return f"measured in the {result.shared_with} scenario"
+    return f"{result.duration_ms / 1000:.1f} s"
 
 
 def paint(text: str, code: str, colour: bool) -> str:
@@ -29,7 +52,7 @@ def to_json(report: ProbeReport) -> str:
 def render_table(report: ProbeReport, *, colour: bool = False, width: int | None = None) -> str:
     width = width or shutil.get_terminal_size((120, 24)).columns
     name_w = max(len(r.name) for r in report.results) if report.results else 10
-    verdict_w = 11
+    verdict_w = VERDICT_WIDTH
     text_w = max(30, width - name_w - verdict_w - 4)
     model = f"  model={report.model}" if report.model else ""
     lines = [paint(f"duplex-proxy probe  {report.url}{model}", "1", colour)]
@@ -53,16 +76,19 @@ def render_table(report: ProbeReport, *, colour: bool = False, width: int | None
 
 
 def _row(result: CheckResult, name_w: int, verdict_w: int, text_w: int, colour: bool) -> list[str]:
-    text = result.summary
-    if result.name not in ("declared",) and result.duration_ms:
-        text += f"  [{result.duration_ms / 1000:.1f} s]"
-    wrapped = textwrap.wrap(text, text_w) or [""]
+    wrapped = textwrap.wrap(result.summary, text_w) or [""]
+    if result.name != "declared" and (result.shared_with or result.duration_ms >= 50):
+        # Kept whole: a time split over two lines reads as two numbers.
+        took = f"[{timing(result)}]"
+        if display_width(wrapped[-1]) + 2 + len(took) <= text_w:
+            wrapped[-1] += "  " + took
+        else:
+            wrapped.append(took)
     for note in result.notes:
         wrapped += textwrap.wrap("note: " + note, text_w)
-    verdict = f"{SYMBOLS[result.verdict]} {result.verdict}"
-    first = f"{result.name:<{name_w}}  " + paint(
-        f"{verdict:<{verdict_w}}", COLOURS[result.verdict], colour
-    )
+    verdict = verdict_label(result.verdict)
+    padded = verdict + " " * (verdict_w - display_width(verdict))
+    first = f"{result.name:<{name_w}}  " + paint(padded, COLOURS[result.verdict], colour)
     pad = " " * (name_w + verdict_w + 4)
     return [f"{first}  {wrapped[0]}", *(pad + line for line in wrapped[1:])]
 
@@ -86,8 +112,12 @@ def _footer(report: ProbeReport, colour: bool) -> str:
 class TerminalProgress:
     """A spinner line on a terminal, one plain line per check otherwise (always stderr)."""
 
-    def __init__(self, stream: TextIO | None = None, *, colour: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, colour: bool | None = None, prefix: str = ""
+    ) -> None:
         self.stream = stream or sys.stderr
+        #: Which run this is (``--compare`` makes two).
+        self.prefix = prefix
         self.live = self.stream.isatty()
         self.colour = self.live if colour is None else colour
         self._name = ""
@@ -98,7 +128,7 @@ class TerminalProgress:
 
     def start(self, name: str, index: int, total: int) -> None:
         self._name = name
-        self._label = f"[{index + 1}/{total}] {name}"
+        self._label = f"{self.prefix}[{index + 1}/{total}] {name}"
         self._started = time.monotonic()
         if self.live:
             import asyncio
@@ -127,7 +157,7 @@ class TerminalProgress:
             SYMBOLS[result.verdict] + " " + result.verdict, COLOURS[result.verdict], self.colour
         )
         prefix = "\r\x1b[2K" if self.live else ""
-        self._write(f"{prefix}{symbol} {self._label}  {result.duration_ms / 1000:.1f} s\n")
+        self._write(f"{prefix}{symbol} {self._label}  {timing(result)}\n")
 
     def close(self) -> None:
         self.stream.flush()

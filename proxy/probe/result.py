@@ -15,8 +15,11 @@ CHECK_NAMES = (
     "barge_in",
     "truncation",
     "resume",
+    "dedup",
     "backpressure",
     "fairness",
+    "capacity",
+    "gpu_memory",
 )
 
 
@@ -36,6 +39,10 @@ class CheckResult:
     data: dict[str, Any] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     duration_ms: int = 0
+    #: Time series for the HTML report's plots; not part of the JSON (it would bloat CI logs).
+    series: dict[str, Any] = field(default_factory=dict)
+    #: The check whose scenario this one read instead of running its own (its time is there).
+    shared_with: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {

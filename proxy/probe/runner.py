@@ -18,6 +18,7 @@ import aiohttp
 
 from proxy.probe.checks import CHECKS
 from proxy.probe.context import ProbeContext, ProbeSettings
+from proxy.probe.metrics import MetricsSampler
 from proxy.probe.result import CHECK_NAMES, CheckResult
 from proxy.probe.stimulus import load_stimulus
 
@@ -89,6 +90,13 @@ class ProbeReport:
         }
 
 
+def default_required(settings: ProbeSettings) -> tuple[str, ...]:
+    """Every check, except ``gpu_memory`` when there is no metrics URL to judge it by."""
+    if settings.metrics_url is not None:
+        return CHECK_NAMES
+    return tuple(n for n in CHECK_NAMES if n != "gpu_memory")
+
+
 def parse_checks(spec: str) -> tuple[str, ...]:
     """``"a,b"`` -> those check names (validated)."""
     names = tuple(n.strip() for n in spec.split(",") if n.strip())
@@ -126,10 +134,26 @@ async def _one(ctx: ProbeContext, name: str) -> CheckResult:
         return CheckResult(name, "error", f"probe failure: {type(exc).__name__}: {exc}")
 
 
+async def _timed(
+    ctx: ProbeContext, name: str, index: int, total: int, shown: Progress
+) -> CheckResult:
+    ctx.current = name
+    shown.start(name, index, total)
+    t0 = time.monotonic()
+    if name != "declared" and ctx.endpoint is None:
+        result = CheckResult(name, "error", "skipped: no session could be opened")
+    else:
+        result = await _one(ctx, name)
+    result.duration_ms = round((time.monotonic() - t0) * 1000)
+    result.shared_with = ctx.reused.get(name)
+    shown.finish(result)
+    return result
+
+
 async def run_probe_checks(
     settings: ProbeSettings,
     *,
-    required: Sequence[str] = CHECK_NAMES,
+    required: Sequence[str] | None = None,
     only: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> ProbeReport:
@@ -137,20 +161,22 @@ async def run_probe_checks(
     shown = progress or NoProgress()
     stimulus = load_stimulus(settings.speech)
     names = [n for n in CHECK_NAMES if only is None or n in only or n == "declared"]
-    report = ProbeReport(settings.url, settings.model, tuple(required))
+    wanted = tuple(required) if required is not None else default_required(settings)
+    report = ProbeReport(settings.url, settings.model, wanted)
     started = time.monotonic()
     async with aiohttp.ClientSession() as http:
         ctx = ProbeContext(settings, stimulus, http)
-        for index, name in enumerate(names):
-            shown.start(name, index, len(names))
-            t0 = time.monotonic()
-            if name != "declared" and ctx.endpoint is None:
-                result = CheckResult(name, "error", "skipped: no session could be opened")
-            else:
-                result = await _one(ctx, name)
-            result.duration_ms = round((time.monotonic() - t0) * 1000)
-            report.results.append(result)
-            shown.finish(result)
+        if settings.metrics_url is not None and "gpu_memory" in names:
+            ctx.sampler = MetricsSampler(
+                http, settings.metrics_url, lambda: ctx.current, settings.metrics_interval_s
+            )
+            await ctx.sampler.start()
+        try:
+            for index, name in enumerate(names):
+                report.results.append(await _timed(ctx, name, index, len(names), shown))
+        finally:
+            if ctx.sampler is not None:
+                await ctx.sampler.stop()
         report.endpoint = _endpoint(ctx)
     report.duration_s = time.monotonic() - started
     shown.close()

@@ -100,6 +100,11 @@ async def _converse_and_interrupt(
     return trace
 
 
+async def overlap_once(ctx: ProbeContext) -> OverlapTrace:
+    """The scenario again, on a fresh session (not shared)."""
+    return await _run(ctx)
+
+
 async def overlap_trace(ctx: ProbeContext) -> OverlapTrace:
     trace: OverlapTrace = await ctx.shared("overlap", lambda: _run(ctx))
     return trace

@@ -5,7 +5,7 @@ silence, and an utterance when asked -- in ``chunk_ms`` appends at real-time pac
 (chunk k leaves at start + k * chunk on the loop clock, so there is no drift).
 Endpoints detect turns (server VAD or the model) from that stream.
 
-Turn-based dialect (notes B.3): an utterance is ``commit{final:false}``, its
+Turn-based dialect: an utterance is ``commit{final:false}``, its
 16 kHz appends at real-time pace, then ``commit{final:true}``; no stream between.
 """
 
@@ -63,8 +63,12 @@ class Voice:
 
 
 class Mic(Voice):
-    def __init__(self, conn: ProbeConnection, chunk_ms: int = 40) -> None:
+    def __init__(self, conn: ProbeConnection, chunk_ms: int = 40, *, tag: str = "") -> None:
         super().__init__(conn, chunk_ms)
+        #: With a ``tag``, every append carries ``event_id`` ``{tag}{n}`` and is kept in
+        #: ``sent``, so it can be re-sent after a reconnect (the ``dedup`` check).
+        self.tag = tag
+        self.sent: list[dict[str, object]] = []
         self._step = REALTIME_RATE * chunk_ms // 1000
         self._queue: deque[tuple[Int16Array, Speech]] = deque()
         self._task = asyncio.create_task(self._run(), name="probe-mic")
@@ -102,9 +106,14 @@ class Mic(Voice):
                     if pos >= samples.size:
                         _settle(speech.finished, speech.started.result() + speech.duration_s)
                         current = None
-                await self.conn.send(
-                    {"type": "input_audio_buffer.append", "audio": b64encode(chunk.tobytes())}
-                )
+                event: dict[str, object] = {
+                    "type": "input_audio_buffer.append",
+                    "audio": b64encode(chunk.tobytes()),
+                }
+                if self.tag:
+                    event["event_id"] = f"{self.tag}{index}"
+                    self.sent.append(event)
+                await self.conn.send(event)
                 index += 1
                 delay = start + index * self.chunk_ms / 1000.0 - loop.time()
                 if delay > 0:

@@ -1,4 +1,4 @@
-"""The seven checks, one module each: ``async def run(ctx) -> CheckResult``."""
+"""The checks, one module each: ``async def run(ctx) -> CheckResult``."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ from collections.abc import Awaitable, Callable
 from proxy.probe.checks import (
     backpressure,
     barge_in,
+    capacity,
     declared,
+    dedup,
     fairness,
     full_duplex_input,
+    gpu_memory,
     resume,
     truncation,
 )
@@ -24,7 +27,10 @@ CHECKS: dict[str, CheckFn] = {
     barge_in.NAME: barge_in.run,
     truncation.NAME: truncation.run,
     resume.NAME: resume.run,
+    dedup.NAME: dedup.run,
     backpressure.NAME: backpressure.run,
     fairness.NAME: fairness.run,
+    capacity.NAME: capacity.run,
+    gpu_memory.NAME: gpu_memory.run,
 }
 assert tuple(CHECKS) == CHECK_NAMES

@@ -80,6 +80,7 @@ def _spread(values: list[float]) -> tuple[float, float, float]:
 
 async def run(ctx: ProbeContext) -> CheckResult:
     seats = await asyncio.gather(*(_seat(ctx, i) for i in range(ctx.settings.sessions)))
+    ctx.loaded[NAME] = sum(1 for s in seats if s.conn is not None)
     try:
         return await _measure(ctx, list(seats))
     finally:
@@ -177,7 +178,8 @@ def _verdict(seats: list[Seat]) -> CheckResult:
         summary = (
             f"{len(latencies)} sessions: first audio {median:.0f} ms median, {hi:.0f} max "
             f"({hi / median if median > 0 else 0:.2f}x); throughput {t_median:.2f}x median, "
-            f"{t_lo:.2f}x min"
+            f"{t_lo:.2f}x min (fail above {LATENCY_SPREAD:.0f}x and +{LATENCY_SLACK_MS:.0f} ms "
+            f"median latency, or below {THROUGHPUT_FLOOR}x median throughput)"
         )
     if reasons:
         return failed(NAME, reasons, data, [])

@@ -3,9 +3,9 @@
 From the shared ``overlap`` scenario: the probe talks over the assistant's answer.
 A full-duplex endpoint keeps taking that audio and shows it heard it while it was
 still speaking -- ``input_audio_buffer.speech_started``, vLLM-Omni's
-``overlap.decision``, a committed user item, a barge-in (DESIGN §3). A
+``overlap.decision``, a committed user item, a barge-in. A
 half-duplex one ignores input while it talks (or, turn-based, until its
-generation ends, notes B.3) and reacts, if at all, only afterwards.
+generation ends) and reacts, if at all, only afterwards.
 
 Verdict: ``pass`` when a reaction arrives between the probe's speech onset and
 the end of the assistant's audio (+300 ms), and no append was refused; ``fail``
@@ -95,7 +95,11 @@ def analyse(trace: OverlapTrace) -> CheckResult:
         first = in_time[0]
         ms = round((first.t - trace.onset_t) * 1000)
         return passed(
-            NAME, f"reacted {ms} ms after speech onset ({first.type}) while speaking", data, []
+            NAME,
+            f"heard the user while speaking: {first.type} {ms} ms after speech onset "
+            f"(must come before its own audio ends + {GRACE_S * 1000:.0f} ms)",
+            data,
+            [],
         )
     spoken = data["overlap_speech_ms"]
     talking = data["assistant_audio_after_onset_ms"]
