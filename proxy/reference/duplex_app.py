@@ -55,7 +55,9 @@ class DuplexBackend:
         self.options = options
         self.reply_ms = reply_ms
         self.served_model = served_model
-        self.registry = SessionRegistry(AudioGate(starve=options.has(FAULT_STARVE_SESSIONS)))
+        self.registry = SessionRegistry[DuplexSession](
+            AudioGate(starve=options.has(FAULT_STARVE_SESSIONS))
+        )
         self.sockets: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
 
     # ---- routes ----

@@ -38,7 +38,7 @@ class DuplexSession:
     def __init__(
         self,
         *,
-        registry: SessionRegistry,
+        registry: SessionRegistry[DuplexSession],
         kind: str,
         options: ReferenceOptions,
         reply_ms: int,
