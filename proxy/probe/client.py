@@ -2,7 +2,7 @@
 
 It records every event with its arrival time (loop clock), follows responses
 (``tracks.Tracker``), tracks ``server_event_seq`` and acknowledges it
-(``session.event_ack``, vLLM-Omni duplex notes §4) and can stop reading on
+(``session.event_ack``; ``docs/protocol.md``, "Resume") and can stop reading on
 purpose, which is how the backpressure check plays a slow client. Opening a
 session (both handshake styles, ``?duplex=1`` refusal, resume) is in
 ``handshake.py``.

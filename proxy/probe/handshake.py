@@ -1,6 +1,6 @@
 """Open a session on any realtime endpoint, whichever way it wants to be opened.
 
-DESIGN §4 and the protocol notes:
+As ``docs/protocol.md`` ("Opening a session") describes it:
 
 * ask for duplex first (``?duplex=1&model=M``); a server without a duplex adapter
   answers ``{"type":"error","code":"unsupported"}`` and closes 1008: retry the URL

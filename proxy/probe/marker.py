@@ -1,6 +1,6 @@
 """A client event whose double application the probe can see (for event_id dedupe).
 
-DESIGN §6: a client that reconnects re-sends what it is not sure arrived; the
+A client that reconnects re-sends what it is not sure arrived; the
 endpoint must drop a repeated ``event_id``. To see whether it did, the probe needs
 an event with a countable effect. It tries, on the live session:
 

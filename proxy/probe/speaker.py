@@ -5,7 +5,7 @@ silence, and an utterance when asked -- in ``chunk_ms`` appends at real-time pac
 (chunk k leaves at start + k * chunk on the loop clock, so there is no drift).
 Endpoints detect turns (server VAD or the model) from that stream.
 
-Turn-based dialect (notes B.3): an utterance is ``commit{final:false}``, its
+Turn-based dialect (``proxy/reference/turn_app.py``): an utterance is ``commit{final:false}``, its
 16 kHz appends at real-time pace, then ``commit{final:true}``; no stream between.
 """
 

@@ -4,7 +4,7 @@ The shipped ``data/speech.wav`` holds two short espeak-ng utterances (see
 ``data/README.md``): the first is the user's turn, the second is spoken over the
 assistant. A ``--speech`` file may hold one or more; with one, it serves both.
 Audio goes out as 24 kHz PCM16 in the realtime dialects and 16 kHz PCM16 in the
-turn-based one (DESIGN §4), resampled with soxr's streaming resampler.
+turn-based one (``docs/protocol.md``), resampled with soxr's streaming resampler.
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Follow the assistant's responses through either dialect: ids, audio, text, how each ended.
 
-Realtime dialect (OpenAI GA and vLLM-Omni duplex, DESIGN §3): ``response.created``
+Realtime dialect (OpenAI GA and vLLM-Omni duplex; ``docs/protocol.md``): ``response.created``
 opens a response; ``response.output_audio.delta`` carries base64 PCM16 in ``delta``
 with ``response_id``/``item_id`` (and, from vLLM-Omni, ``sample_rate_hz`` and
 ``metadata.audio_text_marks``); ``response.done`` ends it with a status.
 
-Turn-based dialect (vLLM-Omni without a duplex adapter, DESIGN §4): no ids at all;
+Turn-based dialect (vLLM-Omni without a duplex adapter; ``docs/protocol.md``): no ids at all;
 ``transcription.delta`` and ``response.output_audio.delta{audio, sample_rate_hz}``
 belong to the generation in progress, which ``response.output_audio.done`` ends.
 Those generations get synthetic ids ``turn-1``, ``turn-2``...

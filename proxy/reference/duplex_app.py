@@ -5,7 +5,7 @@ Routing (``api_server.py``): ``/v1/realtime`` is the duplex session when
 to the turn-based handler, which a duplex server does not have ("Realtime API
 is not available", close 1000).  ``/v1/duplex`` is the same session.
 
-Handshake (``serving.py::handle_realtime_session``, notes §2): ``?model=``
+Handshake (``serving.py::handle_realtime_session``): ``?model=``
 autostarts unless ``autostart`` is off or ``resume`` is on; otherwise the first
 text frame (within ``config_timeout_s``) decides: ``session.update`` opens with
 its session object, ``session.resume`` resumes, anything else opens a default

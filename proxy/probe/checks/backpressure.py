@@ -1,6 +1,6 @@
 """Check 6, backpressure: what happens to a client that stops reading?
 
-DESIGN §7: a slow client must not grow the server's memory without bound. The
+A slow client must not grow the server's memory without bound. The
 probe makes the endpoint produce output much faster than real time -- every
 ``conversation.item.create`` is echoed back (added/created/done), every
 ``session.update`` answered with the whole session -- while it stops reading the

@@ -3,9 +3,9 @@
 From the shared ``overlap`` scenario. Latency is the time from the probe's speech
 onset (when its first voiced append left) to the last audio delta of the
 interrupted response. The limit is the endpoint's own
-``capabilities.target_barge_in_latency_ms`` where it declares one (vLLM-Omni
-notes §6), else the probe's default. The response must also be reported ended
-early -- ``response.done`` with ``status: cancelled`` (GA: reason
+``capabilities.target_barge_in_latency_ms`` where it declares one (vLLM-Omni's
+presets: ``docs/fidelity.md``, row 10), else the probe's default. The response must
+also be reported ended early -- ``response.done`` with ``status: cancelled`` (GA: reason
 ``turn_detected``) -- and no audio of it may follow that report.
 
 Verdict: ``pass`` when all three hold; ``fail`` when the audio ran on (to its end,

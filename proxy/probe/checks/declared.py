@@ -1,9 +1,9 @@
 """Check 1, declared: what ``session.created`` says the session can do.
 
 A vLLM-Omni duplex session declares ``session.capabilities``
-(``DuplexCapabilities.as_dict``, notes §6); the proxy adds ``capabilities.proxy``.
+(``DuplexCapabilities.as_dict``, ``docs/fidelity.md``); the proxy adds ``capabilities.proxy``.
 A GA server declares nothing, and a turn-based one sends a flat
-``session.created {id, created}`` (notes B.1). The probe also reports what
+``session.created {id, created}`` (``docs/protocol.md``). The probe also reports what
 happened to ``?duplex=1``: refused (``unsupported`` + close 1008) or silently
 served turn-based.
 

@@ -3,9 +3,9 @@
 From the shared ``overlap`` scenario: the probe talks over the assistant's answer.
 A full-duplex endpoint keeps taking that audio and shows it heard it while it was
 still speaking -- ``input_audio_buffer.speech_started``, vLLM-Omni's
-``overlap.decision``, a committed user item, a barge-in (DESIGN §3). A
+``overlap.decision``, a committed user item, a barge-in (``docs/protocol.md``). A
 half-duplex one ignores input while it talks (or, turn-based, until its
-generation ends, notes B.3) and reacts, if at all, only afterwards.
+generation ends: ``proxy/reference/turn_app.py``) and reacts, if at all, only afterwards.
 
 Verdict: ``pass`` when a reaction arrives between the probe's speech onset and
 the end of the assistant's audio (+300 ms), and no append was refused; ``fail``

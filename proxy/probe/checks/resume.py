@@ -1,6 +1,6 @@
 """Check 5, resume: lose the connection mid-answer, come back, lose nothing, repeat nothing.
 
-vLLM-Omni duplex resume (notes §4, DESIGN §6): ``session.created`` gives
+vLLM-Omni duplex resume (``docs/protocol.md``, "Resume"): ``session.created`` gives
 ``resume_token`` and the id at ``session.id``; on a new connection the first event
 is ``session.resume {session_id, resume_token, last_received_server_event_seq}``;
 the endpoint answers ``session.resumed`` and replays every event after that seq,

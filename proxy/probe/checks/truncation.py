@@ -5,7 +5,7 @@ jitter buffer): the endpoint has finished sending its answer when the user barge
 in, and the player had sounded only half of it. The client stops playback and
 tells the endpoint where: ``conversation.item.truncate {item_id, content_index,
 audio_end_ms}`` (GA; vLLM-Omni answers ``conversation.item.truncated`` and cuts
-the item's transcript with its ``audio_text_marks``, notes §3/§5), or, where the
+the item's transcript with its ``audio_text_marks``; ``docs/fidelity.md``), or, where the
 endpoint declares truncate unsupported but playback acks supported,
 ``playback.ack {played_ms, committed_ms}``. Then it reads the item back
 (``conversation.item.retrieve``).
