@@ -55,6 +55,13 @@ class Metrics:
             ["mode", "status"],
             registry=r,
         )
+        self.shim_faults = Counter(
+            "duplex_proxy_shim_faults_total",
+            "Inputs the shim failed to handle (a bug; the client got internal_error), by"
+            " event type.",
+            ["event_type"],
+            registry=r,
+        )
         self.resumes = Counter(
             "duplex_proxy_resumes_total", "session.resume outcomes.", ["outcome"], registry=r
         )

@@ -1,22 +1,51 @@
 """Client events both emulated modes interpret the same way.
 
-Each takes the session and the event; a dialect puts them in its dispatch table,
-wrapped where it does more (the relay also forwards most of them upstream).
+Each takes the session, seen as ``ClientEventHost`` (only what the handlers need
+of it), and the event; a dialect puts them in its dispatch table, wrapped where it
+does more (the relay also forwards most of them upstream).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from shim import wire
 from shim.actions import Action, AnalyzeAudio, SendClient
-from shim.audio import AudioError, b64decode, decode_samples
-from shim.playback import ItemPlayback
+from shim.audio import AudioError, Int16Array, b64decode, decode_samples
+from shim.echo import EchoSuppressor
+from shim.input_history import InputHistory
+from shim.output import ActiveResponse
+from shim.playback import ItemPlayback, PlaybackLedger
+from shim.session_config import ClientSessionConfig
+from shim.settings import ShimSettings
+from shim.turns import Turns
 
-if TYPE_CHECKING:
-    from shim.session import EmulatedSession
+
+class ClientEventHost(Protocol):
+    """What these handlers need from the session (``shim/session.py``)."""
+
+    config: ClientSessionConfig
+    settings: ShimSettings
+    history: InputHistory
+    ledger: PlaybackLedger
+    turns: Turns
+    vad_enabled: bool
+    echo: EchoSuppressor | None
+
+    @property
+    def response(self) -> ActiveResponse | None: ...
+
+    def err(
+        self, code: str, message: str, ev: dict[str, Any] | None = None, param: str | None = None
+    ) -> SendClient: ...
+
+    def to_vad_rate(self, samples: Int16Array) -> Int16Array: ...
+
+    def cancel_response(
+        self, now: float, reason: str, truncate_at: int | None = None
+    ) -> list[Action]: ...
 
 
 def is_refusal(actions: list[Action]) -> bool:
@@ -24,7 +53,7 @@ def is_refusal(actions: list[Action]) -> bool:
     return any(isinstance(a, SendClient) and a.event.get("type") == "error" for a in actions)
 
 
-def input_audio(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]:
+def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
     """``input_audio_buffer.append``: kept for turns and, echo removed, sent to the VAD."""
     audio = ev.get("audio", ev.get("delta"))
     if not isinstance(audio, str):
@@ -55,7 +84,7 @@ def input_audio(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Acti
     return [AnalyzeAudio(samples=clean, start_sample=start)]
 
 
-def playback_ack(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]:
+def playback_ack(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
     played = ev.get("played_ms")
     if isinstance(played, bool) or not isinstance(played, int | float):
         return [s.err("invalid_event", "playback.ack requires numeric played_ms", ev, "played_ms")]
@@ -65,7 +94,7 @@ def playback_ack(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Act
     return []
 
 
-def _item_for(s: EmulatedSession, ev: dict[str, Any]) -> ItemPlayback | None:
+def _item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
     item_id = ev.get("item_id")
     if isinstance(item_id, str):
         return s.ledger.get(item_id)
@@ -76,7 +105,7 @@ def _item_for(s: EmulatedSession, ev: dict[str, Any]) -> ItemPlayback | None:
     return None
 
 
-def truncate(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]:
+def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
     item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
     if not isinstance(item_id, str):
         return [s.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")]
@@ -106,7 +135,7 @@ def truncate(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Action]
     return [SendClient(wire.truncated(item_id, end))]
 
 
-def retrieve(s: EmulatedSession, ev: dict[str, Any]) -> list[Action] | None:
+def retrieve(s: ClientEventHost, ev: dict[str, Any]) -> list[Action] | None:
     """Assistant items the proxy played out are answered here, as heard; None for
     any other item."""
     item_id = ev.get("item_id")

@@ -28,7 +28,8 @@ def error(
     event_id: str | None = None,
     param: str | None = None,
 ) -> dict[str, Any]:
-    """``{type: error, error: {type, code, message, event_id, param}}`` (DESIGN §4)."""
+    """``{type: error, error: {type, code, message, event_id, param}}``: the GA envelope
+    (``docs/protocol.md``, "Errors")."""
     return {
         "type": "error",
         "error": {

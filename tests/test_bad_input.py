@@ -1,4 +1,4 @@
-"""Bad input never crashes a session or the server (DESIGN §7), in every mode."""
+"""Bad input never crashes a session or the server, in every mode (docs/protocol.md)."""
 
 from __future__ import annotations
 
@@ -117,3 +117,29 @@ async def test_emulated_bad_events_get_a_coded_error(event: dict, code: str) -> 
             )
             updated = await c.until("session.updated")
             assert updated["session"]["instructions"] == "ok"
+
+
+@pytest.mark.parametrize("kind", ["turn", "duplex-no-barge-in"])
+async def test_an_event_of_no_known_type_is_refused_and_the_emulated_session_answers_after(
+    kind: str,
+) -> None:
+    async with (
+        reference(kind, reply_ms=600) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
+        async with connect(ws_url(base)) as c:
+            created = await c.until("session.created")
+            assert created["session"]["capabilities"]["proxy"]["mode"] != "passthrough"
+            await c.send({"type": "other"})
+            # Refused by the proxy (turn-based upstream) or relayed and refused by the
+            # upstream (the relay never rejects what it does not interpret).
+            err = await c.until("error")
+            assert err["error"]["code"] in ("unsupported_event", "unknown_event")
+            assert "other" in err["error"]["message"]
+            await c.stream(load_clip("utt09_clean.wav") + silence(900), realtime=False)
+            done = await c.until("response.done", timeout=20)
+            assert done["response"]["status"] == "completed"
+        async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
+            metrics = await resp.text()
+        # Handled as an event the mode does not carry, not as a failure of the shim.
+        assert "duplex_proxy_shim_faults_total{" not in metrics

@@ -1,4 +1,7 @@
-"""Classification from what the upstream actually sent (DESIGN §4)."""
+"""Classification from what the upstream actually sent.
+
+``docs/protocol.md``, "Opening a session" and "The three modes".
+"""
 
 from __future__ import annotations
 

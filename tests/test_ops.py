@@ -185,8 +185,8 @@ async def test_store_outage_passthrough_session_does_not_advertise_resume() -> N
     """A passthrough resume is routed through the store binding, which cannot be written.
 
     The session must still work, and its capabilities must not promise a resume the
-    proxy cannot route (DESIGN §6: "resume is unavailable and says so"; §3: the
-    capabilities are the truth about this session *through the proxy*).
+    proxy cannot route: resume is unavailable and says so, and the capabilities are the
+    truth about this session *through the proxy* (``docs/protocol.md``).
     """
     store = {"url": f"redis://127.0.0.1:{closed_port()}/0", "timeout_s": 0.2}
     async with reference("duplex", reply_ms=600) as up:

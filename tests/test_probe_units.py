@@ -12,12 +12,13 @@ import pytest
 from proxy.probe.checks import backpressure, barge_in, full_duplex_input
 from proxy.probe.checks.resume import seq_problems
 from proxy.probe.checks.truncation import chars_heard
-from proxy.probe.client import Event, error_code, error_event_id
+from proxy.probe.client import Event, error_event_id
 from proxy.probe.runner import parse_checks
 from proxy.probe.scenarios import OverlapTrace
 from proxy.probe.stimulus import StimulusError, load_stimulus, split_utterances
 from proxy.probe.tracks import ResponseTrack, Tracker, b64_size
 from shim.audio import b64encode
+from shim.wire import error_code
 
 # ---- stimulus ----
 

@@ -2,7 +2,7 @@
 
 They stand in for vLLM-Omni 0.30.0's ``OmniDuplexSessionHandler`` (MiniCPM-o 4.5 profile
 for kind "duplex", Nemotron VoiceChat for "duplex-no-barge-in"); the expectations below
-come from /tmp/notes/vllm_omni_duplex_protocol.md.
+are the behaviours ``docs/fidelity.md`` lists.
 """
 
 from __future__ import annotations

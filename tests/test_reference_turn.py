@@ -1,6 +1,6 @@
 """The turn-based reference backend (vLLM-Omni without a duplex adapter) on a real socket.
 
-Expectations come from /tmp/notes/openai_ga_and_turn_based.md, Part B and B.5: upstream
+Expectations (``docs/protocol.md``, "What the proxy speaks upstream"): upstream
 vLLM's ``RealtimeConnection`` plus vLLM-Omni's audio-output ``_run_generation``.
 """
 

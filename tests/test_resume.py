@@ -1,4 +1,4 @@
-"""Resume end to end (DESIGN §6, issue #4): in-process proxies in front of the reference
+"""Resume end to end (``docs/protocol.md``, "Resume"): in-process proxies in front of the reference
 backends, with the memory store or a real redis-server shared by several replicas.
 
 Every assertion is a protocol fact: which events arrive, their ``server_event_seq``,

@@ -1,4 +1,4 @@
-"""Resume across proxy *processes* sharing one real Redis (DESIGN §6, issue #4).
+"""Resume across proxy *processes* sharing one real Redis (``docs/protocol.md``, "Resume").
 
 Each replica is ``python -m proxy serve --config F --port P``, so one can be killed
 with SIGKILL mid-response: nothing it had in memory survives, only what it wrote to

@@ -9,6 +9,7 @@ from shim.actions import AbortUpstream, ForwardUpstream, ResumeUpstream, StandDo
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamCheckpointed, UpstreamLost, UpstreamReattached
 from shim.session import ShimSettings
+from shim.snapshot import upstream_binding
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
 
@@ -100,7 +101,7 @@ def test_a_lost_upstream_socket_resumes_the_upstream_session_and_goes_on() -> No
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
     assert not sc.s.handle(UpstreamReattached(resumed, sc.now))
     snap = sc.s.snapshot()
-    assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-2", 16)
+    assert upstream_binding(snap) == (UP, "tok-2", 16)
     repeated = sc.upstream(
         {"type": "response.output_audio_transcript.delta", "response_id": RID, "delta": "x"}
         | {"server_event_seq": 16}
@@ -147,7 +148,7 @@ def test_an_upstream_journal_overflow_makes_it_unresumable_and_stays_upstream() 
     start_response(sc, chunks=1)
     out = sc.upstream({"type": "session.resync_required", "reason": "journal_overflow"})
     assert not out, "the client's journal is the proxy's: nothing to resync"
-    assert BargeInRelaySession.upstream_binding(sc.s.snapshot()) is None
+    assert upstream_binding(sc.s.snapshot()) is None
     lost = sc.s.handle(UpstreamLost("socket closed", sc.now))
     assert not any(isinstance(a, ResumeUpstream) for a in lost)
     assert "response.done" in types(lost)
@@ -163,7 +164,7 @@ def test_a_snapshot_restored_with_its_upstream_resumed_carries_the_response_on()
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
     out = relay(moved).restore(snap, resumed, now=5000.0)
     assert not types(out), "not ended: the upstream session came back"
-    assert BargeInRelaySession.upstream_binding(moved.s.snapshot()) == (UP, "tok-2", 16)
+    assert upstream_binding(moved.s.snapshot()) == (UP, "tok-2", 16)
     resp = moved.s.response
     assert resp is not None and resp.response_id == RID
     assert resp.playback is not None and resp.playback.transcript == "word word word "
@@ -423,7 +424,7 @@ def test_audio_held_during_an_overlap_is_replayed_after_a_move() -> None:
     held = sc.upstream(audio_delta(RID, seq=31))
     assert not client_events(held), "held while the overlap is undecided"
     snap = sc.s.snapshot()
-    assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-1", 30)
+    assert upstream_binding(snap) == (UP, "tok-1", 30)
     assert relay(sc).upstream_position() == (UP, 30), "not acked upstream either"
     moved = make(bound=False)
     resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
@@ -491,7 +492,7 @@ def test_a_response_whose_end_is_held_moves_as_still_open() -> None:
     )
     assert not client_events(held), "the end is held behind the held audio"
     snap = sc.s.snapshot()
-    assert BargeInRelaySession.upstream_binding(snap) == (UP, "tok-1", 30)
+    assert upstream_binding(snap) == (UP, "tok-1", 30)
     assert snap["open_response"]["response_id"] == RID
     assert snap["playback_reports"]["playing"] is None
     ended = make(bound=False).s.restore(snap)

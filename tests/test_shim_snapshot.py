@@ -134,4 +134,3 @@ def test_what_the_edge_reads_it_reads_through_shim_functions() -> None:
     assert upstream_position(unresumable) == ("up-1", 3)
     assert upstream_binding(unresumable) is None
     assert opening_session({**OLD_TURN, "instructions": None}) is None
-    assert BargeInRelaySession.upstream_binding(OLD_RELAY) == upstream_binding(OLD_RELAY)

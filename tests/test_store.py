@@ -1,4 +1,5 @@
-"""Session store contract (DESIGN §6): the same tests against memory and a real Redis."""
+"""Session store contract (``proxy/store/base.py``): the same tests against memory and
+a real Redis."""
 
 from __future__ import annotations
 

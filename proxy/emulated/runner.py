@@ -1,9 +1,6 @@
-"""``EmulatedRunner``: one emulated session's queue, loop and lifecycle.
-
-The package docstring (``proxy.emulated``) tells the model; the runner handles
-each queue item in order, executes the shim's actions, and keeps the session for
-``disconnect_grace_s`` after its client leaves.
-"""
+"""``EmulatedRunner``: one emulated session's queue, loop and lifecycle (the model:
+``proxy.emulated``). It handles each queue item in order, executes the shim's actions,
+and keeps the session for ``disconnect_grace_s`` after its client leaves."""
 
 from __future__ import annotations
 
@@ -18,6 +15,7 @@ from proxy.client_io import ClientChannel, ClientFrame
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.client_side import ClientSide
+from proxy.emulated.faults import report_fault
 from proxy.emulated.feeders import analyze_audio, feed_attachment, tick
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
 from proxy.emulated.session_controls import answer_control
@@ -34,6 +32,7 @@ from shim.actions import (
     AnalyzeAudio,
     CloseClient,
     ForwardUpstream,
+    ReportFault,
     ResumeUpstream,
     SendClient,
     SendClientAudio,
@@ -295,5 +294,7 @@ class EmulatedRunner:
                 self.log.info("session_taken_over", reason=action.reason)
                 self._standing_down = True
                 return
+            elif isinstance(action, ReportFault):
+                report_fault(self.log, self.state.metrics, self.session_id, action)
             elif isinstance(action, CloseClient):
                 await self.inputs.put(Stop())

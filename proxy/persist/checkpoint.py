@@ -38,17 +38,6 @@ def checkpoint_of(record: SessionRecord) -> Checkpoint:
     return Checkpoint(int(state["seq"]), dict(state["shim"]), tail)
 
 
-def upstream_position(shim: dict[str, Any]) -> tuple[str, int] | None:
-    """The upstream session and seq a shim snapshot was taken at, if it has one."""
-    up = shim.get("upstream")
-    if not isinstance(up, dict):
-        return None
-    sid, seq = up.get("id"), up.get("seq")
-    if isinstance(sid, str) and isinstance(seq, int):
-        return sid, seq
-    return None
-
-
 def upstream_facts(
     route: str, url: str, cls: Classification, upstream_model: str, created: dict[str, Any]
 ) -> dict[str, Any]:

@@ -9,10 +9,11 @@ from typing import Any
 
 import orjson
 
-from proxy.persist.checkpoint import checkpoint_of, pack_state, upstream_position
+from proxy.persist.checkpoint import checkpoint_of, pack_state
 from proxy.persist.port import MirroredSession
 from proxy.state import ProxyState
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
+from shim.snapshot import upstream_position
 
 PERSIST_INTERVAL_S = 0.05
 # A fenced write at least this often, even when nothing changed: it refreshes the

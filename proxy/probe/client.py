@@ -25,14 +25,6 @@ from proxy.probe.tracks import AUDIO_BYTES, AUDIO_DELTAS, Tracker, b64_size
 ACK_EVERY = 8
 
 
-def error_code(event: dict[str, Any]) -> str | None:
-    """``code`` of either error shape: ``{error:{code}}`` (GA) or ``{error:"...", code}``."""
-    err = event.get("error")
-    code = err.get("code") if isinstance(err, dict) else None
-    code = code if isinstance(code, str) else event.get("code")
-    return code if isinstance(code, str) else None
-
-
 def error_message(event: dict[str, Any]) -> str:
     err = event.get("error")
     if isinstance(err, dict):

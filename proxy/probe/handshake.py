@@ -24,7 +24,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 
-from proxy.probe.client import Event, ProbeConnection, SessionInfo, error_code, error_message
+from proxy.probe.client import Event, ProbeConnection, SessionInfo, error_message
+from shim.wire import error_code
 
 SERVER_FIRST_WAIT_S = 0.25
 REALTIME_RATE = 24000

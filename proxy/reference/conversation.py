@@ -65,7 +65,7 @@ class UserCommit:
 def emit_user_commit(
     emit: Callable[[str, dict[str, object]], None], conversation: Conversation, commit: UserCommit
 ) -> None:
-    """The commit sequence after ``speech_stopped`` (notes §8): item added, created,
+    """The commit sequence after ``speech_stopped``: item added, created,
     ``input_audio_buffer.committed`` (the internal ``input.committed`` under ``event``),
     the input transcription, item done."""
     part: dict[str, object] = {"type": "input_audio", "transcript": commit.transcript}

@@ -5,7 +5,7 @@ Routing (``api_server.py``): ``/v1/realtime`` is the duplex session when
 to the turn-based handler, which a duplex server does not have ("Realtime API
 is not available", close 1000).  ``/v1/duplex`` is the same session.
 
-Handshake (``serving.py::handle_realtime_session``, notes §2): ``?model=``
+Handshake (``serving.py::handle_realtime_session``): ``?model=``
 autostarts unless ``autostart`` is off or ``resume`` is on; otherwise the first
 text frame (within ``config_timeout_s``) decides: ``session.update`` opens with
 its session object, ``session.resume`` resumes, anything else opens a default
@@ -55,7 +55,9 @@ class DuplexBackend:
         self.options = options
         self.reply_ms = reply_ms
         self.served_model = served_model
-        self.registry = SessionRegistry(AudioGate(starve=options.has(FAULT_STARVE_SESSIONS)))
+        self.registry = SessionRegistry[DuplexSession](
+            AudioGate(starve=options.has(FAULT_STARVE_SESSIONS))
+        )
         self.sockets: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
 
     # ---- routes ----

@@ -1,4 +1,4 @@
-"""Client events of a live duplex session -> the session and its model (notes §3).
+"""Client events of a live duplex session -> the session and its model.
 
 ``translate_realtime_command`` rejections (unknown type, missing fields, bad
 audio, bad formats) raise :class:`CommandError`: the transport sends them

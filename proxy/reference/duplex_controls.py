@@ -3,7 +3,7 @@
 Semantics and messages follow the 0.30.0 runner and its playback ledger
 (``session/runner.py::_on_cancel``, ``realtime_events.py::resolve_cancel_response``
 / ``resolve_clear_output_audio`` / ``resolve_truncate_item``,
-``session/playback_ledger.py::apply_playback_ack``; notes §3, §5).  All of
+``session/playback_ledger.py::apply_playback_ack``; ``docs/fidelity.md``).  All of
 them report through the journal.
 """
 

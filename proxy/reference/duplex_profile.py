@@ -9,7 +9,7 @@ a named model profile (``model_profiles.py``) overrides what its preset says.
 The ``session`` object is ``as_public_dict()`` plus every other key the client
 sent except ``extra_body`` (echoed, ``ref_audio`` included), and for
 ``session.created``/``session.updated`` the ``realtime_session_payload``
-defaults (notes §2).
+defaults.
 """
 
 from __future__ import annotations

@@ -1,19 +1,35 @@
 """All live duplex sessions of one backend, and the refusal a resume can end in.
 
 A session stays registered from its open until it ends -- through a
-disconnect grace too -- which is what ``max_sessions`` counts
-(``session/manager.py::_admission_count``).
+disconnect grace too -- which is what ``max_sessions`` counts (as vLLM-Omni
+counts them; ``docs/fidelity.md``, row 8). The registry knows its sessions only as
+``RegisteredSession``; the session module uses the registry, not the reverse.
 """
 
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
 from proxy.reference.gate import AudioGate
 
-if TYPE_CHECKING:
-    from proxy.reference.duplex_session import DuplexSession
+
+class ClosableModel(Protocol):
+    async def aclose(self) -> None: ...
+
+
+class RegisteredSession(Protocol):
+    """What the registry needs of a session."""
+
+    id: str
+
+    @property
+    def model(self) -> ClosableModel: ...
+
+    def end(self) -> None: ...
+
+
+S = TypeVar("S", bound=RegisteredSession)
 
 
 class ResumeRefused(Exception):
@@ -28,22 +44,22 @@ def token_digest(token: str) -> bytes:
     return hashlib.sha256(token.encode("utf-8")).digest()
 
 
-class SessionRegistry:
+class SessionRegistry(Generic[S]):
     """All live duplex sessions of one backend, plus the audio gate they share."""
 
     def __init__(self, gate: AudioGate) -> None:
-        self.sessions: dict[str, DuplexSession] = {}
+        self.sessions: dict[str, S] = {}
         self.gate = gate
 
-    def add(self, session: DuplexSession) -> None:
+    def add(self, session: S) -> None:
         self.sessions[session.id] = session
         self.gate.join(session)
 
-    def remove(self, session: DuplexSession) -> None:
+    def remove(self, session: S) -> None:
         self.sessions.pop(session.id, None)
         self.gate.leave(session)
 
-    def get(self, session_id: str) -> DuplexSession | None:
+    def get(self, session_id: str) -> S | None:
         return self.sessions.get(session_id)
 
     async def aclose(self) -> None:

@@ -1,7 +1,7 @@
 """One spoken response of the stand-in model and every event it puts on the wire.
 
 Event names, field order and ids follow the projection in
-``engine/duplex/realtime_events.py`` (notes §8): ``resp-<session>-<epoch>-<8hex>``,
+``engine/duplex/realtime_events.py``: ``resp-<session>-<epoch>-<8hex>``,
 item ``item_<response_id>``, every ``response.output_audio.delta`` (field
 ``delta``, ``format``, ``sample_rate_hz``, ``metadata`` with the cumulative
 ``audio_duration_ms`` and ``audio_text_marks``) followed by a

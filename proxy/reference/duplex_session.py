@@ -1,7 +1,7 @@
 """A duplex session as the transport sees it: journal, attachment, resume, grace.
 
-Mirrors ``entrypoints/duplex/serving.py`` + ``session_attachment.py`` (notes §2,
-§4, §7): the session outlives its socket.  Every event goes through
+Mirrors ``entrypoints/duplex/serving.py`` + ``session_attachment.py``
+(``docs/fidelity.md``): the session outlives its socket.  Every event goes through
 :meth:`DuplexSession.emit`, which journals it (``server_event_seq`` last, from 1)
 and writes it to whichever socket is attached -- or to none while detached,
 when the model keeps talking into the journal for ``disconnect_grace_s``.
@@ -38,7 +38,7 @@ class DuplexSession:
     def __init__(
         self,
         *,
-        registry: SessionRegistry,
+        registry: SessionRegistry[DuplexSession],
         kind: str,
         options: ReferenceOptions,
         reply_ms: int,

@@ -90,10 +90,6 @@ class SpeechDetector:
     def active(self) -> bool:
         return self._active
 
-    @property
-    def position_ms(self) -> int:
-        return self._frames * FRAME_MS
-
     def reset(self) -> None:
         """Forget the current utterance (after a commit or a clear); keep the noise floor."""
         self._run = 0

@@ -1,7 +1,7 @@
 """Kind "turn": vLLM-Omni serving a model without a duplex adapter.
 
-That is upstream vLLM's ``RealtimeConnection`` (handshake, events, errors,
-notes B.1-B.4) with vLLM-Omni's audio-output ``_run_generation`` (B.5):
+That is upstream vLLM's ``RealtimeConnection`` (handshake, events, errors)
+with vLLM-Omni's audio-output ``_run_generation``:
 
 * ``session.created`` is flat (``{type, id:"sess-<16hex>", created}``) and sent
   at once; query and headers are ignored;

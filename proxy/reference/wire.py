@@ -1,7 +1,7 @@
 """Wire encoding shared by the reference backends: ids, JSON, the three error shapes.
 
 vLLM-Omni 0.30.0 speaks three error dialects and a faithful stand-in must not
-mix them up (notes: vllm_omni_duplex_protocol.md §1, §9; openai_ga_and_turn_based.md B.4):
+mix them up (``docs/fidelity.md``, row 14):
 
 * pre-session route refusals: ``{"type":"error","code":..,"error":"<string>"}`` or
   ``{"type":"error","error":"<string>","code":..}`` -- key order as the source writes it;

@@ -36,6 +36,7 @@ from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, ProxyMode
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
+from shim.snapshot import upstream_binding
 
 # A client may have received events its session's owner has not persisted yet (it
 # flushes every PERSIST_INTERVAL_S). A resume elsewhere waits this long for a live
@@ -63,7 +64,7 @@ async def take_from_store(
     # holder of the lease may do. (Should the upstream then refuse, the fresh session
     # it falls back to is opened after the lease moved: if that fails too, the session
     # is lost.)
-    if BargeInRelaySession.upstream_binding(checkpoint_of(record).shim) is not None:
+    if upstream_binding(checkpoint_of(record).shim) is not None:
         dialling: asyncio.Future[Reached] = asyncio.ensure_future(
             connect_upstream(state, route, record)
         )

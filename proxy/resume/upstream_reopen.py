@@ -29,7 +29,7 @@ from proxy.upstream import (
     resume_over,
     resume_url,
 )
-from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.snapshot import opening_session, upstream_binding
 
 
 @dataclass
@@ -62,18 +62,8 @@ async def reopen_upstream(state: ProxyState, route: Route, record: SessionRecord
         route = replace(route, request_duplex=False)
     else:
         # The duplex relay forwarded the client's session.update upstream: the fresh
-        # upstream session opens with it (turn detection stays the proxy's). A
-        # snapshot that keeps the update as sent upstream gives all of it; otherwise
-        # the instructions are what it has.
-        snap = checkpoint_of(record).shim
-        sent = snap.get("upstream_update")
-        if isinstance(sent, dict):
-            nested = sent.get("session")
-            session = dict(nested if isinstance(nested, dict) else sent)
-            for key in ("type", "event_id"):
-                session.pop(key, None)
-        elif snap.get("instructions"):
-            session = {"instructions": snap["instructions"]}
+        # upstream session opens with it (turn detection stays the proxy's).
+        session = opening_session(checkpoint_of(record).shim)
     try:
         return await dial(
             state.http,
@@ -121,7 +111,7 @@ async def reattach_upstream(
         return reached, False
     state = conn.state
     cp = checkpoint_of(record)
-    binding = BargeInRelaySession.upstream_binding(cp.shim)
+    binding = upstream_binding(cp.shim)
     if binding is not None and last <= cp.seq:
         up_sid, up_token, up_seq = binding
         try:

@@ -52,10 +52,7 @@ from shim.inputs import (
 from shim.output import ActiveResponse
 from shim.response_close import close_response, lost_response_done
 from shim.session import EmulatedSession, EventHandler, ShimSettings
-from shim.snapshot import (
-    SessionSnapshot,
-    upstream_binding,
-)
+from shim.snapshot import SessionSnapshot
 
 # Responses the proxy cut whose remaining upstream events it still drops.
 CANCELLED_KEPT = 32
@@ -268,11 +265,6 @@ class BargeInRelaySession(EmulatedSession):
 
     def snapshot_state(self) -> SessionSnapshot:
         return replace(super().snapshot_state(), relay=relay_snapshot.relay_state(self))
-
-    @staticmethod
-    def upstream_binding(snap: dict[str, Any]) -> tuple[str, str, int] | None:
-        """(id, resume token, seq) of the upstream session a snapshot can resume."""
-        return upstream_binding(snap)
 
     def restore(
         self, snap: dict[str, Any], resumed: Mapping[str, Any] | None = None, now: float = 0.0

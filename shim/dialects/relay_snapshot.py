@@ -2,19 +2,48 @@
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from shim.actions import Action
-from shim.output import response_state
+from shim.dialects.relay_link import UpstreamLink
+from shim.dialects.relay_reports import PlaybackReporter
+from shim.dialects.relay_talk import Talk
+from shim.output import ActiveResponse, response_state
+from shim.playback import PlaybackLedger
+from shim.session_config import ClientSessionConfig
 from shim.snapshot import RelayState, ResponseState, SessionSnapshot, UpstreamState
 
-if TYPE_CHECKING:
-    from shim.dialects.duplex_relay import BargeInRelaySession
+
+class RelaySnapshotHost(Protocol):
+    """What snapshot and restore need of the relay session (``duplex_relay.py``)."""
+
+    link: UpstreamLink
+    reports: PlaybackReporter
+    talk: Talk
+    cancelled_ids: deque[str]
+    suppress_upstream_speech: bool
+    last_update: dict[str, Any] | None
+    config: ClientSessionConfig
+    ledger: PlaybackLedger
+
+    @property
+    def response(self) -> ActiveResponse | None: ...
+
+    def durable(self) -> tuple[int, float]: ...
+
+    def output_held(self) -> bool: ...
+
+    def bind_upstream(self, event: Mapping[str, Any]) -> None: ...
+
+    def new_response(self, response_id: str, item_id: str) -> ActiveResponse: ...
+
+    def restore_state(self, snap: SessionSnapshot) -> list[Action]: ...
 
 
-def relay_state(r: BargeInRelaySession) -> RelayState:
+def relay_state(r: RelaySnapshotHost) -> RelayState:
     seq, audio_ms = r.durable()
     link = r.link
     return RelayState(
@@ -28,7 +57,7 @@ def relay_state(r: BargeInRelaySession) -> RelayState:
     )
 
 
-def _playing_out(r: BargeInRelaySession) -> ResponseState | None:
+def _playing_out(r: RelaySnapshotHost) -> ResponseState | None:
     """A response generated in full whose playback end is still to report."""
     resp = r.response
     if resp is None or resp.cancelled or not resp.upstream_done:
@@ -39,7 +68,7 @@ def _playing_out(r: BargeInRelaySession) -> ResponseState | None:
 
 
 def restore(
-    r: BargeInRelaySession,
+    r: RelaySnapshotHost,
     state: SessionSnapshot,
     resumed: Mapping[str, Any] | None,
     now: float,
@@ -67,9 +96,7 @@ def restore(
     return out
 
 
-def _carry_on(
-    r: BargeInRelaySession, taken: ResponseState, now: float, upstream_done: bool
-) -> None:
+def _carry_on(r: RelaySnapshotHost, taken: ResponseState, now: float, upstream_done: bool) -> None:
     """The response a snapshot was taken in, carried on after the move."""
     resp = r.new_response(taken.response_id, taken.item_id)
     resp.started_at_sample = 0

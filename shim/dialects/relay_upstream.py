@@ -3,27 +3,63 @@
 ``screen`` checks an event's seq and drops what the client must not get (echoes
 of the talk given to a fresh upstream session, answers to the proxy's own acks,
 the rest of responses the proxy cut); then each handler takes the relay session
-and the event. Events with no handler are relayed in order.
+(as ``RelayUpstreamHost``, what the handlers need of it) and the event. Events
+with no handler are relayed in order.
 """
 
 from __future__ import annotations
 
+from collections import deque
+from collections.abc import Mapping
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from shim.actions import Action, SendClient, StandDown
+from shim.assistant_audio import AssistantAudio
 from shim.audio import AudioError
-from shim.dialects.relay_link import Seq
-from shim.dialects.relay_talk import ITEM_ECHOES
+from shim.dialects.relay_link import Seq, UpstreamLink
+from shim.dialects.relay_reports import PlaybackReporter
+from shim.dialects.relay_talk import ITEM_ECHOES, Talk
 from shim.dialects.relay_wire import response_id
+from shim.echo import EchoSuppressor
 from shim.inputs import UpstreamEvent, UpstreamLost
+from shim.output import ActiveResponse, AssistantOutput
+from shim.playback import PlaybackLedger
 from shim.session import EventHandler
-
-if TYPE_CHECKING:
-    from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.session_config import ClientSessionConfig
 
 
-def screen(r: BargeInRelaySession, inp: UpstreamEvent) -> dict[str, Any] | list[Action]:
+class RelayUpstreamHost(Protocol):
+    """What the upstream handlers need of the relay session (``duplex_relay.py``)."""
+
+    link: UpstreamLink
+    reports: PlaybackReporter
+    talk: Talk
+    cancelled_ids: deque[str]
+    suppress_upstream_speech: bool
+    config: ClientSessionConfig
+    ledger: PlaybackLedger
+    output: AssistantOutput
+    assistant_audio: AssistantAudio
+    echo: EchoSuppressor | None
+
+    @property
+    def response(self) -> ActiveResponse | None: ...
+
+    def output_held(self) -> bool: ...
+
+    def bind_upstream(self, event: Mapping[str, Any]) -> None: ...
+
+    def new_response(self, response_id: str, item_id: str) -> ActiveResponse: ...
+
+    def err(
+        self, code: str, message: str, ev: dict[str, Any] | None = None, param: str | None = None
+    ) -> SendClient: ...
+
+    def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]: ...
+
+
+def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Action]:
     """The event to handle (without its seq), or what to do instead of handling it."""
     if r.link.replaced:
         return []  # the session carries on elsewhere
@@ -54,7 +90,7 @@ def screen(r: BargeInRelaySession, inp: UpstreamEvent) -> dict[str, Any] | list[
     return ev
 
 
-def handlers(r: BargeInRelaySession) -> dict[str, EventHandler]:
+def handlers(r: RelayUpstreamHost) -> dict[str, EventHandler]:
     return {
         # The edge reads these as a socket's first frame (UpstreamReattached); one
         # in the stream still names the upstream's own session.
@@ -72,26 +108,26 @@ def handlers(r: BargeInRelaySession) -> dict[str, EventHandler]:
     }
 
 
-def session(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def session(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     r.bind_upstream(ev)  # the client has the proxy's session, not this one
     return []
 
 
-def replaced(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def replaced(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     # Only a proxy holds the upstream's resume token: another replica resumed
     # this session and its upstream session with it.
     r.link.replaced = True
     return [StandDown("the upstream session was resumed by another connection")]
 
 
-def resync_required(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def resync_required(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     # The upstream's journal can no longer replay (it overflowed): its session
     # cannot be resumed any more. The client's own journal is the proxy's.
     r.link.token = None
     return []
 
 
-def response_created(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def response_created(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     rid = response_id(ev)
     if not isinstance(rid, str):
         return r.output.event(SendClient(ev))
@@ -101,7 +137,7 @@ def response_created(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> 
     return [SendClient(ev)]
 
 
-def audio(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     resp = r.response
     data = ev.get("delta")
     if resp is None or not isinstance(data, str):
@@ -130,24 +166,24 @@ def audio(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action
     return r.output.audio(action, now) if action is not None else []
 
 
-def transcript_delta(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def transcript_delta(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     delta = ev.get("delta")
     text = delta if isinstance(delta, str) else ""
     return r.output.text(SendClient(ev), text, r.config.output_format.rate_hz)
 
 
-def speech(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def speech(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     if r.suppress_upstream_speech:
         return []
     return r.output.event(SendClient(ev))
 
 
-def committed(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def committed(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     r.suppress_upstream_speech = False
     return r.output.event(SendClient(ev))
 
 
-def response_done(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
+def response_done(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     if r.response is not None and r.response.response_id == response_id(ev):
         r.response.upstream_done = True
     return r.output.event(SendClient(ev))

@@ -18,6 +18,7 @@ from shim.dialects import turn_wire
 from shim.inputs import ClientEvent, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
+from shim.wire import error_code
 
 DEFAULT_OUTPUT_RATE = 24000
 
@@ -273,8 +274,8 @@ class TurnBasedSession(EmulatedSession):
             if isinstance(err, dict)
             else ""
         )
-        code = ev.get("code") if isinstance(ev.get("code"), str) else "upstream_error"
-        out: list[Action] = [self.err(str(code), f"upstream: {message}")]
+        code = error_code(ev) or "upstream_error"
+        out: list[Action] = [self.err(code, f"upstream: {message}")]
         if live:
             self.upstream_busy = False
             out += self._finish(now, status="failed", reason=str(code))

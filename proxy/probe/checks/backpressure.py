@@ -24,10 +24,11 @@ import math
 import uuid
 from typing import Any
 
-from proxy.probe.client import ProbeConnection, error_code
+from proxy.probe.client import ProbeConnection
 from proxy.probe.context import ProbeContext
 from proxy.probe.handshake import OpenFailed
 from proxy.probe.result import CheckResult, failed, passed
+from shim.wire import error_code
 
 NAME = "backpressure"
 MB = 1024 * 1024

@@ -34,12 +34,13 @@ from collections import Counter
 from typing import Any
 
 from proxy.probe.checks.resume import seq_problems
-from proxy.probe.client import Event, ProbeConnection, error_code, error_event_id
+from proxy.probe.client import Event, ProbeConnection, error_event_id
 from proxy.probe.context import ProbeContext
 from proxy.probe.handshake import OpenFailed, ResumeRequest, resume_session
 from proxy.probe.marker import _items_with
 from proxy.probe.result import CheckResult, failed, passed
 from proxy.probe.speaker import Mic, converse
+from shim.wire import error_code
 
 NAME = "dedup"
 DROP_AFTER_MS = 400

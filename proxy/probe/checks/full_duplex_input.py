@@ -16,10 +16,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxy.probe.client import Event, error_code
+from proxy.probe.client import Event
 from proxy.probe.context import ProbeContext
 from proxy.probe.result import CheckResult, failed, passed
 from proxy.probe.scenarios import OverlapTrace, overlap_trace
+from shim.wire import error_code
 
 NAME = "full_duplex_input"
 GRACE_S = 0.3

@@ -23,12 +23,13 @@ from collections import Counter
 from dataclasses import replace
 from typing import Any
 
-from proxy.probe.client import ProbeConnection, SessionInfo, error_code
+from proxy.probe.client import ProbeConnection, SessionInfo
 from proxy.probe.context import ProbeContext
 from proxy.probe.handshake import OpenFailed, ResumeRequest, resume_session
 from proxy.probe.marker import Marker, choose_marker
 from proxy.probe.result import CheckResult, failed, passed
 from proxy.probe.speaker import converse, voice_for
+from shim.wire import error_code
 
 NAME = "resume"
 DROP_AFTER_MS = 500

@@ -24,12 +24,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from proxy.probe.client import Event, ProbeConnection, error_code, error_event_id
+from proxy.probe.client import Event, ProbeConnection, error_event_id
 from proxy.probe.context import ProbeContext
 from proxy.probe.handshake import OpenFailed
 from proxy.probe.result import CheckResult, failed, passed
 from proxy.probe.speaker import converse, voice_for
 from proxy.probe.tracks import ResponseTrack, item_transcript
+from shim.wire import error_code
 
 NAME = "truncation"
 QUIET_S = 1.5
