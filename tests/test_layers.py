@@ -70,6 +70,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.store.redis_scripts",
             "proxy.reference.*",
             "proxy.probe.*",
+            "proxy.web.*",
+            "proxy.talk.*",
         ],
     ),
     ("proxy: store backends", ["proxy.store.memory", "proxy.store.redis"]),
