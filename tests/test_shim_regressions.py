@@ -1,0 +1,125 @@
+"""Bugs the stateful properties (``tests/test_shim_stateful.py``) found, as explicit cases.
+
+Each is marked ``xfail(strict=True)``: it fails today and must start passing (and then
+lose its mark) once the shim is fixed. Driven only through ``handle`` and its actions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shim.actions import Action
+from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.turn_based import TurnBasedSession
+from shim.session import ShimSettings
+from shim.vad_gate import VadParams
+from tests.shim_script import Script, client_events, pcm_b64
+
+SID = "sess_0123456789abcdef"
+SETTINGS = ShimSettings(vad=VadParams(), min_barge_in_ms=800, echo_suppression=False)
+PUSH_TO_TALK = {
+    "type": "session.update",
+    "session": {"audio": {"input": {"turn_detection": None}}},
+}
+
+
+def turn_based_responding() -> tuple[Script, str]:
+    """duplex_emulated with a response under way (500 ms of its audio sent)."""
+    sc = Script(TurnBasedSession(SID, "m", "u", SETTINGS))
+    out = sc.speak([0.05] * 5 + [0.9] * 20 + [0.05] * 20)
+    (created,) = [e for e in client_events(out) if e["type"] == "response.created"]
+    turn_audio(sc, 500)
+    return sc, created["response"]["id"]
+
+
+def turn_audio(sc: Script, ms: int) -> list[Action]:
+    return sc.upstream(
+        {
+            "type": "response.output_audio.delta",
+            "audio": pcm_b64(ms, 24000),
+            "sample_rate_hz": 24000,
+        }
+    )
+
+
+def relay_responding() -> tuple[Script, str]:
+    """barge_in_emulated with a response under way (500 ms of its audio sent)."""
+    sc = Script(BargeInRelaySession(SID, "m", SETTINGS, {"supports_barge_in": False}))
+    sc.upstream({"type": "response.created", "response": {"id": "r1", "status": "in_progress"}})
+    relay_audio(sc, 500)
+    return sc, "r1"
+
+
+def relay_audio(sc: Script, ms: int) -> list[Action]:
+    return sc.upstream(
+        {
+            "type": "response.output_audio.delta",
+            "response_id": "r1",
+            "item_id": "i1",
+            "delta": pcm_b64(ms, 24000),
+            "sample_rate_hz": 24000,
+        }
+    )
+
+
+def finish(sc: Script, relay: bool) -> list[Action]:
+    if relay:
+        return sc.upstream(
+            {"type": "response.done", "response": {"id": "r1", "status": "completed"}}
+        )
+    return sc.upstream({"type": "response.output_audio.done", "has_audio": True})
+
+
+def dones(events: list[dict[str, Any]], rid: str) -> int:
+    return sum(1 for e in events if e["type"] == "response.done" and e["response"]["id"] == rid)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a session.update that turns turn detection off (push-to-talk) while "
+    "user speech overlaps the assistant leaves the undecided overlap open for good: "
+    "the assistant's later output, response.done included, stays held (ticks release "
+    "it only past max_hold_ms of held audio, and no VAD window can end the overlap)",
+)
+@pytest.mark.parametrize("dialect", ["turn_based", "relay"])
+def test_turning_vad_off_during_an_overlap_does_not_hold_the_response_forever(
+    dialect: str,
+) -> None:
+    relay = dialect == "relay"
+    sc, rid = relay_responding() if relay else turn_based_responding()
+    out = sc.speak([0.9] * 4)  # the user talks over it: output is held, undecided
+    assert [e["type"] for e in client_events(out)] == ["input_audio_buffer.speech_started"]
+    out = relay_audio(sc, 300) if relay else turn_audio(sc, 300)
+    assert not client_events(out), "held while the overlap is undecided"
+    out = sc.client(PUSH_TO_TALK)
+    out += finish(sc, relay)
+    out += sc.speak([0.0] * 40)  # the user falls silent
+    out += sc.tick(60_000)
+    out += sc.tick(60_000)
+    assert dones(client_events(out), rid) == 1
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug (duplex_emulated): input_audio_buffer.clear during an undecided overlap "
+    "drops the overlap but keeps the held assistant audio: later deltas overtake it and "
+    "a tick releases it after the response's response.done",
+)
+def test_clear_during_an_overlap_keeps_the_assistant_audio_in_order() -> None:
+    sc, rid = turn_based_responding()
+    sc.speak([0.9] * 4)  # overlap: output held
+    assert not client_events(turn_audio(sc, 3500)), "held while the overlap is undecided"
+    events = client_events(sc.client({"type": "input_audio_buffer.clear"}))
+    events += client_events(turn_audio(sc, 100))
+    events += client_events(finish(sc, relay=False))
+    events += client_events(sc.tick(100))
+    kinds = [e["type"] for e in events if e.get("response_id") == rid or e.get("response")]
+    assert "response.done" in kinds
+    after_done = kinds[kinds.index("response.done") + 1 :]
+    assert not after_done, f"events after response.done: {after_done}"
+    deltas = [e for e in events if e["type"] == "response.output_audio.delta"]
+    assert len(deltas) == 2 and len(deltas[0]["delta"]) > len(deltas[1]["delta"]), (
+        "the held 3.5 s delta comes before the later 100 ms one"
+    )
