@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pybase64
 import pytest
 
 from shim.actions import Action
@@ -15,7 +16,7 @@ from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
-from tests.shim_script import Script, client_events, pcm_b64
+from tests.shim_script import Script, client_events, pcm_b64, upstream_events
 
 SID = "sess_0123456789abcdef"
 SETTINGS = ShimSettings(vad=VadParams(), min_barge_in_ms=800, echo_suppression=False)
@@ -123,3 +124,25 @@ def test_clear_during_an_overlap_keeps_the_assistant_audio_in_order() -> None:
     assert len(deltas) == 2 and len(deltas[0]["delta"]) > len(deltas[1]["delta"]), (
         "the held 3.5 s delta comes before the later 100 ms one"
     )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug (duplex_emulated): with turn_detection null (push-to-talk) the input kept "
+    "for the next commit is capped at prefix_padding_ms + 3 s while no VAD turn is in "
+    "progress, so a 10 s push-to-talk turn reaches the upstream as its last ~4 s",
+)
+def test_a_long_push_to_talk_turn_reaches_the_upstream_whole() -> None:
+    sc = Script(TurnBasedSession(SID, "m", "u", SETTINGS))
+    sc.client(PUSH_TO_TALK)
+    for _ in range(10):
+        sc.audio(1000, amplitude=1000)
+    committed = client_events(sc.client({"type": "input_audio_buffer.commit"}))
+    assert committed[0]["type"] == "input_audio_buffer.committed"
+    out = sc.client({"type": "response.create"})
+    sent = b"".join(
+        pybase64.b64decode(e["audio"])
+        for e in upstream_events(out)
+        if e["type"] == "input_audio_buffer.append"
+    )
+    assert len(sent) // 2 >= 16_000 * 10 - 16 * 40  # 10 s at 16 kHz, give or take 40 ms
