@@ -146,3 +146,35 @@ def test_a_long_push_to_talk_turn_reaches_the_upstream_whole() -> None:
         if e["type"] == "input_audio_buffer.append"
     )
     assert len(sent) // 2 >= 16_000 * 10 - 16 * 40  # 10 s at 16 kHz, give or take 40 ms
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a barge-in while a response that already ended (response.done completed) "
+    "is still playing ends it a second time: a second response.done (cancelled, "
+    "turn_detected) with its closing events for the same response id; it should only be "
+    "truncated at what was heard",
+)
+@pytest.mark.parametrize("dialect", ["turn_based", "relay"])
+def test_a_barge_in_on_a_finished_response_still_playing_does_not_end_it_twice(
+    dialect: str,
+) -> None:
+    relay = dialect == "relay"
+    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
+    if relay:
+        sc = Script(BargeInRelaySession(SID, "m", settings, {"supports_barge_in": False}))
+        sc.upstream({"type": "response.created", "response": {"id": "r1"}})
+        rid = "r1"
+        for _ in range(4):
+            relay_audio(sc, 500)
+    else:
+        sc = Script(TurnBasedSession(SID, "m", "u", settings))
+        out = sc.speak([0.05] * 5 + [0.9] * 20 + [0.05] * 20)
+        (created,) = [e for e in client_events(out) if e["type"] == "response.created"]
+        rid = created["response"]["id"]
+        turn_audio(sc, 2000)
+    events = client_events(finish(sc, relay))
+    assert dones(events, rid) == 1
+    events = client_events(sc.speak([0.9] * 12))  # talking over its last 1.6 s
+    assert any(e["type"] == "conversation.item.truncated" for e in events), "cut as heard"
+    assert dones(events, rid) == 0, "it already ended"
