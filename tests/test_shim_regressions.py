@@ -8,12 +8,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pybase64
 import pytest
 
 from shim.actions import Action
+from shim.audio import b64encode
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
+from shim.inputs import ClientEvent, UpstreamEvent, VadWindow
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, client_events, pcm_b64, upstream_events
@@ -178,3 +181,53 @@ def test_a_barge_in_on_a_finished_response_still_playing_does_not_end_it_twice(
     events = client_events(sc.speak([0.9] * 12))  # talking over its last 1.6 s
     assert any(e["type"] == "conversation.item.truncated" for e in events), "cut as heard"
     assert dones(events, rid) == 0, "it already ended"
+
+
+def _speak(
+    session: TurnBasedSession, clock: dict[str, float], prob: float, count: int, amp: int
+) -> None:
+    rate = session.config.input_format.rate_hz
+    chunk = b64encode((np.ones(rate * 32 // 1000) * amp).astype("<i2").tobytes())
+    for _ in range(count):
+        clock["now"] += 32
+        clock["vad_end"] += 512
+        event = {"type": "input_audio_buffer.append", "audio": chunk}
+        session.handle(ClientEvent(event, "", clock["now"]))
+        session.handle(VadWindow(prob, int(clock["vad_end"]), clock["now"]))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=ZeroDivisionError,
+    reason="bug (shim/echo.py, EchoSuppressor._estimate): once the echo delay is locked, "
+    "a mic window of digital silence (all-zero samples, e.g. a muted microphone) makes "
+    "the leak estimate divide by its zero energy (float(np.dot(res, res)) / e_m): "
+    "ZeroDivisionError escapes handle() on input_audio_buffer.append",
+)
+def test_digital_silence_after_an_echo_lock_does_not_raise() -> None:
+    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=True)
+    session = TurnBasedSession(SID, "demo", "demo-up", settings)
+    clock = {"now": 0.0, "vad_end": 0.0}
+
+    def exchange(chunks: int, audio_ms: int, finish: bool) -> None:
+        _speak(session, clock, 0.9, 20, 8000)
+        _speak(session, clock, 0.02, 20, 10)
+        for _ in range(chunks):
+            clock["now"] += 5
+            delta = {"type": "transcription.delta", "delta": "word "}
+            session.handle(UpstreamEvent(delta, "", clock["now"]))
+            audio = {
+                "type": "response.output_audio.delta",
+                "audio": pcm_b64(audio_ms, 24000, 3000),
+                "sample_rate_hz": 24000,
+            }
+            session.handle(UpstreamEvent(audio, "", clock["now"]))
+        if finish:
+            done = {"type": "response.output_audio.done"}
+            session.handle(UpstreamEvent(done, "", clock["now"]))
+
+    exchange(5, 304, finish=False)
+    exchange(5, 23, finish=True)
+    rate16k = {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}}
+    session.handle(ClientEvent({"type": "session.update", "session": rate16k}, "", clock["now"]))
+    _speak(session, clock, 0.0, 40, 0)  # a muted microphone: exact zeros

@@ -58,6 +58,9 @@ from shim.vad_gate import VadParams
 # Bounded for every run (seconds). For a longer hunt: STATEFUL_EXAMPLES=2000
 # STATEFUL_STEPS=150, and NOSHRINK=1 to see failures without waiting for shrinking.
 RUNS = settings(
+    # The same examples every run (CI never flakes); a hunt (STATEFUL_EXAMPLES set)
+    # explores afresh each time.
+    derandomize="STATEFUL_EXAMPLES" not in os.environ,
     phases=[Phase.explicit, Phase.reuse, Phase.generate]
     if os.environ.get("NOSHRINK")
     else list(Phase),
@@ -70,7 +73,7 @@ WINDOW = 512  # 16 kHz samples per VAD window (32 ms)
 SID = "sess_0123456789abcdef"
 
 probs = st.sampled_from([0.0, 0.05, 0.3, 0.45, 0.55, 0.9, 1.0]) | st.floats(0.0, 1.0)
-steps_ms = st.integers(0, 400)
+steps_ms = st.sampled_from([0, 5, 20, 100]) | st.integers(0, 400)
 item_refs = st.sampled_from(["known", "unknown", "missing"])
 
 
@@ -108,6 +111,19 @@ session_updates = st.sampled_from(
 )
 
 
+# A known bug, pinned by tests/test_shim_regressions.py
+# (test_a_barge_in_on_a_finished_response_still_playing_does_not_end_it_twice): a
+# barge-in over a response that ended completed but still plays ends it a second time.
+# Tolerated here (only that shape) so the machine goes on exploring; set to False once
+# the shim is fixed.
+TOLERATE_SECOND_DONE_AFTER_COMPLETED = True
+CLOSING = {
+    "response.output_audio.done",
+    "response.output_audio_transcript.done",
+    "response.content_part.done",
+    "response.output_item.done",
+}
+
 PUSH_TO_TALK = {"session": {"audio": {"input": {"turn_detection": None}}}}
 # Windows of low speech probability in a row after which no user speech can still be
 # under way (longer than any silence_duration_ms the updates above set).
@@ -126,6 +142,7 @@ class ShimMachine(RuleBasedStateMachine):
         self.last_seq = 0
         self.created: set[str] = set()
         self.done: set[str] = set()
+        self.completed: set[str] = set()  # ended completed (see the tolerance above)
         self.sent_ms: dict[str, float] = {}
         self.items: list[str] = []
         self.analyzed_end = 0  # 16 kHz samples the VAD could have seen
@@ -185,6 +202,13 @@ class ShimMachine(RuleBasedStateMachine):
         rid = event.get("response_id")
         if rid is None and kind in ("response.created", "response.done"):
             rid = event["response"]["id"]
+        if rid in self.completed and TOLERATE_SECOND_DONE_AFTER_COMPLETED:
+            if kind == "response.done":
+                assert event["response"]["status_details"]["reason"] == "turn_detected"
+                self.completed.discard(rid)
+                return
+            assert kind in CLOSING, f"{kind} for {rid} after its response.done"
+            return
         assert rid not in self.done, f"{kind} for {rid} after its response.done"
         if isinstance(action, SendClientAudio):
             assert action.n_samples > 0 and action.rate_hz > 0
@@ -204,6 +228,8 @@ class ShimMachine(RuleBasedStateMachine):
             assert rid in self.created, f"response.done for {rid}, never created"
             assert rid not in self.done, f"a second response.done for {rid}"
             self.done.add(rid)
+            if event["response"]["status"] == "completed":
+                self.completed.add(rid)
         elif kind == "conversation.item.truncated":
             end = event["audio_end_ms"]
             item = event["item_id"]
@@ -227,7 +253,8 @@ class ShimMachine(RuleBasedStateMachine):
         self.advance(ms)
         self.client({"type": "session.update", **PUSH_TO_TALK})
 
-    @rule(ms=steps_ms, audio_ms=st.integers(0, 300), amplitude=st.integers(0, 20000))
+    # Never exact zeros: see the teardown (a known bug with digital silence).
+    @rule(ms=steps_ms, audio_ms=st.integers(0, 300), amplitude=st.integers(1, 20000))
     def client_append(self, ms: int, audio_ms: int, amplitude: int) -> None:
         self.advance(ms)
         fmt = self.session.config.input_format
@@ -236,20 +263,28 @@ class ShimMachine(RuleBasedStateMachine):
         raw = samples.tobytes() if fmt.encoding == "pcm16" else samples.astype("<f4").tobytes()
         self.client({"type": "input_audio_buffer.append", "audio": b64encode(raw)})
 
-    @rule(junk=st.binary(max_size=9).map(b64encode) | st.just("not base64!") | st.none())
-    def client_append_junk(self, junk: str | None) -> None:
-        self.client({"type": "input_audio_buffer.append", "audio": junk})
-
-    @rule(prob=probs, ms=st.sampled_from([32, 32, 32, 20, 50]))
-    def speak(self, prob: float, ms: int) -> None:
-        """32 ms of client audio and the VAD's probability for it, as the edge gives them."""
-        self.advance(ms)
+    @rule(prob=probs, count=st.integers(1, 16), ms=st.sampled_from([32, 32, 32, 20, 50]))
+    def speak(self, prob: float, count: int, ms: int) -> None:
+        """``count`` times 32 ms of client audio and the VAD's probability for it, as the
+        edge gives them (``ms`` of time passing for each)."""
         fmt = self.session.config.input_format
         n = fmt.rate_hz * 32 // 1000
         samples = (np.ones(n) * (8000 if prob > 0.5 else 10)).astype("<i2")
-        raw = samples.tobytes() if fmt.encoding == "pcm16" else samples.astype("<f4").tobytes()
-        self.client({"type": "input_audio_buffer.append", "audio": b64encode(raw)})
-        self.vad_windows(prob, 1)
+        if fmt.encoding == "pcm16":
+            raw = samples.tobytes()
+        else:
+            raw = (samples / 32768).astype("<f4").tobytes()
+        for _ in range(count):
+            self.advance(ms)
+            self.client({"type": "input_audio_buffer.append", "audio": b64encode(raw)})
+            self.vad_windows(prob, 1)
+
+    @rule(speech=st.integers(6, 30), silence=st.sampled_from([20, 25]) | st.integers(0, 25))
+    def user_turn(self, speech: int, silence: int) -> None:
+        """A whole utterance: speech windows, then silence (a turn once long enough)."""
+        self.speak(0.9, speech, 32)
+        if silence:
+            self.speak(0.02, silence, 32)
 
     def vad_windows(self, prob: float, count: int) -> None:
         for _ in range(count):
@@ -258,10 +293,6 @@ class ShimMachine(RuleBasedStateMachine):
             self.vad_end += WINDOW
             self.quiet = self.quiet + 1 if prob < 0.2 else 0
             self.feed(VadWindow(prob, self.vad_end, self.now))
-
-    @rule(prob=probs, count=st.integers(1, 12))
-    def vad(self, prob: float, count: int) -> None:
-        self.vad_windows(prob, count)
 
     @rule(ms=st.integers(0, 5000))
     def tick(self, ms: int) -> None:
@@ -310,23 +341,40 @@ class ShimMachine(RuleBasedStateMachine):
     def client_playback_ack(self, ref: str, played: Any) -> None:
         self.client({"type": "playback.ack", "played_ms": played} | self.item_ref(ref))
 
-    @rule(ref=item_refs)
-    def client_retrieve(self, ref: str) -> None:
-        self.client({"type": "conversation.item.retrieve"} | self.item_ref(ref))
-
     @rule(
-        kind=st.sampled_from(["conversation.item.create", "x.unknown", "output_audio_buffer.clear"])
+        kind=st.sampled_from(
+            [
+                "append",
+                "retrieve",
+                "conversation.item.create",
+                "x.unknown",
+                "output_audio_buffer.clear",
+            ]
+        ),
+        ref=item_refs,
+        junk=st.binary(max_size=9).map(b64encode) | st.just("not base64!") | st.none(),
     )
-    def client_other(self, kind: str) -> None:
-        self.client({"type": kind, "event_id": "evt_1"})
+    def client_noise(self, kind: str, ref: str, junk: str | None) -> None:
+        """What the session does not act on, or refuses: junk audio, lookups, other types."""
+        if kind == "append":
+            self.client({"type": "input_audio_buffer.append", "audio": junk})
+        elif kind == "retrieve":
+            self.client({"type": "conversation.item.retrieve"} | self.item_ref(ref))
+        else:
+            self.client({"type": kind, "event_id": "evt_1"})
 
     @rule()
     def move_to_another_replica(self) -> None:
         """A snapshot is JSON, and a fresh session restored from it carries on."""
         snap = orjson.loads(orjson.dumps(self.session.snapshot()))
         self.session = self.make_session()
+        self.restart_vad()
         self.observe(self.session.restore(snap))
         self.after_move()
+
+    def restart_vad(self) -> None:
+        """A new replica runs its own VAD stream: its audio time starts again at zero."""
+        self.analyzed_end = self.vad_end = 0
 
     def after_move(self) -> None:
         pass
@@ -342,9 +390,12 @@ class ShimMachine(RuleBasedStateMachine):
             return
         self.wind_down_upstream()
         fmt = self.session.config.input_format
-        silent = b64encode(
-            np.zeros(fmt.rate_hz * 32 // 1000 * (fmt.bytes_per_sample // 2), "<i2").tobytes()
-        )
+        # Quiet, not digital silence: all-zero input after an echo lock is a known bug
+        # (tests/test_shim_regressions.py, test_digital_silence_after_an_echo_lock_...).
+        n = fmt.rate_hz * 32 // 1000
+        hiss = np.random.default_rng(7).integers(-3, 4, n).astype("<i2")
+        raw = hiss.tobytes() if fmt.encoding == "pcm16" else (hiss / 32768).astype("<f4").tobytes()
+        silent = b64encode(raw)
         for _ in range(40):  # 1.28 s of silence, longer than any silence_duration_ms here
             self.advance(32)
             self.client({"type": "input_audio_buffer.append", "audio": silent})
@@ -388,52 +439,72 @@ class TurnBasedMachine(ShimMachine):
             self.upstream({"type": "transcription.done", "text": "all of it"})
             self.upstream({"type": "response.output_audio.done", "has_audio": True})
 
-    @rule(ms=steps_ms, text=st.text(max_size=8))
-    def upstream_text(self, ms: int, text: str) -> None:
-        self.advance(ms)
-        self.upstream({"type": "transcription.delta", "delta": text})
+    @rule(
+        ms=steps_ms,
+        chunks=st.integers(1, 8),
+        audio_ms=st.sampled_from([20, 100, 500]) | st.integers(1, 1000),
+        rate=st.sampled_from([16000, 24000]),
+        text=st.text(max_size=8),
+        finish=st.booleans(),
+    )
+    def upstream_answer(
+        self, ms: int, chunks: int, audio_ms: int, rate: int, text: str, finish: bool
+    ) -> None:
+        """The upstream's output: transcript and audio deltas, ``ms`` apart, and maybe
+        its end."""
+        for _ in range(chunks):
+            self.advance(ms)
+            self.upstream({"type": "transcription.delta", "delta": text})
+            self.upstream(
+                {
+                    "type": "response.output_audio.delta",
+                    "audio": pcm(audio_ms, rate),
+                    "format": "pcm16",
+                    "sample_rate_hz": rate,
+                }
+            )
+        if finish:
+            self.upstream_ends("done")
 
-    @rule(ms=steps_ms, audio_ms=st.integers(1, 400), rate=st.sampled_from([16000, 24000]))
-    def upstream_audio(self, ms: int, audio_ms: int, rate: int) -> None:
-        self.advance(ms)
-        self.upstream(
-            {
-                "type": "response.output_audio.delta",
-                "audio": pcm(audio_ms, rate),
-                "format": "pcm16",
-                "sample_rate_hz": rate,
-            }
-        )
+    @rule(
+        kind=st.sampled_from(
+            ["bad_audio", "transcription.done", "session.created", "session.updated", "x.unknown"]
+        ),
+        junk=st.sampled_from(["AAE=", "!!", None]) | st.binary(max_size=5).map(b64encode),
+        text=st.none() | st.text(max_size=12),
+    )
+    def upstream_noise(self, kind: str, junk: str | None, text: str | None) -> None:
+        """Upstream events off the main path: undecodable audio, a final text, others."""
+        if kind == "bad_audio":
+            self.upstream({"type": "response.output_audio.delta", "audio": junk})
+        elif kind == "transcription.done":
+            self.upstream({"type": kind, "text": text})
+        else:
+            self.upstream({"type": kind, "id": "sess-up"})
 
-    @rule(junk=st.sampled_from(["AAE=", "!!", None]) | st.binary(max_size=5).map(b64encode))
-    def upstream_bad_audio(self, junk: str | None) -> None:
-        self.upstream({"type": "response.output_audio.delta", "audio": junk})
+    @rule(
+        chunks=st.integers(1, 8),
+        audio_ms=st.sampled_from([100, 500]) | st.integers(1, 1000),
+        finish=st.booleans(),
+    )
+    def exchange(self, chunks: int, audio_ms: int, finish: bool) -> None:
+        """A user turn and the start (or all) of its answer: the common case, in one step."""
+        self.user_turn(20, 20)
+        self.upstream_answer(5, chunks, audio_ms, 24000, "word ", finish)
 
-    @rule(text=st.none() | st.text(max_size=12))
-    def upstream_text_done(self, text: str | None) -> None:
-        self.upstream({"type": "transcription.done", "text": text})
-
-    @rule()
-    def upstream_audio_done(self) -> None:
+    @rule(how=st.sampled_from(["done", "error", "error_coded", "lost"]))
+    def upstream_ends(self, how: str) -> None:
+        """The generation ends: complete, with an error, or with the socket."""
         self.generating = False
-        self.upstream({"type": "response.output_audio.done", "has_audio": True})
-
-    @rule(code=st.none() | st.sampled_from(["overloaded", "bad"]))
-    def upstream_error(self, code: str | None) -> None:
-        self.generating = False
-        event: dict[str, Any] = {"type": "error", "error": {"message": "boom"}}
-        if code:
-            event["code"] = code
-        self.upstream(event)
-
-    @rule(kind=st.sampled_from(["session.created", "session.updated", "x.unknown"]))
-    def upstream_other(self, kind: str) -> None:
-        self.upstream({"type": kind, "id": "sess-up"})
-
-    @rule()
-    def upstream_lost(self) -> None:
-        self.generating = False
-        self.feed(UpstreamLost("socket closed", self.now))
+        if how == "done":
+            self.upstream({"type": "response.output_audio.done", "has_audio": True})
+        elif how == "lost":
+            self.feed(UpstreamLost("socket closed", self.now))
+        else:
+            event: dict[str, Any] = {"type": "error", "error": {"message": "boom"}}
+            if how == "error_coded":
+                event["code"] = "overloaded"
+            self.upstream(event)
 
 
 class RelayMachine(ShimMachine):
@@ -512,7 +583,11 @@ class RelayMachine(ShimMachine):
         self.up({"type": "response.created", "response": {"id": rid, "status": "in_progress"}})
 
     @precondition(lambda self: self.connected() and self.up_response is not None)
-    @rule(ms=steps_ms, audio_ms=st.integers(1, 400), rate=st.sampled_from([22050, 24000]))
+    @rule(
+        ms=steps_ms,
+        audio_ms=st.sampled_from([20, 100, 1000, 2000]) | st.integers(1, 2000),
+        rate=st.sampled_from([22050, 24000]),
+    )
     def upstream_audio(self, ms: int, audio_ms: int, rate: int) -> None:
         self.advance(ms)
         self.up(
@@ -526,6 +601,21 @@ class RelayMachine(ShimMachine):
                 "sample_rate_hz": rate,
             }
         )
+
+    @precondition(lambda self: self.connected() and self.up_response is None)
+    @rule(
+        chunks=st.integers(1, 8),
+        audio_ms=st.sampled_from([100, 500]) | st.integers(1, 1000),
+        finish=st.booleans(),
+    )
+    def exchange(self, chunks: int, audio_ms: int, finish: bool) -> None:
+        """A response and (some of) its audio and words, maybe its end, in one step."""
+        self.upstream_response_created(5)
+        for _ in range(chunks):
+            self.upstream_transcript(5, "word ")
+            self.upstream_audio(5, audio_ms, 24000)
+        if finish:
+            self.upstream_response_done()
 
     @precondition(lambda self: self.connected() and self.up_response is not None)
     @rule(ms=steps_ms, text=st.text(max_size=8))
@@ -625,6 +715,7 @@ class RelayMachine(ShimMachine):
         resumed = {"type": "session.resumed", "session_id": sid, "resume_token": "tk"}
         session = BargeInRelaySession(SID, "demo", settings, {"supports_barge_in": False})
         self.session = session
+        self.restart_vad()
         self.observe(session.restore(snap, resumed=resumed, now=self.now))
         self.replay_after(seq)
 
