@@ -148,6 +148,9 @@ class ShimMachine(RuleBasedStateMachine):
         self.analyzed_end = 0  # 16 kHz samples the VAD could have seen
         self.vad_end = 0
         self.quiet = QUIET_WINDOWS
+        # The proxy's own speech_started not yet followed by its speech_stopped or a cut:
+        # user speech over the assistant may be undecided (output held).
+        self.overlap: str | None = None
         self.stood_down = False
         self.session = self.make_session()
         self.pending_resume: ResumeUpstream | None = None
@@ -210,6 +213,16 @@ class ShimMachine(RuleBasedStateMachine):
             assert kind in CLOSING, f"{kind} for {rid} after its response.done"
             return
         assert rid not in self.done, f"{kind} for {rid} after its response.done"
+        own_item = str(event.get("item_id", "")).startswith(f"item_{SID[-12:]}")
+        if kind == "input_audio_buffer.speech_started" and own_item:
+            self.overlap = str(event["item_id"])
+        elif kind == "input_audio_buffer.speech_stopped" and event.get("item_id") == self.overlap:
+            self.overlap = None
+        elif kind == "response.done" and event["response"].get("status_details") == {
+            "type": "cancelled",
+            "reason": "turn_detected",
+        }:
+            self.overlap = None
         if isinstance(action, SendClientAudio):
             assert action.n_samples > 0 and action.rate_hz > 0
             item = event.get("item_id")
@@ -375,6 +388,7 @@ class ShimMachine(RuleBasedStateMachine):
     def restart_vad(self) -> None:
         """A new replica runs its own VAD stream: its audio time starts again at zero."""
         self.analyzed_end = self.vad_end = 0
+        self.overlap = None
 
     def after_move(self) -> None:
         pass
@@ -573,7 +587,9 @@ class RelayMachine(ShimMachine):
     def connected(self) -> bool:
         return self.pending_resume is None and not self.stood_down
 
-    @precondition(lambda self: self.connected() and self.up_response is None)
+    # Not during an undecided overlap: a new response then loses the held end of the
+    # previous one (tests/test_shim_regressions.py).
+    @precondition(lambda self: self.connected() and self.up_response is None and not self.overlap)
     @rule(ms=steps_ms)
     def upstream_response_created(self, ms: int) -> None:
         self.advance(ms)
@@ -602,7 +618,9 @@ class RelayMachine(ShimMachine):
             }
         )
 
-    @precondition(lambda self: self.connected() and self.up_response is None)
+    # Not during an undecided overlap: a new response then loses the held end of the
+    # previous one (tests/test_shim_regressions.py).
+    @precondition(lambda self: self.connected() and self.up_response is None and not self.overlap)
     @rule(
         chunks=st.integers(1, 8),
         audio_ms=st.sampled_from([100, 500]) | st.integers(1, 1000),
