@@ -8,6 +8,7 @@ so they are exactly what the client reader can hand the shim.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import orjson
@@ -22,7 +23,13 @@ from shim.inputs import ClientEvent
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
 
-PROPS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The same examples every run (CI never flakes); HYPOTHESIS_HUNT=1 explores afresh.
+PROPS = settings(
+    max_examples=120,
+    deadline=None,
+    derandomize="HYPOTHESIS_HUNT" not in os.environ,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 PCM16_NAMES = ["audio/pcm", "pcm", "pcm16", "pcm_s16le", "s16le", "PCM16", "Audio/PCM"]
 F32_NAMES = ["audio/pcm_f32le", "pcm_f32le", "f32le"]

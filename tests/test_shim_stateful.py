@@ -55,12 +55,11 @@ from shim.journal import Journal
 from shim.session import EmulatedSession, ShimSettings
 from shim.vad_gate import VadParams
 
-# Bounded for every run (seconds). For a longer hunt: STATEFUL_EXAMPLES=2000
-# STATEFUL_STEPS=150, and NOSHRINK=1 to see failures without waiting for shrinking.
+# Bounded for every run (seconds), and the same examples every run, so CI never flakes.
+# A hunt explores afresh: HYPOTHESIS_HUNT=1 (or STATEFUL_EXAMPLES=2000 STATEFUL_STEPS=150),
+# with -o timeout=0, and NOSHRINK=1 to see failures without waiting for shrinking.
 RUNS = settings(
-    # The same examples every run (CI never flakes); a hunt (STATEFUL_EXAMPLES set)
-    # explores afresh each time.
-    derandomize="STATEFUL_EXAMPLES" not in os.environ,
+    derandomize=not {"STATEFUL_EXAMPLES", "HYPOTHESIS_HUNT"} & set(os.environ),
     phases=[Phase.explicit, Phase.reuse, Phase.generate]
     if os.environ.get("NOSHRINK")
     else list(Phase),
