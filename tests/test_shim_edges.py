@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pybase64
 import pytest
 
@@ -322,7 +323,7 @@ def test_too_much_held_audio_is_released_on_a_tick() -> None:
     assert types(out).count("response.output_audio.delta") == 5
 
 
-def test_the_output_format_rate_and_pcm_f32_input_are_honoured() -> None:
+def test_pcm_f32_input_is_read_and_nan_in_it_refused() -> None:
     sc = turn_based()
     sc.client(
         {
@@ -330,8 +331,6 @@ def test_the_output_format_rate_and_pcm_f32_input_are_honoured() -> None:
             "session": {"audio": {"input": {"format": {"type": "pcm_f32le", "rate": 16000}}}},
         }
     )
-    import numpy as np
-
     samples = (np.sin(np.arange(16000) / 10) * 0.5).astype("<f4")
     out = sc.client({"type": "input_audio_buffer.append", "audio": b64encode(samples.tobytes())})
     assert not errors(out)
