@@ -10,11 +10,18 @@ moving forward. After every step:
 * nothing escaped ``handle()`` (an exception fails the run);
 * each response id gets at most one ``response.done``, never before its
   ``response.created``; and once the run is wound down (the upstream finishes,
-  the user is silent, time passes) every response created got exactly one;
+  the user is silent, time passes) every response created got exactly one, and
+  nothing for a response comes after its ``response.done``;
 * ``conversation.item.truncated`` never cuts beyond the audio sent for that item;
 * events for the client carry no ``server_event_seq`` of their own (the edge numbers
   them) and, stamped by the edge's journal (``shim/journal.py``), their seqs rise;
 * errors carry a code; a snapshot is JSON and restores.
+
+Known bugs, each pinned by an xfail case in ``tests/test_shim_regressions.py``, are
+steered around (and marked where) so the machine goes on exploring: turning VAD off
+or clearing the buffer during an undecided overlap, a new upstream response during
+one, digital silence after an echo lock, and (tolerated, not avoided) a second
+``response.done`` when a finished response still playing is cut.
 """
 
 from __future__ import annotations
