@@ -179,6 +179,7 @@ def coded_errors(actions: list[Action]) -> None:
         if isinstance(a, SendClient) and a.event.get("type") == "error":
             err = a.event["error"]
             assert isinstance(err["code"], str) and err["code"]
+            assert err["code"] != "internal_error", err["message"]  # a failure inside
             assert isinstance(err["message"], str)
 
 

@@ -130,9 +130,12 @@ class NotAnInput:
     now_ms = 0.0
 
 
-def test_an_input_that_is_not_one_is_a_type_error() -> None:
-    with pytest.raises(TypeError):
-        turn_based().s.handle(NotAnInput())  # type: ignore[arg-type]
+def test_an_input_that_is_not_one_is_refused_loudly() -> None:
+    try:
+        out = turn_based().s.handle(NotAnInput())  # type: ignore[arg-type]
+    except TypeError:
+        return  # a programming error, raised
+    assert [e["code"] for e in errors(out)] == ["internal_error"]  # or reported as one
 
 
 # --- duplex_emulated: responses over a turn-based upstream ------------------------------

@@ -7,7 +7,8 @@ events in the session's dialect (created, transcript/audio deltas, done, error,
 response lifecycle, losses and resumes), VAD windows and ticks, with time only
 moving forward. After every step:
 
-* nothing escaped ``handle()`` (an exception fails the run);
+* nothing failed inside ``handle()``: no exception escaped, and no ``internal_error``
+  (what ``handle()`` makes of one where it catches it) came out;
 * each response id gets at most one ``response.done``, never before its
   ``response.created``; and once the run is wound down (the upstream finishes,
   the user is silent, time passes) every response created got exactly one, and
@@ -198,6 +199,8 @@ class ShimMachine(RuleBasedStateMachine):
                 self.analyzed_end = max(self.analyzed_end, end)
             elif isinstance(action, StandDown):
                 self.stood_down = True
+            elif type(action).__name__ == "ReportFault":
+                raise AssertionError(f"the shim failed inside handle(): {action!r}")
             else:
                 self.on_upstream_action(action)
 
@@ -256,7 +259,10 @@ class ShimMachine(RuleBasedStateMachine):
             sent = self.sent_ms.get(item, 0.0)
             assert end <= sent + 0.5, f"{item} truncated at {end} ms, {sent:.1f} ms sent"
         elif kind == "error":
-            assert isinstance(event["error"]["code"], str) and event["error"]["code"]
+            code = event["error"]["code"]
+            assert isinstance(code, str) and code
+            # A failure inside handle() comes out as internal_error, not an exception.
+            assert code != "internal_error", event["error"]["message"]
 
     # -- client rules
     @rule(ms=steps_ms, update=session_updates)
@@ -730,10 +736,11 @@ class RelayMachine(ShimMachine):
         """Another replica takes the session over and resumes its upstream session:
         the upstream replays what followed the snapshot, and the response goes on."""
         snap = orjson.loads(orjson.dumps(self.session.snapshot()))
-        binding = BargeInRelaySession.upstream_binding(snap)
-        if binding is None:
+        # The snapshot's upstream session, as its stored form names it.
+        up = snap.get("upstream")
+        if not isinstance(up, dict) or not up.get("id") or not isinstance(up.get("token"), str):
             return
-        sid, _token, seq = binding
+        sid, seq = up["id"], up["seq"]
         assert sid == self.up_id and seq <= self.up_seq
         settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=True)
         resumed = {"type": "session.resumed", "session_id": sid, "resume_token": "tk"}
