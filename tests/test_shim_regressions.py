@@ -206,7 +206,7 @@ def _speak(
     "ZeroDivisionError on input_audio_buffer.append (escaping handle(), or turned into "
     "an internal_error where handle() catches failures)",
 )
-def test_digital_silence_after_an_echo_lock_does_not_raise() -> None:
+def test_digital_silence_after_an_echo_lock_is_handled() -> None:
     settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=True)
     session = TurnBasedSession(SID, "demo", "demo-up", settings)
     clock = {"now": 0.0, "vad_end": 0.0}

@@ -417,7 +417,7 @@ class ShimMachine(RuleBasedStateMachine):
         self.wind_down_upstream()
         fmt = self.session.config.input_format
         # Quiet, not digital silence: all-zero input after an echo lock is a known bug
-        # (tests/test_shim_regressions.py, test_digital_silence_after_an_echo_lock_...).
+        # (tests/test_shim_regressions.py, test_digital_silence_after_an_echo_lock_is_handled).
         n = fmt.rate_hz * 32 // 1000
         hiss = np.random.default_rng(7).integers(-3, 4, n).astype("<i2")
         raw = hiss.tobytes() if fmt.encoding == "pcm16" else (hiss / 32768).astype("<f4").tobytes()
