@@ -77,6 +77,18 @@ class SessionStore(abc.ABC):
         """Write the record if its epoch is still current (else LeaseLost)."""
 
     @abc.abstractmethod
+    async def update(self, session_id: str, epoch: int, fields: dict[str, Any]) -> None:
+        """Write only these record fields if ``epoch`` is still current (else LeaseLost).
+
+        Never ``epoch``, ``owner`` or the seqs (the lease and the log move those).
+        """
+
+    @abc.abstractmethod
+    async def add_event_ids(self, session_id: str, epoch: int, ids: list[str]) -> None:
+        """Append applied client event ids (the newest ``recent_event_ids`` are kept),
+        if ``epoch`` is still current (else LeaseLost)."""
+
+    @abc.abstractmethod
     async def append_events(
         self, session_id: str, epoch: int, events: list[tuple[int, str]], acked_seq: int
     ) -> None:
@@ -88,3 +100,13 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def delete(self, session_id: str, epoch: int) -> None: ...
+
+
+# What ``update`` may never write: the fence, the lease holder and the log's seqs.
+NOT_UPDATABLE = frozenset({"session_id", "epoch", "owner", "acked_seq", "last_seq"})
+
+
+def check_update(fields: dict[str, Any]) -> None:
+    bad = NOT_UPDATABLE.intersection(fields) | (fields.keys() - SessionRecord.__annotations__)
+    if bad:
+        raise ValueError(f"update cannot write {sorted(bad)}")
