@@ -46,6 +46,11 @@ class SessionRecord:
     last_seq: int = 0
     # The shim's durable state: client config, conversation and playback ledger.
     state: dict[str, Any] = field(default_factory=dict)
+    # Big parts of that state which change rarely, kept apart so that a write of
+    # ``state`` as events stream stays small: the settings (instructions...) and the
+    # conversation so far.
+    static: dict[str, Any] = field(default_factory=dict)
+    conversation: dict[str, Any] = field(default_factory=dict)
     # Upstream binding: url, upstream session id and resume token where it has them.
     upstream: dict[str, Any] = field(default_factory=dict)
     recent_event_ids: list[str] = field(default_factory=list)

@@ -187,6 +187,8 @@ class MemoryStore(SessionStore):
         return replace(
             record,
             state=orjson.loads(orjson.dumps(record.state)),
+            static=orjson.loads(orjson.dumps(record.static)),
+            conversation=orjson.loads(orjson.dumps(record.conversation)),
             upstream=orjson.loads(orjson.dumps(record.upstream)),
             recent_event_ids=list(ids),
         )
