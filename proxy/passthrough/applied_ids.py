@@ -20,6 +20,8 @@ from shim.journal import RecentIds
 
 # After a failed write (store down), wait this long before trying again.
 RETRY_S = 0.5
+# Ids are the client's: longer ones are deduplicated here but never stored.
+MAX_STORED_ID_LEN = 256
 
 
 async def applied_ids(session: ClientConnection) -> RecentIds | None:
@@ -73,7 +75,7 @@ class IdsWriter:
         self._task = asyncio.create_task(self._run(), name="passthrough-ids")
 
     def applied(self, event_id: str) -> None:
-        if self._stopped or self.limit <= 0:
+        if self._stopped or self.limit <= 0 or len(event_id) > MAX_STORED_ID_LEN:
             return
         self._pending.append(event_id)
         del self._pending[: -self.limit]
