@@ -109,7 +109,7 @@ class Persister:
             )
             return False
         self.enabled = True
-        self._written = _digests(record)
+        self._written = _serialised(record)
         self._last_write = time.monotonic()
         return True
 
@@ -182,8 +182,8 @@ class Persister:
             return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
-        digests = _digests(record)
-        changed = {k: getattr(record, k) for k, d in digests.items() if self._written.get(k) != d}
+        fields = _serialised(record)
+        changed = {k: getattr(record, k) for k, v in fields.items() if self._written.get(k) != v}
         due = time.monotonic() - self._last_write >= self._touch_interval()
         try:
             # Only what changed: the static parts (instructions...) seldom do.
@@ -191,7 +191,7 @@ class Persister:
                 await store.save(record)
             elif changed:
                 await store.update(r.session_id, self.epoch, changed)
-            self._written = digests
+            self._written = fields
             if tail or due or record.acked_seq != self._written_acked:
                 await store.append_events(r.session_id, self.epoch, tail, record.acked_seq)
                 self._last_write, self._written_acked = time.monotonic(), record.acked_seq
@@ -244,13 +244,13 @@ class Persister:
             await store.create(record)
         except (StoreUnavailable, LeaseLost):
             return False
-        self._written = _digests(record)
+        self._written = _serialised(record)
         self._last_write = time.monotonic()
         r.log.info("session_reregistered", reason="the session store had lost it")
         return False
 
 
-def _digests(record: SessionRecord) -> dict[str, bytes]:
+def _serialised(record: SessionRecord) -> dict[str, bytes]:
     """Each field a checkpoint writes, serialised, to tell what changed since.
 
     The bytes themselves rather than a hash of them: comparing megabytes of
