@@ -12,6 +12,7 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 
+from proxy.config import ConfigError, config_from_dict
 from proxy.store.secret_box import SecretBox
 from tests.redis_server import RedisServer
 from tests.servers import connect, reference, ws_url
@@ -135,3 +136,22 @@ async def test_without_a_key_no_secret_is_stored_and_a_move_opens_a_fresh_upstre
     _, parsed, _, counts = await talk_then_move(redis_url, "", "")
     assert [t for value in parsed for t in tokens_in(value) if t is not None] == []
     assert counts.get("fresh") == 1 and not counts.get("resumed"), counts
+
+
+def test_a_key_must_be_32_bytes_of_base64_and_a_sealed_value_cannot_be_altered() -> None:
+    for bad in ("not base64!", base64.b64encode(b"short").decode()):
+        with pytest.raises(ConfigError, match="secret key"):
+            config_from_dict({"store": {"secret_key": bad}})
+        with pytest.raises(ConfigError, match="secret key"):
+            config_from_dict({"store": {"previous_secret_keys": [bad]}})
+    key = secrets.token_bytes(32)
+    box = SecretBox(key)
+    sealed = box.seal("upstream-token", "sess_1")
+    assert sealed is not None and "upstream-token" not in sealed
+    assert box.open(sealed, "sess_1") == "upstream-token"
+    head, body = sealed.rsplit(".", 1)
+    flipped = body[:-2] + ("A" if body[-2] != "A" else "B") + body[-1]
+    assert box.open(f"{head}.{flipped}", "sess_1") is None, "tampered"
+    assert SecretBox(secrets.token_bytes(32)).open(sealed, "sess_1") is None, "unknown key"
+    assert SecretBox(None, [key]).open(sealed, "sess_1") == "upstream-token", "retired key"
+    assert SecretBox(None).seal("t", "s") is None, "no key: nothing sealed"
