@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import base64
 import contextlib
 import hashlib
 import json
@@ -114,9 +115,11 @@ def stack(
             procs.append(proc)
             routes.append(route(kind, url))
         config = workdir / "proxy.toml"
+        # One key for both replicas: the upstream's own session moves along sealed.
+        key = base64.b64encode(os.urandom(32)).decode()
         config.write_text(
             f'[server]\nlog_level = "{"info" if logs else "warning"}"\n'
-            f'[store]\nurl = "{redis_url}"\n\n' + "\n".join(routes)
+            f'[store]\nurl = "{redis_url}"\nsecret_key = "{key}"\n\n' + "\n".join(routes)
         )
         bases = []
         replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}

@@ -7,6 +7,7 @@ Rules that span several routes live in ``proxy/config_routes.py``.
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 from collections.abc import Mapping
 from typing import Any, Literal, get_args
@@ -21,6 +22,20 @@ LogLevel = Literal["debug", "info", "warning", "error", "critical"]
 EMBEDDED_SCHEME = "embedded://"
 EMBEDDED_KINDS = ("duplex", "duplex-no-barge-in", "turn")
 STORE_SCHEMES = ("memory", "redis", "rediss", "unix")
+
+SECRET_KEY_BYTES = 32
+
+
+def decode_key(text: str) -> bytes:
+    """A store secret key: base64 (standard or URL-safe) of exactly 32 bytes."""
+    try:
+        key = base64.b64decode(text.strip().replace("-", "+").replace("_", "/"), validate=True)
+    except ValueError:  # binascii.Error is one
+        raise ValueError("store secret key must be base64") from None
+    if len(key) != SECRET_KEY_BYTES:
+        raise ValueError(f"store secret key must be {SECRET_KEY_BYTES} bytes, got {len(key)}")
+    return key
+
 
 # Unknown keys are errors (a typo must not silently fall back to a default).
 SECTION = ConfigDict(extra="forbid")
@@ -102,6 +117,15 @@ class StoreConfig:
     recent_event_ids: int = Field(
         default=256, ge=0, description="Client event_ids remembered per session to drop re-sends."
     )
+    secret_key: str = Field(
+        default="",
+        description="Base64 of 32 random bytes: encrypts upstream resume tokens in the store "
+        "(AES-256-GCM). Empty: none are stored; a moved session opens a fresh upstream session.",
+    )
+    previous_secret_keys: tuple[str, ...] = Field(
+        default=(),
+        description="Retired secret keys, still read during a key rotation (never written).",
+    )
 
     @field_validator("url")
     @classmethod
@@ -113,6 +137,20 @@ class StoreConfig:
         if parts.scheme in ("redis", "rediss") and not parts.hostname:
             raise ValueError(f"store url names no host: {url!r}")
         return url
+
+    @field_validator("secret_key")
+    @classmethod
+    def _key_decodes(cls, key: str) -> str:
+        if key:
+            decode_key(key)
+        return key
+
+    @field_validator("previous_secret_keys")
+    @classmethod
+    def _keys_decode(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        for key in keys:
+            decode_key(key)
+        return keys
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import socket
+from typing import Any
+from urllib.parse import urlencode
 
 import aiohttp
 import pytest
@@ -143,3 +145,78 @@ async def test_an_event_of_no_known_type_is_refused_and_the_emulated_session_ans
             metrics = await resp.text()
         # Handled as an event the mode does not carry, not as a failure of the shim.
         assert "duplex_proxy_shim_faults_total{" not in metrics
+
+
+# A session.resume that cannot name a session: ids and tokens of the wrong shape, a
+# seq that is not a non-negative integer up to 2^53 (docs/protocol.md, "Resume").
+BAD_QUERY_RESUMES = [
+    {"last_received_server_event_seq": "abc"},
+    {"last_received_server_event_seq": "\u00b2"},  # str.isdigit() says yes, int() says no
+    {"last_received_server_event_seq": "9" * 5000},  # past int()'s digit limit
+    {"last_received_server_event_seq": "9" * 30},  # an int, far past 2^53
+    {"last_received_server_event_seq": "-1"},
+    {"last_received_server_event_seq": "1.5"},
+    {"last_received_server_event_seq": ""},
+    {"session_id": "s" * 200},
+    {"session_id": "a{b}c"},
+    {"session_id": ""},
+    {"resume_token": ""},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_QUERY_RESUMES, ids=lambda b: repr(b)[:40])
+async def test_a_malformed_query_resume_gets_invalid_session_resume_then_1008(
+    bad: dict[str, str],
+) -> None:
+    query = {
+        "session_id": "sess_" + "0" * 32,
+        "resume_token": "t",
+        "last_received_server_event_seq": "0",
+        **bad,
+    }
+    async with reference("turn") as upstream, proxy(proxy_config({"m": upstream})) as base:
+        url = ws_url(base, model=None) + "?" + urlencode(query)
+        async with connect(url) as c:
+            err = await c.recv()
+            assert err["type"] == "error", err
+            assert err["error"]["code"] == "invalid_session_resume"
+            msg = await c.ws.receive()
+            assert msg.type == aiohttp.WSMsgType.CLOSE
+            assert c.ws.close_code == 1008
+        # The server is fine: a session opens and answers.
+        async with connect(ws_url(base)) as c:
+            await c.until("session.created")
+
+
+BAD_EVENT_RESUMES = [
+    {"last_received_server_event_seq": "5"},
+    {"last_received_server_event_seq": -1},
+    {"last_received_server_event_seq": 2**53 + 1},
+    {"last_received_server_event_seq": 10**30},
+    {"last_received_server_event_seq": True},
+    {"last_received_server_event_seq": 1.5},
+    {"last_received_server_event_seq": None},
+    {"session_id": 5},
+    {"session_id": "s" * 200},
+    {"resume_token": 5},
+    {"resume_token": ""},
+]
+
+
+@pytest.mark.parametrize("bad", BAD_EVENT_RESUMES, ids=lambda b: repr(b)[:40])
+async def test_a_malformed_resume_event_gets_invalid_session_resume(bad: dict[str, Any]) -> None:
+    event = {
+        "type": "session.resume",
+        "session_id": "sess_" + "0" * 32,
+        "resume_token": "t",
+        "last_received_server_event_seq": 0,
+        **bad,
+    }
+    async with reference("turn") as upstream, proxy(proxy_config({"m": upstream})) as base:
+        async with connect(ws_url(base, model=None)) as c:
+            await c.send(event)
+            err = await c.recv()
+            assert err["type"] == "error", err
+            assert err["error"]["code"] == "invalid_session_resume"
+            await c.ws.receive()
+            assert c.ws.close_code == 1008

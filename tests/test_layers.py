@@ -68,6 +68,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.store.base",
             "proxy.store.ids",
             "proxy.store.redis_scripts",
+            "proxy.store.secret_box",
             "proxy.reference.*",
             "proxy.probe.*",
             "proxy.web.*",

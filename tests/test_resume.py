@@ -8,6 +8,7 @@ Every assertion is a protocol fact: which events arrive, their ``server_event_se
 from __future__ import annotations
 
 import asyncio
+import base64
 import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -307,10 +308,12 @@ async def test_resume_on_another_replica_takes_the_duplex_upstream_session_along
 ) -> None:
     """The upstream resumes its own session for the new replica: the answer goes on,
     every word of it exactly once, and the old replica lets go."""
+    # The upstream's resume token is stored only sealed, so only with a key.
+    key = base64.b64encode(secrets.token_bytes(32)).decode()
     async with (
         reference("duplex-no-barge-in", reply_ms=3000) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica(store_config(up, redis_url, secret_key=key), "a") as a,
+        replica(store_config(up, redis_url, secret_key=key), "b") as b,
     ):
         async with connect(ws_url(a)) as c1:
             s = await created(c1)

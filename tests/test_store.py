@@ -218,6 +218,46 @@ async def test_recent_event_ids_are_bounded(make_store: MakeStore) -> None:
     assert again is not None and again.recent_event_ids == ["ev_8", "ev_9", "ev_10"]
 
 
+async def test_update_writes_only_its_fields_and_is_fenced(store: SessionStore) -> None:
+    record = new_record(state={"big": "x" * 100}, recent_event_ids=["ev_a"])
+    sid = record.session_id
+    await store.create(record)
+    new_hash = hash_token("rotated")
+    await store.update(sid, 0, {"token_hash": new_hash})
+    loaded = await store.load(sid)
+    assert loaded is not None
+    assert (loaded.token_hash, loaded.state, loaded.recent_event_ids) == (
+        new_hash,
+        {"big": "x" * 100},
+        ["ev_a"],
+    )
+    for forbidden in ({"epoch": 5}, {"owner": "x"}, {"last_seq": 9}, {"nope": 1}):
+        with pytest.raises(ValueError):
+            await store.update(sid, 0, forbidden)
+    assert await store.take_over(sid, "replica-b", 0) == 1
+    with pytest.raises(LeaseLost):  # a stale epoch writes nothing
+        await store.update(sid, 0, {"token_hash": record.token_hash})
+    loaded = await store.load(sid)
+    assert loaded is not None and loaded.token_hash == new_hash
+
+
+async def test_add_event_ids_appends_new_ones_bounded_and_fenced(make_store: MakeStore) -> None:
+    store = await make_store(recent_event_ids=4)
+    record = new_record(recent_event_ids=["ev_0", "ev_1"])
+    sid = record.session_id
+    await store.create(record)
+    await store.add_event_ids(sid, 0, ["ev_1", "ev_2"])
+    await store.add_event_ids(sid, 0, ["ev_3", "ev_4"])
+    loaded = await store.load(sid)
+    assert loaded is not None and loaded.recent_event_ids == ["ev_1", "ev_2", "ev_3", "ev_4"]
+    assert loaded.token_hash == record.token_hash
+    await store.take_over(sid, "replica-b", 0)
+    with pytest.raises(LeaseLost):
+        await store.add_event_ids(sid, 0, ["ev_5"])
+    loaded = await store.load(sid)
+    assert loaded is not None and "ev_5" not in loaded.recent_event_ids
+
+
 async def test_malformed_session_ids(store: SessionStore) -> None:
     for bad in ["", "}x", "a{b}", "with space", "x" * 129, "nul\x00"]:
         assert await store.load(bad) is None

@@ -1,46 +1,113 @@
 """The client event ids a passthrough session already applied, on any replica.
 
 A client that reconnects re-sends what it is not sure arrived; the relay drops an
-event whose id it has seen. The ids live in memory per session and, across a
-disconnect, in the session's store record.
+event whose id it has seen. The ids live in memory per session and in the session's
+store record, where each relay adds them as it applies them (``IdsWriter``): a
+resume on another replica a moment after a drop finds every id applied before it.
+The writes are fenced by the relay's lease epoch and carry only the new ids, never
+the token: a relay that a resume replaced cannot put its stale binding back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 
 from proxy.connection import ClientConnection
-from proxy.store.base import LeaseLost, StoreUnavailable
+from proxy.logging import Logger
+from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable
 from shim.journal import RecentIds
+
+# After a failed write (store down), wait this long before trying again.
+RETRY_S = 0.5
+# Ids are the client's: longer ones are deduplicated here but never stored.
+MAX_STORED_ID_LEN = 256
 
 
 async def applied_ids(session: ClientConnection) -> RecentIds | None:
-    """The client event ids this passthrough session already applied (any replica)."""
+    """The client event ids this passthrough session already applied (any replica).
+
+    The store's ids are merged in at every relay start: the session may have been
+    on another replica since this one last relayed it.
+    """
     state, sid = session.state, session.passthrough_sid
     if sid is None:
         return None
     ids = state.passthrough_ids.get(sid)
     if ids is None:
         ids = RecentIds(state.config.store.recent_event_ids)
-        if state.store is not None:
-            with contextlib.suppress(StoreUnavailable, ValueError):
-                record = await state.store.load(sid)
-                for event_id in record.recent_event_ids if record else []:
-                    ids.seen(event_id)
         state.passthrough_ids[sid] = ids
         while len(state.passthrough_ids) > 2 * state.config.server.max_sessions:
             state.passthrough_ids.popitem(last=False)
     state.passthrough_ids.move_to_end(sid)
+    if state.store is not None:
+        with contextlib.suppress(StoreUnavailable, ValueError):
+            record = await state.store.load(sid)
+            for event_id in record.recent_event_ids if record else []:
+                ids.seen(event_id)
     return ids
 
 
-async def save_ids(session: ClientConnection, ids: RecentIds) -> None:
-    """On disconnect, leave the applied ids where a resume on any replica finds them."""
+def ids_writer(session: ClientConnection, epoch: int | None) -> IdsWriter | None:
+    """A writer for the relay holding the binding at ``epoch`` (None: not bound)."""
     store, sid = session.state.store, session.passthrough_sid
-    if store is None or sid is None:
-        return
-    with contextlib.suppress(StoreUnavailable, LeaseLost, ValueError):
-        record = await store.load(sid)
-        if record is not None:
-            record.recent_event_ids = ids.items()
-            await store.save(record)
+    if store is None or sid is None or epoch is None:
+        return None
+    limit = session.state.config.store.recent_event_ids
+    return IdsWriter(store, sid, epoch, limit, session.log)
+
+
+class IdsWriter:
+    """Adds the ids a relay applies to the store, in batches, one write in flight.
+
+    Bounded: at most ``limit`` ids wait (older ones would be trimmed from the record
+    anyway). Stops once the lease moved on (LeaseLost): the session is elsewhere.
+    """
+
+    def __init__(
+        self, store: SessionStore, session_id: str, epoch: int, limit: int, log: Logger
+    ) -> None:
+        self.store, self.session_id, self.epoch = store, session_id, epoch
+        self.limit, self.log = limit, log
+        self._pending: list[str] = []
+        self._wake = asyncio.Event()
+        self._stopped = False
+        self._task = asyncio.create_task(self._run(), name="passthrough-ids")
+
+    def applied(self, event_id: str) -> None:
+        if self._stopped or self.limit <= 0 or len(event_id) > MAX_STORED_ID_LEN:
+            return
+        self._pending.append(event_id)
+        del self._pending[: -self.limit]
+        self._wake.set()
+
+    async def close(self) -> None:
+        """Write what is still pending (bounded by the store's timeout), then stop."""
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+        if self._pending and not self._stopped:
+            with contextlib.suppress(StoreUnavailable, LeaseLost, ValueError):
+                await self._write()
+
+    async def _run(self) -> None:
+        while not self._stopped:
+            await self._wake.wait()
+            self._wake.clear()
+            try:
+                await self._write()
+            except StoreUnavailable:
+                await asyncio.sleep(RETRY_S)
+                self._wake.set()
+            except (LeaseLost, ValueError):
+                self._stopped = True
+                self.log.info("passthrough_ids_stopped", reason="the session moved on")
+
+    async def _write(self) -> None:
+        batch, self._pending = self._pending, []
+        try:
+            await self.store.add_event_ids(self.session_id, self.epoch, batch)
+        except (StoreUnavailable, asyncio.CancelledError):
+            self._pending[:0] = batch  # in order, before what came meanwhile
+            del self._pending[: -self.limit]
+            raise

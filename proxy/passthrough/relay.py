@@ -10,7 +10,7 @@ import aiohttp
 
 from proxy.client_io import CLOSED, ClientFrame
 from proxy.connection import ClientConnection
-from proxy.passthrough.applied_ids import applied_ids, save_ids
+from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, proxy_capabilities
@@ -36,7 +36,8 @@ async def run_passthrough(
         grace = session.state.config.store.disconnect_grace_s
         keeper = asyncio.create_task(keep_binding(store, record, grace, session.log))
     try:
-        await relay(session, link.ws, skip=link.opening_event)
+        epoch = record.epoch if record is not None else None
+        await relay(session, link.ws, skip=link.opening_event, epoch=epoch)
     finally:
         if keeper is not None:
             keeper.cancel()
@@ -57,17 +58,27 @@ async def relay(
     session: ClientConnection,
     up: aiohttp.ClientWebSocketResponse,
     skip: ClientFrame | None = None,
+    epoch: int | None = None,
 ) -> None:
+    """Relay until either side ends; ``epoch``: the binding's lease, if it has one
+    (the applied client event ids are added to the store under it)."""
     client = session.client
     metrics = session.state.metrics
     to_client = metrics.frames.labels("upstream_to_client")
     to_client_bytes = metrics.bytes.labels("upstream_to_client")
     applied = await applied_ids(session)
+    writer = ids_writer(session, epoch)
 
     def fresh(frame: ClientFrame) -> bool:
         """False for an event re-sent after a reconnect: it was applied already."""
         event_id = frame.event.get("event_id")
         return applied is None or not isinstance(event_id, str) or not applied.seen(event_id)
+
+    async def forward(frame: ClientFrame) -> None:
+        await up.send_str(frame.raw)
+        event_id = frame.event.get("event_id")
+        if writer is not None and isinstance(event_id, str):
+            writer.applied(event_id)
 
     async def upstream_to_client() -> None:
         async for msg in up:
@@ -86,7 +97,7 @@ async def relay(
     async def client_to_upstream() -> None:
         for frame in session.pending:
             if fresh(frame) and frame is not skip:  # the opener was applied: remember it
-                await up.send_str(frame.raw)
+                await forward(frame)
         session.pending.clear()
         while True:
             item = await client.inbox.get()
@@ -94,7 +105,7 @@ async def relay(
                 return
             assert isinstance(item, ClientFrame)
             if fresh(item):
-                await up.send_str(item.raw)
+                await forward(item)
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
@@ -117,6 +128,6 @@ async def relay(
                 "upstream_unavailable", f"upstream closed the connection (code {code})"
             )
             await client.close(1011, "upstream closed")
+    if writer is not None:
+        await writer.close()
     await up.close()
-    if applied is not None:
-        await save_ids(session, applied)

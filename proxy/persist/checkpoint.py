@@ -1,8 +1,11 @@
 """What one stored record says about its emulated session: snapshot, seq and tail.
 
 The record's ``state`` packs the shim snapshot, the ``server_event_seq`` it was
-taken at, and the events stamped since the last flush (the *tail*); the writer is
-``proxy.persist.persister``, the readers are in ``proxy.resume``.
+taken at, and the events stamped since the last flush (the *tail*); the snapshot's
+big, rarely changing parts are in the record's ``static`` and ``conversation``
+(``shim.snapshot``'s ``split_static``), so that a checkpoint written as events
+stream stays small. The writer is ``proxy.persist.persister``, the readers are in
+``proxy.resume``.
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ from typing import Any
 
 from proxy.store.base import SessionRecord
 from shim.capabilities import Classification
+from shim.snapshot import join_static
 
-STATE_VERSION = 1
+# 2: the snapshot's static parts are in the record's ``static`` and ``conversation``.
+STATE_VERSION = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,18 +36,24 @@ def pack_state(seq: int, shim: dict[str, Any], tail: list[tuple[int, str]]) -> d
 
 def checkpoint_of(record: SessionRecord) -> Checkpoint:
     state = record.state
-    if state.get("v") != STATE_VERSION:
+    if state.get("v") not in (1, STATE_VERSION):
         # A bare shim snapshot (no tail): it was taken at the log head.
         return Checkpoint(record.last_seq, state, [])
     tail = [(int(seq), str(text)) for seq, text in state.get("tail", ())]
-    return Checkpoint(int(state["seq"]), dict(state["shim"]), tail)
+    shim = join_static(dict(state["shim"]), record.static, record.conversation)
+    return Checkpoint(int(state["seq"]), shim, tail)
 
 
 def upstream_facts(
     route: str, url: str, cls: Classification, upstream_model: str, created: dict[str, Any]
 ) -> dict[str, Any]:
     """A record's ``upstream``: enough for another replica to reach the upstream again
-    and rebuild the session's classification (``proxy.resume``)."""
+    and rebuild the session's classification (``proxy.resume``).
+
+    Never the upstream's resume token: only the snapshot carries it, sealed
+    (``proxy.persist.sealing``).
+    """
+    created = {k: v for k, v in created.items() if k != "resume_token"}
     return {
         "route": route,
         "url": url,

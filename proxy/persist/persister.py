@@ -5,17 +5,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from typing import Any
 
 import orjson
 
 from proxy.persist.checkpoint import checkpoint_of, pack_state
 from proxy.persist.port import MirroredSession
+from proxy.persist.sealing import TokenSealer
 from proxy.state import ProxyState
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
-from shim.snapshot import upstream_position
+from proxy.store.secret_box import secret_box
+from shim.snapshot import split_static, upstream_position
 
 PERSIST_INTERVAL_S = 0.05
+# The record fields a checkpoint writes when they changed (owner: moved by the lease;
+# the seqs: by the log).
+CHECKPOINT_FIELDS: tuple[str, ...] = ("token_hash", "model", "mode", "state", "static")
+CHECKPOINT_FIELDS += ("conversation", "upstream", "recent_event_ids")
 # A fenced write at least this often, even when nothing changed: it refreshes the
 # keys' expiry, and an owner that lost the session to another replica learns it
 # within this (so its still-open client gets session.replaced).
@@ -47,7 +52,9 @@ class Persister:
         self.idle = asyncio.Event()
         self.idle.set()
         self._wake = asyncio.Event()
-        self._saved_key: tuple[Any, ...] | None = None
+        # Each record field as last written at this epoch (empty: write them all).
+        self._written: dict[str, bytes] = {}
+        self._sealer = TokenSealer(secret_box(state.config.store), session.session_id)
         self._store_down = False
         self._down_since_try = 0.0
         self._last_write = time.monotonic()
@@ -61,6 +68,7 @@ class Persister:
         r = self.session
         facts = r.stored_facts()
         tail = [(e.seq, e.text) for e in r.journal.entries() if e.seq > self.flushed_seq]
+        shim, static, conversation = split_static(self._sealer.seal(r.snapshot()))
         return SessionRecord(
             session_id=r.session_id,
             token_hash=self.token_hash if token_hash is None else token_hash,
@@ -70,7 +78,9 @@ class Persister:
             owner=self.state.replica_id,
             acked_seq=r.journal.acked,
             last_seq=self.flushed_seq,
-            state=pack_state(r.journal.seq, r.snapshot(), tail),
+            state=pack_state(r.journal.seq, shim, tail),
+            static=static,
+            conversation=conversation,
             upstream=facts.upstream,
             recent_event_ids=r.recent.items(),
         )
@@ -90,14 +100,16 @@ class Persister:
         if store is None:
             return False
         self.epoch, self.token_hash = 1, hash_token(token)
+        record = self.record()
         try:
-            await store.create(self.record())
+            await store.create(record)
         except (StoreUnavailable, LeaseLost) as exc:
             self.session.log.warning(
                 "resume_unavailable", reason="session store unavailable", error=str(exc)
             )
             return False
         self.enabled = True
+        self._written = _serialised(record)
         self._last_write = time.monotonic()
         return True
 
@@ -107,7 +119,7 @@ class Persister:
         self.replaced = False
         if flushed_seq is not None:
             self.flushed_seq = flushed_seq
-        self._saved_key = None
+        self._written = {}
 
     def poke(self) -> None:
         """Flush now rather than at the next interval (the client just left: a resume
@@ -170,20 +182,16 @@ class Persister:
             return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
-        ids = record.recent_event_ids
-        key = (
-            record.acked_seq,
-            record.state["seq"],
-            record.token_hash,
-            orjson.dumps(record.state["shim"]),
-            ids[-1] if ids else None,
-            len(ids),
-        )
+        fields = _serialised(record)
+        changed = {k: getattr(record, k) for k, v in fields.items() if self._written.get(k) != v}
         due = time.monotonic() - self._last_write >= self._touch_interval()
         try:
-            if key != self._saved_key:
+            # Only what changed: the static parts (instructions...) seldom do.
+            if not self._written:
                 await store.save(record)
-                self._saved_key = key
+            elif changed:
+                await store.update(r.session_id, self.epoch, changed)
+            self._written = fields
             if tail or due or record.acked_seq != self._written_acked:
                 await store.append_events(r.session_id, self.epoch, tail, record.acked_seq)
                 self._last_write, self._written_acked = time.monotonic(), record.acked_seq
@@ -230,11 +238,22 @@ class Persister:
         # event the journal still has.
         entries = r.journal.entries()
         self.flushed_seq = entries[0].seq - 1 if entries else r.journal.seq
-        self._saved_key = None
+        self._written = {}
+        record = self.record()
         try:
-            await store.create(self.record())
+            await store.create(record)
         except (StoreUnavailable, LeaseLost):
             return False
+        self._written = _serialised(record)
         self._last_write = time.monotonic()
         r.log.info("session_reregistered", reason="the session store had lost it")
         return False
+
+
+def _serialised(record: SessionRecord) -> dict[str, bytes]:
+    """Each field a checkpoint writes, serialised, to tell what changed since.
+
+    The bytes themselves rather than a hash of them: comparing megabytes of
+    instructions costs a fraction of hashing them, at every flush.
+    """
+    return {name: orjson.dumps(getattr(record, name)) for name in CHECKPOINT_FIELDS}

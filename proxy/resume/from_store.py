@@ -19,6 +19,7 @@ from proxy.connection import ClientConnection
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
 from proxy.persist.checkpoint import checkpoint_of
+from proxy.persist.sealing import opened, stored_binding
 from proxy.resume.client_attach import Attacher, resumed_event
 from proxy.resume.lease import acquire, load_record
 from proxy.resume.replay import preload, replay_events
@@ -32,11 +33,11 @@ from proxy.resume.upstream_reopen import (
     reopen_upstream,
 )
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, hash_token
+from proxy.store.secret_box import secret_box
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, ProxyMode
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
-from shim.snapshot import upstream_binding
 
 # A client may have received events its session's owner has not persisted yet (it
 # flushes every PERSIST_INTERVAL_S). A resume elsewhere waits this long for a live
@@ -64,7 +65,7 @@ async def take_from_store(
     # holder of the lease may do. (Should the upstream then refuse, the fresh session
     # it falls back to is opened after the lease moved: if that fails too, the session
     # is lost.)
-    if upstream_binding(checkpoint_of(record).shim) is not None:
+    if stored_binding(record, secret_box(state.config.store)) is not None:
         dialling: asyncio.Future[Reached] = asyncio.ensure_future(
             connect_upstream(state, route, record)
         )
@@ -108,7 +109,7 @@ async def take_from_store(
     runner = _rebuild(conn, route, record, link, start_seq=last)
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)
-    snap = checkpoint_of(record).shim
+    snap = opened(checkpoint_of(record).shim, secret_box(state.config.store), sid)
     shim = runner.shim
     if isinstance(shim, BargeInRelaySession):
         restored = shim.restore(snap, link.created if resumed else None, now_ms())

@@ -63,7 +63,7 @@ async def take_passthrough(
         grace = state.config.store.disconnect_grace_s
         keeper = asyncio.create_task(keep_binding(store, record, grace, conn.log))
         try:
-            await relay(conn, ws)
+            await relay(conn, ws, epoch=record.epoch)
         finally:
             keeper.cancel()
             await asyncio.gather(keeper, return_exceptions=True)
@@ -86,11 +86,15 @@ def _upstream_refusal(event: dict[str, Any]) -> ResumeFailed:
 async def _rebind(
     conn: ClientConnection, store: SessionStore, record: SessionRecord, token: str
 ) -> None:
-    """The upstream rotated its resume token: remember the new one (hashed), fenced."""
+    """The upstream rotated its resume token: remember the new one (hashed), fenced.
+
+    Only the token hash is written, at the epoch this resume took: a connection it
+    replaced writes nothing but its applied event ids, fenced by its older epoch.
+    """
     try:
         record.epoch = await store.take_over(record.session_id, conn.state.replica_id, record.epoch)
         record.token_hash = hash_token(token)
         record.owner = conn.state.replica_id
-        await store.save(record)
+        await store.update(record.session_id, record.epoch, {"token_hash": record.token_hash})
     except (LeaseLost, StoreUnavailable) as exc:
         conn.log.warning("passthrough_rebind_failed", error=type(exc).__name__)

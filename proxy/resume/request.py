@@ -14,6 +14,11 @@ import orjson
 
 from proxy.store.ids import valid_session_id
 
+# Seqs are JSON numbers: past 2^53 a client could not even hold them exactly.
+MAX_SEQ = 2**53
+# A resume token is a short random string; anything far longer is not one.
+MAX_TOKEN_LEN = 512
+
 
 @dataclass(frozen=True, slots=True)
 class ResumeRequest:
@@ -67,27 +72,31 @@ def parse_resume(event: dict[str, Any], raw: str) -> ResumeRequest:
         not isinstance(sid, str)
         or not valid_session_id(sid)
         or not isinstance(token, str)
-        or not token
+        or not 0 < len(token) <= MAX_TOKEN_LEN
         or isinstance(seq, bool)
         or not isinstance(seq, int)
-        or seq < 0
+        or not 0 <= seq <= MAX_SEQ
     ):
         raise ResumeFailed(
             "invalid_session_resume",
-            "session.resume needs session_id, resume_token and a non-negative "
-            "last_received_server_event_seq",
+            "session.resume needs session_id, resume_token and an integer "
+            "last_received_server_event_seq from 0 to 2^53",
         )
     return ResumeRequest(sid, token, seq, raw)
 
 
 def resume_from_query(query: Any) -> tuple[dict[str, Any], str] | None:
+    """The URL's resume as a ``session.resume`` event; ``parse_resume`` validates it."""
     if "session_id" not in query or "resume_token" not in query:
         return None
     seq_raw = query.get("last_received_server_event_seq", "0")
+    # ASCII digits only (``str.isdigit`` also accepts "²", which ``int`` refuses), and
+    # few enough that ``int`` never meets its digit limit: anything else is refused.
+    seq_ok = seq_raw.isascii() and seq_raw.isdigit() and len(seq_raw) <= len(str(MAX_SEQ))
     event = {
         "type": "session.resume",
         "session_id": query["session_id"],
         "resume_token": query["resume_token"],
-        "last_received_server_event_seq": int(seq_raw) if seq_raw.isdigit() else -1,
+        "last_received_server_event_seq": int(seq_raw) if seq_ok else None,
     }
     return event, orjson.dumps(event).decode()

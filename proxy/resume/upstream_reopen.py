@@ -16,9 +16,11 @@ import aiohttp
 from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.persist.checkpoint import checkpoint_of
+from proxy.persist.sealing import stored_binding
 from proxy.resume.request import ResumeFailed
 from proxy.state import ProxyState
 from proxy.store.base import SessionRecord
+from proxy.store.secret_box import secret_box
 from proxy.upstream import (
     UpstreamLink,
     UpstreamRefused,
@@ -29,7 +31,7 @@ from proxy.upstream import (
     resume_over,
     resume_url,
 )
-from shim.snapshot import opening_session, upstream_binding
+from shim.snapshot import opening_session
 
 
 @dataclass
@@ -111,7 +113,7 @@ async def reattach_upstream(
         return reached, False
     state = conn.state
     cp = checkpoint_of(record)
-    binding = upstream_binding(cp.shim)
+    binding = stored_binding(record, secret_box(state.config.store))
     if binding is not None and last <= cp.seq:
         up_sid, up_token, up_seq = binding
         try:

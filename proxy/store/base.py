@@ -46,6 +46,11 @@ class SessionRecord:
     last_seq: int = 0
     # The shim's durable state: client config, conversation and playback ledger.
     state: dict[str, Any] = field(default_factory=dict)
+    # Big parts of that state which change rarely, kept apart so that a write of
+    # ``state`` as events stream stays small: the settings (instructions...) and the
+    # conversation so far.
+    static: dict[str, Any] = field(default_factory=dict)
+    conversation: dict[str, Any] = field(default_factory=dict)
     # Upstream binding: url, upstream session id and resume token where it has them.
     upstream: dict[str, Any] = field(default_factory=dict)
     recent_event_ids: list[str] = field(default_factory=list)
@@ -77,6 +82,18 @@ class SessionStore(abc.ABC):
         """Write the record if its epoch is still current (else LeaseLost)."""
 
     @abc.abstractmethod
+    async def update(self, session_id: str, epoch: int, fields: dict[str, Any]) -> None:
+        """Write only these record fields if ``epoch`` is still current (else LeaseLost).
+
+        Never ``epoch``, ``owner`` or the seqs (the lease and the log move those).
+        """
+
+    @abc.abstractmethod
+    async def add_event_ids(self, session_id: str, epoch: int, ids: list[str]) -> None:
+        """Append applied client event ids (the newest ``recent_event_ids`` are kept),
+        if ``epoch`` is still current (else LeaseLost)."""
+
+    @abc.abstractmethod
     async def append_events(
         self, session_id: str, epoch: int, events: list[tuple[int, str]], acked_seq: int
     ) -> None:
@@ -88,3 +105,13 @@ class SessionStore(abc.ABC):
 
     @abc.abstractmethod
     async def delete(self, session_id: str, epoch: int) -> None: ...
+
+
+# What ``update`` may never write: the fence, the lease holder and the log's seqs.
+NOT_UPDATABLE = frozenset({"session_id", "epoch", "owner", "acked_seq", "last_seq"})
+
+
+def check_update(fields: dict[str, Any]) -> None:
+    bad = NOT_UPDATABLE.intersection(fields) | (fields.keys() - SessionRecord.__annotations__)
+    if bad:
+        raise ValueError(f"update cannot write {sorted(bad)}")

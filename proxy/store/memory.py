@@ -14,12 +14,13 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import orjson
 
 from proxy.config import StoreConfig
 from proxy.metrics import Metrics
-from proxy.store.base import LeaseLost, SessionRecord, SessionStore
+from proxy.store.base import LeaseLost, SessionRecord, SessionStore, check_update
 from proxy.store.ids import check_session_id, valid_session_id
 
 
@@ -93,6 +94,17 @@ class MemoryStore(SessionStore):
         new.acked_seq = max(stored.acked_seq, new.acked_seq)
         new.last_seq = max(stored.last_seq, new.last_seq)
         session.record = new
+
+    async def update(self, session_id: str, epoch: int, fields: dict[str, Any]) -> None:
+        check_update(fields)
+        session = self._fenced(session_id, epoch)
+        session.record = self._copy(replace(session.record, **fields))
+
+    async def add_event_ids(self, session_id: str, epoch: int, ids: list[str]) -> None:
+        session = self._fenced(session_id, epoch)
+        known = session.record.recent_event_ids
+        known += [i for i in ids if i not in known]
+        session.record = self._copy(session.record)
 
     async def append_events(
         self, session_id: str, epoch: int, events: list[tuple[int, str]], acked_seq: int
@@ -175,6 +187,8 @@ class MemoryStore(SessionStore):
         return replace(
             record,
             state=orjson.loads(orjson.dumps(record.state)),
+            static=orjson.loads(orjson.dumps(record.static)),
+            conversation=orjson.loads(orjson.dumps(record.conversation)),
             upstream=orjson.loads(orjson.dumps(record.upstream)),
             recent_event_ids=list(ids),
         )

@@ -24,9 +24,16 @@ from redis.exceptions import RedisError
 
 from proxy.config import StoreConfig
 from proxy.metrics import Metrics
-from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable
+from proxy.store.base import (
+    LeaseLost,
+    SessionRecord,
+    SessionStore,
+    StoreUnavailable,
+    check_update,
+)
 from proxy.store.ids import check_session_id, valid_session_id
 from proxy.store.redis_scripts import (
+    ADD_IDS,
     APPEND,
     CREATE,
     DELETE,
@@ -35,6 +42,7 @@ from proxy.store.redis_scripts import (
     LOST,
     SAVE,
     TAKE_OVER,
+    UPDATE,
     session_keys,
 )
 
@@ -73,6 +81,8 @@ class RedisStore(SessionStore):
                 ("save", SAVE),
                 ("append", APPEND),
                 ("delete", DELETE),
+                ("update", UPDATE),
+                ("add_ids", ADD_IDS),
             )
         }
 
@@ -117,6 +127,18 @@ class RedisStore(SessionStore):
         del values["epoch"]  # the fence, never written by save
         pairs = [x for kv in values.items() for x in kv]
         await self._script("save", record.session_id, [record.epoch, acked, last, *pairs])
+
+    async def update(self, session_id: str, epoch: int, fields: dict[str, Any]) -> None:
+        check_session_id(session_id)
+        check_update(fields)
+        pairs = [x for k, v in fields.items() for x in (k, _dumps(v))]
+        await self._script("update", session_id, [epoch, *pairs])
+
+    async def add_event_ids(self, session_id: str, epoch: int, ids: list[str]) -> None:
+        check_session_id(session_id)
+        keep = self._config.recent_event_ids
+        if keep > 0 and ids:
+            await self._script("add_ids", session_id, [epoch, keep, *ids[-keep:]])
 
     async def append_events(
         self, session_id: str, epoch: int, events: list[tuple[int, str]], acked_seq: int

@@ -117,6 +117,38 @@ touch()
 return 0
 """
 
+# ARGV[3..] = field/value pairs: only what changed (never the epoch or the seqs).
+UPDATE = """
+local f = fence()
+if f ~= 0 then return f end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+touch()
+return 0
+"""
+
+# ARGV[3] = how many ids to keep, ARGV[4..] = client event ids just applied.
+ADD_IDS = """
+local f = fence()
+if f ~= 0 then return f end
+local ids = cjson.decode(redis.call('HGET', KEYS[1], 'recent_event_ids') or '[]')
+local known = {}
+for _, id in ipairs(ids) do known[id] = true end
+for i = 4, #ARGV do
+  if not known[ARGV[i]] then
+    table.insert(ids, ARGV[i])
+    known[ARGV[i]] = true
+  end
+end
+local keep = tonumber(ARGV[3])
+local out = {}
+for i = math.max(1, #ids - keep + 1), #ids do table.insert(out, ids[i]) end
+local text = '[]'
+if #out > 0 then text = cjson.encode(out) end
+redis.call('HSET', KEYS[1], 'recent_event_ids', text)
+touch()
+return 0
+"""
+
 DELETE = """
 local f = fence()
 if f == -1 then return f end
