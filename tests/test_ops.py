@@ -45,7 +45,9 @@ async def scrape(base: str) -> Samples:
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    """The sum over ``name``'s series that carry ``labels`` (and maybe others)."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
 
 
 def closed_port() -> int:
@@ -131,6 +133,9 @@ async def test_metrics_count_sessions_frames_and_bytes_by_mode_and_direction() -
         == value(after_pt, total, mode="duplex_emulated") + 1
     )
     assert value(after_em, total, mode="passthrough") == value(after_pt, total, mode="passthrough")
+    # Sessions carry their route and model, both from the config.
+    assert value(after_em, total, mode="duplex_emulated", route="em", model="em") == 1
+    assert value(after_em, total, mode="passthrough", route="pt", model="pt") == 1
 
     # Each session moved frames and bytes both ways, whatever its mode.
     for name in ("duplex_proxy_frames_total", "duplex_proxy_bytes_total"):
