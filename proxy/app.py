@@ -103,5 +103,5 @@ def build_app(config: Config, state: ProxyState | None = None) -> web.Applicatio
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    add_web_routes(app, config)
+    add_web_routes(app, config, current=lambda: state.config)
     return app

@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from tests.proxy_process import ProxyProcess, proxy_process
@@ -72,6 +73,10 @@ async def test_sighup_applies_new_routes_to_new_sessions_and_refuses_a_bad_file(
                     assert await mode_of(c) == "passthrough", "new sessions take the new route"
                 body = await p.until_readyz(200)
                 assert body["routes"] == {"a": "ok", "b": "ok"}, body
+                async with aiohttp.ClientSession() as http:
+                    async with http.get(p.base + "/v1/routes") as resp:
+                        listing = await resp.json()
+                assert [r["model"] for r in listing["routes"]] == ["a", "b"]
 
                 # The session opened before keeps its route (turn-based, emulated).
                 await speak(old)
