@@ -98,6 +98,9 @@ async def serve(
 
         loop.add_signal_handler(signal.SIGHUP, on_hup)
         tasks.add(asyncio.create_task(reloader.watch(), name="config-watch"))
+    else:
+        # Defaults and environment only: nothing to re-read, and SIGHUP must not kill.
+        loop.add_signal_handler(signal.SIGHUP, log.warning, "config_reload_unavailable")
     if ready is not None:
         ready.set()
     try:
