@@ -161,7 +161,8 @@ def _config_reference(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    config = _load(_default_path(args.config))
+    path = _default_path(args.config)
+    config = _load(path)
     if config is None:
         return EXIT_BAD_CONFIG
     from proxy.config_summary import log_routes
@@ -170,7 +171,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     configure_logging(config.server.log_level)
     log_routes(config)
-    return run_server(config, host=args.host, port=args.port)
+    return run_server(config, host=args.host, port=args.port, config_path=path)
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ import aiohttp
 from aiohttp import web
 
 from proxy.config import Config
+from proxy.embedded import EmbeddedBackends, embedded_kinds
 from proxy.handshake.accept import handle_client
 from proxy.logging import get_logger
-from proxy.reference.server import build_reference_app
+from proxy.readiness import Readiness
 from proxy.state import ProxyState
 from proxy.store import open_store
 from proxy.web import add_web_routes
@@ -20,25 +21,16 @@ WS_PATHS = ("/v1/realtime", "/v1/duplex")
 
 
 STATE = web.AppKey("proxy_state", ProxyState)
+READINESS = web.AppKey("readiness", Readiness)
+EMBEDDED = web.AppKey("embedded_backends", EmbeddedBackends)
 
 
 async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
     """Start the in-process reference backends that `embedded://KIND` routes name."""
-    state = app[STATE]
-    kinds = sorted({k for r in state.config.routes if (k := r.embedded_kind) is not None})
-    runners: list[web.AppRunner] = []
-    for kind in kinds:
-        runner = web.AppRunner(build_reference_app(kind), handle_signals=False, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        port = runner.addresses[0][1]
-        state.embedded_urls[kind] = f"ws://127.0.0.1:{port}/v1/realtime"
-        runners.append(runner)
-        get_logger().info("embedded_backend_started", kind=kind, url=state.embedded_urls[kind])
+    backends = app[EMBEDDED]
+    await backends.ensure(embedded_kinds(app[STATE].config))
     yield
-    for runner in runners:
-        await runner.cleanup()
+    await backends.close()
 
 
 async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
@@ -54,15 +46,29 @@ async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
     await state.http.close()
 
 
+async def _route_checks(app: web.Application) -> AsyncIterator[None]:
+    # The first check runs before the port opens, so /readyz is right from the start.
+    await app[READINESS].start()
+    yield
+    await app[READINESS].stop()
+
+
 async def _close_sessions(app: web.Application) -> None:
     """On shutdown: persist and close every client with 1012 so it resumes elsewhere."""
     state = app[STATE]
     state.draining = True
+    app[READINESS].start_drain()
     runners = list(state.live.values())
     sessions = list(state.sessions)
-    await asyncio.gather(
+    closing = asyncio.gather(
         *(r.drain() for r in runners), *(s.drain() for s in sessions), return_exceptions=True
     )
+    try:
+        await asyncio.wait_for(closing, state.config.server.drain_timeout_s)
+    except TimeoutError:
+        get_logger(replica_id=state.replica_id).warning(
+            "drain_timeout", sessions=len(state.sessions), live=len(state.live)
+        )
 
 
 async def healthz(request: web.Request) -> web.Response:
@@ -70,25 +76,8 @@ async def healthz(request: web.Request) -> web.Response:
 
 
 async def readyz(request: web.Request) -> web.Response:
-    state = request.app[STATE]
-    checks: dict[str, object] = {"draining": state.draining}
-    ready = not state.draining and state.http is not None
-    capacity = len(state.sessions) < state.config.server.max_sessions
-    checks["sessions"] = len(state.sessions)
-    checks["capacity"] = capacity
-    ready = ready and capacity
-    degraded: list[str] = []
-    if state.store is not None:
-        store_ok = await state.store.healthy()
-        checks["store"] = "ok" if store_ok else "unavailable"
-        if not store_ok:
-            # Live sessions keep talking; only resume is unavailable.
-            degraded.append("session store unavailable: resume disabled")
-    checks["degraded"] = degraded
-    status = "ready" if ready else "not_ready"
-    if ready and degraded:
-        status = "degraded"
-    return web.json_response({"status": status, **checks}, status=200 if ready else 503)
+    status, body = await request.app[READINESS].report()
+    return web.json_response(body, status=status)
 
 
 async def metrics(request: web.Request) -> web.Response:
@@ -102,14 +91,17 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 
 def build_app(config: Config, state: ProxyState | None = None) -> web.Application:
     app = web.Application()
-    app[STATE] = state or ProxyState(config=config)
+    app[STATE] = state = state or ProxyState(config=config)
+    app[READINESS] = Readiness(state)
+    app[EMBEDDED] = EmbeddedBackends(state)
     app.cleanup_ctx.append(_embedded_backends)
     app.cleanup_ctx.append(_shared_resources)
+    app.cleanup_ctx.append(_route_checks)
     app.on_shutdown.append(_close_sessions)
     for path in WS_PATHS:
         app.router.add_get(path, websocket)
     app.router.add_get("/healthz", healthz)
     app.router.add_get("/readyz", readyz)
     app.router.add_get("/metrics", metrics)
-    add_web_routes(app, config)
+    add_web_routes(app, config, current=lambda: state.config)
     return app

@@ -16,6 +16,8 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass
 
+from proxy.config_ops import DrainConfig, ReadinessConfig, ReloadConfig
+
 Mode = Literal["auto", "passthrough", "barge_in_emulated", "duplex_emulated"]
 MODES: tuple[str, ...] = get_args(Mode)
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -234,6 +236,12 @@ class Route:
         default=True,
         description="Ask for the duplex dialect with ?duplex=1 (falls back if refused).",
     )
+    health_path: str | None = Field(
+        default=None,
+        pattern=r"^/",
+        description="HTTP path on the upstream's host answering 200 when it serves (e.g."
+        " /health); unset: a TCP connect is the readiness check.",
+    )
 
     @field_validator("upstream")
     @classmethod
@@ -278,6 +286,9 @@ class Config:
     store: StoreConfig = Field(default_factory=StoreConfig)
     vad: VadConfig = Field(default_factory=VadConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    drain: DrainConfig = Field(default_factory=DrainConfig)
+    readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
+    reload: ReloadConfig = Field(default_factory=ReloadConfig)
     routes: tuple[Route, ...] = Field(
         default=(), description="[[routes]] entries; exact model names win over globs."
     )

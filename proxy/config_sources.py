@@ -28,6 +28,7 @@ from pydantic_settings.sources.utils import parse_env_vars
 
 from proxy.config_errors import ConfigError, Problem
 from proxy.config_model import Route, ServerConfig, StoreConfig, VadConfig
+from proxy.config_ops import DrainConfig, ReadinessConfig, ReloadConfig
 
 ENV_PREFIX = "DUPLEX_PROXY__"
 _LOWER = ENV_PREFIX.lower()
@@ -43,6 +44,9 @@ class ProxySettings(BaseSettings):
     server: ServerConfig = Field(default_factory=ServerConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     vad: VadConfig = Field(default_factory=VadConfig)
+    drain: DrainConfig = Field(default_factory=DrainConfig)
+    readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
+    reload: ReloadConfig = Field(default_factory=ReloadConfig)
     routes: tuple[Route, ...] = ()
     default_model: str | None = None
 

@@ -6,6 +6,15 @@ from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
+# Labels of the session metrics. ``route`` is the route's pattern from the config and
+# ``model`` the route's upstream model (or the pattern): both come from the config, never
+# from what a client asked for, so the number of series stays bounded.
+SESSION_LABELS = ("mode", "route", "model")
+# Latencies a person notices in a conversation: tens of milliseconds to a few seconds.
+LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
+# One VAD inference, or the wait for it: well under a window (32 ms) when healthy.
+VAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256)
+
 
 @dataclass
 class Metrics:
@@ -14,10 +23,16 @@ class Metrics:
     def __post_init__(self) -> None:
         r = self.registry
         self.sessions_active = Gauge(
-            "duplex_proxy_sessions_active", "Sessions open now, by mode.", ["mode"], registry=r
+            "duplex_proxy_sessions_active",
+            "Sessions open now, by mode, route and model.",
+            SESSION_LABELS,
+            registry=r,
         )
         self.sessions_total = Counter(
-            "duplex_proxy_sessions_total", "Sessions opened, by mode.", ["mode"], registry=r
+            "duplex_proxy_sessions_total",
+            "Sessions opened, by mode, route and model.",
+            SESSION_LABELS,
+            registry=r,
         )
         self.frames = Counter(
             "duplex_proxy_frames_total",
@@ -75,10 +90,71 @@ class Metrics:
         self.store_up = Gauge(
             "duplex_proxy_store_up", "1 when the session store answers, else 0.", registry=r
         )
+        self._latencies(r)
+        self._operations(r)
+
+    def _latencies(self, r: CollectorRegistry) -> None:
+        self.time_to_first_audio = Histogram(
+            "duplex_proxy_time_to_first_audio_seconds",
+            "End of the user's turn (input committed) to the first assistant audio sent to"
+            " the client, emulated modes, by mode.",
+            ["mode"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.barge_in_stop = Histogram(
+            "duplex_proxy_barge_in_stop_seconds",
+            "Speech onset over a reply to the last assistant audio sent before the cut, by"
+            " mode (what vad.target_barge_in_latency_ms declares).",
+            ["mode"],
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.upstream_dial = Histogram(
+            "duplex_proxy_upstream_dial_seconds",
+            "Opening an upstream session for a new client: connect and its first answer.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
+        self.resume_time = Histogram(
+            "duplex_proxy_resume_seconds",
+            "A successful session.resume: request to the session taken over here.",
+            buckets=LATENCY_BUCKETS,
+            registry=r,
+        )
         self.vad_batch_size = Histogram(
             "duplex_proxy_vad_batch_windows",
             "512-sample windows per VAD inference call.",
             buckets=(1, 2, 4, 8, 16, 32, 64, 128),
+            registry=r,
+        )
+        self.vad_inference = Histogram(
+            "duplex_proxy_vad_inference_seconds",
+            "Wall time of one batched Silero inference call.",
+            buckets=VAD_BUCKETS,
+            registry=r,
+        )
+        self.vad_lag = Histogram(
+            "duplex_proxy_vad_decision_lag_seconds",
+            "A VAD window queued to its probability known (queueing plus inference).",
+            buckets=VAD_BUCKETS,
+            registry=r,
+        )
+
+    def _operations(self, r: CollectorRegistry) -> None:
+        self.route_up = Gauge(
+            "duplex_proxy_route_up",
+            "1 when the route's upstream answered its last readiness check, by route.",
+            ["route"],
+            registry=r,
+        )
+        self.draining = Gauge(
+            "duplex_proxy_draining", "1 once SIGTERM was received (drain).", registry=r
+        )
+        self.config_reloads = Counter(
+            "duplex_proxy_config_reloads_total",
+            "Config reloads (SIGHUP or a changed file), by outcome (applied, refused).",
+            ["outcome"],
             registry=r,
         )
 

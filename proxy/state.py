@@ -53,6 +53,8 @@ class ProxyState:
         """The process-wide batched VAD runner, created on first use."""
         if self.vad is None:
             self.vad = VadRunner(
-                max_batch=self.config.vad.max_batch, threads=self.config.vad.threads
+                max_batch=self.config.vad.max_batch,
+                threads=self.config.vad.threads,
+                metrics=self.metrics,
             )
         return self.vad

@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 import onnxruntime as ort
 
+from proxy.metrics import Metrics
 from shim.audio import int16_to_float
 
 RATE_HZ = 16000
@@ -62,6 +63,7 @@ class _Window:
     samples: Float32Array  # WINDOW samples
     end_sample: int
     done: asyncio.Future[float | None]  # None: dropped by a reset
+    queued_at: float = 0.0  # perf_counter when queued, for the decision-lag metric
 
 
 class VadStream:
@@ -114,7 +116,12 @@ class VadRunner:
     """Runs Silero for every stream of the process; see the module docstring."""
 
     def __init__(
-        self, model_path: str | None = None, *, max_batch: int = 64, threads: int = 1
+        self,
+        model_path: str | None = None,
+        *,
+        max_batch: int = 64,
+        threads: int = 1,
+        metrics: Metrics | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -129,6 +136,7 @@ class VadRunner:
         )
         self.max_batch = max_batch
         self.stats = VadStats()
+        self._metrics = metrics
         self._ready: deque[VadStream] = deque()  # streams with queued windows, not in a batch
         self._queued: set[int] = set()  # ids of streams in _ready or in the running batch
         self._wake = asyncio.Event()
@@ -143,7 +151,11 @@ class VadRunner:
     def _infer(self, rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
         t0 = time.perf_counter()
         prob, new_state = self._session.run(None, {"input": rows, "state": state, "sr": _SR})
-        self.stats.infer_seconds_total += time.perf_counter() - t0
+        took = time.perf_counter() - t0
+        self.stats.infer_seconds_total += took
+        if self._metrics is not None:
+            self._metrics.vad_inference.observe(took)
+            self._metrics.vad_batch_size.observe(rows.shape[0])
         return np.asarray(prob, dtype=np.float32), np.asarray(new_state, dtype=np.float32)
 
     def process_sync(
@@ -178,7 +190,7 @@ class VadRunner:
         loop = asyncio.get_running_loop()
         mine = []
         for window, end in stream._cut(samples):
-            item = _Window(window, end, loop.create_future())
+            item = _Window(window, end, loop.create_future(), time.perf_counter())
             stream._pending.append(item)
             mine.append(item)
         if not mine:
@@ -251,6 +263,8 @@ class VadRunner:
                     s._advance(states[:, i : i + 1, :].copy(), w.samples)
                     if not w.done.done():  # done if its caller was cancelled
                         w.done.set_result(float(probs[i, 0]))
+                    if self._metrics is not None:
+                        self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
                 elif error is not None and not w.done.done():
                     w.done.set_exception(error)
             if s._pending:

@@ -84,4 +84,4 @@ def test_compose_proxy_config_passes_check_config_and_names_the_stack() -> None:
     kinds = {route.model: route.upstream for route in config.routes}
     assert set(kinds) == {"duplex", "turn", "demo"}
     grace = int(proxy["stop_grace_period"].removesuffix("s"))
-    assert grace > config.server.drain_timeout_s
+    assert grace > config.drain.readiness_delay_s + config.server.drain_timeout_s

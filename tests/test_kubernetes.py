@@ -165,13 +165,18 @@ def find_container(pod: Obj, name: str) -> Obj:
 def test_sidecar_shutdown_drains_the_proxy_before_the_model_stops(tmp_path: Path) -> None:
     objects = render("sidecar")
     pod = pod_spec(find(objects, "Deployment", "voice-model"))
-    drain = load_config(configmap_toml(objects, tmp_path), environ={}).server.drain_timeout_s
+    config = load_config(configmap_toml(objects, tmp_path), environ={})
+    drain = config.drain.readiness_delay_s + config.server.drain_timeout_s
     model = find_container(pod, "model")
     script = model["lifecycle"]["preStop"]["exec"]["command"][-1]
-    first_sleep, last_sleep = (float(n) for n in re.findall(r"sleep (\d+)", script))
-    # The model server keeps serving until the proxy had its whole drain.
+    before_kill, after_kill = script.split("kill -TERM")
+    assert not re.findall(r"sleep (\d+)", before_kill), "the proxy hears SIGTERM at once"
+    (last_sleep,) = (float(n) for n in re.findall(r"sleep (\d+)", after_kill))
+    # The model server keeps serving until the proxy had its delay and its whole drain.
     assert last_sleep > drain
-    assert pod["terminationGracePeriodSeconds"] > first_sleep + last_sleep
+    assert pod["terminationGracePeriodSeconds"] > last_sleep
+    # The proxy's readiness follows the model server's.
+    assert all(route.health_path for route in config.routes)
     assert pod["shareProcessNamespace"] is True
     # The hook finds the proxy by its command line, the one the image runs.
     pattern = re.search(r"grep -q '([^']+)'", script)
@@ -213,6 +218,9 @@ def test_routing_tier_has_its_pieces_and_a_drain_that_fits(tmp_path: Path) -> No
     config = load_config(configmap_toml(objects, tmp_path), environ={})
     assert len(config.routes) >= 2
     margin = 5
-    need = prestop_seconds(proxy) + config.server.drain_timeout_s + margin
+    prestop = prestop_seconds(proxy) if "lifecycle" in proxy else 0.0
+    delay = config.drain.readiness_delay_s
+    assert prestop + delay > 0, "time for the endpoint to leave the Service"
+    need = prestop + delay + config.server.drain_timeout_s + margin
     assert pod["terminationGracePeriodSeconds"] >= need
     find(objects, "Deployment", "duplex-proxy-redis")

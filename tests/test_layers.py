@@ -47,10 +47,12 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("shim: the emulated session", ["shim.session"]),
     ("shim: dialects", ["shim.dialects.*"]),
     ("proxy: foundations", ["proxy", "proxy.logging", "proxy.metrics", "proxy.clock"]),
+    ("proxy: latencies read off a session's events", ["proxy.latency"]),
     (
         "proxy: configuration",
         [
             "proxy.config_errors",
+            "proxy.config_ops",
             "proxy.config_model",
             "proxy.config_routes",
             "proxy.config_sources",
@@ -84,6 +86,10 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("proxy: emulated modes", ["proxy.emulated.*"]),
     ("proxy: resume", ["proxy.resume.*"]),
     ("proxy: handshake", ["proxy.handshake.*"]),
+    (
+        "proxy: operations (readiness checks, embedded backends, config reload)",
+        ["proxy.readiness", "proxy.embedded", "proxy.config_reload"],
+    ),
     ("proxy: the aiohttp application", ["proxy.app"]),
     ("proxy: the server process", ["proxy.server"]),
     ("proxy: the command line", ["proxy.__main__"]),

@@ -7,9 +7,11 @@ import socket
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.app import STATE, build_app
+from proxy.config import config_from_dict
 from tests.servers import (
     Client,
     connect,
@@ -45,7 +47,9 @@ async def scrape(base: str) -> Samples:
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
-    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+    """The sum over ``name``'s series that carry ``labels`` (and maybe others)."""
+    wanted = set(labels.items())
+    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
 
 
 def closed_port() -> int:
@@ -131,6 +135,9 @@ async def test_metrics_count_sessions_frames_and_bytes_by_mode_and_direction() -
         == value(after_pt, total, mode="duplex_emulated") + 1
     )
     assert value(after_em, total, mode="passthrough") == value(after_pt, total, mode="passthrough")
+    # Sessions carry their route and model, both from the config.
+    assert value(after_em, total, mode="duplex_emulated", route="em", model="em") == 1
+    assert value(after_em, total, mode="passthrough", route="pt", model="pt") == 1
 
     # Each session moved frames and bytes both ways, whatever its mode.
     for name in ("duplex_proxy_frames_total", "duplex_proxy_bytes_total"):
@@ -200,3 +207,51 @@ async def test_store_outage_passthrough_session_does_not_advertise_resume() -> N
                 assert caps["supports_session_resume"] is False, (
                     "passthrough session advertises resume while the store binding failed"
                 )
+
+
+async def test_readyz_reports_each_route_and_is_503_only_when_none_is_usable() -> None:
+    async def loading(_: web.Request) -> web.Response:
+        return web.json_response({"status": "loading"}, status=503)
+
+    warming_app = web.Application()
+    warming_app.router.add_get("/health", loading)
+    down = f"ws://127.0.0.1:{closed_port()}/v1/realtime"
+    async with reference("turn") as up, serve_app(warming_app) as warm:
+        warm_ws = warm.replace("http://", "ws://") + "/v1/realtime"
+        routes = [
+            {"model": "up", "upstream": up, "max_sessions": 1},
+            {"model": "down", "upstream": down},
+            {"model": "warm", "upstream": warm_ws, "health_path": "/health"},
+        ]
+        config = config_from_dict({"routes": routes})
+        async with proxy(config) as base:
+            status, body = await get_json(base, "/readyz")
+            assert status == 200, body
+            assert body["routes"] == {"up": "ok", "down": "unreachable", "warm": "warming"}
+            assert body["status"] == "degraded", body
+            text = str(body)
+            for secret in (up, down, warm_ws, "127.0.0.1"):
+                assert secret not in text, "no upstream address for unauthenticated callers"
+            metrics = await scrape(base)
+            assert value(metrics, "duplex_proxy_route_up", route="up") == 1
+            assert value(metrics, "duplex_proxy_route_up", route="down") == 0
+
+            # The one usable route full: nothing is usable, so not ready.
+            async with connect(ws_url(base, model="up")) as c:
+                await c.until("session.created")
+                status, body = await get_json(base, "/readyz")
+                assert status == 503, body
+                assert body["routes"]["up"] == "at_capacity"
+            # The session gone, the route has room again.
+            async with asyncio.timeout(10):
+                while True:
+                    if (await get_json(base, "/readyz"))[0] == 200:
+                        break
+                    await asyncio.sleep(0.05)
+
+    routes = [{"model": "a", "upstream": down}, {"model": "b", "upstream": down}]
+    async with proxy(config_from_dict({"routes": routes})) as base:
+        status, body = await get_json(base, "/readyz")
+        assert status == 503, body
+        assert body["routes"] == {"a": "unreachable", "b": "unreachable"}
+        assert body["status"] == "not_ready" and body["draining"] is False

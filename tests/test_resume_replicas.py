@@ -54,6 +54,9 @@ async def replica_process(
     config = tmp_path / f"{name}.toml"
     config.write_text(
         f'[server]\nlog_level = "info"\n[store]\nurl = "{redis_url}"\n'
+        # Hand over at once on SIGTERM: these tests are about the handover, and a
+        # reply must still be running when it happens (tests/test_drain.py: the delay).
+        "[drain]\nreadiness_delay_s = 0\n"
         f'[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
     )
     port = _free_port()

@@ -15,6 +15,7 @@ from typing import Any
 from proxy.client_io import ClientChannel
 from proxy.clock import now_ms
 from proxy.emulated.queue_items import Attach
+from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
 from shim.journal import Journal
 
@@ -25,6 +26,7 @@ class ClientSide:
         self.journal = journal
         self.metrics = metrics
         self.mode = mode
+        self.latency = TurnLatency(metrics, mode)
         self.attached: Attach | None = None
         # When the session expires with no client attached.
         self.grace_deadline: float | None = None
@@ -36,6 +38,7 @@ class ClientSide:
 
     def send(self, event: dict[str, Any]) -> None:
         text = self.journal.stamp(event, now_ms())
+        self.latency.sent(event)
         if event.get("type") == "response.done":
             self.metrics.responses.labels(self.mode, event["response"]["status"]).inc()
             details = event["response"].get("status_details") or {}

@@ -74,9 +74,15 @@ class ClientSession:
             if self.route is not None:
                 self.state.per_route[self.route.model] -= 1
             if self.mode is not None:
-                self.state.metrics.sessions_active.labels(self.mode).dec()
+                self.state.metrics.sessions_active.labels(self.mode, *self._labels()).dec()
             await self.client.stop()
             self.log.info("session_closed", mode=self.mode, close_code=self.client.close_code)
+
+    def _labels(self) -> tuple[str, str]:
+        """The route and model labels: from the config, never what the client asked."""
+        route = self.route
+        assert route is not None
+        return route.model, route.upstream_model or route.model
 
     async def _next_client_frame(self, within_s: float) -> ClientFrame | None:
         """The next client frame within ``within_s``; None on timeout or disconnect."""
@@ -146,8 +152,8 @@ class ClientSession:
             return
         cls = classify(link.created, forced=route.mode, duplex_refused=link.duplex_refused)
         self.mode = cls.mode
-        state.metrics.sessions_total.labels(cls.mode).inc()
-        state.metrics.sessions_active.labels(cls.mode).inc()
+        state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()
+        state.metrics.sessions_active.labels(cls.mode, *self._labels()).inc()
         self.log = self.log.bind(mode=cls.mode)
         self.log.info("session_open", upstream_kind=cls.kind, reasons=list(cls.reasons))
         if cls.mode == "passthrough":

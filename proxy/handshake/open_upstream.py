@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from proxy.client_io import ClientFrame
@@ -52,7 +53,8 @@ async def open_upstream(
 
     async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
         assert conn.state.http is not None
-        return await dial(
+        started = time.monotonic()
+        link = await dial(
             conn.state.http,
             url,
             route,
@@ -60,6 +62,8 @@ async def open_upstream(
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
         )
+        conn.state.metrics.upstream_dial.observe(time.monotonic() - started)
+        return link
 
     try:
         try:

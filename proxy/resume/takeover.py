@@ -3,6 +3,8 @@ passthrough) and take it over for this connection."""
 
 from __future__ import annotations
 
+import time
+
 from proxy.connection import ClientConnection
 from proxy.emulated.runner import live_runner
 from proxy.resume.client_attach import Attacher
@@ -20,12 +22,14 @@ async def resume(conn: ClientConnection, req: ResumeRequest) -> None:
     The caller reports a ResumeFailed to the client, which may then start fresh.
     """
     metrics = conn.state.metrics
+    started = time.monotonic()
     try:
         attach = await _take(conn, req)
     except ResumeFailed as exc:
         metrics.resumes.labels(exc.code).inc()
         raise
     metrics.resumes.labels("resumed").inc()
+    metrics.resume_time.observe(time.monotonic() - started)
     await attach()
 
 

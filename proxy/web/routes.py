@@ -7,6 +7,7 @@ models for the page's picker, never the upstream URLs behind them (no open proxy
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -50,10 +51,17 @@ def _file(name: str) -> web.Response:
     )
 
 
-def add_web_routes(app: web.Application, config: Config, *, enabled: bool | None = None) -> None:
+def add_web_routes(
+    app: web.Application,
+    config: Config,
+    *,
+    enabled: bool | None = None,
+    current: Callable[[], Config] | None = None,
+) -> None:
     """Register the page and ``GET /v1/routes`` on ``app``.
 
     ``enabled`` overrides the config's ``[web] enabled``; when off nothing is registered.
+    ``current`` gives the config in force, so the listing follows a reload.
     """
     if not (config.web.enabled if enabled is None else enabled):
         return
@@ -69,7 +77,7 @@ def add_web_routes(app: web.Application, config: Config, *, enabled: bool | None
         return _file(name)
 
     async def routes(request: web.Request) -> web.Response:
-        return web.json_response(listing)
+        return web.json_response(route_models(current()) if current else listing)
 
     app.router.add_get("/", index)
     app.router.add_get("/web/{name}", static)

@@ -1,0 +1,146 @@
+"""A proxy replica as a real process (``python -m proxy serve``) with its own config
+file, for tests of signals: drain on SIGTERM, reload on SIGHUP."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from tests.servers import ROOT
+
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+class ProxyProcess:
+    def __init__(self, proc: asyncio.subprocess.Process, port: int, config: Path, log: Path):
+        self.proc = proc
+        self.base = f"http://127.0.0.1:{port}"
+        self.config = config
+        self.log = log
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")[-6000:]
+
+    async def readyz(self) -> tuple[int, dict[str, Any]]:
+        async with aiohttp.ClientSession() as http, http.get(self.base + "/readyz") as resp:
+            body: dict[str, Any] = await resp.json()
+            return resp.status, body
+
+    async def until_readyz(self, status: int, within_s: float = 15.0) -> dict[str, Any]:
+        """Poll /readyz until it answers ``status``; its body."""
+        async with asyncio.timeout(within_s):
+            while True:
+                with suppress(aiohttp.ClientError):
+                    code, body = await self.readyz()
+                    if code == status:
+                        return body
+                await asyncio.sleep(0.05)
+
+    async def until_logged(self, needle: str, within_s: float = 15.0) -> str:
+        async with asyncio.timeout(within_s):
+            while True:
+                text = self.log.read_text(errors="replace")
+                if needle in text:
+                    return text
+                await asyncio.sleep(0.05)
+
+    async def wait_exit(self, within_s: float) -> int:
+        async with asyncio.timeout(within_s):
+            return await self.proc.wait()
+
+
+@asynccontextmanager
+async def proxy_process(
+    tmp_path: Path, name: str, config: str | Path
+) -> AsyncIterator[ProxyProcess]:
+    """A replica serving ``config`` (its text, or a file), once /readyz answers at all."""
+    if isinstance(config, str):
+        text, config = config, tmp_path / f"{name}.toml"
+        config.write_text(text)
+    port = free_port()
+    log = tmp_path / f"{name}.log"
+    with log.open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "proxy", "serve", "--config", str(config)),
+            *("--host", "127.0.0.1", "--port", str(port)),
+            cwd=ROOT,
+            env={
+                **{k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")},
+                "PYTHONUNBUFFERED": "1",
+            },
+            stdout=out,
+            stderr=out,
+        )
+        replica = ProxyProcess(proc, port, config, log)
+        try:
+            async with aiohttp.ClientSession() as http, asyncio.timeout(START_TIMEOUT_S):
+                while True:
+                    if proc.returncode is not None:
+                        raise RuntimeError(f"{name} exited:\n{replica.output()}")
+                    with suppress(aiohttp.ClientError):
+                        async with http.get(replica.base + "/readyz"):
+                            break
+                    await asyncio.sleep(0.1)
+            yield replica
+        finally:
+            if proc.returncode is None:
+                proc.send_signal(signal.SIGINT)  # no readiness delay at teardown
+                try:
+                    async with asyncio.timeout(15):
+                        await proc.wait()
+                except TimeoutError:
+                    proc.kill()
+                    await proc.wait()
+
+
+@asynccontextmanager
+async def backend_process(
+    tmp_path: Path, name: str, mode: str
+) -> AsyncIterator[tuple[asyncio.subprocess.Process, int]]:
+    """``python -m proxy reference-backend``; yields the process and its port once it listens."""
+    port = free_port()
+    with (tmp_path / f"{name}.log").open("wb") as out:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            *("-m", "proxy", "reference-backend", "--mode", mode),
+            *("--host", "127.0.0.1", "--port", str(port), "--reply-ms", "1500"),
+            cwd=ROOT,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+            stdout=out,
+            stderr=out,
+        )
+        try:
+            async with asyncio.timeout(START_TIMEOUT_S):
+                while True:
+                    try:
+                        _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    except OSError:
+                        if proc.returncode is not None:
+                            raise RuntimeError(f"{name} exited") from None
+                        await asyncio.sleep(0.1)
+                        continue
+                    writer.close()
+                    await writer.wait_closed()
+                    break
+            yield proc, port
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
