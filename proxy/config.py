@@ -27,8 +27,8 @@ from proxy.config_model import (
     ServerConfig,
     StoreConfig,
     VadConfig,
-    WebConfig,
 )
+from proxy.config_ops import WebConfig
 from proxy.config_routes import route_problems
 from proxy.config_sources import ENV_PREFIX, apply_env, read_toml
 

@@ -13,10 +13,10 @@ from collections.abc import Mapping
 from typing import Any, Literal, get_args
 from urllib.parse import urlsplit
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import Field, field_validator
 from pydantic.dataclasses import dataclass
 
-from proxy.config_ops import DrainConfig, ReadinessConfig, ReloadConfig
+from proxy.config_ops import SECTION, DrainConfig, ReadinessConfig, ReloadConfig, WebConfig
 
 Mode = Literal["auto", "passthrough", "barge_in_emulated", "duplex_emulated"]
 MODES: tuple[str, ...] = get_args(Mode)
@@ -37,10 +37,6 @@ def decode_key(text: str) -> bytes:
     if len(key) != SECRET_KEY_BYTES:
         raise ValueError(f"store secret key must be {SECRET_KEY_BYTES} bytes, got {len(key)}")
     return key
-
-
-# Unknown keys are errors (a typo must not silently fall back to a default).
-SECTION = ConfigDict(extra="forbid")
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)
@@ -191,15 +187,6 @@ class VadConfig:
         default=64, ge=1, description="Most 512-sample windows per VAD inference."
     )
     threads: int = Field(default=1, ge=1, description="onnxruntime intra-op threads for the VAD.")
-
-
-@dataclass(frozen=True, slots=True, config=SECTION)
-class WebConfig:
-    """The browser page (``GET /``) and its route list (``GET /v1/routes``)."""
-
-    enabled: bool = Field(
-        default=True, description="Serve the talk page at GET / and the route list."
-    )
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)

@@ -1,4 +1,4 @@
-"""The operations sections of the configuration: drain, readiness checks, reload.
+"""The operations sections of the configuration: drain, readiness checks, reload, the page.
 
 They sit apart from ``proxy/config_model.py`` because they shape how a replica is run
 (how it stops, how it tells the load balancer whether to send it clients, how it picks
@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import ConfigDict, Field
 from pydantic.dataclasses import dataclass
 
+# Unknown keys are errors (a typo must not silently fall back to a default).
 SECTION = ConfigDict(extra="forbid")
 
 
@@ -51,4 +52,13 @@ class ReloadConfig:
         ge=0,
         description="How often the config file (or a ConfigMap's symlink) is checked"
         " for a change, which reloads it; 0: only SIGHUP reloads.",
+    )
+
+
+@dataclass(frozen=True, slots=True, config=SECTION)
+class WebConfig:
+    """The browser page (``GET /``) and its route list (``GET /v1/routes``)."""
+
+    enabled: bool = Field(
+        default=True, description="Serve the talk page at GET / and the route list."
     )
