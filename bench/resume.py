@@ -116,7 +116,7 @@ def stack(
         config = workdir / "proxy.toml"
         config.write_text(
             f'[server]\nlog_level = "{"info" if logs else "warning"}"\n'
-            f'[store]\nurl = "{redis_url}"\n\n' + "\n".join(routes)
+            f'[store]\nurl = "{redis_url}"\n[auth]\nmode = "none"\n\n' + "\n".join(routes)
         )
         bases = []
         replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from proxy.config_auth import ApiKey, AuthConfig, AuthMode, auth_problems
 from proxy.config_errors import ConfigError, Problem, problems_from
 from proxy.config_model import (
     EMBEDDED_KINDS,
@@ -37,6 +38,9 @@ __all__ = [
     "EMBEDDED_SCHEME",
     "ENV_PREFIX",
     "MODES",
+    "ApiKey",
+    "AuthConfig",
+    "AuthMode",
     "Config",
     "ConfigError",
     "Mode",
@@ -62,6 +66,7 @@ def config_from_dict(data: Mapping[str, Any], *, require_routes: bool = False) -
     except ValidationError as exc:
         problems = problems_from(exc, Config)
     problems += route_problems(data, require_routes=require_routes)
+    problems += auth_problems(data)
     if problems:
         raise ConfigError(problems)
     return cfg

@@ -15,6 +15,8 @@ from urllib.parse import urlsplit
 from pydantic import ConfigDict, Field, field_validator
 from pydantic.dataclasses import dataclass
 
+from proxy.config_auth import AuthConfig
+
 Mode = Literal["auto", "passthrough", "barge_in_emulated", "duplex_emulated"]
 MODES: tuple[str, ...] = get_args(Mode)
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
@@ -157,8 +159,9 @@ class VadConfig:
 class WebConfig:
     """The browser page (``GET /``) and its route list (``GET /v1/routes``)."""
 
-    enabled: bool = Field(
-        default=True, description="Serve the talk page at GET / and the route list."
+    enabled: bool | None = Field(
+        default=None,
+        description="Serve the talk page at GET / and the route list; unset: only without auth.",
     )
 
 
@@ -240,12 +243,20 @@ class Config:
     store: StoreConfig = Field(default_factory=StoreConfig)
     vad: VadConfig = Field(default_factory=VadConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     routes: tuple[Route, ...] = Field(
         default=(), description="[[routes]] entries; exact model names win over globs."
     )
     default_model: str | None = Field(
         default=None, min_length=1, description="Model used when a client names none."
     )
+
+    @property
+    def web_enabled(self) -> bool:
+        """The page is on where set; unset, only when clients need no credentials."""
+        if self.web.enabled is not None:
+            return self.web.enabled
+        return self.auth.mode in (None, "none")
 
     def route_for(self, model: str) -> Route | None:
         """First route whose pattern matches, exact matches winning over globs."""

@@ -26,8 +26,9 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from proxy.config_auth import AuthConfig
 from proxy.config_errors import ConfigError, Problem
-from proxy.config_model import Route, ServerConfig, StoreConfig, VadConfig
+from proxy.config_model import Route, ServerConfig, StoreConfig, VadConfig, WebConfig
 
 ENV_PREFIX = "DUPLEX_PROXY__"
 _LOWER = ENV_PREFIX.lower()
@@ -43,6 +44,8 @@ class ProxySettings(BaseSettings):
     server: ServerConfig = Field(default_factory=ServerConfig)
     store: StoreConfig = Field(default_factory=StoreConfig)
     vad: VadConfig = Field(default_factory=VadConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     routes: tuple[Route, ...] = ()
     default_model: str | None = None
 

@@ -7,6 +7,8 @@ import sys
 
 import structlog
 
+from proxy.log_redaction import redact_secrets
+
 Logger = structlog.stdlib.BoundLogger
 
 _LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40, "critical": 50}
@@ -22,6 +24,7 @@ def configure_logging(level: str = "info") -> None:
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
+            redact_secrets,  # no key, token or audio in any line (proxy/log_redaction.py)
             structlog.processors.JSONRenderer(),
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

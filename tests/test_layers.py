@@ -46,11 +46,15 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("shim: the emulated session", ["shim.session"]),
     ("shim: dialects", ["shim.dialects.*"]),
-    ("proxy: foundations", ["proxy", "proxy.logging", "proxy.metrics", "proxy.clock"]),
+    (
+        "proxy: foundations",
+        ["proxy", "proxy.log_redaction", "proxy.logging", "proxy.metrics", "proxy.clock"],
+    ),
     (
         "proxy: configuration",
         [
             "proxy.config_errors",
+            "proxy.config_auth",
             "proxy.config_model",
             "proxy.config_routes",
             "proxy.config_sources",
@@ -76,6 +80,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("proxy: store backends", ["proxy.store.memory", "proxy.store.redis"]),
     ("proxy: opening a store", ["proxy.store"]),
+    ("proxy: client authentication and admission", ["proxy.auth.*"]),
     ("proxy: shared process state", ["proxy.state"]),
     ("proxy: a client connection as the modes see it", ["proxy.connection"]),
     ("proxy: persistence of emulated sessions", ["proxy.persist.*"]),

@@ -53,7 +53,7 @@ async def replica_process(
 ) -> AsyncIterator[Replica]:
     config = tmp_path / f"{name}.toml"
     config.write_text(
-        f'[server]\nlog_level = "info"\n[store]\nurl = "{redis_url}"\n'
+        f'[server]\nlog_level = "info"\n[auth]\nmode = "none"\n[store]\nurl = "{redis_url}"\n'
         f'[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
     )
     port = _free_port()

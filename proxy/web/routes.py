@@ -37,7 +37,9 @@ def route_models(config: Config) -> dict[str, Any]:
         {"model": route.model, "pattern": route.is_glob, "mode": route.mode}
         for route in config.routes
     ]
-    return {"routes": routes, "default_model": config.default_model}
+    # The page asks for a key when connections need one (sent as a subprotocol).
+    needs_key = config.auth.mode in ("api_key", "jwt")
+    return {"routes": routes, "default_model": config.default_model, "auth_required": needs_key}
 
 
 def _file(name: str) -> web.Response:
@@ -53,9 +55,10 @@ def _file(name: str) -> web.Response:
 def add_web_routes(app: web.Application, config: Config, *, enabled: bool | None = None) -> None:
     """Register the page and ``GET /v1/routes`` on ``app``.
 
-    ``enabled`` overrides the config's ``[web] enabled``; when off nothing is registered.
+    ``enabled`` overrides the config's ``[web] enabled`` (unset: on only without auth,
+    ``Config.web_enabled``); when off nothing is registered.
     """
-    if not (config.web.enabled if enabled is None else enabled):
+    if not (config.web_enabled if enabled is None else enabled):
         return
     listing = route_models(config)
 
