@@ -1,7 +1,9 @@
 """The browser ``Origin`` check: a page on another site must not spend this proxy.
 
 A client without ``Origin`` is not a browser (and cannot be driven by a web page).
-A browser is allowed from the proxy's own page (same host) or a listed origin.
+A browser is allowed from the proxy's own page or a listed origin. "Own page" compares
+host names, not ports: a reverse proxy in front often rewrites ``Host`` without the
+port the browser used, and another port of the same host is no other site.
 """
 
 from __future__ import annotations
@@ -17,4 +19,5 @@ def origin_allowed(origin: str | None, host: str, allowed: Collection[str]) -> b
     if origin in allowed:
         return True
     parts = urlsplit(origin)
-    return parts.scheme in ("http", "https") and parts.netloc == host.strip().lower()
+    own = urlsplit("//" + host.strip().lower()).hostname
+    return parts.scheme in ("http", "https") and own is not None and parts.hostname == own
