@@ -57,7 +57,9 @@ def test_check_config_and_serve_refuse_it_and_the_environment_can_choose(tmp_pat
     assert fixed.returncode == 2 and 'mode "api_key" needs at least one entry' in fixed.stderr
     keys = f'[{{"id": "a", "sha256": "{DIGEST}"}}]'
     env = {"DUPLEX_PROXY__AUTH__MODE": "api_key", "DUPLEX_PROXY__AUTH__KEYS": keys}
-    assert run("check-config", str(path), **env).returncode == 0
+    ok = run("check-config", str(path), **env)
+    assert ok.returncode == 0 and "auth: mode=api_key key_ids=a web_page=off" in ok.stdout
+    assert DIGEST not in ok.stdout, "keys are named by id only"
     config = load_config(path, environ=env)
     assert config.auth.keys[0].sha256 == DIGEST
     assert not config.web_enabled, "the page is off with auth unless enabled"
