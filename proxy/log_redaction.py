@@ -8,6 +8,7 @@ raw frame) a bearer credential, a key subprotocol or such a JSON field is cut ou
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import MutableMapping
 from typing import Any
@@ -58,6 +59,17 @@ def redact(value: Any, depth: int = 0) -> Any:
     if isinstance(value, list | tuple):
         return type(value)(redact(v, depth + 1) for v in value)
     return value
+
+
+class RedactingFilter(logging.Filter):
+    """The same for standard-library records (aiohttp's own warnings, for one)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        cleaned = redact(message)
+        if cleaned != message:
+            record.msg, record.args = cleaned, None
+        return True
 
 
 def redact_secrets(

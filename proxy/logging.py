@@ -7,7 +7,7 @@ import sys
 
 import structlog
 
-from proxy.log_redaction import redact_secrets
+from proxy.log_redaction import RedactingFilter, redact_secrets
 
 Logger = structlog.stdlib.BoundLogger
 
@@ -18,6 +18,8 @@ def configure_logging(level: str = "info") -> None:
     """One JSON object per line on stderr, ISO timestamps, bound context merged in."""
     numeric = _LEVELS.get(level.lower(), logging.INFO)
     logging.basicConfig(format="%(message)s", stream=sys.stderr, level=numeric, force=True)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

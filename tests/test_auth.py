@@ -54,6 +54,14 @@ async def test_the_key_subprotocol_is_accepted_and_realtime_selected() -> None:
         # Without "realtime" offered nothing could be selected: refused, not half-open.
         status, body, _ = await refusal(url, protocols=(f"openai-insecure-api-key.{KEY_A}",))
         assert status == 401 and body["error"]["code"] == "invalid_credentials"
+    # The same in mode "none" (which reads no key, but must not leave one half-offered).
+    async with proxy(auth_config(ROUTES_EMBEDDED, {"mode": "none"})) as base:
+        url = ws_url(base, model="a-demo")
+        async with connect_with(url, protocols=key_subprotocols(KEY_A)) as c:
+            assert c.ws.protocol == "realtime"
+            await c.until("session.created")
+        status, _, _ = await refusal(url, protocols=(f"openai-insecure-api-key.{KEY_A}",))
+        assert status == 401
 
 
 @pytest.mark.parametrize(

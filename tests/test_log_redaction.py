@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 
 import structlog
 
-from proxy.log_redaction import REDACTED, redact_secrets
+from proxy.log_redaction import REDACTED, RedactingFilter, redact_secrets
 
 KEY = "dpk_" + "k" * 40
 TOKEN = "tok_" + "t" * 40
@@ -55,3 +56,17 @@ def test_secrets_inside_free_text_are_cut_out() -> None:
         assert secret not in text
     assert "sess_1" in text and "model=m" in text, "the rest of the text stays"
     assert json.loads(str(line["raw"]))["resume_token"] == REDACTED
+
+
+def test_standard_library_records_are_cleaned_too() -> None:
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(RedactingFilter())
+    logger = logging.getLogger("test_log_redaction.aiohttp_like")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("Client protocols %r don't overlap", [f"openai-insecure-api-key.{KEY}"])
+    finally:
+        logger.removeHandler(handler)
+    assert KEY not in out.getvalue() and "openai-insecure-api-key.[redacted]" in out.getvalue()

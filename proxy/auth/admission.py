@@ -17,7 +17,12 @@ import orjson
 from aiohttp import web
 
 from proxy.auth.api_keys import KeyRing, digest_matches
-from proxy.auth.credentials import BadCredentials, bearer_token, presented_credential
+from proxy.auth.credentials import (
+    BadCredentials,
+    bearer_token,
+    key_subprotocols,
+    presented_credential,
+)
 from proxy.auth.jwt_tokens import JwtVerifier, TokenRejected
 from proxy.auth.limits import SessionLimits
 from proxy.auth.origin import origin_allowed
@@ -78,9 +83,10 @@ class Admission:
 
     def identify(self, request: web.Request) -> Principal:
         """Who the request authenticates as; raises 401 when it does not."""
-        if self.auth.mode in (None, "none"):
-            return ANONYMOUS
         try:
+            if self.auth.mode in (None, "none"):
+                key_subprotocols(request.headers)  # a key offered so it could not be selected
+                return ANONYMOUS
             credential = presented_credential(request.headers)
         except BadCredentials as exc:
             raise unauthorized("invalid_credentials", str(exc)) from None

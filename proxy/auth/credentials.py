@@ -24,6 +24,17 @@ def offered_subprotocols(headers: Mapping[str, str]) -> list[str]:
     return [p.strip() for p in raw.split(",") if p.strip()]
 
 
+def key_subprotocols(headers: Mapping[str, str]) -> list[str]:
+    """Keys offered as subprotocols; BadCredentials if ``realtime`` is not offered too."""
+    offered = offered_subprotocols(headers)
+    keys = [p.removeprefix(KEY_SUBPROTOCOL) for p in offered if p.startswith(KEY_SUBPROTOCOL)]
+    if keys and not any(p in SUBPROTOCOLS for p in offered):
+        # Nothing could be selected: the browser would drop the connection (and the
+        # WebSocket layer would log the offered list, key included).
+        raise BadCredentials("offer the 'realtime' subprotocol along with the key")
+    return keys
+
+
 def presented_credential(headers: Mapping[str, str]) -> str | None:
     """The key or token the client sent, if any; BadCredentials if malformed."""
     auth = headers.get("Authorization")
@@ -32,14 +43,9 @@ def presented_credential(headers: Mapping[str, str]) -> str | None:
         if scheme.lower() != "bearer" or not value.strip():
             raise BadCredentials("Authorization must be 'Bearer <key>'")
         return value.strip()
-    offered = offered_subprotocols(headers)
-    keys = [p.removeprefix(KEY_SUBPROTOCOL) for p in offered if p.startswith(KEY_SUBPROTOCOL)]
+    keys = key_subprotocols(headers)
     if not keys:
         return None
-    if not any(p in SUBPROTOCOLS for p in offered):
-        # Nothing could be selected: the browser would drop the connection (and the
-        # WebSocket layer would log the offered list, key included).
-        raise BadCredentials("offer the 'realtime' subprotocol along with the key")
     if len(keys) > 1 or not keys[0]:
         raise BadCredentials("offer exactly one non-empty key subprotocol")
     return keys[0]
