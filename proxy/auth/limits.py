@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from proxy.auth.principal import Principal
 
 WINDOW_S = 60.0
+SWEEP_AT = 1024  # principals remembered before old windows are swept
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,14 +29,13 @@ class SessionLimits:
         self._clock = clock
         self._open: dict[str, int] = {}
         self._recent: dict[str, deque[float]] = {}
-
-    def open_sessions(self, principal: Principal) -> int:
-        return self._open.get(principal.id, 0)
+        self._swept = clock()
 
     def acquire(self, principal: Principal) -> LimitHit | None:
         """Count one more connection for ``principal``, or say which limit it hits."""
         now = self._clock()
-        recent = self._recent.setdefault(principal.id, deque())
+        self._sweep(now)
+        recent = self._recent.get(principal.id, deque())
         while recent and recent[0] <= now - WINDOW_S:
             recent.popleft()
         cap = principal.max_sessions
@@ -53,10 +53,17 @@ class SessionLimits:
             )
         if rate is not None:
             recent.append(now)
-        elif not recent:
-            del self._recent[principal.id]
+            self._recent[principal.id] = recent
         self._open[principal.id] = self._open.get(principal.id, 0) + 1
         return None
+
+    def _sweep(self, now: float) -> None:
+        """Forget subjects with nothing in the window (token subjects are unbounded)."""
+        if len(self._recent) < SWEEP_AT or now - self._swept < WINDOW_S:
+            return
+        self._swept = now
+        for pid in [p for p, r in self._recent.items() if not r or r[-1] <= now - WINDOW_S]:
+            del self._recent[pid]
 
     def release(self, principal: Principal) -> None:
         left = self._open.get(principal.id, 0) - 1
