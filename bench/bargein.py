@@ -273,7 +273,8 @@ def stack(config: dict[str, Any]) -> Any:
                 routes.append(route(mode, url))
             vad = "".join(f"{k} = {v}\n" for k, v in config.items())
             cfg = Path(tmp) / "proxy.toml"
-            cfg.write_text(f'[server]\nlog_level = "warning"\n[vad]\n{vad}\n' + "\n".join(routes))
+            head = f'[server]\nlog_level = "warning"\n[auth]\nmode = "none"\n[vad]\n{vad}\n'
+            cfg.write_text(head + "\n".join(routes))
             proc, url = proxy_replica(cfg, env)
             procs.append(proc)
             yield url

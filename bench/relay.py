@@ -181,7 +181,7 @@ def start_proxy(tmp: Path, upstream_port: int) -> tuple[subprocess.Popen[bytes],
     port = free_port()
     conf = tmp / "proxy.toml"
     conf.write_text(
-        '[server]\nmax_sessions = 2000\nlog_level = "warning"\n'
+        '[server]\nmax_sessions = 2000\nlog_level = "warning"\n[auth]\nmode = "none"\n'
         f'[[routes]]\nmodel = "echo"\nupstream = "ws://127.0.0.1:{upstream_port}/v1/realtime"\n'
         'mode = "passthrough"\nmax_sessions = 2000\n'
     )

@@ -119,7 +119,8 @@ def stack(
         key = base64.b64encode(os.urandom(32)).decode()
         config.write_text(
             f'[server]\nlog_level = "{"info" if logs else "warning"}"\n'
-            f'[store]\nurl = "{redis_url}"\nsecret_key = "{key}"\n\n' + "\n".join(routes)
+            f'[store]\nurl = "{redis_url}"\nsecret_key = "{key}"\n[auth]\nmode = "none"\n\n'
+            + "\n".join(routes)
         )
         bases = []
         replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}

@@ -1,5 +1,5 @@
 """Command line: ``duplex-proxy [serve] ...``, ``check-config``, ``config-reference``,
-``reference-backend ...``, ``probe URL ...``, ``--version``.
+``reference-backend ...``, ``probe URL ...``, ``hash-key``, ``--version``.
 
 Heavy modules (pydantic, aiohttp, onnxruntime) are imported inside the command that
 needs them, so ``--help`` and ``--version`` answer at once.
@@ -21,7 +21,15 @@ if TYPE_CHECKING:
     from proxy.config import Config
 
 DEFAULT_CONFIG = "config.toml"
-COMMANDS = ("serve", "check-config", "config-reference", "reference-backend", "probe", "talk")
+COMMANDS = (
+    "serve",
+    "check-config",
+    "config-reference",
+    "reference-backend",
+    "probe",
+    "talk",
+    "hash-key",
+)
 EXIT_BAD_CONFIG = 2
 
 
@@ -53,6 +61,13 @@ def _parser() -> argparse.ArgumentParser:
     ref_doc = sub.add_parser("config-reference", help="print every config key as Markdown")
     ref_doc.add_argument("--json-schema", action="store_true", help="print JSON Schema instead")
     ref_doc.add_argument("--update", metavar="FILE", help="rewrite the reference in FILE")
+
+    hash_key = sub.add_parser(
+        "hash-key", help="print the SHA-256 digest of an API key for [auth] keys (key on stdin)"
+    )
+    hash_key.add_argument(
+        "--generate", action="store_true", help="make a new random key; print it and its digest"
+    )
 
     ref = sub.add_parser(
         "reference-backend", help="run a reference backend that speaks vLLM-Omni's protocol"
@@ -111,6 +126,31 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.exit(run_probe(args))
     if args.command == "talk":
         sys.exit(run_talk(args))
+    if args.command == "hash-key":
+        sys.exit(_hash_key(args.generate))
+
+
+def _hash_key(generate: bool) -> int:
+    """The key comes from stdin, not argv, so it stays out of shell history and ps."""
+    from proxy.auth.api_keys import hash_key, new_key
+
+    if generate:
+        key = new_key()
+        print(f"key:    {key}\nsha256: {hash_key(key)}")
+        return 0
+    if sys.stdin.isatty():
+        print("API key (not echoed): ", end="", file=sys.stderr, flush=True)
+        import getpass
+
+        key = getpass.getpass(prompt="")
+    else:
+        key = sys.stdin.readline()
+    key = key.strip()
+    if not key:
+        print("duplex-proxy: no key given on stdin", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    print(hash_key(key))
+    return 0
 
 
 def _default_path(path: str | None) -> str | None:

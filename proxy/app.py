@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 from aiohttp import web
 
+from proxy.auth.admission import check_metrics_token
 from proxy.config import Config
 from proxy.embedded import EmbeddedBackends, embedded_kinds
 from proxy.handshake.accept import handle_client
@@ -82,6 +83,7 @@ async def readyz(request: web.Request) -> web.Response:
 
 async def metrics(request: web.Request) -> web.Response:
     state = request.app[STATE]
+    check_metrics_token(request, state.config.auth)
     return web.Response(body=state.metrics.render(), content_type="text/plain", charset="utf-8")
 
 

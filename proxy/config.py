@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from proxy.config_auth import ApiKey, AuthConfig, AuthMode, auth_problems
 from proxy.config_errors import ConfigError, Problem, problems_from
 from proxy.config_model import (
     EMBEDDED_KINDS,
@@ -25,18 +26,21 @@ from proxy.config_model import (
     Mode,
     Route,
     ServerConfig,
-    StoreConfig,
     VadConfig,
 )
 from proxy.config_ops import WebConfig
 from proxy.config_routes import route_problems
 from proxy.config_sources import ENV_PREFIX, apply_env, read_toml
+from proxy.config_store import StoreConfig
 
 __all__ = [
     "EMBEDDED_KINDS",
     "EMBEDDED_SCHEME",
     "ENV_PREFIX",
     "MODES",
+    "ApiKey",
+    "AuthConfig",
+    "AuthMode",
     "Config",
     "ConfigError",
     "Mode",
@@ -62,6 +66,7 @@ def config_from_dict(data: Mapping[str, Any], *, require_routes: bool = False) -
     except ValidationError as exc:
         problems = problems_from(exc, Config)
     problems += route_problems(data, require_routes=require_routes)
+    problems += auth_problems(data)
     if problems:
         raise ConfigError(problems)
     return cfg

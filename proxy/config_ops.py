@@ -59,6 +59,7 @@ class ReloadConfig:
 class WebConfig:
     """The browser page (``GET /``) and its route list (``GET /v1/routes``)."""
 
-    enabled: bool = Field(
-        default=True, description="Serve the talk page at GET / and the route list."
+    enabled: bool | None = Field(
+        default=None,
+        description="Serve the talk page at GET / and the route list; unset: only without auth.",
     )

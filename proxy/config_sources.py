@@ -26,9 +26,11 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
+from proxy.config_auth import AuthConfig
 from proxy.config_errors import ConfigError, Problem
-from proxy.config_model import Route, ServerConfig, StoreConfig, VadConfig
-from proxy.config_ops import DrainConfig, ReadinessConfig, ReloadConfig
+from proxy.config_model import Route, ServerConfig, VadConfig
+from proxy.config_ops import DrainConfig, ReadinessConfig, ReloadConfig, WebConfig
+from proxy.config_store import StoreConfig
 
 ENV_PREFIX = "DUPLEX_PROXY__"
 _LOWER = ENV_PREFIX.lower()
@@ -47,6 +49,8 @@ class ProxySettings(BaseSettings):
     drain: DrainConfig = Field(default_factory=DrainConfig)
     readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
     reload: ReloadConfig = Field(default_factory=ReloadConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
+    auth: AuthConfig = Field(default_factory=AuthConfig)
     routes: tuple[Route, ...] = ()
     default_model: str | None = None
 

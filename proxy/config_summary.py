@@ -43,10 +43,29 @@ def route_lines(config: Config) -> list[str]:
     if config.default_model:
         lines.append(f"default_model: {config.default_model}")
     lines.append(f"store: {safe_upstream(config.store.url)}")
+    lines.append("auth: " + " ".join(f"{k}={v}" for k, v in _auth(config).items() if v))
     return [line.rstrip() for line in lines]
+
+
+def _auth(config: Config) -> dict[str, object]:
+    """Who may connect, by key id only (never a digest)."""
+    auth = config.auth
+    return {
+        "mode": auth.mode or "unset",
+        "key_ids": ",".join(k.id for k in auth.keys),
+        "jwt": ",".join(
+            alg
+            for alg, on in (("HS256", auth.jwt_hs256_secret), ("RS256", auth.jwt_rs256_public_key))
+            if on
+        ),
+        "allowed_origins": ",".join(auth.allowed_origins),
+        "metrics_token": "required" if auth.metrics_token_sha256 else "",
+        "web_page": "on" if config.web_enabled else "off",
+    }
 
 
 def log_routes(config: Config) -> None:
     log = get_logger()
     for i, route in enumerate(config.routes):
         log.info("route", index=i, **_describe(route))
+    log.info("auth", **_auth(config))

@@ -24,3 +24,5 @@ class ClientConnection(Protocol):
     pending: list[ClientFrame]
     # The upstream session a passthrough connection serves (event id de-duplication).
     passthrough_sid: str | None
+    # Who the connection authenticated as ("" without auth): resume is bound to it.
+    key_id: str

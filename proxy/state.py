@@ -8,6 +8,7 @@ from typing import Protocol
 
 import aiohttp
 
+from proxy.auth.admission import Admission
 from proxy.config import Config, Route
 from proxy.metrics import Metrics
 from proxy.store.base import SessionStore
@@ -42,6 +43,11 @@ class ProxyState:
     per_route: dict[str, int] = field(default_factory=dict)
     draining: bool = False
     replica_id: str = ""
+    # Who may connect, and the per-key session counters (proxy/auth/).
+    admission: Admission = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.admission = Admission(self.config)
 
     def upstream_url(self, route: Route) -> str:
         kind = route.embedded_kind

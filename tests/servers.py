@@ -59,6 +59,8 @@ async def reference(
 
 def proxy_config(routes: dict[str, str], **sections: Any) -> Config:
     data: dict[str, Any] = {"routes": [{"model": m, "upstream": u} for m, u in routes.items()]}
+    # Loopback backends of the test itself: open on purpose unless a test sets [auth].
+    data["auth"] = {"mode": "none"}
     data.update(sections)
     return config_from_dict(data)
 

@@ -60,6 +60,7 @@ def test_check_config_reports_every_problem_and_exits_2(tmp_path: Path) -> None:
         "server.max_frame_byte (line 3): unknown key; did you mean 'max_frame_bytes'?",
         "routes.0.upstream (line 7): upstream must be ws://",
         "routes.1.model (line 10): duplicate of routes.0: 'm'",
+        "auth.mode: routes reach a real upstream (routes.0, routes.1) but [auth] mode is not set",
     ]
     for needle in expected:
         assert any(line.strip().startswith(needle) for line in lines), (needle, lines)
@@ -84,7 +85,7 @@ def test_check_config_names_the_variable_behind_a_bad_value() -> None:
 def test_serve_logs_each_route_with_its_upstream_but_no_secret(tmp_path: Path) -> None:
     config = tmp_path / "proxy.toml"
     config.write_text(
-        '[server]\nhost = "127.0.0.1"\nport = 0\n\n'
+        '[server]\nhost = "127.0.0.1"\nport = 0\n\n[auth]\nmode = "none"\n\n'
         '[[routes]]\nmodel = "demo"\nupstream = "embedded://turn"\n\n'
         '[[routes]]\nmodel = "vendor/*"\nupstream = "wss://user:pw@voice.invalid:9443/v1/realtime?key=k1"\n'
         'headers = { Authorization = "Bearer s3cret-token" }\n'

@@ -198,7 +198,7 @@ async def test_serve_with_config_routes_to_three_reference_backend_processes(
     }
     config = tmp_path / "proxy.toml"
     config.write_text(
-        '[server]\nhost = "127.0.0.1"\n\n'
+        '[server]\nhost = "127.0.0.1"\n\n[auth]\nmode = "none"\n\n'
         + "".join(
             f'[[routes]]\nmodel = "{model}"\nupstream = "ws://127.0.0.1:{ports[model]}/v1/realtime"\n\n'
             for model in kinds

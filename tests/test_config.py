@@ -28,6 +28,7 @@ def test_env_overrides_nested_keys_and_route_entries() -> None:
         "DUPLEX_PROXY__ROUTES__0__MODE": "passthrough",
         "DUPLEX_PROXY__ROUTES__1__MODEL": "b",
         "DUPLEX_PROXY__ROUTES__1__UPSTREAM": "ws://y/v1/realtime",
+        "DUPLEX_PROXY__AUTH__MODE": "none",
         "UNRELATED": "1",
     }
     cfg = config_from_dict(apply_env(data, env))
@@ -43,7 +44,8 @@ def test_exact_route_beats_glob_and_glob_matches() -> None:
             "routes": [
                 {"model": "nvidia/*", "upstream": "ws://glob/v1/realtime"},
                 {"model": "nvidia/special", "upstream": "ws://exact/v1/realtime"},
-            ]
+            ],
+            "auth": {"mode": "none"},
         }
     )
     special = cfg.route_for("nvidia/special")
@@ -118,6 +120,9 @@ def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:
 
 
 BAD_TOML = """\
+[auth]
+mode = "none"
+
 [server]
 max_sesions = 10
 port = -1
@@ -138,10 +143,10 @@ def test_every_problem_is_reported_with_its_toml_line(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         load_config(path, environ={})
     found = {str(p) for p in caught.value.problems}
-    assert "server.max_sesions (line 2): unknown key; did you mean 'max_sessions'?" in found
-    assert any(p.startswith("server.port (line 3): ") for p in found), found
-    assert any(p.startswith("routes.1.upstream (line 11): upstream must be") for p in found)
-    assert any(p.startswith("routes.1.model (line 10): 'a/b*' can never match") for p in found)
+    assert "server.max_sesions (line 5): unknown key; did you mean 'max_sessions'?" in found
+    assert any(p.startswith("server.port (line 6): ") for p in found), found
+    assert any(p.startswith("routes.1.upstream (line 14): upstream must be") for p in found)
+    assert any(p.startswith("routes.1.model (line 13): 'a/b*' can never match") for p in found)
     assert len(found) == 4, found
 
 
@@ -163,6 +168,7 @@ def test_a_config_without_routes_is_refused_by_load_config(tmp_path: Path) -> No
         environ={
             "DUPLEX_PROXY__ROUTES__0__MODEL": "m",
             "DUPLEX_PROXY__ROUTES__0__UPSTREAM": "ws://m:8091/v1/realtime",
+            "DUPLEX_PROXY__AUTH__MODE": "none",
         },
     )
     assert cfg.route_for("m") is not None
@@ -192,7 +198,8 @@ def test_exact_route_after_a_glob_is_not_shadowed() -> None:
             "routes": [
                 {"model": "a/*", "upstream": "ws://x/v1/realtime"},
                 {"model": "a/b", "upstream": "ws://y/v1/realtime"},
-            ]
+            ],
+            "auth": {"mode": "none"},
         }
     )
     route = cfg.route_for("a/b")
@@ -243,7 +250,8 @@ def test_a_glob_is_refused_only_when_an_earlier_glob_covers_it(
         "routes": [
             {"model": first, "upstream": "ws://x/v1/realtime"},
             {"model": second, "upstream": "ws://y/v1/realtime"},
-        ]
+        ],
+        "auth": {"mode": "none"},
     }
     if shadowed:
         with pytest.raises(ConfigError, match=r"routes\.1\.model: .* can never match"):

@@ -30,7 +30,7 @@ pytestmark = [pytest.mark.slow]
 def _config(upstream: str, store: str = "memory://", **extra: str) -> str:
     sections = "".join(f"{line}\n" for line in extra.values())
     return (
-        f'[store]\nurl = "{store}"\n{sections}'
+        f'[auth]\nmode = "none"\n[store]\nurl = "{store}"\n{sections}'
         f'[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
         + ('health_path = "/healthz"\n' if "health" in extra else "")
     )

@@ -46,13 +46,18 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("shim: the emulated session", ["shim.session"]),
     ("shim: dialects", ["shim.dialects.*"]),
-    ("proxy: foundations", ["proxy", "proxy.logging", "proxy.metrics", "proxy.clock"]),
+    (
+        "proxy: foundations",
+        ["proxy", "proxy.log_redaction", "proxy.logging", "proxy.metrics", "proxy.clock"],
+    ),
     ("proxy: latencies read off a session's events", ["proxy.latency"]),
     (
         "proxy: configuration",
         [
             "proxy.config_errors",
             "proxy.config_ops",
+            "proxy.config_store",
+            "proxy.config_auth",
             "proxy.config_model",
             "proxy.config_routes",
             "proxy.config_sources",
@@ -79,6 +84,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("proxy: store backends", ["proxy.store.memory", "proxy.store.redis"]),
     ("proxy: opening a store", ["proxy.store"]),
+    ("proxy: client authentication and admission", ["proxy.auth.*"]),
     ("proxy: shared process state", ["proxy.state"]),
     ("proxy: a client connection as the modes see it", ["proxy.connection"]),
     ("proxy: persistence of emulated sessions", ["proxy.persist.*"]),

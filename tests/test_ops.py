@@ -223,7 +223,7 @@ async def test_readyz_reports_each_route_and_is_503_only_when_none_is_usable() -
             {"model": "down", "upstream": down},
             {"model": "warm", "upstream": warm_ws, "health_path": "/health"},
         ]
-        config = config_from_dict({"routes": routes})
+        config = config_from_dict({"auth": {"mode": "none"}, "routes": routes})
         async with proxy(config) as base:
             status, body = await get_json(base, "/readyz")
             assert status == 200, body
@@ -250,7 +250,7 @@ async def test_readyz_reports_each_route_and_is_503_only_when_none_is_usable() -
                     await asyncio.sleep(0.05)
 
     routes = [{"model": "a", "upstream": down}, {"model": "b", "upstream": down}]
-    async with proxy(config_from_dict({"routes": routes})) as base:
+    async with proxy(config_from_dict({"auth": {"mode": "none"}, "routes": routes})) as base:
         status, body = await get_json(base, "/readyz")
         assert status == 503, body
         assert body["routes"] == {"a": "unreachable", "b": "unreachable"}

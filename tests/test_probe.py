@@ -55,7 +55,8 @@ MAX_SESSIONS = 4
 @asynccontextmanager
 async def proxied(upstream: str, max_sessions: int | None = MAX_SESSIONS) -> AsyncIterator[str]:
     route = {"model": MODEL, "upstream": upstream, "max_sessions": max_sessions}
-    config = config_from_dict({"routes": [{k: v for k, v in route.items() if v is not None}]})
+    routes = [{k: v for k, v in route.items() if v is not None}]
+    config = config_from_dict({"routes": routes, "auth": {"mode": "none"}})
     async with serve(build_app(config)) as url:
         yield url
 

@@ -26,7 +26,10 @@ BAD = '[[routes]]\nmodel = "a"\nupstream = "http://example.com/"\n'
 
 
 def routes(**upstreams: str) -> str:
-    return "".join(f'[[routes]]\nmodel = "{m}"\nupstream = "{u}"\n' for m, u in upstreams.items())
+    """Route entries, under an explicit open ``[auth]`` (they name real upstreams)."""
+    return '[auth]\nmode = "none"\n' + "".join(
+        f'[[routes]]\nmodel = "{m}"\nupstream = "{u}"\n' for m, u in upstreams.items()
+    )
 
 
 def replace(path: Path, text: str) -> None:

@@ -53,7 +53,7 @@ async def replica_process(
 ) -> AsyncIterator[Replica]:
     config = tmp_path / f"{name}.toml"
     config.write_text(
-        f'[server]\nlog_level = "info"\n[store]\nurl = "{redis_url}"\n'
+        f'[server]\nlog_level = "info"\n[auth]\nmode = "none"\n[store]\nurl = "{redis_url}"\n'
         # Hand over at once on SIGTERM: these tests are about the handover, and a
         # reply must still be running when it happens (tests/test_drain.py: the delay).
         "[drain]\nreadiness_delay_s = 0\n"

@@ -5,14 +5,21 @@ from __future__ import annotations
 import orjson
 from aiohttp import web
 
+from proxy.auth.admission import admitted
+from proxy.auth.credentials import SUBPROTOCOLS
 from proxy.handshake.client_session import ClientSession
 from proxy.state import ProxyState
 
 
+@admitted  # 401/403/429 before the upgrade (proxy/auth/admission.py)
 async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocketResponse:
     cfg = state.config.server
     ws = web.WebSocketResponse(
-        max_msg_size=cfg.max_frame_bytes, autoping=True, heartbeat=None, compress=False
+        max_msg_size=cfg.max_frame_bytes,
+        autoping=True,
+        heartbeat=None,
+        compress=False,
+        protocols=SUBPROTOCOLS,
     )
     await ws.prepare(request)
     session = ClientSession(ws, request, state)

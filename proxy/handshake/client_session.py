@@ -11,6 +11,7 @@ from typing import Any
 
 from aiohttp import web
 
+from proxy.auth.admission import principal_of
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
@@ -51,6 +52,10 @@ class ClientSession:
         )
         self.session_id = "sess_" + uuid.uuid4().hex
         self.log = get_logger(session_id=self.session_id, replica_id=state.replica_id)
+        self.principal = principal_of(request)
+        self.key_id = self.principal.id
+        if self.key_id:
+            self.log = self.log.bind(key_id=self.key_id)
         self.mode: str | None = None
         self.route: Route | None = None
         self.pending: list[ClientFrame] = []
@@ -136,6 +141,11 @@ class ClientSession:
             )
             await self.client.close(1008, "model not found")
             return
+        if not self.principal.allows(model, route.model):
+            # Checked before the upgrade when ?model= names it (proxy/auth/admission.py).
+            self.client.send_error("route_not_allowed", f"these credentials may not open {model!r}")
+            await self.client.close(1008, "route not allowed")
+            return
         limit = route.max_sessions
         if limit is not None and state.per_route.get(route.model, 0) >= limit:
             self.client.send_error(
@@ -195,6 +205,7 @@ class ClientSession:
             runner.shim.apply_update(link.opening_event.event)
             pending.remove(link.opening_event)
         token = secrets.token_urlsafe(32)
+        runner.persister.key_id = self.key_id
         resumable = await runner.persister.create(token)
         created = runner.created_event(token if resumable else None)
         runner.start()

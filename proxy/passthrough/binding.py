@@ -43,6 +43,7 @@ async def bind(session: ClientConnection, link: UpstreamLink) -> SessionRecord |
         epoch=1,
         owner=session.state.replica_id,
         upstream={"route": route.model, "url": link.url},
+        key_id=session.key_id,
     )
     try:
         await store.create(record)

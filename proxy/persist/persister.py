@@ -40,6 +40,8 @@ class Persister:
         self.replaced = False
         self.epoch = 0
         self.token_hash = ""
+        # Who opened the session (stored, so a resume by other credentials is denied).
+        self.key_id = ""
         # Head of the replay log as written to the store.
         self.flushed_seq = session.journal.seq
         # One store conversation at a time (a flush, or a resume moving the lease).
@@ -83,6 +85,7 @@ class Persister:
             conversation=conversation,
             upstream=facts.upstream,
             recent_event_ids=r.recent.items(),
+            key_id=self.key_id,
         )
 
     async def checkpoint(

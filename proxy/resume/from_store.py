@@ -107,6 +107,7 @@ async def take_from_store(
     link, resumed = await reattach_upstream(conn, route, record, last, reached)
     state.metrics.upstream_reattach.labels("resumed" if resumed else "fresh").inc()
     runner = _rebuild(conn, route, record, link, start_seq=last)
+    runner.persister.key_id = record.key_id
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)
     snap = opened(checkpoint_of(record).shim, secret_box(state.config.store), sid)

@@ -40,6 +40,8 @@ async def _take(conn: ClientConnection, req: ResumeRequest) -> Attacher:
         raise ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
     runner = live_runner(state, req.session_id)
     if runner is not None:
+        if runner.persister.key_id != conn.key_id:
+            raise denied()  # resume is bound to the credentials that opened it
         async with runner.persister.resume_lock:
             attach = await take_local(conn, runner, req)
         if attach is not None:
@@ -50,7 +52,7 @@ async def _take(conn: ClientConnection, req: ResumeRequest) -> Attacher:
     record = await load_record(store, req.session_id)
     if record is None:
         raise expired()
-    if not token_matches(req.resume_token, record.token_hash):
+    if not token_matches(req.resume_token, record.token_hash) or record.key_id != conn.key_id:
         raise denied()
     if record.mode == "passthrough":
         return await take_passthrough(conn, record, req)

@@ -54,6 +54,8 @@ class SessionRecord:
     # Upstream binding: url, upstream session id and resume token where it has them.
     upstream: dict[str, Any] = field(default_factory=dict)
     recent_event_ids: list[str] = field(default_factory=list)
+    # The API key (or token subject) that opened it: only it may resume (proxy/auth/).
+    key_id: str = ""
 
 
 class SessionStore(abc.ABC):

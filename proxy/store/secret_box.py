@@ -23,7 +23,7 @@ from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from proxy.config import StoreConfig
-from proxy.config_model import decode_key
+from proxy.config_store import decode_key
 
 PREFIX = "dxs1"
 NONCE_BYTES = 12

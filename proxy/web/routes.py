@@ -38,7 +38,9 @@ def route_models(config: Config) -> dict[str, Any]:
         {"model": route.model, "pattern": route.is_glob, "mode": route.mode}
         for route in config.routes
     ]
-    return {"routes": routes, "default_model": config.default_model}
+    # The page asks for a key when connections need one (sent as a subprotocol).
+    needs_key = config.auth.mode in ("api_key", "jwt")
+    return {"routes": routes, "default_model": config.default_model, "auth_required": needs_key}
 
 
 def _file(name: str) -> web.Response:
@@ -60,10 +62,11 @@ def add_web_routes(
 ) -> None:
     """Register the page and ``GET /v1/routes`` on ``app``.
 
-    ``enabled`` overrides the config's ``[web] enabled``; when off nothing is registered.
-    ``current`` gives the config in force, so the listing follows a reload.
+    ``enabled`` overrides the config's ``[web] enabled`` (unset: on only without auth,
+    ``Config.web_enabled``); when off nothing is registered. ``current`` gives the config
+    in force, so the listing follows a reload.
     """
-    if not (config.web.enabled if enabled is None else enabled):
+    if not (config.web_enabled if enabled is None else enabled):
         return
     listing = route_models(config)
 

@@ -59,6 +59,13 @@ function onPlayback(r) {
   if (r.type === "flushed") view.log("playback.flushed", `heard ${r.playedMs} ms, dropped ${r.droppedMs} ms`, "barge-in");
 }
 
+// With auth on, the key goes as a subprotocol (browsers cannot set headers on a
+// WebSocket); the proxy selects "realtime" and never echoes the key.
+function protocols() {
+  const key = $("key").value.trim();
+  return key ? ["realtime", `openai-insecure-api-key.${key}`] : [];
+}
+
 function url() {
   const scheme = location.protocol === "https:" ? "wss" : "ws";
   return `${scheme}://${location.host}/v1/realtime?model=${encodeURIComponent(model())}`;
@@ -71,7 +78,7 @@ function freshSession() {
 }
 
 function open(resume) {
-  const ws = new WebSocket(url());
+  const ws = new WebSocket(url(), protocols());
   S.ws = ws;
   S.ready = false;
   ws.onopen = () => {
@@ -248,6 +255,11 @@ function onEvent(ev) {
 }
 
 async function talk() {
+  if (!$("key-label").hidden && !$("key").value.trim()) {
+    view.log("key", "this proxy needs an API key: enter it first", "error");
+    $("key").focus();
+    return;
+  }
   $("connect").disabled = true;
   view.resetClock();
   S.closing = false;
@@ -291,6 +303,7 @@ function drop() {
 
 async function loadRoutes() {
   const body = await (await fetch("/v1/routes")).json();
+  $("key-label").hidden = !body.auth_required;
   const select = $("route");
   for (const r of body.routes) {
     const opt = document.createElement("option");

@@ -1,0 +1,86 @@
+"""The ``[store]`` section: where sessions are kept, for how long, and the key that seals
+upstream resume tokens in it (``proxy/store/secret_box.py``)."""
+
+from __future__ import annotations
+
+import base64
+from urllib.parse import urlsplit
+
+from pydantic import Field, field_validator
+from pydantic.dataclasses import dataclass
+
+from proxy.config_ops import SECTION
+
+STORE_SCHEMES = ("memory", "redis", "rediss", "unix")
+
+SECRET_KEY_BYTES = 32
+
+
+def decode_key(text: str) -> bytes:
+    """A store secret key: base64 (standard or URL-safe) of exactly 32 bytes."""
+    try:
+        key = base64.b64decode(text.strip().replace("-", "+").replace("_", "/"), validate=True)
+    except ValueError:  # binascii.Error is one
+        raise ValueError("store secret key must be base64") from None
+    if len(key) != SECRET_KEY_BYTES:
+        raise ValueError(f"store secret key must be {SECRET_KEY_BYTES} bytes, got {len(key)}")
+    return key
+
+
+@dataclass(frozen=True, slots=True, config=SECTION)
+class StoreConfig:
+    url: str = Field(
+        default="memory://",
+        description="memory:// (one replica) or redis://, rediss://, unix:// (shared).",
+    )
+    disconnect_grace_s: float = Field(
+        default=30.0, gt=0, description="How long a dropped session waits to be resumed."
+    )
+    replay_max_bytes: int = Field(
+        default=8 * 1024 * 1024,
+        gt=0,
+        description="Server events kept per session for replay, in bytes.",
+    )
+    replay_max_age_s: float = Field(
+        default=60.0, gt=0, description="Server events older than this are not replayed."
+    )
+    timeout_s: float = Field(
+        default=0.25, gt=0, description="No request ever blocks on the store longer than this."
+    )
+    recent_event_ids: int = Field(
+        default=256, ge=0, description="Client event_ids remembered per session to drop re-sends."
+    )
+    secret_key: str = Field(
+        default="",
+        description="Base64 of 32 random bytes: encrypts upstream resume tokens in the store "
+        "(AES-256-GCM). Empty: none are stored; a moved session opens a fresh upstream session.",
+    )
+    previous_secret_keys: tuple[str, ...] = Field(
+        default=(),
+        description="Retired secret keys, still read during a key rotation (never written).",
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _known_scheme(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in STORE_SCHEMES:
+            schemes = ", ".join(f"{s}://" for s in STORE_SCHEMES)
+            raise ValueError(f"store url must start with one of {schemes}, got {url!r}")
+        if parts.scheme in ("redis", "rediss") and not parts.hostname:
+            raise ValueError(f"store url names no host: {url!r}")
+        return url
+
+    @field_validator("secret_key")
+    @classmethod
+    def _key_decodes(cls, key: str) -> str:
+        if key:
+            decode_key(key)
+        return key
+
+    @field_validator("previous_secret_keys")
+    @classmethod
+    def _keys_decode(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        for key in keys:
+            decode_key(key)
+        return keys
