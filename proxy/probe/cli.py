@@ -35,6 +35,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--speech", default=None, help="16-bit PCM WAV to speak (default: the bundled stimulus)"
     )
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("DUPLEX_PROXY_API_KEY"),
+        help="client key for a proxy with [auth] (default: $DUPLEX_PROXY_API_KEY)",
+    )
     parser.add_argument("--json", action="store_true", help="print the report as JSON (for CI)")
     parser.add_argument(
         "--require",
@@ -120,6 +125,7 @@ def run_probe(args: argparse.Namespace) -> int:
     settings = ProbeSettings(
         url=args.url,
         model=args.model,
+        api_key=args.api_key,
         sessions=args.sessions,
         speech=args.speech,
         capacity_max=args.capacity_max,

@@ -104,7 +104,7 @@ async def run_comparison(
 ) -> Comparison:
     """``progress(label)`` gives each run its own progress display ("direct", "proxied")."""
     direct = await run_probe_checks(
-        replace(settings, url=direct_url),
+        replace(settings, url=direct_url, api_key=None),
         required=required,
         only=only,
         progress=progress("direct") if progress else None,

@@ -18,6 +18,9 @@ from proxy.probe.stimulus import Stimulus
 class ProbeSettings:
     url: str
     model: str | None = None
+    #: Sent as ``Authorization: Bearer`` on the probe's WebSockets (a proxy with client
+    #: auth); never to ``--metrics-url`` nor, with ``--compare``, to the direct URL.
+    api_key: str | None = field(default=None, repr=False)
     #: Concurrent sessions of the fairness check.
     sessions: int = 4
     speech: str | None = None

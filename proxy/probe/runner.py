@@ -164,11 +164,13 @@ async def run_probe_checks(
     wanted = tuple(required) if required is not None else default_required(settings)
     report = ProbeReport(settings.url, settings.model, wanted)
     started = time.monotonic()
-    async with aiohttp.ClientSession() as http:
+    key = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
+    # The key goes only to the endpoint probed; the model server's metrics get a plain session.
+    async with aiohttp.ClientSession(headers=key) as http, aiohttp.ClientSession() as plain:
         ctx = ProbeContext(settings, stimulus, http)
         if settings.metrics_url is not None and "gpu_memory" in names:
             ctx.sampler = MetricsSampler(
-                http, settings.metrics_url, lambda: ctx.current, settings.metrics_interval_s
+                plain, settings.metrics_url, lambda: ctx.current, settings.metrics_interval_s
             )
             await ctx.sampler.start()
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import re
 import sys
 from pathlib import Path
@@ -49,6 +50,11 @@ def configure_parser(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--wav", type=Path, help="what to say: a 16-bit PCM WAV file")
     what.add_argument("--mic", action="store_true", help="the microphone (needs sounddevice)")
     parser.add_argument("--out", type=Path, default=None, help="write what was heard to this WAV")
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get("DUPLEX_PROXY_API_KEY"),
+        help="client key for a proxy with [auth] (default: $DUPLEX_PROXY_API_KEY)",
+    )
     parser.add_argument(
         "--barge-in",
         type=barge_in,
@@ -96,7 +102,8 @@ async def _talk(args: argparse.Namespace, opts: TalkOptions) -> int:
         for clip, at in args.barge_in:
             pcm = overlay(pcm, read_wav(clip), round(at * 1000))
         source = FileSource(pcm)
-    async with aiohttp.ClientSession() as http:
+    key = {"Authorization": f"Bearer {opts.api_key}"} if opts.api_key else None
+    async with aiohttp.ClientSession(headers=key) as http:
         talk = Talk(opts, source, http, speaker)
         summary = await talk.run()
     talk.timeline.summary(summary, args.json)
@@ -111,6 +118,7 @@ def run_talk(args: argparse.Namespace) -> int:
     opts = TalkOptions(
         url=args.url,
         model=args.model,
+        api_key=args.api_key,
         out=args.out,
         drop_at_s=args.drop_at,
         tail_s=args.tail,

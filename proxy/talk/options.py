@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -22,6 +22,7 @@ class Source(Protocol):
 class TalkOptions:
     url: str
     model: str | None = None
+    api_key: str | None = field(default=None, repr=False)
     out: Path | None = None
     drop_at_s: float | None = None
     tail_s: float = 2.0
