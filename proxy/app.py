@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import aiohttp
 from aiohttp import web
 
 from proxy.config import Config
@@ -14,6 +13,7 @@ from proxy.logging import get_logger
 from proxy.reference.server import build_reference_app
 from proxy.state import ProxyState
 from proxy.store import open_store
+from proxy.upstream import upstream_http
 from proxy.web import add_web_routes
 
 WS_PATHS = ("/v1/realtime", "/v1/duplex")
@@ -43,7 +43,7 @@ async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
 
 async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
     state = app[STATE]
-    state.http = aiohttp.ClientSession()
+    state.http = upstream_http()
     state.store = await open_store(state.config.store, state.metrics)
     # Load the VAD model before the first session needs it, off the event loop.
     await asyncio.to_thread(state.vad_runner)
@@ -73,8 +73,9 @@ async def readyz(request: web.Request) -> web.Response:
     state = request.app[STATE]
     checks: dict[str, object] = {"draining": state.draining}
     ready = not state.draining and state.http is not None
-    capacity = len(state.sessions) < state.config.server.max_sessions
-    checks["sessions"] = len(state.sessions)
+    occupied = state.occupied()  # sessions, in their disconnect grace too; not sockets
+    capacity = occupied < state.config.server.max_sessions
+    checks["sessions"] = occupied
     checks["capacity"] = capacity
     ready = ready and capacity
     degraded: list[str] = []
@@ -101,7 +102,11 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 
 
 def build_app(config: Config, state: ProxyState | None = None) -> web.Application:
-    app = web.Application()
+    # keepalive_timeout also bounds a connection that never completes its request
+    # (a half-open upgrade): aiohttp's default holds it for an hour.
+    app = web.Application(
+        handler_args={"keepalive_timeout": config.server.http_handshake_timeout_s}
+    )
     app[STATE] = state or ProxyState(config=config)
     app.cleanup_ctx.append(_embedded_backends)
     app.cleanup_ctx.append(_shared_resources)

@@ -12,7 +12,7 @@ from proxy.client_io import CLOSED, ClientFrame
 from proxy.connection import ClientConnection
 from proxy.passthrough.applied_ids import applied_ids, save_ids
 from proxy.passthrough.binding import bind, keep_binding
-from proxy.upstream import UpstreamLink
+from proxy.upstream import UpstreamLink, close_within, send_within
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -83,18 +83,25 @@ async def relay(
             else:
                 break
 
+    send_timeout = session.state.config.server.upstream_send_timeout_s
+    stalled = False
+
     async def client_to_upstream() -> None:
-        for frame in session.pending:
-            if fresh(frame) and frame is not skip:  # the opener was applied: remember it
-                await up.send_str(frame.raw)
-        session.pending.clear()
-        while True:
-            item = await client.inbox.get()
-            if item is CLOSED:
-                return
-            assert isinstance(item, ClientFrame)
-            if fresh(item):
-                await up.send_str(item.raw)
+        nonlocal stalled
+        try:
+            for frame in session.pending:
+                if fresh(frame) and frame is not skip:  # the opener was applied: remember it
+                    await send_within(up, frame.raw, send_timeout)
+            session.pending.clear()
+            while True:
+                item = await client.inbox.get()
+                if item is CLOSED:
+                    return
+                assert isinstance(item, ClientFrame)
+                if fresh(item):
+                    await send_within(up, item.raw, send_timeout)
+        except TimeoutError:
+            stalled = True  # the upstream stopped reading
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
@@ -105,10 +112,18 @@ async def relay(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-    if down in done:
-        # The upstream ended the session (or dropped): say so, close like it did.
+    if stalled or down in done:
+        # The upstream ended the session, dropped, missed its heartbeat or stopped
+        # reading: say so, and close like it did.
         code = up.close_code
-        if code in NORMAL_CLOSES:
+        if stalled:
+            metrics.upstream_errors.labels("timeout").inc()
+            session.log.warning("upstream_lost", reason=f"took no frame for {send_timeout:g} s")
+            client.send_error(
+                "upstream_unavailable", f"the upstream took no frame for {send_timeout:g} s"
+            )
+            await client.close(1011, "upstream not reading")
+        elif code in NORMAL_CLOSES:
             await client.close(code, "upstream closed")
         else:
             metrics.upstream_errors.labels("closed").inc()
@@ -117,6 +132,6 @@ async def relay(
                 "upstream_unavailable", f"upstream closed the connection (code {code})"
             )
             await client.close(1011, "upstream closed")
-    await up.close()
+    await close_within(up)
     if applied is not None:
         await save_ids(session, applied)
