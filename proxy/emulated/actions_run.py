@@ -6,11 +6,9 @@ import asyncio
 
 import orjson
 
-from proxy.clock import now_ms
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.faults import report_fault
 from proxy.emulated.queue_items import Stop
-from proxy.emulated.ticker import Ticker
 from proxy.emulated.upstream_control import UpstreamControl
 from proxy.logging import Logger
 from proxy.metrics import Metrics
@@ -38,14 +36,13 @@ class ActionRunner:
         upstream: UpstreamControl,
         vad_queue: asyncio.Queue[AnalyzeAudio],
         inputs: asyncio.Queue[object],
-        ticker: Ticker,
         persister: Persister,
         metrics: Metrics,
         log: Logger,
     ) -> None:
         self.session_id = session_id
         self.out, self.upstream, self.persister = out, upstream, persister
-        self.vad_queue, self.inputs, self.ticker = vad_queue, inputs, ticker
+        self.vad_queue, self.inputs = vad_queue, inputs
         self.metrics, self.log = metrics, log
         # The upstream session moved to another replica: this one lets the session go.
         self.standing_down = False
@@ -55,8 +52,6 @@ class ActionRunner:
             if self.standing_down:
                 return
             if isinstance(action, SendClient | SendClientAudio):
-                if isinstance(action, SendClientAudio):
-                    self.ticker.playing(action.n_samples, action.rate_hz, now_ms())
                 self.out.send(action.event)
             elif isinstance(action, AnalyzeAudio):
                 # Bounded: if the VAD falls behind, the loop waits, and so does the client.

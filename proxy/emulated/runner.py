@@ -16,20 +16,19 @@ from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.feeders import analyze_audio, feed_attachment
+from proxy.emulated.persisted import PersistedSession
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
 from proxy.emulated.session_controls import answer_control
 from proxy.emulated.shim_setup import created_event, new_shim
 from proxy.emulated.ticker import Ticker
 from proxy.emulated.upstream_control import UpstreamControl
 from proxy.logging import Logger
-from proxy.persist.checkpoint import upstream_facts
 from proxy.persist.persister import Persister
-from proxy.persist.port import StoredFacts
 from proxy.state import ProxyState
 from shim.actions import Action, AnalyzeAudio
 from shim.capabilities import Classification
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.inputs import ClientEvent, Input, Tick, UpstreamCheckpointed
+from shim.inputs import ClientEvent, Input, Tick
 from shim.journal import Journal, RecentIds
 from shim.session import EmulatedSession
 
@@ -42,7 +41,7 @@ def live_runner(state: ProxyState, session_id: str) -> EmulatedRunner | None:
     return runner if isinstance(runner, EmulatedRunner) else None
 
 
-class EmulatedRunner:
+class EmulatedRunner(PersistedSession):
     """One emulated session, from open to the end of its disconnect grace."""
 
     def __init__(
@@ -84,7 +83,8 @@ class EmulatedRunner:
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
         self.credits = asyncio.Semaphore(state.config.server.session_queue_frames)
         self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue(VAD_BACKLOG)
-        self.ticker = Ticker(self.inputs, self.shim.settings.max_hold_ms + 1000)
+        keep_ms = self.shim.settings.max_hold_ms + 1000
+        self.ticker = Ticker(self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now))
         # The session's end (server.max_session_s), across every attachment.
         loop = asyncio.get_running_loop()
         self.ends_at = loop.time() + state.config.server.max_session_s
@@ -112,31 +112,10 @@ class EmulatedRunner:
             self.upstream,
             self.vad_queue,
             self.inputs,
-            self.ticker,
             self.persister,
             state.metrics,
             log,
         )
-
-    # ------------------------------------------------------------------ persisted
-    def stored_facts(self) -> StoredFacts:
-        upstream = upstream_facts(
-            self.route.model,
-            self.upstream_url,
-            self.cls,
-            self.upstream_model,
-            self.upstream_created,
-        )
-        return StoredFacts(self.model, self.cls.mode, upstream)
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.shim.snapshot()
-
-    def upstream_position(self) -> tuple[str, int] | None:
-        return self.shim.upstream_position()
-
-    def upstream_checkpointed(self, session_id: str, seq: int) -> None:
-        self.inputs.put_nowait(UpstreamCheckpointed(session_id, seq, now_ms()))
 
     # ------------------------------------------------------------------ lifecycle
     def slot(self) -> str | None:
@@ -226,6 +205,7 @@ class EmulatedRunner:
                     await self._dispatch(item)
                 finally:
                     self.persister.idle.set()
+                    self.persister.poke()  # checkpoint what changed (no polling)
                 if self.actions.standing_down:
                     break
                 if self.out.grace_over():

@@ -2,17 +2,18 @@
 
 The shim's clock-driven decisions (``shim/turns.py`` ``on_tick``: the assistant
 finished under the user's speech, a hold released after ``max_hold_ms``; the duplex
-relay's "played out" report) all follow something that happened: a client or
-upstream event, a VAD window, or assistant audio still playing at the client. So
-the edge ticks every ``TICK_S`` from each such input until ``keep_ms`` after it, or
-until the audio sent to the client has played out plus ``keep_ms``, and then
-sleeps: an idle session has no timer at all. The one deadline of an idle session,
-the end of its disconnect grace, is a single wakeup (``wake_in``).
+relay's "played out" report) all happen while the assistant speaks or its audio
+plays, or an overlap is undecided: what ``EmulatedSession.wants_ticks`` says. So the
+edge ticks every ``TICK_S`` from each input until ``keep_ms`` after it, goes on for
+as long as the shim wants ticks, and then sleeps: an idle session has no timer at
+all. The one deadline of an idle session, the end of its disconnect grace, is a
+single wakeup (``wake_in``).
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from proxy.clock import now_ms
 from shim.inputs import Tick
@@ -23,11 +24,13 @@ MIN_KEEP_MS = 5000.0
 
 
 class Ticker:
-    def __init__(self, inputs: asyncio.Queue[object], keep_ms: float) -> None:
+    def __init__(
+        self, inputs: asyncio.Queue[object], keep_ms: float, wanted: Callable[[float], bool]
+    ) -> None:
         self.inputs = inputs
         self.keep_ms = max(MIN_KEEP_MS, keep_ms)
+        self.wanted = wanted
         self._until = 0.0  # tick until then (ms, ``now_ms``)
-        self._played_at = 0.0  # when the audio sent to the client has played out
         self._wake = asyncio.Event()
         self._timers: list[asyncio.TimerHandle] = []
         # Ticks fed to the shim so far, and set while no tick is scheduled.
@@ -36,15 +39,9 @@ class Ticker:
 
     def stir(self, now: float) -> None:
         """Something happened: the shim may need ticks for a while."""
-        until = max(now, self._played_at) + self.keep_ms
-        if until > self._until:
-            self._until = until
+        if now + self.keep_ms > self._until:
+            self._until = now + self.keep_ms
             self._wake.set()
-
-    def playing(self, n_samples: int, rate_hz: int, now: float) -> None:
-        """Assistant audio went to the client: it plays after what was sent before."""
-        self._played_at = max(self._played_at, now) + n_samples * 1000 / rate_hz
-        self.stir(now)
 
     def wake_in(self, delay_s: float) -> None:
         """One tick after ``delay_s`` (a deadline with nothing else going on)."""
@@ -62,7 +59,10 @@ class Ticker:
 
     async def run(self) -> None:
         while True:
-            if now_ms() >= self._until:
+            now = now_ms()
+            if now >= self._until and self.wanted(now):
+                self._until = now + self.keep_ms
+            if now >= self._until:
                 self._wake.clear()
                 self.dormant.set()
                 await self._wake.wait()
