@@ -160,6 +160,10 @@ DUPLEX_CREATED = {
     "type": "session.created",
     "session": {"id": "up_1", "capabilities": {"supports_barge_in": True}},
 }
+NO_BARGE_IN_CREATED = {
+    "type": "session.created",
+    "session": {"id": "up_1", "capabilities": {"supports_barge_in": False}},
+}
 TURN_CREATED = {"type": "session.created", "id": "up_1", "created": 0}
 
 
@@ -178,6 +182,37 @@ async def test_a_hung_upstream_is_found_by_its_heartbeat(
             assert "upstream_unavailable" in codes(c)
     if mode == "duplex_emulated":
         assert len(seen) == 2, "the emulated session took its upstream-lost path: a redial"
+
+
+@pytest.mark.parametrize(
+    ("created", "mode"),
+    [(DUPLEX_CREATED, "passthrough"), (NO_BARGE_IN_CREATED, "barge_in_emulated")],
+)
+async def test_an_upstream_that_stops_reading_is_found_by_the_send_timeout(
+    created: dict[str, Any], mode: str
+) -> None:
+    server = {
+        "upstream_heartbeat_s": 600,  # the heartbeat would notice far later
+        "upstream_send_timeout_s": 0.5,
+        "input_realtime_factor": 1000,
+    }
+    chunk = "A" * 400_000  # 300 kB of audio a frame: the socket buffers fill quickly
+    async with silent_upstream(created) as (upstream, seen):
+        cfg = proxy_config({"m": upstream}, server=server)
+        async with proxy(cfg) as base, connect(ws_url(base)) as c:
+            ev = await c.until("session.created")
+            assert ev["session"]["capabilities"]["proxy"]["mode"] == mode
+
+            async def push() -> None:
+                while True:
+                    await c.send({"type": "input_audio_buffer.append", "audio": chunk})
+
+            pusher = asyncio.create_task(push())
+            try:
+                assert await closed(c, within_s=30) == 1011
+            finally:
+                pusher.cancel()
+            assert "upstream_unavailable" in codes(c)
 
 
 async def test_an_unreachable_upstream_is_named_by_its_route_not_its_address() -> None:
