@@ -213,6 +213,8 @@ async def test_an_upstream_that_stops_reading_is_found_by_the_send_timeout(
             finally:
                 pusher.cancel()
             assert "upstream_unavailable" in codes(c)
+    # The emulated session took its upstream-lost path: it dialled again.
+    assert len(seen) == (2 if mode == "barge_in_emulated" else 1)
 
 
 async def test_an_unreachable_upstream_is_named_by_its_route_not_its_address() -> None:
