@@ -226,6 +226,9 @@ class ClientChannel:
     async def _drop_slow(self) -> None:
         """The client stopped reading: let go of what it did not take, and close it."""
         self.metrics.client_errors.labels("slow_consumer").inc()
+        # A policy close, like a client too fast: the session ends with it, no grace
+        # holding its slot for a client that would only fall behind again.
+        self.ended_by_proxy = "slow_consumer"
         writer = self._tasks[1] if len(self._tasks) > 1 else None
         if writer is not None:
             writer.cancel()
