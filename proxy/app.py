@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator
 
-import aiohttp
 from aiohttp import web
 
 from proxy.auth.admission import check_metrics_token
@@ -16,6 +15,7 @@ from proxy.logging import get_logger
 from proxy.readiness import Readiness
 from proxy.state import ProxyState
 from proxy.store import open_store
+from proxy.upstream import upstream_http
 from proxy.web import add_web_routes
 
 WS_PATHS = ("/v1/realtime", "/v1/duplex")
@@ -36,7 +36,7 @@ async def _embedded_backends(app: web.Application) -> AsyncIterator[None]:
 
 async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
     state = app[STATE]
-    state.http = aiohttp.ClientSession()
+    state.http = upstream_http()
     state.store = await open_store(state.config.store, state.metrics)
     # Load the VAD model before the first session needs it, off the event loop.
     await asyncio.to_thread(state.vad_runner)
@@ -92,7 +92,11 @@ async def websocket(request: web.Request) -> web.StreamResponse:
 
 
 def build_app(config: Config, state: ProxyState | None = None) -> web.Application:
-    app = web.Application()
+    # keepalive_timeout also bounds a connection that never completes its request
+    # (a half-open upgrade): aiohttp's default holds it for an hour.
+    app = web.Application(
+        handler_args={"keepalive_timeout": config.server.http_handshake_timeout_s}
+    )
     app[STATE] = state = state or ProxyState(config=config)
     app[READINESS] = Readiness(state)
     app[EMBEDDED] = EmbeddedBackends(state)

@@ -2,7 +2,9 @@
 
 Reading and writing each run in their own task with bounded queues, so a slow
 client can neither block the session's logic nor grow the proxy's memory: when its
-outbound queue is full the client is closed with 1008 (docs/protocol.md).
+outbound queue is full the client is closed with 1008 (docs/protocol.md). Reading
+stops while the inbox is full, and slows to the client's audio allowance
+(``proxy/client_limits.py``), so a fast client is pushed back by its own socket.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import aiohttp
 import orjson
 from aiohttp import web
 
+from proxy.client_limits import InputRate, Lifetime, Rate, audio_bytes
+from proxy.config import ServerConfig
 from proxy.metrics import Metrics
 from shim import wire
 
@@ -58,6 +62,7 @@ class ClientChannel:
         outbox_frames: int,
         outbox_bytes: int,
         transport: asyncio.Transport | None = None,
+        limits: ServerConfig | None = None,
     ) -> None:
         self.ws = ws
         self.metrics = metrics
@@ -74,12 +79,52 @@ class ClientChannel:
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
+        self.limits = limits or ServerConfig()
+        now = asyncio.get_running_loop().time()
+        self.rate = InputRate.from_config(self.limits, now)
+        self.lifetime = Lifetime(self.limits, now)
+        # Why the proxy ended the session itself (idle, too long, too fast): the
+        # session then ends with the socket, with no disconnect grace.
+        self.ended_by_proxy: str | None = None
 
     def start(self) -> None:
         self._tasks = [
             asyncio.create_task(self._read(), name="client-read"),
             asyncio.create_task(self._write(), name="client-write"),
+            asyncio.create_task(self._watch(), name="client-watch"),
         ]
+
+    async def _admit(self, frame: ClientFrame) -> bool:
+        """Charge an append to the client's audio allowance; False once it is closed."""
+        now = asyncio.get_running_loop().time()
+        self.lifetime.heard(now)
+        verdict = self.rate.charge(audio_bytes(frame.event), now)
+        if verdict.rate is Rate.CLOSE:
+            await self.end("input_rate_exceeded", 1008, "input_rate_exceeded")
+            return False
+        if verdict.rate is Rate.WARN:
+            self.send_error(
+                "input_rate_exceeded",
+                f"audio arrives faster than {self.limits.input_realtime_factor:g}x real time: "
+                "send it in real time or the session closes in "
+                f"{self.limits.input_rate_grace_s:g} s",
+            )
+        if verdict.wait_s > 0:
+            await asyncio.sleep(verdict.wait_s)  # stop reading: the socket pushes back
+        return True
+
+    def end_by(self, at: float) -> None:
+        """The session this client is attached to ends at ``at`` (loop time)."""
+        if at < self.lifetime.ends_at:
+            self.lifetime.ends_at = at
+            if len(self._tasks) > 2 and not self._tasks[2].done():
+                self._tasks[2].cancel()
+                self._tasks[2] = asyncio.create_task(self._watch(), name="client-watch")
+
+    async def end(self, why: str, code: int, reason: str) -> None:
+        """The proxy ends the session: no grace to resume it."""
+        self.ended_by_proxy = why
+        await self.close(code, reason)
 
     async def _read(self) -> None:
         try:
@@ -87,10 +132,17 @@ class ClientChannel:
                 if msg.type == aiohttp.WSMsgType.TEXT:
                     self.metrics.frames.labels("client_to_upstream").inc()
                     self.metrics.bytes.labels("client_to_upstream").inc(len(msg.data))
+                    if len(msg.data) > self.limits.max_frame_bytes:
+                        limit = self.limits.max_frame_bytes
+                        self.metrics.client_errors.labels("frame_too_large").inc()
+                        await self.end("frame_too_large", 1009, f"frame over {limit} bytes")
+                        break
                     parsed = parse_client_frame(msg.data)
                     if isinstance(parsed, BadFrame):
                         self.send_error(parsed.code, parsed.message)
                         continue
+                    if not await self._admit(parsed):
+                        break
                     await self.inbox.put(parsed)
                 elif msg.type == aiohttp.WSMsgType.BINARY:
                     self.send_error(
@@ -99,8 +151,36 @@ class ClientChannel:
                 elif msg.type == aiohttp.WSMsgType.ERROR:
                     break
         finally:
+            if self.ended_by_proxy is None:  # else the watcher may be the one closing
+                self._tasks[2].cancel()
             self.close_code = self.ws.close_code
             await self.inbox.put(CLOSED)
+
+    async def _watch(self) -> None:
+        """Warn an idle client, then close it; end a session that lasted too long.
+
+        It sleeps until the next moment something may be due: an idle session costs
+        one wakeup per deadline, not a timer ticking."""
+        loop = asyncio.get_running_loop()
+        life = self.lifetime
+        while True:
+            await asyncio.sleep(max(0.0, life.next_check() - loop.time()))
+            now = loop.time()
+            if now >= life.ends_at:
+                self.send_error("session_expired", "the session reached its maximum duration")
+                await self.end("session_expired", 1000, "maximum session duration")
+                return
+            if now >= life.idle_close_at():
+                await self.end("session_idle_timeout", 1000, "idle timeout")
+                return
+            if not life.warned and now >= life.idle_close_at() - life.warn_s:
+                life.warned = True
+                left = life.idle_close_at() - now
+                self.send_error(
+                    "session_idle_timeout",
+                    f"no input for {now - life.last_input:.0f} s: "
+                    f"the session closes in {left:.0f} s unless the client sends something",
+                )
 
     async def _write(self) -> None:
         while True:
@@ -146,6 +226,9 @@ class ClientChannel:
     async def _drop_slow(self) -> None:
         """The client stopped reading: let go of what it did not take, and close it."""
         self.metrics.client_errors.labels("slow_consumer").inc()
+        # A policy close, like a client too fast: the session ends with it, no grace
+        # holding its slot for a client that would only fall behind again.
+        self.ended_by_proxy = "slow_consumer"
         writer = self._tasks[1] if len(self._tasks) > 1 else None
         if writer is not None:
             writer.cancel()

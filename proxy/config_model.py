@@ -77,6 +77,46 @@ class ServerConfig:
     log_level: LogLevel = Field(
         default="info", description="debug, info, warning, error or critical."
     )
+    http_handshake_timeout_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="A connection that sends no complete HTTP request by then is closed.",
+    )
+    input_realtime_factor: float = Field(
+        default=1.5,
+        gt=0,
+        description="Client audio allowed per second of wall time, in seconds (24 kHz PCM16).",
+    )
+    input_burst_s: float = Field(
+        default=20.0, gt=0, description="Client audio allowed ahead of that rate, in seconds."
+    )
+    input_rate_grace_s: float = Field(
+        default=5.0,
+        gt=0,
+        description="A client over its audio rate this long is closed (1008); slowed till then.",
+    )
+    session_queue_frames: int = Field(
+        default=64, gt=0, description="Client frames queued in a session before reading stops."
+    )
+    upstream_heartbeat_s: float = Field(
+        default=15.0,
+        gt=0,
+        description="Ping every upstream socket this often; no pong in half of it: lost.",
+    )
+    upstream_send_timeout_s: float = Field(
+        default=10.0, gt=0, description="An upstream that takes no frame for this long is lost."
+    )
+    idle_timeout_s: float = Field(
+        default=600.0, gt=0, description="A session whose client sends nothing this long ends."
+    )
+    idle_warning_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Seconds before the idle close that session_idle_timeout warns the client.",
+    )
+    max_session_s: float = Field(
+        default=4 * 3600.0, gt=0, description="Longest a session lasts, resumes included."
+    )
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)

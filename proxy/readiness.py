@@ -125,7 +125,7 @@ class Readiness:
     # ------------------------------------------------------------------ report
     def route_status(self, route: Route) -> Status:
         limit = route.max_sessions
-        if limit is not None and self.state.per_route.get(route.model, 0) >= limit:
+        if limit is not None and self.state.occupied(route.model) >= limit:
             return "at_capacity"
         return self._upstream.get(route.model, "warming")
 
@@ -135,11 +135,12 @@ class Readiness:
         draining = self.draining or state.draining
         routes = {r.model: self.route_status(r) for r in state.config.routes}
         usable = any(s == "ok" for s in routes.values())
-        capacity = len(state.sessions) < state.config.server.max_sessions
+        occupied = state.occupied()  # sessions, in their disconnect grace too; not sockets
+        capacity = occupied < state.config.server.max_sessions
         ready = not draining and state.http is not None and capacity and usable
         body: dict[str, Any] = {
             "draining": draining,
-            "sessions": len(state.sessions),
+            "sessions": occupied,
             "capacity": capacity,
             "routes": routes,
         }

@@ -17,9 +17,14 @@ from shim.journal import RecentIds
 
 
 class Drainable(Protocol):
-    """A client connection or a live session, as shutdown sees it."""
+    """A client connection or a live session, as shutdown and the session count see it."""
 
     async def drain(self) -> None: ...
+
+    def slot(self) -> str | None:
+        """The route whose session slot this holds ("" before it has one), or None when
+        it holds none (a connection attached to a live session, whose slot that is)."""
+        ...
 
 
 @dataclass
@@ -40,7 +45,6 @@ class ProxyState:
     live: dict[str, Drainable] = field(default_factory=dict)
     # Client event ids already applied, per passthrough session (most recent sessions).
     passthrough_ids: OrderedDict[str, RecentIds] = field(default_factory=OrderedDict)
-    per_route: dict[str, int] = field(default_factory=dict)
     draining: bool = False
     replica_id: str = ""
     # Who may connect, and the per-key session counters (proxy/auth/).
@@ -48,6 +52,12 @@ class ProxyState:
 
     def __post_init__(self) -> None:
         self.admission = Admission(self.config)
+
+    def occupied(self, route: str | None = None) -> int:
+        """Sessions holding a slot (on ``route``, if given): connections not attached to
+        a live session, and live sessions, in their disconnect grace too."""
+        slots = [h.slot() for h in (*self.sessions, *self.live.values())]
+        return sum(1 for s in slots if s is not None and (route is None or s == route))
 
     def upstream_url(self, route: Route) -> str:
         kind = route.embedded_kind

@@ -26,10 +26,43 @@ from shim.wire import error_code
 
 # Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
 UPSTREAM_MAX_MSG = 64 * 1024 * 1024
+# Ping every upstream socket this often (``server.upstream_heartbeat_s``); one whose
+# pong is late by half of it is closed, and the session takes its upstream-lost path.
+DEFAULT_HEARTBEAT_S = 15.0
+
+
+def upstream_http() -> aiohttp.ClientSession:
+    """The client session every upstream socket is dialled through.
+
+    No connector limit: aiohttp's default (100) would hold session 101 waiting and
+    fail it; the proxy's own limits (``server.max_sessions``, each route's
+    ``max_sessions``) decide how many upstream sessions there are."""
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0))
+
+
+async def send_within(ws: aiohttp.ClientWebSocketResponse, text: str, within_s: float) -> None:
+    """Send a frame to an upstream; TimeoutError if it takes none for ``within_s``
+    (it stopped reading: its socket and ours are full)."""
+    await asyncio.wait_for(ws.send_str(text), within_s)
+
+
+async def close_within(ws: aiohttp.ClientWebSocketResponse, within_s: float = 2.0) -> None:
+    """Close an upstream socket without waiting on one that takes nothing."""
+    try:
+        await asyncio.wait_for(ws.close(), within_s)
+    except (TimeoutError, aiohttp.ClientError, OSError, RuntimeError):
+        pass
 
 
 class UpstreamUnavailable(Exception):
-    """The upstream could not be reached or closed before opening a session."""
+    """The upstream could not be reached or closed before opening a session.
+
+    ``str()`` is safe to show a client: it never names the upstream's address, which
+    is internal; ``detail`` (for logs only) may."""
+
+    def __init__(self, message: str, detail: str | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 class UpstreamRefused(Exception):
@@ -74,7 +107,7 @@ def _is_refusal(event: dict[str, Any]) -> bool:
 
 
 async def _connect(
-    http: aiohttp.ClientSession, url: str, route: Route
+    http: aiohttp.ClientSession, url: str, route: Route, heartbeat_s: float
 ) -> aiohttp.ClientWebSocketResponse:
     try:
         return await http.ws_connect(
@@ -83,10 +116,11 @@ async def _connect(
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=2.0),
             max_msg_size=UPSTREAM_MAX_MSG,
             autoping=True,
+            heartbeat=heartbeat_s,
             compress=0,
         )
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
-        raise UpstreamUnavailable(f"cannot connect to upstream: {exc}") from None
+        raise UpstreamUnavailable("cannot connect to the upstream", detail=str(exc)) from None
 
 
 async def _timed(coro: Any, within_s: float) -> aiohttp.ClientWebSocketResponse:
@@ -126,7 +160,7 @@ async def ask(
         return await _first_frame(ws, within_s)
     except (ConnectionResetError, aiohttp.ClientError) as exc:
         await ws.close()
-        raise UpstreamUnavailable(f"upstream dropped the connection: {exc}") from None
+        raise UpstreamUnavailable("the upstream dropped the connection", detail=str(exc)) from None
     except BaseException:
         await ws.close()
         raise
@@ -139,6 +173,8 @@ async def dial(
     opener: dict[str, Any],
     connect_timeout: float,
     classify_timeout: float,
+    *,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
 ) -> UpstreamLink:
     """Connect, open the session and return the link with its ``session.created``."""
     refused = False
@@ -149,7 +185,7 @@ async def dial(
             url = with_query(
                 base_url, {"duplex": "1", "model": str(opener["model"]), "autostart": "0"}
             )
-        ws = await _timed(_connect(http, url, route), connect_timeout)
+        ws = await _timed(_connect(http, url, route, heartbeat_s), connect_timeout)
         event, raw = await ask(ws, orjson.dumps(opener).decode(), classify_timeout)
         if ask_duplex and _is_refusal(event):
             refused = True
@@ -174,9 +210,11 @@ async def redial_turn(
     route: Route,
     connect_timeout: float,
     classify_timeout: float,
+    *,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
 ) -> aiohttp.ClientWebSocketResponse:
     """A fresh turn-based upstream connection (after an abort); eats its session.created."""
-    ws = await _timed(_connect(http, url, route), connect_timeout)
+    ws = await _timed(_connect(http, url, route, heartbeat_s), connect_timeout)
     try:
         event, _ = await _first_frame(ws, classify_timeout)
     except BaseException:
@@ -198,10 +236,15 @@ def resume_url(base_url: str, upstream_model: str) -> str:
 
 
 async def connect(
-    http: aiohttp.ClientSession, url: str, route: Route, connect_timeout: float
+    http: aiohttp.ClientSession,
+    url: str,
+    route: Route,
+    connect_timeout: float,
+    *,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
 ) -> aiohttp.ClientWebSocketResponse:
     """A bare upstream socket; nothing is sent on it yet."""
-    return await _timed(_connect(http, url, route), connect_timeout)
+    return await _timed(_connect(http, url, route, heartbeat_s), connect_timeout)
 
 
 async def resume_over(
@@ -242,8 +285,10 @@ async def resume_upstream(
     after_seq: int,
     connect_timeout: float,
     classify_timeout: float,
+    *,
+    heartbeat_s: float = DEFAULT_HEARTBEAT_S,
 ) -> UpstreamLink:
     """``connect`` then ``resume_over``."""
     url = resume_url(base_url, upstream_model)
-    ws = await connect(http, url, route, connect_timeout)
+    ws = await connect(http, url, route, connect_timeout, heartbeat_s=heartbeat_s)
     return await resume_over(ws, url, session_id, resume_token, after_seq, classify_timeout)

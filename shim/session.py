@@ -208,6 +208,17 @@ class EmulatedSession:
     def on_tick(self, now: float) -> list[Action]:
         return self.turns.on_tick(now)
 
+    def wants_ticks(self, now: float) -> bool:
+        """Whether a tick can change anything (``on_tick``): the assistant speaks or its
+        audio plays (by the ledger or by its response's own playback clock), held
+        audio waits, or an overlap is undecided. The edge ticks only then."""
+        resp = self.output.response
+        if resp is not None and (
+            resp.held or (resp.playback is not None and resp.playback.playing(now))
+        ):
+            return True
+        return self.output.active(now) or self.overlap.episode is not None
+
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:
         """The response still being produced, as far as the snapshot is concerned."""

@@ -18,6 +18,8 @@ ERROR_TYPES = {
     "session_store_unavailable": "server_error",
     "rate_limit_exceeded": "rate_limit_error",
     "session_limit_reached": "rate_limit_error",
+    "server_at_capacity": "rate_limit_error",
+    "input_rate_exceeded": "rate_limit_error",
 }
 
 

@@ -70,6 +70,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "proxy: adapters (client, upstream, store, VAD) and the tools beside the proxy",
         [
             "proxy.vad",
+            "proxy.client_limits",
             "proxy.client_io",
             "proxy.upstream",
             "proxy.store.base",

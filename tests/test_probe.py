@@ -159,5 +159,5 @@ async def test_proxy_in_front_of_each_backend_passes_every_check(kind: str) -> N
     assert not failing, table(report)
     assert report.result("gpu_memory").verdict == "unsupported", "no --metrics-url"
     capacity = report.result("capacity").data
-    assert capacity["limit"] <= MAX_SESSIONS and capacity["refusal_code"] == "session_limit_reached"
+    assert capacity["limit"] <= MAX_SESSIONS and capacity["refusal_code"] == "server_at_capacity"
     assert report.exit_code == 0

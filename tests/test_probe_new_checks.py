@@ -66,7 +66,7 @@ async def test_capacity_finds_the_proxy_route_limit() -> None:
         report = await probe(url, only=["capacity"])
     result = report.result("capacity")
     assert result.verdict == "pass", table(report)
-    assert result.data["limit"] == 3 and result.data["refusal_code"] == "session_limit_reached"
+    assert result.data["limit"] == 3 and result.data["refusal_code"] == "server_at_capacity"
     assert result.data["refusal_close_code"] == 1013 and result.data["released"] is True
     assert result.data["grace_holds_slot"] in (True, False)
 

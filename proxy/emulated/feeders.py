@@ -1,5 +1,5 @@
-"""The producers of an emulated session's inputs besides the upstream socket:
-the client's attachment and frames, the clock and the VAD."""
+"""The producers of an emulated session's inputs besides the upstream socket and
+the clock (``ticker.py``): the client's attachment and frames, and the VAD."""
 
 from __future__ import annotations
 
@@ -11,23 +11,27 @@ from proxy.clock import now_ms
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient
 from proxy.vad import VadRunner
 from shim.actions import Action, AnalyzeAudio
-from shim.inputs import Tick, VadWindow
-
-TICK_S = 0.05
+from shim.inputs import VadWindow
 
 
-async def feed_client(client: ClientChannel, inputs: asyncio.Queue[object]) -> None:
+async def feed_client(
+    client: ClientChannel, inputs: asyncio.Queue[object], credits: asyncio.Semaphore
+) -> None:
+    """Move the client's frames onto the session queue, one credit each: with none
+    left (the session is behind), the client's inbox fills and its reading stops."""
     while True:
         item = await client.inbox.get()
         if item is CLOSED:
             await inputs.put(Detached(client))
             return
         assert isinstance(item, ClientFrame)
-        await inputs.put(FromClient(client, item))
+        await credits.acquire()
+        await inputs.put(FromClient(client, item, credited=True))
 
 
 async def feed_attachment(
     inputs: asyncio.Queue[object],
+    credits: asyncio.Semaphore,
     attach: Attach,
     pending: list[ClientFrame],
     after: list[Action],
@@ -42,19 +46,13 @@ async def feed_attachment(
         await inputs.put(Execute(after))
     for frame in pending:
         await inputs.put(FromClient(attach.client, frame))
-    reader = asyncio.create_task(feed_client(attach.client, inputs), name="feed-client")
+    reader = asyncio.create_task(feed_client(attach.client, inputs, credits), name="feed-client")
     try:
         await attach.done.wait()
     finally:
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
-
-
-async def tick(inputs: asyncio.Queue[object]) -> None:
-    while True:
-        await asyncio.sleep(TICK_S)
-        await inputs.put(Tick(now_ms()))
 
 
 async def analyze_audio(

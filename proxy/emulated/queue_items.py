@@ -53,6 +53,8 @@ class Detached:
 class FromClient:
     client: ClientChannel
     frame: ClientFrame
+    # Holds one of the session's client credits, given back once handled.
+    credited: bool = False
 
 
 class Stop:

@@ -9,39 +9,26 @@ import contextlib
 from typing import Any, cast
 
 import aiohttp
-import orjson
 
 from proxy.client_io import ClientChannel, ClientFrame
 from proxy.clock import now_ms
 from proxy.config import Route
+from proxy.emulated.actions_run import ActionRunner
 from proxy.emulated.client_side import ClientSide
-from proxy.emulated.faults import report_fault
-from proxy.emulated.feeders import analyze_audio, feed_attachment, tick
+from proxy.emulated.feeders import analyze_audio, feed_attachment
+from proxy.emulated.persisted import PersistedSession
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
 from proxy.emulated.session_controls import answer_control
 from proxy.emulated.shim_setup import created_event, new_shim
+from proxy.emulated.ticker import Ticker
 from proxy.emulated.upstream_control import UpstreamControl
 from proxy.logging import Logger
-from proxy.persist.checkpoint import upstream_facts
 from proxy.persist.persister import Persister
-from proxy.persist.port import StoredFacts
 from proxy.state import ProxyState
-from shim.actions import (
-    AbortUpstream,
-    Action,
-    AnalyzeAudio,
-    CloseClient,
-    ForwardUpstream,
-    ReportFault,
-    ResumeUpstream,
-    SendClient,
-    SendClientAudio,
-    SendUpstream,
-    StandDown,
-)
+from shim.actions import Action, AnalyzeAudio
 from shim.capabilities import Classification
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.inputs import ClientEvent, Input, UpstreamCheckpointed
+from shim.inputs import ClientEvent, Input, Tick
 from shim.journal import Journal, RecentIds
 from shim.session import EmulatedSession
 
@@ -54,7 +41,7 @@ def live_runner(state: ProxyState, session_id: str) -> EmulatedRunner | None:
     return runner if isinstance(runner, EmulatedRunner) else None
 
 
-class EmulatedRunner:
+class EmulatedRunner(PersistedSession):
     """One emulated session, from open to the end of its disconnect grace."""
 
     def __init__(
@@ -89,10 +76,18 @@ class EmulatedRunner:
         )
         self.recent = RecentIds(store_cfg.recent_event_ids)
         self.shim: EmulatedSession = new_shim(state, session_id, cls, model, upstream_model)
+        # Unbounded for the session's own producers (the upstream, the VAD, ticks),
+        # which a full queue would deadlock against the loop; client frames on it are
+        # bounded by ``credits``: past them the client is no longer read (its inbox,
+        # then its socket, push back).
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
-        # Bounded: if the VAD falls behind, the session stops reading the client
-        # (whose own queue and socket then push back) instead of growing memory.
+        self.credits = asyncio.Semaphore(state.config.server.session_queue_frames)
         self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue(VAD_BACKLOG)
+        keep_ms = self.shim.settings.max_hold_ms + 1000
+        self.ticker = Ticker(self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now))
+        # The session's end (server.max_session_s), across every attachment.
+        loop = asyncio.get_running_loop()
+        self.ends_at = loop.time() + state.config.server.max_session_s
         self.out = ClientSide(session_id, self.journal, state.metrics, cls.mode)
         self.upstream = UpstreamControl(
             state,
@@ -111,30 +106,22 @@ class EmulatedRunner:
         self.persister = Persister(self, state)
         self._ended = False
         self._close_reason: str | None = None
-        # The upstream session moved to another replica: this one lets the session go.
-        self._standing_down = False
-
-    # ------------------------------------------------------------------ persisted
-    def stored_facts(self) -> StoredFacts:
-        upstream = upstream_facts(
-            self.route.model,
-            self.upstream_url,
-            self.cls,
-            self.upstream_model,
-            self.upstream_created,
+        self.actions = ActionRunner(
+            session_id,
+            self.out,
+            self.upstream,
+            self.vad_queue,
+            self.inputs,
+            self.persister,
+            state.metrics,
+            log,
         )
-        return StoredFacts(self.model, self.cls.mode, upstream)
-
-    def snapshot(self) -> dict[str, Any]:
-        return self.shim.snapshot()
-
-    def upstream_position(self) -> tuple[str, int] | None:
-        return self.shim.upstream_position()
-
-    def upstream_checkpointed(self, session_id: str, seq: int) -> None:
-        self.inputs.put_nowait(UpstreamCheckpointed(session_id, seq, now_ms()))
 
     # ------------------------------------------------------------------ lifecycle
+    def slot(self) -> str | None:
+        """The session holds its route's slot until it ends, in its grace too."""
+        return self.route.model
+
     def bind_upstream(self, created: dict[str, Any]) -> None:
         """The upstream session the shim relays (its id and resume token, if it has them)."""
         if isinstance(self.shim, BargeInRelaySession):
@@ -144,7 +131,7 @@ class EmulatedRunner:
         self.state.live[self.session_id] = self
         self._tasks = [
             asyncio.create_task(self._loop(), name="session-loop"),
-            asyncio.create_task(tick(self.inputs), name="tick"),
+            asyncio.create_task(self.ticker.run(), name="tick"),
             asyncio.create_task(
                 analyze_audio(self.state.vad_runner(), self.vad_queue, self.inputs), name="vad"
             ),
@@ -160,7 +147,7 @@ class EmulatedRunner:
     ) -> None:
         """Hand the session a client connection; returns when that attachment ends
         (see ``feed_attachment``)."""
-        await feed_attachment(self.inputs, attach, pending or [], after or [])
+        await feed_attachment(self.inputs, self.credits, attach, pending or [], after or [])
 
     def created_event(self, resume_token: str | None) -> dict[str, Any]:
         return created_event(
@@ -186,6 +173,7 @@ class EmulatedRunner:
         for task in self._tasks:
             if task is not asyncio.current_task():
                 task.cancel()
+        self.ticker.cancel()
         await self.upstream.close()
         if self.state.live.get(self.session_id) is self:
             del self.state.live[self.session_id]
@@ -217,7 +205,8 @@ class EmulatedRunner:
                     await self._dispatch(item)
                 finally:
                     self.persister.idle.set()
-                if self._standing_down:
+                    self.persister.poke()  # checkpoint what changed (no polling)
+                if self.actions.standing_down:
                     break
                 if self.out.grace_over():
                     self.log.info("session_expired", reason="disconnect grace elapsed")
@@ -225,20 +214,27 @@ class EmulatedRunner:
         except Exception:
             self.log.exception("session_loop_failed")
             self.out.error("internal_error", "the proxy failed this session")
-        if self._standing_down:
+        if self.actions.standing_down:
             await self.replaced_elsewhere()
         if self._close_reason is not None:
             await self.stop(1000, self._close_reason)
         await self.stop(1011, "session ended")
 
     async def _dispatch(self, item: object) -> None:
+        if not isinstance(item, Tick):
+            self.ticker.stir(now_ms())
         if isinstance(item, FromClient):
-            if item.client is self.out.client:
-                await self._client_input(item.frame)
+            try:
+                if item.client is self.out.client:
+                    await self._client_input(item.frame)
+            finally:
+                if item.credited:
+                    self.credits.release()
         elif isinstance(item, Attach):
+            item.client.end_by(self.ends_at)
             await self.out.attach(item)
         elif isinstance(item, Detached):
-            self._on_detach(item.client)
+            await self._on_detach(item.client)
         elif isinstance(item, Execute):
             await self._execute(item.actions)
         elif isinstance(item, FromUpstream):
@@ -250,10 +246,16 @@ class EmulatedRunner:
     async def _handle(self, event: Input) -> None:
         await self._execute(self.shim.handle(event))
 
-    def _on_detach(self, client: ClientChannel) -> None:
+    async def _on_detach(self, client: ClientChannel) -> None:
+        if client.ended_by_proxy is not None and client is self.out.client:
+            # Idle, too long or too fast: the session ends, with nothing to resume.
+            self.log.info("session_ended_by_proxy", reason=client.ended_by_proxy)
+            await self.close_by_client(client.ended_by_proxy)
+            return
         grace_s = self.state.config.store.disconnect_grace_s
         if self.out.detach(client, grace_s):
             self.persister.poke()  # a resume elsewhere finds everything the client received
+            self.ticker.wake_in(grace_s)  # the loop sees the grace end, with no ticks
             self.log.info("client_detached", grace_s=grace_s)
 
     async def _client_input(self, frame: ClientFrame) -> None:
@@ -274,27 +276,4 @@ class EmulatedRunner:
         await self.inputs.put(Stop())
 
     async def _execute(self, actions: list[Action]) -> None:
-        for action in actions:
-            if self._standing_down:
-                return
-            if isinstance(action, SendClient | SendClientAudio):
-                self.out.send(action.event)
-            elif isinstance(action, AnalyzeAudio):
-                await self.vad_queue.put(action)
-            elif isinstance(action, SendUpstream):
-                await self.upstream.send(orjson.dumps(action.event).decode())
-            elif isinstance(action, ForwardUpstream):
-                await self.upstream.send(action.raw)
-            elif isinstance(action, AbortUpstream):
-                await self.upstream.redial(action)
-            elif isinstance(action, ResumeUpstream):
-                await self.upstream.reattach(action)
-            elif isinstance(action, StandDown):
-                self.persister.let_go()
-                self.log.info("session_taken_over", reason=action.reason)
-                self._standing_down = True
-                return
-            elif isinstance(action, ReportFault):
-                report_fault(self.log, self.state.metrics, self.session_id, action)
-            elif isinstance(action, CloseClient):
-                await self.inputs.put(Stop())
+        await self.actions.run(actions)

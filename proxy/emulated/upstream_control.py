@@ -21,10 +21,12 @@ from proxy.state import ProxyState
 from proxy.upstream import (
     UpstreamRefused,
     UpstreamUnavailable,
+    close_within,
     dial,
     opening_update,
     redial_turn,
     resume_upstream,
+    send_within,
 )
 from shim.actions import AbortUpstream, ResumeUpstream
 from shim.capabilities import Classification
@@ -59,21 +61,43 @@ class UpstreamControl:
         # The session is stopping: a socket that closes now is no loss.
         self.closing = False
         self._task: asyncio.Task[None] | None = None
+        # A socket given up on (it took no frame in time): nothing more is sent to it.
+        self._given_up: aiohttp.ClientWebSocketResponse | None = None
+        self._closers: set[asyncio.Task[None]] = set()
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._feed(self.ws), name="feed-upstream")
 
     async def send(self, text: str) -> None:
-        with contextlib.suppress(ConnectionResetError, RuntimeError, aiohttp.ClientError):
-            await self.ws.send_str(text)
+        ws = self.ws
+        if ws is self._given_up:
+            return
+        within = self.state.config.server.upstream_send_timeout_s
+        try:
+            await send_within(ws, text, within)
+        except TimeoutError:
+            self._give_up(ws, f"upstream took no frame for {within:g} s")
+        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+            pass
+
+    def _give_up(self, ws: aiohttp.ClientWebSocketResponse, why: str) -> None:
+        """The upstream stopped reading: it is lost, as if its socket had dropped."""
+        self._given_up = ws
+        if self._task is not None:
+            self._task.cancel()
+        closer = asyncio.get_running_loop().create_task(close_within(ws))
+        self._closers.add(closer)
+        closer.add_done_callback(self._closers.discard)
+        self.state.metrics.upstream_errors.labels("timeout").inc()
+        self.log.warning("upstream_lost", reason=why)
+        self.inputs.put_nowait(UpstreamLost(why, now_ms()))
 
     async def close(self) -> None:
         """The session stops: stop reading, close the socket."""
         self.closing = True
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
-        with contextlib.suppress(Exception):
-            await self.ws.close()
+        await close_within(self.ws)
 
     async def drop(self) -> None:
         """Stop reading the socket and close it (before a redial)."""
@@ -81,8 +105,7 @@ class UpstreamControl:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._task
-        with contextlib.suppress(Exception):
-            await self.ws.close()
+        await close_within(self.ws)
 
     async def redial(self, action: AbortUpstream) -> None:
         """Drop the upstream socket and open a fresh upstream session: the turn
@@ -94,8 +117,13 @@ class UpstreamControl:
             created = await self.open_fresh()
         except (UpstreamUnavailable, UpstreamRefused) as exc:
             self.state.metrics.upstream_errors.labels("connect").inc()
-            self.log.warning("upstream_redial_failed", error=str(exc))
-            self.out.error("upstream_unavailable", f"upstream lost and not reachable: {exc}")
+            detail = exc.detail if isinstance(exc, UpstreamUnavailable) else None
+            self.log.warning("upstream_redial_failed", error=str(exc), detail=detail)
+            # The client learns the route; the upstream's address stays in the log.
+            self.out.error(
+                "upstream_unavailable",
+                f"route {self.route.model!r}: the upstream was lost and is not reachable",
+            )
             await self.inputs.put(Stop())
             return
         if action.after_loss:
@@ -123,7 +151,12 @@ class UpstreamControl:
         created: dict[str, Any] = {}
         if self.cls.kind == "turn":
             self.ws = await redial_turn(
-                http, self.url, self.route, cfg.upstream_connect_timeout_s, cfg.classify_timeout_s
+                http,
+                self.url,
+                self.route,
+                cfg.upstream_connect_timeout_s,
+                cfg.classify_timeout_s,
+                heartbeat_s=cfg.upstream_heartbeat_s,
             )
         else:
             link = await dial(
@@ -133,6 +166,7 @@ class UpstreamControl:
                 opening_update(self.route, self.upstream_model, None),
                 cfg.upstream_connect_timeout_s,
                 cfg.classify_timeout_s,
+                heartbeat_s=cfg.upstream_heartbeat_s,
             )
             self.ws, created = link.ws, link.created
         self.start()
@@ -155,6 +189,7 @@ class UpstreamControl:
             action.after_seq,
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
+            heartbeat_s=cfg.upstream_heartbeat_s,
         )
         self.ws = link.ws
         self.start()

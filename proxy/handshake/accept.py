@@ -1,4 +1,5 @@
-"""Accept a client WebSocket, or refuse it when this replica is full or draining."""
+"""Accept a client WebSocket, or refuse it when this replica is draining (a full
+replica or route refuses a new session once it is routed: ``client_session.py``)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from aiohttp import web
 
 from proxy.auth.admission import admitted
 from proxy.auth.credentials import SUBPROTOCOLS
+from proxy.client_limits import read_cap
 from proxy.handshake.client_session import ClientSession
 from proxy.state import ProxyState
 
@@ -15,7 +17,7 @@ from proxy.state import ProxyState
 async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocketResponse:
     cfg = state.config.server
     ws = web.WebSocketResponse(
-        max_msg_size=cfg.max_frame_bytes,
+        max_msg_size=read_cap(cfg.max_frame_bytes),
         autoping=True,
         heartbeat=None,
         compress=False,
@@ -23,24 +25,22 @@ async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocke
     )
     await ws.prepare(request)
     session = ClientSession(ws, request, state)
-    if state.draining or len(state.sessions) >= cfg.max_sessions:
+    if state.draining:
         await ws.send_str(
             orjson.dumps(
                 {
                     "type": "error",
                     "error": {
                         "type": "rate_limit_error",
-                        "code": "server_at_capacity"
-                        if not state.draining
-                        else "server_shutting_down",
-                        "message": "this replica cannot take another session now",
+                        "code": "server_shutting_down",
+                        "message": "this replica is draining; reconnect",
                         "event_id": None,
                         "param": None,
                     },
                 }
             ).decode()
         )
-        await ws.close(code=1013 if not state.draining else 1012, message=b"unavailable")
+        await ws.close(code=1012, message=b"draining")
         return ws
     state.sessions.add(session)
     try:

@@ -25,6 +25,24 @@ from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, classify
 
+RETRY_AFTER_S = 5  # a hint: sessions end all the time; not a promise
+
+
+def at_capacity(state: ProxyState, route: Route) -> str | None:
+    """Why a new session cannot open now (the route or the replica is full), or None.
+
+    Sessions are counted, not sockets: one in its disconnect grace still holds its
+    upstream session, and so its slot (``ProxyState.occupied``)."""
+    limit = route.max_sessions
+    if limit is not None and state.occupied(route.model) >= limit:
+        return (
+            f"route {route.model!r} is at capacity ({limit} sessions); "
+            f"retry after {RETRY_AFTER_S} s"
+        )
+    if state.occupied() >= state.config.server.max_sessions:
+        return f"this replica is at capacity; retry after {RETRY_AFTER_S} s"
+    return None
+
 
 def _model_from(event: dict[str, Any]) -> str | None:
     session = event.get("session")
@@ -49,6 +67,7 @@ class ClientSession:
             cfg.client_send_queue_frames,
             cfg.client_send_queue_bytes,
             request.transport,
+            cfg,
         )
         self.session_id = "sess_" + uuid.uuid4().hex
         self.log = get_logger(session_id=self.session_id, replica_id=state.replica_id)
@@ -76,8 +95,6 @@ class ClientSession:
             self.client.send_error("internal_error", "the proxy failed this session")
             await self.client.close(1011, "internal error")
         finally:
-            if self.route is not None:
-                self.state.per_route[self.route.model] -= 1
             if self.mode is not None:
                 self.state.metrics.sessions_active.labels(self.mode, *self._labels()).dec()
             await self.client.stop()
@@ -146,15 +163,12 @@ class ClientSession:
             self.client.send_error("route_not_allowed", f"these credentials may not open {model!r}")
             await self.client.close(1008, "route not allowed")
             return
-        limit = route.max_sessions
-        if limit is not None and state.per_route.get(route.model, 0) >= limit:
-            self.client.send_error(
-                "session_limit_reached", f"route {route.model!r} is at its session limit"
-            )
-            await self.client.close(1013, "try again later")
+        refusal = at_capacity(state, route)
+        if refusal is not None:
+            self.client.send_error("server_at_capacity", refusal)
+            await self.client.close(1013, f"at capacity; retry after {RETRY_AFTER_S} s")
             return
-        self.route = route
-        state.per_route[route.model] = state.per_route.get(route.model, 0) + 1
+        self.route = route  # holds a session slot from here (see ``slot``)
         self.log = self.log.bind(model=model, route=route.model)
         upstream_model = route.upstream_model or model
         link = await open_upstream(self, route, upstream_model, first)
@@ -211,6 +225,16 @@ class ClientSession:
         runner.start()
         self.runner = runner
         await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
+
+    def slot(self) -> str | None:
+        """The route whose slot this connection holds; none once it is attached to a
+        live emulated session (the session holds it) or before it is routed."""
+        if self.route is None:
+            return None
+        for sid in (self.session_id, self.passthrough_sid):
+            if sid is not None and sid in self.state.live:
+                return None
+        return self.route.model
 
     async def drain(self) -> None:
         """Shutdown: close with 1012 so the client resumes elsewhere (runners persist)."""

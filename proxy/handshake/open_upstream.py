@@ -61,6 +61,7 @@ async def open_upstream(
             opening_update(route, upstream_model, session),
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
+            heartbeat_s=cfg.upstream_heartbeat_s,
         )
         conn.state.metrics.upstream_dial.observe(time.monotonic() - started)
         return link
@@ -88,8 +89,9 @@ async def open_upstream(
         return None
     except UpstreamUnavailable as exc:
         conn.state.metrics.upstream_errors.labels("connect").inc()
-        conn.log.warning("upstream_unavailable", error=str(exc))
-        conn.client.send_error("upstream_unavailable", str(exc))
+        # The client learns the route, the log the address (it is internal).
+        conn.log.warning("upstream_unavailable", error=str(exc), detail=exc.detail, upstream=url)
+        conn.client.send_error("upstream_unavailable", f"route {route.model!r}: {exc}")
         await conn.client.close(1011, "upstream unavailable")
         return None
     link.opening_event = first if client_session is not None else None

@@ -12,7 +12,7 @@ from proxy.client_io import CLOSED, ClientFrame
 from proxy.connection import ClientConnection
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
-from proxy.upstream import UpstreamLink
+from proxy.upstream import UpstreamLink, close_within, send_within
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -68,6 +68,8 @@ async def relay(
     to_client_bytes = metrics.bytes.labels("upstream_to_client")
     applied = await applied_ids(session)
     writer = ids_writer(session, epoch)
+    send_timeout = session.state.config.server.upstream_send_timeout_s
+    stalled = False
 
     def fresh(frame: ClientFrame) -> bool:
         """False for an event re-sent after a reconnect: it was applied already."""
@@ -75,7 +77,7 @@ async def relay(
         return applied is None or not isinstance(event_id, str) or not applied.seen(event_id)
 
     async def forward(frame: ClientFrame) -> None:
-        await up.send_str(frame.raw)
+        await send_within(up, frame.raw, send_timeout)
         event_id = frame.event.get("event_id")
         if writer is not None and isinstance(event_id, str):
             writer.applied(event_id)
@@ -95,17 +97,21 @@ async def relay(
                 break
 
     async def client_to_upstream() -> None:
-        for frame in session.pending:
-            if fresh(frame) and frame is not skip:  # the opener was applied: remember it
-                await forward(frame)
-        session.pending.clear()
-        while True:
-            item = await client.inbox.get()
-            if item is CLOSED:
-                return
-            assert isinstance(item, ClientFrame)
-            if fresh(item):
-                await forward(item)
+        nonlocal stalled
+        try:
+            for frame in session.pending:
+                if fresh(frame) and frame is not skip:  # the opener was applied: remember it
+                    await forward(frame)
+            session.pending.clear()
+            while True:
+                item = await client.inbox.get()
+                if item is CLOSED:
+                    return
+                assert isinstance(item, ClientFrame)
+                if fresh(item):
+                    await forward(item)
+        except TimeoutError:
+            stalled = True  # the upstream stopped reading
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
@@ -116,10 +122,18 @@ async def relay(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-    if down in done:
-        # The upstream ended the session (or dropped): say so, close like it did.
+    if stalled or down in done:
+        # The upstream ended the session, dropped, missed its heartbeat or stopped
+        # reading: say so, and close like it did.
         code = up.close_code
-        if code in NORMAL_CLOSES:
+        if stalled:
+            metrics.upstream_errors.labels("timeout").inc()
+            session.log.warning("upstream_lost", reason=f"took no frame for {send_timeout:g} s")
+            client.send_error(
+                "upstream_unavailable", f"the upstream took no frame for {send_timeout:g} s"
+            )
+            await client.close(1011, "upstream not reading")
+        elif code in NORMAL_CLOSES:
             await client.close(code, "upstream closed")
         else:
             metrics.upstream_errors.labels("closed").inc()
@@ -130,4 +144,4 @@ async def relay(
             await client.close(1011, "upstream closed")
     if writer is not None:
         await writer.close()
-    await up.close()
+    await close_within(up)

@@ -134,14 +134,17 @@ class Persister:
         self.enabled, self.replaced = False, True
 
     async def run(self) -> None:
+        # Woken by the session when it handled something (``poke``), else only for
+        # the lease touch: an idle session costs no checkpoint every interval.
         while not self.session.finished.is_set():
             try:
-                async with asyncio.timeout(PERSIST_INTERVAL_S):
+                async with asyncio.timeout(self._touch_interval()):
                     await self._wake.wait()
             except TimeoutError:
                 pass
             self._wake.clear()
             await self.flush()
+            await asyncio.sleep(PERSIST_INTERVAL_S)  # at most one checkpoint per interval
 
     async def finish(self, final: bool) -> None:
         """The session stops here: persist it, or forget it if it ended for good.

@@ -38,7 +38,13 @@ async def take_passthrough(
     cfg = state.config.server
     url = with_query(state.upstream_url(route), {"duplex": "1", "autostart": "0"})
     try:
-        ws = await connect(state.http, url, route, cfg.upstream_connect_timeout_s)
+        ws = await connect(
+            state.http,
+            url,
+            route,
+            cfg.upstream_connect_timeout_s,
+            heartbeat_s=cfg.upstream_heartbeat_s,
+        )
     except UpstreamUnavailable:
         state.metrics.upstream_errors.labels("connect").inc()
         raise ResumeFailed("upstream_unavailable", "cannot reach the upstream") from None

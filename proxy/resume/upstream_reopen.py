@@ -74,6 +74,7 @@ async def reopen_upstream(state: ProxyState, route: Route, record: SessionRecord
             opening_update(route, upstream_model, session),
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
+            heartbeat_s=cfg.upstream_heartbeat_s,
         )
     except (UpstreamUnavailable, UpstreamRefused):
         state.metrics.upstream_errors.labels("connect").inc()
@@ -90,7 +91,14 @@ async def connect_upstream(
     upstream_model = str(record.upstream.get("upstream_model", record.model))
     url = resume_url(state.upstream_url(route), upstream_model)
     try:
-        ws = await connect(state.http, url, route, state.config.server.upstream_connect_timeout_s)
+        cfg = state.config.server
+        ws = await connect(
+            state.http,
+            url,
+            route,
+            cfg.upstream_connect_timeout_s,
+            heartbeat_s=cfg.upstream_heartbeat_s,
+        )
     except UpstreamUnavailable:
         state.metrics.upstream_errors.labels("connect").inc()
         raise ResumeFailed(

@@ -2,7 +2,7 @@
 
 A GPU model server has room for a fixed number of sessions (vLLM-Omni's
 ``max_sessions`` defaults to 1 and refuses the next with ``resource_exhausted``; a
-proxy route's ``max_sessions`` refuses with ``session_limit_reached``, close 1013).
+proxy route's ``max_sessions`` refuses with ``server_at_capacity``, close 1013).
 A client can only back off or go elsewhere if the refusal says so.
 
 The probe opens sessions one after another and keeps them open until one is

@@ -1,0 +1,110 @@
+"""What one client may cost: its audio rate, its idleness, its lifetime, its frame size.
+
+Pure bookkeeping over a clock the caller passes in (seconds, the event loop's); the
+client channel (``proxy/client_io.py``) acts on the verdicts: it slows its reading
+(the socket then pushes back), warns, or closes (docs/protocol.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from proxy.config import ServerConfig
+
+# Audio is measured as 24 kHz PCM16, the densest input format a session takes: a
+# client sending G.711 or 16 kHz audio in real time is well inside its allowance.
+AUDIO_BYTES_PER_S = 24000 * 2
+APPEND = "input_audio_buffer.append"
+
+# aiohttp reads a frame whole before the channel sees it: frames up to this many
+# times the limit are read and refused with 1009 and a reason; a bigger one is cut
+# by aiohttp itself (still 1009, but the client may see its socket reset first).
+READ_CAP_FACTOR = 16
+READ_CAP_MIN = 64 * 1024 * 1024
+
+
+def read_cap(max_frame_bytes: int) -> int:
+    """The ``max_msg_size`` to read client frames with."""
+    return max(max_frame_bytes * READ_CAP_FACTOR, READ_CAP_MIN)
+
+
+def audio_bytes(event: dict[str, Any]) -> int:
+    """The decoded size of an append's audio (base64: 3 bytes per 4 characters)."""
+    if event.get("type") != APPEND:
+        return 0
+    audio = event.get("audio")
+    return len(audio) * 3 // 4 if isinstance(audio, str) else 0
+
+
+class Rate(Enum):
+    OK = "ok"
+    WARN = "warn"  # first frame over the allowance: tell the client, then slow down
+    SLOW = "slow"  # still over it: slow down
+    CLOSE = "close"  # over it for longer than the grace
+
+
+@dataclass
+class Verdict:
+    rate: Rate
+    wait_s: float = 0.0
+
+
+class InputRate:
+    """A token bucket over the client's audio: ``factor`` times real time, plus a burst."""
+
+    def __init__(self, factor: float, burst_s: float, grace_s: float, now: float) -> None:
+        self.rate = factor * AUDIO_BYTES_PER_S
+        self.burst = burst_s * AUDIO_BYTES_PER_S
+        self.grace_s = grace_s
+        self.tokens = self.burst
+        self.last = now
+        self.over_since: float | None = None
+
+    @classmethod
+    def from_config(cls, cfg: ServerConfig, now: float) -> InputRate:
+        return cls(cfg.input_realtime_factor, cfg.input_burst_s, cfg.input_rate_grace_s, now)
+
+    def charge(self, n_bytes: int, now: float) -> Verdict:
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if n_bytes <= 0:
+            return Verdict(Rate.OK)
+        self.tokens -= n_bytes
+        if self.tokens >= 0:
+            self.over_since = None
+            return Verdict(Rate.OK)
+        wait = -self.tokens / self.rate
+        if self.over_since is None:
+            self.over_since = now
+            return Verdict(Rate.WARN, wait)
+        if now - self.over_since > self.grace_s:
+            return Verdict(Rate.CLOSE)
+        return Verdict(Rate.SLOW, wait)
+
+
+class Lifetime:
+    """When an idle client is warned and closed, and when the session must end."""
+
+    def __init__(self, cfg: ServerConfig, now: float) -> None:
+        self.idle_s = cfg.idle_timeout_s
+        self.warn_s = min(cfg.idle_warning_s, cfg.idle_timeout_s)
+        self.last_input = now
+        self.warned = False
+        # The session's own end; a resumed session keeps its first deadline.
+        self.ends_at = now + cfg.max_session_s
+
+    def heard(self, now: float) -> None:
+        self.last_input = now
+        self.warned = False
+
+    def idle_close_at(self) -> float:
+        return self.last_input + self.idle_s
+
+    def next_check(self) -> float:
+        """The next moment something may be due (a warning, an idle close, the end)."""
+        due = self.idle_close_at()
+        if not self.warned:
+            due -= self.warn_s
+        return min(due, self.ends_at)

@@ -1,0 +1,75 @@
+"""Carry out the shim's actions for one emulated session, in order."""
+
+from __future__ import annotations
+
+import asyncio
+
+import orjson
+
+from proxy.emulated.client_side import ClientSide
+from proxy.emulated.faults import report_fault
+from proxy.emulated.queue_items import Stop
+from proxy.emulated.upstream_control import UpstreamControl
+from proxy.logging import Logger
+from proxy.metrics import Metrics
+from proxy.persist.persister import Persister
+from shim.actions import (
+    AbortUpstream,
+    Action,
+    AnalyzeAudio,
+    CloseClient,
+    ForwardUpstream,
+    ReportFault,
+    ResumeUpstream,
+    SendClient,
+    SendClientAudio,
+    SendUpstream,
+    StandDown,
+)
+
+
+class ActionRunner:
+    def __init__(
+        self,
+        session_id: str,
+        out: ClientSide,
+        upstream: UpstreamControl,
+        vad_queue: asyncio.Queue[AnalyzeAudio],
+        inputs: asyncio.Queue[object],
+        persister: Persister,
+        metrics: Metrics,
+        log: Logger,
+    ) -> None:
+        self.session_id = session_id
+        self.out, self.upstream, self.persister = out, upstream, persister
+        self.vad_queue, self.inputs = vad_queue, inputs
+        self.metrics, self.log = metrics, log
+        # The upstream session moved to another replica: this one lets the session go.
+        self.standing_down = False
+
+    async def run(self, actions: list[Action]) -> None:
+        for action in actions:
+            if self.standing_down:
+                return
+            if isinstance(action, SendClient | SendClientAudio):
+                self.out.send(action.event)
+            elif isinstance(action, AnalyzeAudio):
+                # Bounded: if the VAD falls behind, the loop waits, and so does the client.
+                await self.vad_queue.put(action)
+            elif isinstance(action, SendUpstream):
+                await self.upstream.send(orjson.dumps(action.event).decode())
+            elif isinstance(action, ForwardUpstream):
+                await self.upstream.send(action.raw)
+            elif isinstance(action, AbortUpstream):
+                await self.upstream.redial(action)
+            elif isinstance(action, ResumeUpstream):
+                await self.upstream.reattach(action)
+            elif isinstance(action, StandDown):
+                self.persister.let_go()
+                self.log.info("session_taken_over", reason=action.reason)
+                self.standing_down = True
+                return
+            elif isinstance(action, ReportFault):
+                report_fault(self.log, self.metrics, self.session_id, action)
+            elif isinstance(action, CloseClient):
+                await self.inputs.put(Stop())

@@ -1,0 +1,73 @@
+"""Ticks for an emulated session's shim, only while it may need one.
+
+The shim's clock-driven decisions (``shim/turns.py`` ``on_tick``: the assistant
+finished under the user's speech, a hold released after ``max_hold_ms``; the duplex
+relay's "played out" report) all happen while the assistant speaks or its audio
+plays, or an overlap is undecided: what ``EmulatedSession.wants_ticks`` says. So the
+edge ticks every ``TICK_S`` from each input until ``keep_ms`` after it, goes on for
+as long as the shim wants ticks, and then sleeps: an idle session has no timer at
+all. The one deadline of an idle session, the end of its disconnect grace, is a
+single wakeup (``wake_in``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from proxy.clock import now_ms
+from shim.inputs import Tick
+
+TICK_S = 0.05
+# Past the shim's longest clock-driven wait after an input (max_hold_ms, 3 s).
+MIN_KEEP_MS = 5000.0
+
+
+class Ticker:
+    def __init__(
+        self, inputs: asyncio.Queue[object], keep_ms: float, wanted: Callable[[float], bool]
+    ) -> None:
+        self.inputs = inputs
+        self.keep_ms = max(MIN_KEEP_MS, keep_ms)
+        self.wanted = wanted
+        self._until = 0.0  # tick until then (ms, ``now_ms``)
+        self._wake = asyncio.Event()
+        self._timers: list[asyncio.TimerHandle] = []
+        # Ticks fed to the shim so far, and set while no tick is scheduled.
+        self.fed = 0
+        self.dormant = asyncio.Event()
+
+    def stir(self, now: float) -> None:
+        """Something happened: the shim may need ticks for a while."""
+        if now + self.keep_ms > self._until:
+            self._until = now + self.keep_ms
+            self._wake.set()
+
+    def wake_in(self, delay_s: float) -> None:
+        """One tick after ``delay_s`` (a deadline with nothing else going on)."""
+        loop = asyncio.get_running_loop()
+        self._timers = [t for t in self._timers if not t.cancelled()]
+        self._timers.append(loop.call_later(delay_s, self._tick_now))
+
+    def _tick_now(self) -> None:
+        self.fed += 1
+        self.inputs.put_nowait(Tick(now_ms()))
+
+    def cancel(self) -> None:
+        for timer in self._timers:
+            timer.cancel()
+
+    async def run(self) -> None:
+        while True:
+            now = now_ms()
+            if now >= self._until and self.wanted(now):
+                self._until = now + self.keep_ms
+            if now >= self._until:
+                self._wake.clear()
+                self.dormant.set()
+                await self._wake.wait()
+                self.dormant.clear()
+                continue
+            await asyncio.sleep(TICK_S)
+            self.fed += 1
+            await self.inputs.put(Tick(now_ms()))

@@ -1,0 +1,105 @@
+"""A client streaming audio faster than real time, against a proxy in its own process:
+it is slowed (its socket pushes back), told ``input_rate_exceeded``, then closed with
+1008; a second session on the same proxy keeps answering, and the proxy's memory
+stays bounded (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+
+import aiohttp
+import pybase64
+import pytest
+
+from tests.servers import Client, connect, reference, silence, ws_url
+from tests.test_cli import Procs, free_port, wait_http_ok
+
+RSS_BOUND_MB = 300  # generous: unbounded queues grew by gigabytes within seconds
+
+
+@pytest.fixture
+def processes(tmp_path: Path) -> Iterator[Procs]:
+    p = Procs(tmp_path)
+    try:
+        yield p
+    finally:
+        p.close()
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS")
+
+
+async def flood(c: Client, stop: asyncio.Event) -> None:
+    """100 ms appends, as fast as the socket takes them."""
+    chunk = pybase64.b64encode(silence(100)).decode()
+    event = '{"type":"input_audio_buffer.append","audio":"' + chunk + '"}'
+    while not stop.is_set():
+        try:
+            await c.ws.send_str(event)
+        except (ConnectionResetError, aiohttp.ClientError, RuntimeError):
+            return
+
+
+async def answers(c: Client, stop: asyncio.Event) -> int:
+    """session.update round trips on a second session until ``stop``."""
+    n = 0
+    while not stop.is_set():
+        await c.send({"type": "session.update", "session": {"instructions": f"n{n}"}})
+        await c.until("session.updated", timeout=10)
+        n += 1
+        await asyncio.sleep(0.1)
+    return n
+
+
+@pytest.mark.parametrize("kind", ["turn", "duplex-no-barge-in"])
+async def test_a_flooding_client_is_slowed_warned_and_closed_and_others_never_notice(
+    processes: Procs, tmp_path: Path, kind: str
+) -> None:
+    async with reference(kind, reply_ms=600) as upstream:
+        config = tmp_path / "proxy.toml"
+        config.write_text(
+            '[server]\nhost = "127.0.0.1"\ninput_burst_s = 2.0\ninput_rate_grace_s = 3.0\n'
+            f'\n[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
+        )
+        port = free_port()
+        proc = processes.spawn("proxy", ["serve", "--config", str(config), "--port", str(port)])
+        base = f"http://127.0.0.1:{port}"
+        await wait_http_ok(proc, base)
+        pid = proc.popen.pid
+        async with connect(ws_url(base)) as calm, connect(ws_url(base)) as fast:
+            await calm.until("session.created")
+            await fast.until("session.created")
+            before = rss_mb(pid)
+            peak = before
+            stop = asyncio.Event()
+            sender = asyncio.create_task(flood(fast, stop))
+            answering = asyncio.create_task(answers(calm, stop))
+            try:
+                async with asyncio.timeout(30):
+                    err = await fast.until("error")
+                    assert err["error"]["code"] == "input_rate_exceeded"
+                    while True:
+                        try:
+                            msg = await fast.ws.receive(timeout=0.5)
+                        except TimeoutError:
+                            continue
+                        finally:
+                            peak = max(peak, rss_mb(pid))
+                        if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                            break
+                assert fast.ws.close_code == 1008
+            finally:
+                stop.set()
+                sender.cancel()
+            assert await answering >= 3, "the calm session kept answering throughout"
+            await calm.send({"type": "session.update", "session": {"instructions": "after"}})
+            await calm.until("session.updated")
+            peak = max(peak, rss_mb(pid))
+            assert peak - before < RSS_BOUND_MB, (before, peak)
+        proc.check_alive()
