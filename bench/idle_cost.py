@@ -78,7 +78,8 @@ def run_mode(root: Path, kind: str, args: argparse.Namespace) -> dict[str, float
         wait_port(up_port, procs[-1], 30, "reference backend")
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
             f.write(
-                '[server]\nhost = "127.0.0.1"\nlog_level = "warning"\n\n[[routes]]\nmodel = "m"\n'
+                '[server]\nhost = "127.0.0.1"\nlog_level = "warning"\n[auth]\nmode = "none"\n'
+                '\n[[routes]]\nmodel = "m"\n'
                 f'upstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
             )
         argv = ["serve", "--config", f.name, "--port", str(port)]

@@ -102,7 +102,11 @@ async def test_a_session_in_its_grace_holds_its_slot_and_a_resume_reuses_it(
 ) -> None:
     async with reference("duplex-no-barge-in") as upstream:
         cfg = config_from_dict(
-            {"server": server, "routes": [{"model": "m", "upstream": upstream, **route}]}
+            {
+                "server": server,
+                "auth": {"mode": "none"},
+                "routes": [{"model": "m", "upstream": upstream, **route}],
+            }
         )
         async with proxy(cfg) as base:
             async with connect(ws_url(base)) as a:

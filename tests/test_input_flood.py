@@ -65,6 +65,7 @@ async def test_a_flooding_client_is_slowed_warned_and_closed_and_others_never_no
         config = tmp_path / "proxy.toml"
         config.write_text(
             '[server]\nhost = "127.0.0.1"\ninput_burst_s = 2.0\ninput_rate_grace_s = 3.0\n'
+            '[auth]\nmode = "none"\n'
             f'\n[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
         )
         port = free_port()

@@ -242,6 +242,9 @@ async def test_readyz_reports_each_route_and_is_503_only_when_none_is_usable() -
                 status, body = await get_json(base, "/readyz")
                 assert status == 503, body
                 assert body["routes"]["up"] == "at_capacity"
+                # Ended, not just dropped: a dropped session keeps its slot for its grace.
+                await c.send({"type": "session.close"})
+                await c.until("session.closed")
             # The session gone, the route has room again.
             async with asyncio.timeout(10):
                 while True:
