@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "proxy: configuration",
         [
             "proxy.config_errors",
+            "proxy.config_store_url",
             "proxy.config_model",
             "proxy.config_routes",
             "proxy.config_sources",
@@ -68,6 +69,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.store.base",
             "proxy.store.ids",
             "proxy.store.redis_scripts",
+            "proxy.store.redis_client",
             "proxy.reference.*",
             "proxy.probe.*",
             "proxy.web.*",

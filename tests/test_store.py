@@ -482,3 +482,22 @@ async def test_store_opens_while_redis_is_down(redis_server: RedisServer) -> Non
         assert await store.load(record.session_id) == record
     finally:
         await store.close()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("how", ["kill", "stop"])
+async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, how: str) -> None:
+    """Pooled connections go stale when Redis restarts; each is retried once, fresh."""
+    store = await open_store(StoreConfig(url=redis_server.url), Metrics())
+    try:
+        # Several pooled connections, all of which the restart leaves stale.
+        await asyncio.gather(*(store.create(new_record()) for _ in range(4)))
+        redis_server.kill() if how == "kill" else redis_server.stop()
+        redis_server.start()
+        record = new_record()
+        await store.create(record)  # the very first call, no health check before it
+        results = await asyncio.gather(*(store.load(record.session_id) for _ in range(4)))
+        assert results == [record] * 4
+        assert await store.take_over(record.session_id, "replica-b", 0) == 1
+    finally:
+        await store.close()

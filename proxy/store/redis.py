@@ -2,11 +2,17 @@
 
 The keys and the fenced Lua scripts that write them are in ``redis_scripts``.
 
+The client (one server, a Redis Cluster or a Sentinel master) comes from
+``redis_client``. Every key a call touches shares the session's hash tag, so each
+script and each MULTI/EXEC stays in one Cluster slot, and no command spans sessions.
+
 Redis being down must never stall or crash a live session: every call is bounded by
-``timeout_s`` (socket timeouts plus ``asyncio.timeout``), is never retried (a retried
-create or take_over could report a false LeaseLost) and any failure surfaces as
-StoreUnavailable. The client connects lazily and reconnects on the next call, so an
-outage at startup or mid-run heals without recreating the store.
+``timeout_s`` (socket timeouts plus ``asyncio.timeout``) and any failure surfaces as
+StoreUnavailable. Only a ConnectionError is retried, once, on a fresh connection (a
+stale pooled one after a restart or failover); a retried take_over whose first try
+ran before the connection broke reports LeaseLost, which the resuming client sees as
+a conflict. The client connects lazily and reconnects on the next call, so an outage
+at startup or mid-run heals without recreating the store.
 """
 
 from __future__ import annotations
@@ -17,15 +23,13 @@ from dataclasses import fields
 from typing import Any, TypeVar
 
 import orjson
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from proxy.config import StoreConfig
 from proxy.metrics import Metrics
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable
 from proxy.store.ids import check_session_id, valid_session_id
+from proxy.store.redis_client import open_client
 from proxy.store.redis_scripts import (
     APPEND,
     CREATE,
@@ -56,15 +60,7 @@ class RedisStore(SessionStore):
         self._config = config
         self._metrics = metrics
         self._ttl_ms = max(1, round(config.disconnect_grace_s * 1000))
-        self._client = aioredis.Redis.from_url(
-            config.url,
-            socket_timeout=config.timeout_s,
-            socket_connect_timeout=config.timeout_s,
-            retry=Retry(NoBackoff(), 0),
-            # Probe connections idle this long before reuse (half-open TCP after a
-            # network blip); the pool already drops connections the server closed.
-            health_check_interval=15,
-        )
+        self._client = open_client(config)
         self._scripts = {
             name: self._client.register_script(FENCE + body)
             for name, body in (
