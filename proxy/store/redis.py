@@ -37,6 +37,7 @@ from proxy.store.redis_scripts import (
     FENCE,
     GONE,
     LOST,
+    READ,
     SAVE,
     TAKE_OVER,
     session_keys,
@@ -71,6 +72,7 @@ class RedisStore(SessionStore):
                 ("delete", DELETE),
             )
         }
+        self._read = self._client.register_script(READ)
 
     async def healthy(self) -> bool:
         try:
@@ -128,24 +130,17 @@ class RedisStore(SessionStore):
     async def events_after(self, session_id: str, seq: int) -> list[tuple[int, str]] | None:
         if not valid_session_id(session_id):
             return None
-        rec_key, log_key = session_keys(session_id)
+        keys = session_keys(session_id)
         start = "-" if seq < 0 else f"{seq + 1}-0"
-
-        async def read() -> list[Any]:
-            # MULTI/EXEC: the floor, the log and the clock from one instant.
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hget(rec_key, "floor")
-                pipe.xrange(log_key, start, "+")
-                pipe.time()
-                result: list[Any] = await pipe.execute()
-                return result
-
-        floor_raw, entries, (secs, micros) = await self._call("events_after", read)
+        floor_raw, entries, now_ms = await self._call(
+            "events_after", lambda: self._read(keys=keys, args=[start])
+        )
         if floor_raw is None or seq < int(floor_raw):
             return None
-        cutoff = secs * 1000 + micros // 1000 - round(self._config.replay_max_age_s * 1000)
+        cutoff = now_ms - round(self._config.replay_max_age_s * 1000)
         out: list[tuple[int, str]] = []
-        for entry_id, kv in entries:
+        for entry_id, flat in entries:
+            kv = dict(zip(flat[::2], flat[1::2], strict=True))  # a script's raw XRANGE reply
             if int(kv[b"t"]) < cutoff:
                 return None  # aged out, just not trimmed yet: still a gap
             out.append((int(entry_id.split(b"-")[0]), kv[b"e"].decode()))
