@@ -207,8 +207,10 @@ class SentinelSet:
         """Promote the replica (once it has everything the master has)."""
         cli(self.master.port, "WAIT", "1", "5000")
         cli(self.port, "SENTINEL", "FAILOVER", SERVICE)
-        new = self.replica.port
+        old, new = self.master.port, self.replica.port
         wait_until("failed over", lambda: self.master_port() == new and _is_master(new))
+        # Until Sentinel demotes it the old master still takes writes; wait for that.
+        wait_until("demoted", lambda: not _is_master(old))
         self.master, self.replica = self.replica, self.master
 
     def cleanup(self) -> None:

@@ -61,7 +61,8 @@ class RedisStore(SessionStore):
         self._config = config
         self._metrics = metrics
         self._ttl_ms = max(1, round(config.disconnect_grace_s * 1000))
-        self._client = open_client(config)
+        self._opened = open_client(config)
+        self._client = self._opened.client
         self._scripts = {
             name: self._client.register_script(FENCE + body)
             for name, body in (
@@ -82,7 +83,7 @@ class RedisStore(SessionStore):
         return True
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._opened.aclose()
 
     async def create(self, record: SessionRecord) -> None:
         check_session_id(record.session_id)

@@ -9,6 +9,7 @@ may have run, and the caller's ``store.timeout_s`` budget is spent anyway.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,19 @@ HEALTH_CHECK_INTERVAL_S = 15
 SINGLE_RETRIES, CLUSTER_RETRIES = 1, 3
 
 RedisClient = aioredis.Redis | RedisCluster
+
+
+@dataclass(frozen=True)
+class OpenedClient:
+    """The client for the data, and the Sentinel connections it asks (closed with it)."""
+
+    client: RedisClient
+    sentinels: tuple[aioredis.Redis, ...] = ()
+
+    async def aclose(self) -> None:
+        await self.client.aclose()
+        for sentinel in self.sentinels:
+            await sentinel.aclose()
 
 
 def read_password(config: StoreConfig, url: StoreUrl) -> str | None:
@@ -72,24 +86,25 @@ def connection_options(config: StoreConfig, url: StoreUrl) -> dict[str, Any]:
     return options
 
 
-def open_client(config: StoreConfig) -> RedisClient:
+def open_client(config: StoreConfig) -> OpenedClient:
     url = parse_store_url(config.url, config.cluster)
     if url.kind == "cluster":
-        return RedisCluster(
+        cluster = RedisCluster(
             startup_nodes=[ClusterNode(host, port) for host, port in url.hosts],
             retry=_retry(config, CLUSTER_RETRIES),
             **connection_options(config, url),
         )
+        return OpenedClient(cluster)
     if url.kind == "sentinel":
         return _sentinel_master(config, url)
     # from_url reads the host, db or unix path; the options add the rest.
     client: aioredis.Redis = aioredis.Redis.from_url(
         config.url, retry=_retry(config, SINGLE_RETRIES), **connection_options(config, url)
     )
-    return client
+    return OpenedClient(client)
 
 
-def _sentinel_master(config: StoreConfig, url: StoreUrl) -> aioredis.Redis:
+def _sentinel_master(config: StoreConfig, url: StoreUrl) -> OpenedClient:
     """The master Sentinel names; the pool asks the Sentinels again after a failover."""
     options = connection_options(config, url)
     # The Sentinels get the same timeouts and TLS, not the data nodes' password.
@@ -99,4 +114,4 @@ def _sentinel_master(config: StoreConfig, url: StoreUrl) -> aioredis.Redis:
         list(url.hosts), sentinel_kwargs=sentinel_options, db=url.db, **options
     )
     master: aioredis.Redis = sentinel.master_for(url.service, retry=_retry(config, SINGLE_RETRIES))
-    return master
+    return OpenedClient(master, tuple(sentinel.sentinels))
