@@ -97,9 +97,12 @@ def open_client(config: StoreConfig) -> OpenedClient:
         return OpenedClient(cluster)
     if url.kind == "sentinel":
         return _sentinel_master(config, url)
-    # from_url reads the host, db or unix path; the options add the rest.
+    # from_url reads the host, db or unix path and picks TLS from rediss://; the
+    # options add the rest.
+    options = connection_options(config, url)
+    options.pop("ssl", None)
     client: aioredis.Redis = aioredis.Redis.from_url(
-        config.url, retry=_retry(config, SINGLE_RETRIES), **connection_options(config, url)
+        config.url, retry=_retry(config, SINGLE_RETRIES), **options
     )
     return OpenedClient(client)
 
