@@ -6,11 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from redis.asyncio.cluster import RedisCluster
+from redis.asyncio.connection import SSLConnection
+from redis.asyncio.sentinel import SentinelConnectionPool
 
 from proxy.config import ConfigError, StoreConfig, config_from_dict
 from proxy.config_store_url import StoreUrl, parse_store_url, redacted
 from proxy.config_summary import route_lines
-from proxy.store.redis_client import connection_options, read_password
+from proxy.store.redis_client import connection_options, open_client, read_password
 
 SECRET = "s3cr3t-pw"
 
@@ -94,3 +97,27 @@ def test_password_file_and_tls_options(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="password_file: cannot read it") as err:
         read_password(missing, url)
     assert SECRET not in str(err.value)
+
+
+async def test_each_kind_builds_its_client_with_tls(tmp_path: Path) -> None:
+    """Nothing connects yet: only which client, and that TLS reaches its connections."""
+    tls = {"tls_ca_file": "ca.pem", "tls_cert_file": "c.pem", "tls_key_file": "c.key"}
+    cluster = open_client(StoreConfig(url="rediss+cluster://a:7000,b:7001", **tls))
+    assert isinstance(cluster.client, RedisCluster) and not cluster.sentinels
+    seeds = [(n.host, n.port) for n in cluster.client.startup_nodes]
+    assert seeds == [("a", 7000), ("b", 7001)]
+    assert issubclass(cluster.client.connection_kwargs["connection_class"], SSLConnection)
+    assert cluster.client.connection_kwargs["ssl_ca_certs"] == "ca.pem"
+    await cluster.aclose()
+
+    sentinel = open_client(StoreConfig(url="rediss+sentinel://s1:26379,s2:26380/main/2", **tls))
+    pool = sentinel.client.connection_pool
+    assert isinstance(pool, SentinelConnectionPool) and pool.service_name == "main"
+    assert issubclass(pool.connection_class, SSLConnection)
+    assert pool.connection_kwargs["db"] == 2
+    assert len(sentinel.sentinels) == 2
+    await sentinel.aclose()
+
+    single = open_client(StoreConfig(url="rediss://r:6380/1", **tls))
+    assert issubclass(single.client.connection_pool.connection_class, SSLConnection)
+    await single.aclose()
