@@ -206,12 +206,21 @@ class SentinelSet:
     def failover(self) -> None:
         """Promote the replica (once it has everything the master has)."""
         cli(self.master.port, "WAIT", "1", "5000")
-        cli(self.port, "SENTINEL", "FAILOVER", SERVICE)
+        # Refused (NOGOODSLAVE) until Sentinel has heard from the replica itself, which
+        # can take a few seconds after it learned of it: ask until it starts.
+        wait_until("starting a failover", lambda: self._failover_started())
         old, new = self.master.port, self.replica.port
         wait_until("failed over", lambda: self.master_port() == new and _is_master(new))
         # Until Sentinel demotes it the old master still takes writes; wait for that.
         wait_until("demoted", lambda: not _is_master(old))
         self.master, self.replica = self.replica, self.master
+
+    def _failover_started(self) -> bool:
+        reply = cli(self.port, "SENTINEL", "FAILOVER", SERVICE)
+        if reply.strip() == "OK" or "INPROG" in reply:
+            return True
+        time.sleep(0.5)
+        return False
 
     def cleanup(self) -> None:
         if self._proc is not None:
