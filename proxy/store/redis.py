@@ -4,12 +4,12 @@ The keys and the fenced Lua scripts that write them are in ``redis_scripts``.
 
 The client (one server, a Redis Cluster or a Sentinel master) comes from
 ``redis_client``. Every key a call touches shares the session's hash tag, so each
-script and each MULTI/EXEC stays in one Cluster slot, and no command spans sessions.
+script stays in one Cluster slot, and no command spans sessions.
 
 Redis being down must never stall or crash a live session: every call is bounded by
 ``timeout_s`` (socket timeouts plus ``asyncio.timeout``) and any failure surfaces as
-StoreUnavailable. Only a ConnectionError is retried, once, on a fresh connection (a
-stale pooled one after a restart or failover); a retried take_over whose first try
+StoreUnavailable. A broken connection is retried on a fresh one (``redis_client``:
+a stale pooled one after a restart or failover); a retried take_over whose first try
 ran before the connection broke reports LeaseLost, which the resuming client sees as
 a conflict. The client connects lazily and reconnects on the next call, so an outage
 at startup or mid-run heals without recreating the store.

@@ -1,10 +1,13 @@
 """The redis-py client ``store.url`` names: one server, a Redis Cluster or a Sentinel master.
 
 Connections are lazy (nothing connects here), so the proxy starts during a Redis
-outage. Every command may run once more on a fresh connection after a
-ConnectionError: a pooled connection goes stale when Redis restarts or fails over,
-and its first use only finds out then. Timeouts are not retried: a timed-out command
-may have run, and the caller's ``store.timeout_s`` budget is spent anyway.
+outage. A pooled connection goes stale when Redis restarts or fails over, and its
+first use only finds out then, so a command that meets a ConnectionError runs once
+more on a fresh connection. Timeouts are not retried there: a timed-out command may
+have run, and the caller's ``store.timeout_s`` budget is spent anyway. A Cluster
+client retries in its own way (connection errors, timeouts, a cluster going down:
+reload the slot map and try again); ``store.timeout_s`` bounds that too
+(``proxy/store/redis.py``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from proxy.config_store_url import StoreUrl, parse_store_url
 # Probe connections idle this long before reuse (half-open TCP after a network blip).
 HEALTH_CHECK_INTERVAL_S = 15
 # A Cluster retries a little more: during a failover the client reloads the slot map
-# between attempts. Each call is still bounded by store.timeout_s.
+# between attempts.
 SINGLE_RETRIES, CLUSTER_RETRIES = 1, 3
 
 RedisClient = aioredis.Redis | RedisCluster
