@@ -114,9 +114,9 @@ class Cluster:
                 masters[fields[0]] = (int(address.rsplit(":", 1)[1]), fields[8:])
         return masters
 
-    def master_port_of(self, key: str) -> int:
+    def master_port_of(self, key: str, via: int | None = None) -> int:
         slot = key_slot(key.encode())
-        for port, ranges in self._masters(self.nodes[0].port).values():
+        for port, ranges in self._masters(via or self.nodes[0].port).values():
             for r in ranges:
                 low, _, high = r.partition("-")
                 if int(low) <= slot <= int(high or low):
@@ -139,6 +139,30 @@ class Cluster:
         wait_until("failed over", lambda: _is_master(new) and self.master_port_of(key) == new)
         self.wait_settled()
         return old, new
+
+    def crash_master(self, key: str) -> tuple[RedisServer, int]:
+        """SIGKILL the master serving ``key`` once its replica has every write; wait for
+        the replica's election. (the dead node, the new master's port)"""
+        old = self.master_port_of(key)
+        new = self.replica_port_of(old)
+        cli(old, "WAIT", "1", "5000")
+        dead = next(n for n in self.nodes if n.port == old)
+        dead.kill()
+        survivor = next(n for n in self.nodes if n.port != old)
+
+        def promoted() -> bool:
+            try:
+                return _is_master(new) and self.master_port_of(key, survivor.port) == new
+            except LookupError:  # the old master failed, the election not yet won
+                return False
+
+        wait_until("promoted", promoted)
+        return dead, new
+
+    def rejoin(self, node: RedisServer) -> None:
+        """Start a crashed node again: its nodes.conf makes it a replica of its successor."""
+        node.start()
+        self.wait_settled()
 
     def cleanup(self) -> None:
         for node in self.nodes:

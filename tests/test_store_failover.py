@@ -10,6 +10,7 @@ still succeed, and a client must resume with nothing lost.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 from pathlib import Path
 
@@ -126,3 +127,26 @@ async def test_the_store_follows_a_sentinel_failover(redis_sentinel: SentinelSet
         assert (await asyncio.to_thread(cli, new_master, "HGET", rec_key, "epoch")).strip() == "1"
     finally:
         await store.close()
+
+
+async def test_the_store_follows_a_cluster_master_crash(redis_cluster: Cluster) -> None:
+    """Kill the master (no handover): once its replica is elected, the first calls on
+    the store's pooled connections reach the new master and find everything."""
+    store = await open_store(StoreConfig(url=redis_cluster.url, timeout_s=1), Metrics())
+    dead = None
+    try:
+        record = new_record()
+        sid = record.session_id
+        await store.create(record)
+        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+        rec_key, _ = session_keys(sid)
+        dead, new = await asyncio.to_thread(redis_cluster.crash_master, rec_key)
+        assert dead.port != new
+        assert await store.load(sid) == dataclasses.replace(record, last_seq=2)
+        assert await store.take_over(sid, "replica-b", 0) == 1
+        await store.append_events(sid, 1, [(3, "c")], 0)
+        assert await store.events_after(sid, 0) == [(1, "a"), (2, "b"), (3, "c")]
+    finally:
+        await store.close()
+        if dead is not None:
+            await asyncio.to_thread(redis_cluster.rejoin, dead)
