@@ -169,6 +169,24 @@ class Cluster:
             node.cleanup()
 
 
+def _cluster_node(binary: str) -> RedisServer:
+    for attempt in range(3):
+        # The bus port defaults to port + 10000, which may be taken or out of range.
+        args = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
+        args += ("--cluster-port", str(free_port()), "--cluster-node-timeout", "2000")
+        node = RedisServer(binary, args)
+        try:
+            node.start()
+        except RuntimeError:
+            # Another process may have taken a free port in between: try others.
+            node.cleanup()
+            if attempt == 2:
+                raise
+            continue
+        return node
+    raise AssertionError("unreachable")
+
+
 @pytest.fixture(scope="session")
 def redis_cluster() -> Iterator[Cluster]:
     binary = find_redis_server()
@@ -176,12 +194,7 @@ def redis_cluster() -> Iterator[Cluster]:
     nodes = []
     try:
         for _ in range(6):
-            # The bus port defaults to port + 10000, which may be taken or out of range.
-            args = ("--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf")
-            args += ("--cluster-port", str(free_port()), "--cluster-node-timeout", "2000")
-            node = RedisServer(binary, args)
-            nodes.append(node)
-            node.start()
+            nodes.append(_cluster_node(binary))
         cluster = Cluster(nodes)
         cluster.create()
         yield cluster
