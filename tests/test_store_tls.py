@@ -8,6 +8,7 @@ import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,16 +84,16 @@ def tls_redis(tmp_path: Path) -> Iterator[TlsRedis]:
 
 
 def _config(tls: TlsRedis, **overrides: str) -> StoreConfig:
-    fields = {
+    fields: dict[str, Any] = {
         "url": tls.url,
         "password_file": str(tls.password_file),
         "tls_ca_file": str(tls.ca),
         "tls_cert_file": str(tls.client_cert),
         "tls_key_file": str(tls.client_key),
-        "timeout_s": "2",
+        "timeout_s": 2.0,
     }
     fields.update(overrides)
-    return StoreConfig(**fields)  # type: ignore[arg-type]
+    return StoreConfig(**fields)
 
 
 async def test_tls_with_a_password_file(tls_redis: TlsRedis) -> None:
