@@ -4,14 +4,12 @@ upstream resume tokens in it (``proxy/store/secret_box.py``)."""
 from __future__ import annotations
 
 import base64
-from urllib.parse import urlsplit
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 
 from proxy.config_ops import SECTION
-
-STORE_SCHEMES = ("memory", "redis", "rediss", "unix")
+from proxy.config_store_url import parse_store_url
 
 SECRET_KEY_BYTES = 32
 
@@ -31,8 +29,25 @@ def decode_key(text: str) -> bytes:
 class StoreConfig:
     url: str = Field(
         default="memory://",
-        description="memory:// (one replica) or redis://, rediss://, unix:// (shared).",
+        description=(
+            "memory:// (one replica); shared: redis://, rediss:// (TLS), unix://, "
+            "redis+cluster://h:p,h:p, redis+sentinel://h:p,h:p/service/db."
+        ),
     )
+    cluster: bool = Field(
+        default=False, description="The redis:// or rediss:// url names a Redis Cluster node."
+    )
+    password_file: str = Field(
+        default="",
+        description="File holding the Redis password (a mounted Secret); never logged.",
+    )
+    tls_ca_file: str = Field(
+        default="", description="CA bundle that signed Redis's certificate (rediss only)."
+    )
+    tls_cert_file: str = Field(
+        default="", description="Client certificate for mutual TLS (rediss only)."
+    )
+    tls_key_file: str = Field(default="", description="Private key of tls_cert_file (rediss only).")
     disconnect_grace_s: float = Field(
         default=30.0, gt=0, description="How long a dropped session waits to be resumed."
     )
@@ -62,13 +77,9 @@ class StoreConfig:
 
     @field_validator("url")
     @classmethod
-    def _known_scheme(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in STORE_SCHEMES:
-            schemes = ", ".join(f"{s}://" for s in STORE_SCHEMES)
-            raise ValueError(f"store url must start with one of {schemes}, got {url!r}")
-        if parts.scheme in ("redis", "rediss") and not parts.hostname:
-            raise ValueError(f"store url names no host: {url!r}")
+    def _valid_url(cls, url: str) -> str:
+        # The messages never quote the password (parse_store_url redacts the url).
+        parse_store_url(url)
         return url
 
     @field_validator("secret_key")
@@ -84,3 +95,17 @@ class StoreConfig:
         for key in keys:
             decode_key(key)
         return keys
+
+    @model_validator(mode="after")
+    def _consistent(self) -> StoreConfig:
+        parsed = parse_store_url(self.url, self.cluster)
+        if self.password_file and parsed.password is not None:
+            raise ValueError("a password in store.url and store.password_file: give one")
+        if parsed.kind == "memory" and self.password_file:
+            raise ValueError("store.password_file needs a Redis url, not memory://")
+        tls_files = (self.tls_ca_file, self.tls_cert_file, self.tls_key_file)
+        if any(tls_files) and not parsed.tls:
+            raise ValueError("store.tls_* files need a TLS url (rediss://, rediss+cluster://...)")
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("store.tls_cert_file and store.tls_key_file go together")
+        return self

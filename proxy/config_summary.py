@@ -9,6 +9,7 @@ from __future__ import annotations
 from urllib.parse import urlsplit, urlunsplit
 
 from proxy.config_model import Config, Route
+from proxy.config_store_url import redacted
 from proxy.logging import get_logger
 
 
@@ -42,7 +43,7 @@ def route_lines(config: Config) -> list[str]:
         lines.append(f"routes.{i}: {route.model} -> {d['upstream']} " + " ".join(extra))
     if config.default_model:
         lines.append(f"default_model: {config.default_model}")
-    lines.append(f"store: {safe_upstream(config.store.url)}")
+    lines.append(f"store: {redacted(config.store.url)}")
     lines.append("auth: " + " ".join(f"{k}={v}" for k, v in _auth(config).items() if v))
     return [line.rstrip() for line in lines]
 

@@ -54,8 +54,9 @@ def find_redis_server() -> str:
 class RedisServer:
     """One redis-server process that can be killed, paused and restarted in place."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, extra_args: tuple[str, ...] = ()) -> None:
         self.binary = binary
+        self.extra_args = extra_args  # e.g. cluster or replica settings
         self.dir = Path(tempfile.mkdtemp(prefix="dxp-redis-"))  # short: unix socket path
         self.port = _free_port()
         self.unix_socket = self.dir / "redis.sock"
@@ -85,6 +86,7 @@ class RedisServer:
             "--unixsocket", str(self.unix_socket),
             "--unixsocketperm", "700",
             "--logfile", str(log),
+            *self.extra_args,
         ]  # fmt: skip
         self._proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + START_TIMEOUT_S

@@ -25,9 +25,10 @@ from proxy.store.base import (
 )
 from proxy.store.memory import MemoryStore
 from proxy.store.redis import RedisStore, session_keys
+from tests.redis_cluster import redis_cluster
 from tests.redis_server import RedisServer, redis_server, redis_server_session
 
-__all__ = ["redis_server", "redis_server_session"]  # fixtures, used by name
+__all__ = ["redis_cluster", "redis_server", "redis_server_session"]  # fixtures, used by name
 
 MakeStore = Callable[..., Awaitable[SessionStore]]
 
@@ -48,12 +49,24 @@ def store_up(metrics: Metrics) -> float | None:
     return metrics.registry.get_sample_value("duplex_proxy_store_up")
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(
+    params=[
+        "memory",
+        pytest.param("redis", marks=pytest.mark.redis),
+        pytest.param("cluster", marks=pytest.mark.redis),
+    ]
+)
 async def make_store(request: pytest.FixtureRequest) -> AsyncIterator[MakeStore]:
-    """Factory: ``await make_store(replay_max_bytes=10)`` builds a store with overrides."""
+    """Factory: ``await make_store(replay_max_bytes=10)`` builds a store with overrides.
+
+    ``cluster`` is a real Redis Cluster (``tests/redis_cluster.py``): the same contract
+    holds when a session's keys live on one of three masters.
+    """
     url = "memory://"
     if request.param == "redis":
         url = request.getfixturevalue("redis_server_session").url
+    elif request.param == "cluster":
+        url = request.getfixturevalue("redis_cluster").url
     stores: list[SessionStore] = []
 
     async def make(**overrides: Any) -> SessionStore:
@@ -610,5 +623,24 @@ async def test_store_opens_while_redis_is_down(redis_server: RedisServer) -> Non
         record = new_record()
         await store.create(record)
         assert await store.load(record.session_id) == record
+    finally:
+        await store.close()
+
+
+@pytest.mark.redis
+@pytest.mark.parametrize("how", ["kill", "stop"])
+async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, how: str) -> None:
+    """Pooled connections go stale when Redis restarts; each is retried once, fresh."""
+    store = await open_store(StoreConfig(url=redis_server.url), Metrics())
+    try:
+        # Several pooled connections, all of which the restart leaves stale.
+        await asyncio.gather(*(store.create(new_record()) for _ in range(4)))
+        redis_server.kill() if how == "kill" else redis_server.stop()
+        redis_server.start()
+        record = new_record()
+        await store.create(record)  # the very first call, no health check before it
+        results = await asyncio.gather(*(store.load(record.session_id) for _ in range(4)))
+        assert results == [record] * 4
+        assert await store.take_over(record.session_id, "replica-b", 0) == 1
     finally:
         await store.close()

@@ -7,6 +7,7 @@ deployment never imports redis.
 from __future__ import annotations
 
 from proxy.config import StoreConfig
+from proxy.config_store_url import parse_store_url
 from proxy.metrics import Metrics
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable
 from proxy.store.ids import check_session_id, valid_session_id
@@ -24,20 +25,20 @@ __all__ = [
 
 
 async def open_store(config: StoreConfig, metrics: Metrics | None = None) -> SessionStore:
-    """Open the store ``config.url`` names; never fails because Redis is down.
+    """Open the store ``config.url`` names (``proxy/config_store_url.py``): in memory,
+    one Redis server, a Redis Cluster or a Sentinel master. Never fails because Redis
+    is down.
 
     The proxy must start and serve live sessions during a Redis outage:
     a Redis store connects lazily and recovers on its own once Redis answers.
     """
-    url = config.url
-    if url.startswith("memory://"):
+    # A ValueError names what is wrong with the url (the config refuses it first).
+    if parse_store_url(config.url, config.cluster).kind == "memory":
         store: SessionStore = MemoryStore(config, metrics)
-    elif url.startswith(("redis://", "rediss://", "unix://")):
+    else:
         from proxy.store.redis import RedisStore  # only here: see the module docstring
 
         store = RedisStore(config, metrics)
-    else:
-        raise ValueError("store.url must be memory://, redis://, rediss:// or unix://")
     # Sets the store_up gauge right away; a down Redis only makes this return False.
     await store.healthy()
     return store

@@ -2,11 +2,17 @@
 
 The keys and the fenced Lua scripts that write them are in ``redis_scripts``.
 
+The client (one server, a Redis Cluster or a Sentinel master) comes from
+``redis_client``. Every key a call touches shares the session's hash tag, so each
+script stays in one Cluster slot, and no command spans sessions.
+
 Redis being down must never stall or crash a live session: every call is bounded by
-``timeout_s`` (socket timeouts plus ``asyncio.timeout``), is never retried (a retried
-create or take_over could report a false LeaseLost) and any failure surfaces as
-StoreUnavailable. The client connects lazily and reconnects on the next call, so an
-outage at startup or mid-run heals without recreating the store.
+``timeout_s`` (socket timeouts plus ``asyncio.timeout``) and any failure surfaces as
+StoreUnavailable. A broken connection is retried on a fresh one (``redis_client``:
+a stale pooled one after a restart or failover); a retried take_over whose first try
+ran before the connection broke reports LeaseLost, which the resuming client sees as
+a conflict. The client connects lazily and reconnects on the next call, so an outage
+at startup or mid-run heals without recreating the store.
 """
 
 from __future__ import annotations
@@ -17,9 +23,6 @@ from dataclasses import fields
 from typing import Any, TypeVar
 
 import orjson
-import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from proxy.config import StoreConfig
@@ -32,6 +35,7 @@ from proxy.store.base import (
     check_update,
 )
 from proxy.store.ids import check_session_id, valid_session_id
+from proxy.store.redis_client import open_client
 from proxy.store.redis_scripts import (
     ADD_IDS,
     APPEND,
@@ -40,6 +44,7 @@ from proxy.store.redis_scripts import (
     FENCE,
     GONE,
     LOST,
+    READ,
     SAVE,
     TAKE_OVER,
     UPDATE,
@@ -64,15 +69,8 @@ class RedisStore(SessionStore):
         self._config = config
         self._metrics = metrics
         self._ttl_ms = max(1, round(config.disconnect_grace_s * 1000))
-        self._client = aioredis.Redis.from_url(
-            config.url,
-            socket_timeout=config.timeout_s,
-            socket_connect_timeout=config.timeout_s,
-            retry=Retry(NoBackoff(), 0),
-            # Probe connections idle this long before reuse (half-open TCP after a
-            # network blip); the pool already drops connections the server closed.
-            health_check_interval=15,
-        )
+        self._opened = open_client(config)
+        self._client = self._opened.client
         self._scripts = {
             name: self._client.register_script(FENCE + body)
             for name, body in (
@@ -85,6 +83,7 @@ class RedisStore(SessionStore):
                 ("add_ids", ADD_IDS),
             )
         }
+        self._read = self._client.register_script(READ)
 
     async def healthy(self) -> bool:
         try:
@@ -94,7 +93,7 @@ class RedisStore(SessionStore):
         return True
 
     async def close(self) -> None:
-        await self._client.aclose()
+        await self._opened.aclose()
 
     async def create(self, record: SessionRecord) -> None:
         check_session_id(record.session_id)
@@ -154,24 +153,17 @@ class RedisStore(SessionStore):
     async def events_after(self, session_id: str, seq: int) -> list[tuple[int, str]] | None:
         if not valid_session_id(session_id):
             return None
-        rec_key, log_key = session_keys(session_id)
+        keys = session_keys(session_id)
         start = "-" if seq < 0 else f"{seq + 1}-0"
-
-        async def read() -> list[Any]:
-            # MULTI/EXEC: the floor, the log and the clock from one instant.
-            async with self._client.pipeline(transaction=True) as pipe:
-                pipe.hget(rec_key, "floor")
-                pipe.xrange(log_key, start, "+")
-                pipe.time()
-                result: list[Any] = await pipe.execute()
-                return result
-
-        floor_raw, entries, (secs, micros) = await self._call("events_after", read)
+        floor_raw, entries, now_ms = await self._call(
+            "events_after", lambda: self._read(keys=keys, args=[start])
+        )
         if floor_raw is None or seq < int(floor_raw):
             return None
-        cutoff = secs * 1000 + micros // 1000 - round(self._config.replay_max_age_s * 1000)
+        cutoff = now_ms - round(self._config.replay_max_age_s * 1000)
         out: list[tuple[int, str]] = []
-        for entry_id, kv in entries:
+        for entry_id, flat in entries:
+            kv = dict(zip(flat[::2], flat[1::2], strict=True))  # a script's raw XRANGE reply
             if int(kv[b"t"]) < cutoff:
                 return None  # aged out, just not trimmed yet: still a gap
             out.append((int(entry_id.split(b"-")[0]), kv[b"e"].decode()))

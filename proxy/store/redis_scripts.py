@@ -156,6 +156,16 @@ redis.call('DEL', KEYS[1], KEYS[2])
 return 0
 """
 
+# Not fenced, writes nothing. KEYS[1] = rec, KEYS[2] = log; ARGV[1] = first entry id.
+# The floor, the log and the clock from one instant, in one slot (a Cluster refuses
+# a MULTI/EXEC holding the keyless TIME).
+READ = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local floor = redis.call('HGET', KEYS[1], 'floor')
+return {floor, redis.call('XRANGE', KEYS[2], ARGV[1], '+'), now}
+"""
+
 
 def session_keys(session_id: str) -> tuple[str, str]:
     """The record and log keys of a session: one hash tag, hence one Cluster slot."""
