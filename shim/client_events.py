@@ -52,6 +52,7 @@ def input_audio(s: EmulatedSession, ev: dict[str, Any], now: float) -> list[Acti
     if not s.vad_enabled or s.config.turn.vad is None:
         return []
     clean = s.echo.process(s16, start) if s.echo is not None else s16.astype(np.float32) / 32768.0
+    s.evidence.add(s16, clean, start)
     return [AnalyzeAudio(samples=clean, start_sample=start)]
 
 

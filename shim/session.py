@@ -34,7 +34,8 @@ from shim.inputs import (
     VadWindow,
 )
 from shim.output import ActiveResponse, AssistantOutput, response_state
-from shim.overlap import OverlapMachine
+from shim.overlap import OverlapMachine, Step
+from shim.overlap_evidence import Float32Array, OverlapEvidence
 from shim.playback import PlaybackLedger
 from shim.response_close import lost_response_done
 from shim.session_config import (
@@ -79,6 +80,7 @@ class EmulatedSession:
         self.overlap = OverlapMachine()
         self.ledger = PlaybackLedger()
         self.echo = EchoSuppressor() if settings.echo_suppression else None
+        self.evidence = OverlapEvidence(self.echo.latency if self.echo is not None else 0)
         self.output = AssistantOutput(self.ledger, self.echo, self.history, self.overlap)
         self.turns = Turns(self)
         self.assistant_audio = AssistantAudio()
@@ -207,6 +209,17 @@ class EmulatedSession:
 
     def on_tick(self, now: float) -> list[Action]:
         return self.turns.on_tick(now)
+
+    def far_for(self, start: int, end: int) -> Float32Array | None:
+        """The audio sent that echoes in mic samples [start, end), once the delay is known."""
+        echo = self.echo
+        if echo is None or echo.delay is None or not echo.far_active(start, end):
+            return None
+        return echo.far.samples(start - echo.delay, end - echo.delay)
+
+    def overlap_ended(self, step: Step, now: float) -> list[Action]:
+        """An overlap was decided (``step.outcome``); a dialect may have more to do."""
+        return []
 
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:

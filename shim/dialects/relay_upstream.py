@@ -139,7 +139,11 @@ def transcript_delta(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> 
 def speech(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:
     if r.suppress_upstream_speech:
         return []
-    return r.output.event(SendClient(ev))
+    playing = r.overlap.holding or r.output.active(now)
+    out: list[Action] = []
+    for relayed in r.upstream_speech.on_event(ev, playing):
+        out += r.output.event(SendClient(relayed))
+    return out
 
 
 def committed(r: BargeInRelaySession, ev: dict[str, Any], now: float) -> list[Action]:

@@ -1,0 +1,128 @@
+"""Barge-in or not: the verdict on speech over the assistant, from its evidence.
+
+Each VAD window of an overlap is judged *user-like* or not from what
+``shim/overlap_evidence.py`` measures: Silero must call it speech, and it must
+not be the assistant's echo (coherent with what was sent, or mostly removed by
+echo suppression), not background (much quieter than the user's own turns),
+and voiced like one close talker. The overlap is decided ``decision_ms`` after
+its onset (audio time):
+
+* barge-in if the user-like windows hold at least ``min_user_share`` of that
+  span and the user is speaking at that moment;
+* otherwise it may wait up to ``grace_ms`` more for the voice to come back
+  (a dip between syllables), then it is released: a backchannel that is over,
+  or echo, noise or distant voices (the reason says which).
+
+Why these and not a longer wait: the first half second of "uh-huh" and of
+"wait, stop" sound alike, but a backchannel is over by then and an
+interruption is not; what else sounds like speech is told apart by what the
+proxy knows (the far end, the user's level), not by waiting.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+from shim.overlap_evidence import WindowEvidence
+
+RATE = 16000
+WINDOW_MS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionParams:
+    decision_ms: int = 500
+    grace_ms: int = 150
+    threshold: float = 0.5  # Silero probability of a speech window (the session's)
+    min_user_share: float = 0.5
+    max_coherence: float = 0.5  # above: the window is mostly the assistant's echo
+    min_kept_db: float = -6.0  # echo suppression removed more than this: echo
+    level_margin_db: float = 12.0  # quieter than the user's turns by more: background
+    floor_db: float = -50.0  # with no turn of the user's heard yet: quieter is background
+    min_voicing: float = 0.35
+
+
+class Kind(enum.Enum):
+    USER = "user"
+    ECHO = "echo"
+    BACKGROUND = "background"
+    UNVOICED = "unvoiced"
+    SILENCE = "silence"
+
+
+def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams) -> Kind:
+    """What one window of an overlap most likely is."""
+    if ev.prob < p.threshold:
+        return Kind.SILENCE
+    if ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db:
+        return Kind.ECHO
+    floor = p.floor_db if user_level_db is None else user_level_db - p.level_margin_db
+    if ev.level_db < floor:
+        return Kind.BACKGROUND
+    if ev.voicing < p.min_voicing:
+        return Kind.UNVOICED
+    return Kind.USER
+
+
+class Verdict(enum.Enum):
+    WAIT = "wait"
+    BARGE_IN = "barge_in"
+    RELEASE = "release"
+
+
+# Why an overlap was released, as the extension event ``output_audio_buffer.resumed``
+# says it (``docs/protocol.md``).
+RELEASE_REASONS = {
+    Kind.USER: "backchannel",
+    Kind.ECHO: "echo",
+    Kind.BACKGROUND: "background_speech",
+    Kind.UNVOICED: "noise",
+    Kind.SILENCE: "noise",
+}
+
+
+@dataclass
+class Tally:
+    """The windows of one overlap so far."""
+
+    onset_sample: int
+    counts: dict[Kind, int]
+    last: Kind = Kind.SILENCE
+
+    @classmethod
+    def starting(cls, onset_sample: int) -> Tally:
+        return cls(onset_sample, dict.fromkeys(Kind, 0))
+
+    def add(self, kind: Kind) -> None:
+        self.counts[kind] += 1
+        self.last = kind
+
+    @property
+    def user_ms(self) -> int:
+        return self.counts[Kind.USER] * WINDOW_MS
+
+    def main_other(self) -> Kind:
+        """What the overlap mostly was, if not the user: the release's reason."""
+        others = {k: n for k, n in self.counts.items() if k not in (Kind.USER, Kind.SILENCE)}
+        if self.counts[Kind.USER] and self.counts[Kind.USER] >= max(others.values(), default=0):
+            return Kind.USER
+        if not any(others.values()):
+            return Kind.USER if self.counts[Kind.USER] else Kind.SILENCE
+        return max(others, key=lambda k: others[k])
+
+
+def judge(tally: Tally, end_sample: int, p: DecisionParams) -> Verdict:
+    """The verdict after the window ending at ``end_sample``."""
+    elapsed = (end_sample - tally.onset_sample) * 1000 // RATE
+    if elapsed < p.decision_ms:
+        return Verdict.WAIT
+    enough = tally.user_ms >= p.min_user_share * p.decision_ms
+    if enough and tally.last is Kind.USER:
+        return Verdict.BARGE_IN
+    if (
+        elapsed >= p.decision_ms + p.grace_ms
+        or tally.user_ms < p.min_user_share * p.decision_ms / 2
+    ):
+        return Verdict.RELEASE
+    return Verdict.WAIT
