@@ -8,7 +8,8 @@ and voiced like one close talker. The overlap is decided ``decision_ms`` after
 its onset (audio time):
 
 * barge-in if the user-like windows hold at least ``min_user_share`` of that
-  span and the user is speaking at that moment;
+  span, the overlap as a whole is not much quieter than the user's own turns,
+  and the user is speaking at that moment;
 * otherwise it may wait up to ``grace_ms`` more for the voice to come back
   (a dip between syllables), then it is released: a backchannel that is over,
   or echo, noise or distant voices (the reason says which).
@@ -22,9 +23,9 @@ proxy knows (the far end, the user's level), not by waiting.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from shim.overlap_evidence import WindowEvidence
+from shim.overlap_evidence import WindowEvidence, loud_level
 
 RATE = 16000
 WINDOW_MS = 32
@@ -32,13 +33,17 @@ WINDOW_MS = 32
 
 @dataclass(frozen=True, slots=True)
 class DecisionParams:
-    decision_ms: int = 500
+    decision_ms: int = 600
     grace_ms: int = 150
     threshold: float = 0.5  # Silero probability of a speech window (the session's)
     min_user_share: float = 0.5
     max_coherence: float = 0.5  # above: the window is mostly the assistant's echo
     min_kept_db: float = -6.0  # echo suppression removed more than this: echo
-    level_margin_db: float = 12.0  # quieter than the user's turns by more: background
+    # A window this much quieter than the user's loud level is not the user's (a soft
+    # consonant of the user's is rarely); a whole overlap whose loud level is
+    # ``level_margin_db`` below the user's is background (a television, distant voices).
+    window_margin_db: float = 16.0
+    level_margin_db: float = 8.0
     floor_db: float = -50.0  # with no turn of the user's heard yet: quieter is background
     min_voicing: float = 0.35
 
@@ -57,7 +62,7 @@ def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams)
         return Kind.SILENCE
     if ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db:
         return Kind.ECHO
-    floor = p.floor_db if user_level_db is None else user_level_db - p.level_margin_db
+    floor = p.floor_db if user_level_db is None else user_level_db - p.window_margin_db
     if ev.level_db < floor:
         return Kind.BACKGROUND
     if ev.voicing < p.min_voicing:
@@ -89,21 +94,35 @@ class Tally:
     onset_sample: int
     counts: dict[Kind, int]
     last: Kind = Kind.SILENCE
+    levels: list[float] = field(default_factory=list)  # of its speech windows
+    last_user_end: int = 0  # sample where its last user-like window ended
 
     @classmethod
     def starting(cls, onset_sample: int) -> Tally:
         return cls(onset_sample, dict.fromkeys(Kind, 0))
 
-    def add(self, kind: Kind) -> None:
+    def add(self, kind: Kind, ev: WindowEvidence | None = None) -> None:
         self.counts[kind] += 1
         self.last = kind
+        if ev is not None and kind is not Kind.SILENCE:
+            self.levels.append(ev.level_db)
+        if ev is not None and kind is Kind.USER:
+            self.last_user_end = ev.end_sample
+
+    def background(self, user_level_db: float | None, p: DecisionParams) -> bool:
+        """The overlap as a whole is much quieter than the user: someone else."""
+        if user_level_db is None or not self.levels:
+            return False
+        return loud_level(self.levels) < user_level_db - p.level_margin_db
 
     @property
     def user_ms(self) -> int:
         return self.counts[Kind.USER] * WINDOW_MS
 
-    def main_other(self) -> Kind:
+    def main_other(self, user_level_db: float | None, p: DecisionParams) -> Kind:
         """What the overlap mostly was, if not the user: the release's reason."""
+        if self.background(user_level_db, p):
+            return Kind.BACKGROUND
         others = {k: n for k, n in self.counts.items() if k not in (Kind.USER, Kind.SILENCE)}
         if self.counts[Kind.USER] and self.counts[Kind.USER] >= max(others.values(), default=0):
             return Kind.USER
@@ -112,13 +131,18 @@ class Tally:
         return max(others, key=lambda k: others[k])
 
 
-def judge(tally: Tally, end_sample: int, p: DecisionParams) -> Verdict:
+def judge(
+    tally: Tally, end_sample: int, p: DecisionParams, user_level_db: float | None = None
+) -> Verdict:
     """The verdict after the window ending at ``end_sample``."""
     elapsed = (end_sample - tally.onset_sample) * 1000 // RATE
     if elapsed < p.decision_ms:
         return Verdict.WAIT
+    if tally.background(user_level_db, p):
+        return Verdict.RELEASE
     enough = tally.user_ms >= p.min_user_share * p.decision_ms
-    if enough and tally.last is Kind.USER:
+    # Speaking now: a voiced window of the user's, or a consonant (speech, not voiced).
+    if enough and tally.last in (Kind.USER, Kind.UNVOICED):
         return Verdict.BARGE_IN
     if (
         elapsed >= p.decision_ms + p.grace_ms

@@ -55,6 +55,11 @@ def _db(energy: float) -> float:
     return 10.0 * float(np.log10(energy)) if energy > 1e-9 else SILENT_DB
 
 
+def loud_level(levels: list[float]) -> float:
+    """The level (dB) of the loud part of some speech: its 80th percentile."""
+    return float(np.percentile(np.asarray(levels, dtype=np.float64), 80))
+
+
 def voicing(x: Float32Array) -> float:
     """Peak normalised autocorrelation over pitch lags (0 for silence).
 
@@ -160,10 +165,12 @@ class OverlapEvidence:
 
     @property
     def user_level_db(self) -> float | None:
-        """The median level of the user's voiced windows so far, if any."""
+        """How loud the user's speech is: the 80th percentile of the levels of the voiced
+        windows of the user's turns (the loud part: soft consonants and word ends vary
+        too much), if enough were heard."""
         if len(self._user) < 8:
             return None
-        return float(np.median(np.fromiter(self._user, dtype=np.float64)))
+        return loud_level(list(self._user))
 
     def restart(self) -> None:
         """The input timeline restarts (the VAD's stream was reset); the user's level stays."""

@@ -18,7 +18,7 @@ class ShimSettings:
     # Speech over the assistant is judged barge-in or not this long after its onset
     # (shim/overlap_decision.py); a session may change it (turn_detection's
     # barge_in_decision_ms). Sooner interrupts sooner and mistakes more backchannels.
-    barge_in_decision_ms: int = 500
+    barge_in_decision_ms: int = 600
     # A backstop: this much user-like speech over the assistant cuts, whatever the
     # decision said earlier (speech with long pauses: "wait, ... stop, ...").
     min_barge_in_ms: int = 800

@@ -39,6 +39,9 @@ from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate, VadP
 # User-like windows in a row that begin an overlap (and hold the assistant's audio).
 HOLD_WINDOWS = 2
 RECENT_KEPT = 8
+# User speech that resumes this soon after an overlap released as a backchannel goes
+# on from it ("wait, ... stop, ..."): the pause was inside one utterance.
+CARRY_MS = 700
 
 
 class TurnHost(Protocol):
@@ -75,11 +78,17 @@ class Turns:
         self._recent: deque[tuple[WindowEvidence, Kind]] = deque(maxlen=RECENT_KEPT)
         self._run_is_turn = False  # the VAD's current speech run began as a user turn
         self._run_user_ms = 0  # user-like speech over the assistant in the current run
+        self._carry: Tally | None = None  # the last overlap released as a backchannel
 
     @property
     def in_progress(self) -> bool:
         """A user turn or an overlap is under way (its audio must be kept)."""
         return self.item is not None or self._s.overlap.episode is not None
+
+    def user_speaking(self) -> bool:
+        """The user is speaking right now, as the overlap evidence judges it."""
+        recent = list(self._recent)[-3:]
+        return self._s.gate.speaking and any(k is Kind.USER for _, k in recent)
 
     def decision_params(self) -> DecisionParams:
         s = self._s
@@ -102,7 +111,7 @@ class Turns:
         self._recent.append((ev, kind))
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
-            episode.tally.add(kind)
+            episode.tally.add(kind, ev)
         self._tune_gate(td.vad, win.now_ms)
         out: list[Action] = []
         for event in s.gate.push(win.prob, win.end_sample):
@@ -116,12 +125,14 @@ class Turns:
         if overlapping and not s.overlap.holding and self._user_run():
             out += self._hold(win.now_ms)
         if s.overlap.holding and s.overlap.episode is not None:
-            verdict = judge(s.overlap.episode.tally, win.end_sample, params)
+            tally, user_level = s.overlap.episode.tally, s.evidence.user_level_db
+            verdict = judge(tally, win.end_sample, params, user_level)
             if verdict is Verdict.BARGE_IN or self._run_user_ms >= s.settings.min_barge_in_ms:
                 out += self._barge_in(win.now_ms)
             elif verdict is Verdict.RELEASE:
-                reason = RELEASE_REASONS[s.overlap.episode.tally.main_other()]
-                out += self._release(Cue.NOT_AN_INTERRUPTION, reason, win.now_ms)
+                other = tally.main_other(user_level, params)
+                self._carry = tally if other is Kind.USER else None
+                out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
     def on_tick(self, now: float) -> list[Action]:
@@ -162,12 +173,15 @@ class Turns:
         """Begin an overlap at the first of the user-like windows: hold the output."""
         s = self._s
         onset_sample = list(self._recent)[-HOLD_WINDOWS][0].end_sample - WINDOW
-        onset_ms = onset_sample * 1000 // VAD_RATE
-        start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         tally = Tally.starting(onset_sample)
+        carry, self._carry = self._carry, None
+        if carry is not None and onset_sample - carry.last_user_end <= CARRY_MS * VAD_RATE // 1000:
+            tally = carry  # the same utterance, after a pause: decided on the whole of it
         for ev, kind in self._recent:
             if ev.end_sample > onset_sample:
-                tally.add(kind)
+                tally.add(kind, ev)
+        onset_ms = tally.onset_sample * 1000 // VAD_RATE
+        start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
         if not (step.tell_paused and s.config.turn.overlap_events):
             return []
@@ -192,6 +206,7 @@ class Turns:
 
     def _barge_in(self, now: float) -> list[Action]:
         s = self._s
+        self._carry = None
         step = s.overlap.decide(Cue.BARGE_IN)
         out = self._told(step)
         resp = s.output.response

@@ -145,13 +145,25 @@ def test_the_upstreams_speech_events_during_playback_never_reach_the_client() ->
     assert upstream_speech(sc, STOPPED, 103) == [STOPPED]
 
 
-def test_upstream_speech_still_going_when_playback_ends_is_relayed_then() -> None:
+def test_upstream_speech_the_proxy_hears_too_is_relayed_once_playback_ends() -> None:
+    sc = relay()
+    start_response(sc, chunks=3)
+    assert not upstream_speech(sc, STARTED, 100)
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    t = types(sc.speak([0.9] * 6))  # the user, over the last of the answer: held
+    t += types(sc.tick(2000))
+    assert t.count(STARTED) == 1, "the user's next turn, once nothing plays"
+    assert upstream_speech(sc, STOPPED, 101) == [STOPPED]
+
+
+def test_upstream_speech_the_proxy_does_not_hear_is_dropped_with_its_stop() -> None:
+    """The upstream heard the tail of the assistant's echo: nothing for the client."""
     sc = relay()
     start_response(sc, chunks=5)
     assert not upstream_speech(sc, STARTED, 100)
     sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
-    assert types(sc.tick(2000)) == [STARTED], "the user's next turn, once nothing plays"
-    assert upstream_speech(sc, STOPPED, 101) == [STOPPED]
+    assert not types(sc.tick(2000))
+    assert not upstream_speech(sc, STOPPED, 101), "no end for a start never told"
 
 
 def test_after_a_decided_barge_in_the_client_gets_the_proxys_start_only() -> None:

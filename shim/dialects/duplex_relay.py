@@ -54,10 +54,7 @@ from shim.output import ActiveResponse
 from shim.overlap import Overlap, Step
 from shim.response_close import close_response, lost_response_done
 from shim.session import EmulatedSession, EventHandler, ShimSettings
-from shim.snapshot import (
-    SessionSnapshot,
-    upstream_binding,
-)
+from shim.snapshot import SessionSnapshot, upstream_binding
 
 # Responses the proxy cut whose remaining upstream events it still drops.
 CANCELLED_KEPT = 32
@@ -187,13 +184,14 @@ class BargeInRelaySession(EmulatedSession):
         if step.outcome is Overlap.CUT:
             self.upstream_speech.drop()
         elif step.outcome is Overlap.TURN:
-            return [SendClient(ev) for ev in self.upstream_speech.flush()]
+            return [SendClient(ev) for ev in self.upstream_speech.flush(user_speaking=True)]
         return []
 
     def on_tick(self, now: float) -> list[Action]:
         out = super().on_tick(now)
         if self.upstream_speech.held and not self.overlap.holding and not self.output.active(now):
-            out += [SendClient(ev) for ev in self.upstream_speech.flush()]
+            speaking = self.turns.user_speaking()
+            out += [SendClient(ev) for ev in self.upstream_speech.flush(speaking)]
         resp, reports = self.response, self.reports
         if (
             resp is None

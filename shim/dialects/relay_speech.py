@@ -8,10 +8,11 @@ are held while anything of the assistant plays or an overlap is undecided:
 
 * after a decided barge-in the proxy has told the client itself, so they are
   dropped (and the rest of that speech's, until the upstream commits it);
-* once nothing plays, speech still going on is the user's next turn: its
-  ``speech_started`` is relayed then; a start and stop that both fell inside
-  the playback are dropped as a pair, so a client never gets an end without
-  its start.
+* once nothing plays, speech still going on is the user's next turn if the
+  proxy's own evidence agrees (user-like speech right now): its
+  ``speech_started`` is relayed then. Otherwise (the tail of the assistant's
+  echo, say) it is dropped, and so is its stop: a client never gets an end
+  without its start.
 """
 
 from __future__ import annotations
@@ -32,19 +33,22 @@ class UpstreamSpeech:
         if playing:
             self.held.append(ev)
             return []
-        return self.flush() + self._relay([ev])
+        return self.flush(user_speaking=False) + self._relay([ev])
 
-    def flush(self) -> list[dict[str, Any]]:
-        """Nothing plays any more: relay what agrees with that, drop the rest."""
+    def flush(self, user_speaking: bool) -> list[dict[str, Any]]:
+        """Nothing plays any more: relay what agrees with that, drop the rest.
+
+        ``user_speaking``: the proxy hears the user speaking now; a start still open
+        is relayed only then."""
         held, self.held = self.held, []
-        return self._relay(held, pair_untold=True)
+        return self._relay(held, pair_untold=True, keep_open=user_speaking)
 
     def drop(self) -> None:
         """The proxy told a barge-in itself: the upstream's word on it is not needed."""
         self.held = []
 
     def _relay(
-        self, events: list[dict[str, Any]], pair_untold: bool = False
+        self, events: list[dict[str, Any]], pair_untold: bool = False, keep_open: bool = True
     ) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         start: dict[str, Any] | None = None
@@ -60,7 +64,7 @@ class UpstreamSpeech:
             elif self.told_open:
                 out.append(ev)
                 self.told_open = False
-        if start is not None:
+        if start is not None and keep_open:
             out.append(start)
             self.told_open = True
         return out
