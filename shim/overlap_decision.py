@@ -11,8 +11,10 @@ its onset (audio time):
   span, the overlap as a whole is not much quieter than the user's own turns,
   and the user is speaking at that moment;
 * otherwise it may wait up to ``grace_ms`` more for the voice to come back
-  (a dip between syllables), then it is released: a backchannel that is over,
-  or echo, noise or distant voices (the reason says which).
+  (a dip between syllables), and while the user's voice has paused for less
+  than ``pause_ms`` (a pause inside one utterance: "wait, ... stop"); then it
+  is released: a backchannel that is over, or echo, noise or distant voices
+  (the reason says which).
 
 Why these and not a longer wait: the first half second of "uh-huh" and of
 "wait, stop" sound alike, but a backchannel is over by then and an
@@ -35,6 +37,9 @@ WINDOW_MS = 32
 class DecisionParams:
     decision_ms: int = 600
     grace_ms: int = 150
+    # A pause this short (the session's silence_duration_ms) does not end an utterance:
+    # user-like speech is held undecided through it ("wait, ... stop, ...").
+    pause_ms: int = 500
     threshold: float = 0.5  # Silero probability of a speech window (the session's)
     min_user_share: float = 0.5
     max_coherence: float = 0.5  # above: the window is mostly the assistant's echo

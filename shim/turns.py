@@ -94,8 +94,10 @@ class Turns:
         s = self._s
         td = s.config.turn
         ms = td.barge_in_decision_ms or s.settings.barge_in_decision_ms
-        threshold = td.vad.threshold if td.vad is not None else s.settings.vad.threshold
-        return DecisionParams(decision_ms=ms, threshold=threshold)
+        vad = td.vad or s.settings.vad
+        return DecisionParams(
+            decision_ms=ms, threshold=vad.threshold, pause_ms=vad.silence_duration_ms
+        )
 
     def on_vad(self, win: VadWindow) -> list[Action]:
         s = self._s
