@@ -35,7 +35,9 @@ Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 
 WINDOW = 512  # Silero's window at 16 kHz
-RING = 8192  # samples kept of each signal: enough for windows the VAD still owes
+# Samples kept of each signal: the VAD's results for a window may come back well after
+# its audio (a busy batch), and the window must still be there to be measured.
+RING = 24576
 MIN_LAG, MAX_LAG = 40, 256  # pitch lags at 16 kHz: 400 Hz down to 62.5 Hz
 SILENT_DB = -90.0
 USER_LEVELS_KEPT = 200  # voiced windows of the user's turns the level is the median of
