@@ -50,6 +50,7 @@ CHUNK_MS = 20
 CHUNK = RATE * CHUNK_MS // 1000
 PLAY_AFTER_MS = 1000  # the clip starts this far into the assistant's answer
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
+OVERLAP_EVENTS = os.environ.get("BARGEIN_OVERLAP_EVENTS") == "1"  # record paused/resumed
 
 
 @dataclass
@@ -71,6 +72,7 @@ class Speaker:
         self.audio = np.zeros(0, dtype=np.float32)
         self.start: float | None = None  # wall time the first sample played
         self.play_end = 0.0
+        self.received = 0  # samples of assistant audio received
 
     def add(self, pcm: np.ndarray, now: float) -> None:
         if self.start is None:
@@ -83,8 +85,17 @@ class Speaker:
             self.audio = np.concatenate([self.audio, np.zeros(need - self.audio.size, np.float32)])
         self.audio[pos:need] = pcm
         self.play_end = begin + pcm.size / RATE
+        self.received += pcm.size
+
+    def played_ms(self, now: float) -> int:
+        """Assistant audio played so far (not wall time: pauses in the stream are not
+        audio), as a GA client reports it in ``conversation.item.truncate``."""
+        queued = max(0.0, self.play_end - now) * RATE
+        return max(0, int((self.received - queued) * 1000 / RATE))
 
     def clear(self) -> None:
+        now = time.monotonic()
+        self.received -= int(max(0.0, self.play_end - now) * RATE)  # flushed, never played
         self.play_end = 0.0
         if self.start is not None:
             self.audio = self.audio[: int((time.monotonic() - self.start) * RATE)]
@@ -140,8 +151,8 @@ async def run_case(
                         # A GA client: the user interrupts. Stop playback, truncate.
                         if state["clip_t0"] is not None:
                             out.interrupted = True
-                        if state["item"] is not None and speaker.start is not None:
-                            played = int((min(now, speaker.play_end) - speaker.start) * 1000)
+                        if state["item"] is not None:
+                            played = speaker.played_ms(now)
                             await ws.send_str(
                                 json.dumps(
                                     {
@@ -153,8 +164,10 @@ async def run_case(
                                 )
                             )
                         speaker.clear()
-                elif kind == "input_audio_buffer.speech_stopped":
-                    pass
+                elif kind in ("output_audio_buffer.paused", "output_audio_buffer.resumed"):
+                    t0 = state["clip_t0"]
+                    at = None if t0 is None else round((now - t0) * 1000)
+                    out.notes.append(f"{kind.rsplit('.', 1)[1]} {ev.get('reason')} at {at} ms")
                 elif kind == "response.done":
                     resp = ev["response"]
                     if resp["id"] == state["response"] and resp["status"] == "cancelled":
@@ -167,9 +180,12 @@ async def run_case(
 
         rtask = asyncio.create_task(reader())
         session: dict[str, Any] = {"type": "realtime"}
+        td: dict[str, Any] = {"type": "server_vad"}
         if decision_ms is not None:
-            td = {"type": "server_vad", "barge_in_decision_ms": decision_ms}
-            session["audio"] = {"input": {"turn_detection": td}}
+            td["barge_in_decision_ms"] = decision_ms
+        if OVERLAP_EVENTS:
+            td["overlap_events"] = True
+        session["audio"] = {"input": {"turn_detection": td}}
         await ws.send_str(json.dumps({"type": "session.update", "session": session}))
         t_start = time.monotonic()
         n = 0
@@ -327,6 +343,7 @@ def main() -> int:
                 "detect_ms": r.detect_ms,
                 "stop_ms": r.stop_ms,
                 "error": r.error,
+                "notes": r.notes,
             }
             for r in results
         ],

@@ -149,9 +149,10 @@ def judge(
     # Speaking now: a voiced window of the user's, or a consonant (speech, not voiced).
     if enough and tally.last in (Kind.USER, Kind.UNVOICED):
         return Verdict.BARGE_IN
-    if (
-        elapsed >= p.decision_ms + p.grace_ms
-        or tally.user_ms < p.min_user_share * p.decision_ms / 2
-    ):
-        return Verdict.RELEASE
-    return Verdict.WAIT
+    short = tally.user_ms < p.min_user_share * p.decision_ms / 2
+    if elapsed < p.decision_ms + p.grace_ms and not short:
+        return Verdict.WAIT  # a dip between syllables
+    paused_ms = (end_sample - tally.last_user_end) * 1000 // RATE
+    if not short and paused_ms < p.pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
+        return Verdict.WAIT  # the user's voice may come back: one utterance, not over yet
+    return Verdict.RELEASE

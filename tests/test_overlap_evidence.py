@@ -143,8 +143,9 @@ def test_the_user_over_far_audio_with_no_echo_is_neither_coherent_nor_suppressed
 
 def decide(name: str, decision_ms: int) -> tuple[Verdict, int]:
     """A clip's windows with real Silero probabilities, judged as an overlap that begins
-    at its first two user-like windows: (verdict, ms from that onset)."""
-    x = clip16(name)
+    at its first two user-like windows: (verdict, ms from that onset). A second of
+    silence follows the clip, as it would the user's speech."""
+    x = np.concatenate((clip16(name), np.zeros(RATE, dtype=np.int16)))
     runner = VadRunner()
     probs = runner.process_sync(runner.new_stream(), x)
     ev = OverlapEvidence()
