@@ -174,3 +174,14 @@ def test_after_a_decided_barge_in_the_client_gets_the_proxys_start_only() -> Non
     assert t.count(STARTED) == 1 and "response.done" in t
     t = upstream_speech(sc, STOPPED, 101) + types(sc.tick(3000))
     assert STARTED not in t and STOPPED not in t
+
+
+def test_a_moved_session_keeps_its_decision_time_and_overlap_events() -> None:
+    sc = turn_based(type="server_vad", barge_in_decision_ms=450, overlap_events=True)
+    snap = sc.s.snapshot()
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False)
+    moved = TurnBasedSession("sess_0123456789abcdef", "demo", "demo-up", settings)
+    moved.restore(snap)
+    assert moved.config.turn.barge_in_decision_ms == 450
+    assert moved.config.turn.overlap_events is True
+    assert moved.turns.decision_params().decision_ms == 450
