@@ -79,6 +79,9 @@ class Turns:
         self._run_is_turn = False  # the VAD's current speech run began as a user turn
         self._run_user_ms = 0  # user-like speech over the assistant in the current run
         self._carry: Tally | None = None  # the last overlap released as a backchannel
+        # The current run's overlap was released as someone else's (echo, background):
+        # only speech at the user's own level begins another while the run goes on.
+        self._dismissed = False
 
     @property
     def in_progress(self) -> bool:
@@ -124,16 +127,21 @@ class Turns:
         overlapping = td.interrupt_response and playing and not self._run_is_turn
         if overlapping and s.gate.speaking and kind is Kind.USER:
             self._run_user_ms += WINDOW_MS
-        if overlapping and not s.overlap.holding and self._user_run():
+        user_level = s.evidence.user_level_db
+        if overlapping and not s.overlap.holding and self._user_run(user_level, params):
             out += self._hold(win.now_ms)
         if s.overlap.holding and s.overlap.episode is not None:
-            tally, user_level = s.overlap.episode.tally, s.evidence.user_level_db
+            tally = s.overlap.episode.tally
             verdict = judge(tally, win.end_sample, params, user_level)
-            if verdict is Verdict.BARGE_IN or self._run_user_ms >= s.settings.min_barge_in_ms:
+            backstop = self._run_user_ms >= s.settings.min_barge_in_ms
+            if verdict is Verdict.BARGE_IN or (
+                backstop and not tally.background(user_level, params)
+            ):
                 out += self._barge_in(win.now_ms)
             elif verdict is Verdict.RELEASE:
                 other = tally.main_other(user_level, params)
                 self._carry = tally if other is Kind.USER else None
+                self._dismissed = other is not Kind.USER and s.gate.speaking
                 out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
@@ -165,11 +173,17 @@ class Turns:
         lo, hi = self._s.evidence.mic_window(end_sample)
         return self._s.far_for(lo, hi)
 
-    def _user_run(self) -> bool:
-        """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)."""
+    def _user_run(self, user_level: float | None, p: DecisionParams) -> bool:
+        """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)
+        and, after an overlap of someone else's in this run, at the user's own level."""
         if len(self._recent) < HOLD_WINDOWS:
             return False
-        return all(k is Kind.USER for _, k in list(self._recent)[-HOLD_WINDOWS:])
+        last = list(self._recent)[-HOLD_WINDOWS:]
+        if not all(k is Kind.USER for _, k in last):
+            return False
+        if self._dismissed and user_level is not None:
+            return all(ev.level_db >= user_level - p.level_margin_db for ev, _ in last)
+        return True
 
     def _hold(self, now: float) -> list[Action]:
         """Begin an overlap at the first of the user-like windows: hold the output."""
@@ -262,7 +276,7 @@ class Turns:
 
     def _speech_stopped(self, ev: SpeechStopped, now: float) -> list[Action]:
         s = self._s
-        self._run_is_turn, self._run_user_ms = False, 0
+        self._run_is_turn, self._run_user_ms, self._dismissed = False, 0, False
         if s.overlap.holding:
             # Overlapping speech that ended before it was decided: a backchannel. Its
             # start was never told, so neither is its end.

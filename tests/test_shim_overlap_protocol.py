@@ -185,3 +185,23 @@ def test_a_moved_session_keeps_its_decision_time_and_overlap_events() -> None:
     assert moved.config.turn.barge_in_decision_ms == 450
     assert moved.config.turn.overlap_events is True
     assert moved.turns.decision_params().decision_ms == 450
+
+
+def test_speech_much_quieter_than_the_user_is_background_and_never_cuts() -> None:
+    """A television across the room: voiced, Silero says speech, 3 s of it (longer than
+    min_barge_in_ms), but 12 dB below the user's own turn: loud enough for each window to
+    pass as the user's, too quiet as a whole."""
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False, min_barge_in_ms=800)
+    sc = Script(TurnBasedSession("sess_0123456789abcdef", "demo", "demo-up", settings))
+    update = {"type": "session.update", "session": {"turn_detection": {"overlap_events": True}}}
+    sc.client(update)
+    run_turn(sc)  # the user's own level, learnt from their turn
+    respond(sc, chunks=40)
+    evs = client_events(sc.speak([0.9] * 94, peak=1000))
+    t = [str(e["type"]) for e in evs]
+    assert STARTED not in t and "response.done" not in t, "a GA client hears nothing of it"
+    reasons = [e["reason"] for e in evs if e["type"] == "output_audio_buffer.resumed"]
+    assert reasons and set(reasons) == {"background_speech"}
+    assert t.count("output_audio_buffer.paused") == 1, "one pause: the run is then dismissed"
+    # The user, at their own level, over the same answer: a barge-in.
+    assert STARTED in types(sc.speak([0.05] * 20 + [0.9] * 30))
