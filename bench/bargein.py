@@ -21,7 +21,9 @@ each session): speech recall (speech clips the client heard as interruptions),
 detection delay (speech onset -> ``speech_started``), audio stop delay (onset -> last
 assistant audio delta of the cut response), and per class the **client-visible
 interruptions** (``speech_started`` while the answer plays: what makes a GA client stop)
-and the cuts (responses cancelled).
+and the cuts (responses cancelled). With ``BARGEIN_OVERLAP_EVENTS=1`` the sessions opt in
+to ``output_audio_buffer.paused`` / ``resumed`` and each case's notes say when the audio
+was held and why it went on.
 """
 
 from __future__ import annotations

@@ -73,7 +73,8 @@ def render(table: dict[str, Any]) -> str:
                     "-" if c is None else f"{c['interruptions']}/{c['cases']} / {c['cuts']}"
                 )
             lines.append(
-                f"| {mode} | {decision} | {f(t['speech_recall'], '{:.2f}')} ({t['speech_cases']}) "
+                f"| {mode} | {'default' if decision == 'None' else decision} "
+                f"| {f(t['speech_recall'], '{:.2f}')} ({t['speech_cases']}) "
                 f"| {f(t['detection_ms_p50'])} / {f(t['detection_ms_p95'])} "
                 f"| {f(t['stop_ms_p50'])} / {f(t['stop_ms_p95'])} | " + " | ".join(cells) + " |"
             )
