@@ -32,6 +32,7 @@ MODES = [
 CASES = {
     "backchannel": ("backchannel00.wav", 0.0),  # "uh-huh"
     "echo": (None, 10 ** (-10 / 20)),  # the answer itself, -10 dB, 120 ms late
+    "noise": ("noise_pink_05.wav", 0.0),
     "barge_in": ("utt03_clean.wav", 0.0),  # "Sorry to interrupt, but can you repeat ..."
 }
 ECHO_DELAY = RATE * 120 // 1000
@@ -169,11 +170,11 @@ UPSTREAM_DECIDES = pytest.mark.xfail(
     [MODES[0], MODES[1], MODES[2]],
     ids=[m for _, m in MODES],
 )
-@pytest.mark.parametrize("case", ["backchannel", "echo"])
-async def test_the_sdk_is_not_interrupted_by_a_backchannel_or_its_own_echo(
+@pytest.mark.parametrize("case", ["backchannel", "echo", "noise"])
+async def test_the_sdk_is_not_interrupted_by_a_backchannel_its_own_echo_or_noise(
     kind: str, mode: str, case: str, request: pytest.FixtureRequest
 ) -> None:
-    if mode == "passthrough":
+    if mode == "passthrough" and case != "noise":
         request.applymarker(UPSTREAM_DECIDES)
     seen = await run_sdk(kind, case)
     assert seen["interrupted"] == 0, f"{mode}: the SDK stopped playback on {case}"
