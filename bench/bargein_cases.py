@@ -46,10 +46,17 @@ def manifest(corpus: Path) -> list[dict[str, object]]:
 
 
 def prompt_clip(corpus: Path) -> str:
-    """The user's question that opens every case: the corpus's first speech clip."""
-    for clip in manifest(corpus):
-        if clip["kind"] == "speech":
+    """The user's question that opens every case: the corpus's first speech clip said in
+    one breath, with nothing behind it (a pause inside the question would let a duplex
+    upstream answer half of it, and the rest would talk over the answer)."""
+    speech = [c for c in manifest(corpus) if c["kind"] == "speech"]
+    for clip in speech:
+        spans = clip.get("speech_ms") or []
+        clean = not any(k in clip for k in ("noise", "background"))
+        if clean and isinstance(spans, list) and len(spans) == 1:
             return str(clip["file"])
+    if speech:
+        return str(speech[0]["file"])
     raise SystemExit(f"{corpus} has no speech clip to ask the question with")
 
 
