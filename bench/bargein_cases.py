@@ -2,7 +2,7 @@
 
 A corpus directory holds WAV clips (24 kHz PCM16 mono) and a ``manifest.json``
 (``kind``: speech, backchannel, noise, babble, tv; ``speech_ms`` spans): the dev
-corpus (``../shared/corpus/dev``) or what ``bench/stimuli.py`` makes. Echo cases
+corpus or what ``bench/stimuli.py`` makes. Echo cases
 are added to either: the assistant's own audio fed back at -10 and -20 dB,
 0/120/250 ms late (a client without echo cancellation).
 """

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
+from processes import ROOT
 
 from proxy.vad import VadRunner
 from shim.actions import AnalyzeAudio, SendClient, SendClientAudio
@@ -160,7 +161,7 @@ def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None)
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--corpus", default="../shared/corpus/dev")
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus" / "dev"))
     ap.add_argument("--decision-ms", type=int, default=None)
     ap.add_argument("--only", default=None)
     ap.add_argument("--derive-background", action="store_true", help="add babble/TV cases")
