@@ -1,19 +1,29 @@
-"""Barge-in benchmark: real sessions through the proxy at real-time pace.
+"""Barge-in benchmark: real sessions through the proxy at real-time pace, GA clients.
 
-    uv run python bench/bargein.py --corpus ../shared/corpus/dev --json
+    uv run python bench/stimuli.py --out /tmp/heldout --seed 11
+    uv run python bench/bargein.py --corpus /tmp/heldout --json
+    uv run python bench/bargein.py --corpus /tmp/heldout --sweep 300,450,600,750,900 \
+        --plot docs/bargein_sweep.png
 
-For each labelled clip (speech, noise, backchannel) and each emulated mode (the
-``turn`` and ``duplex-no-barge-in`` reference backends behind the proxy, all real
-processes on loopback): the user asks a question, the assistant answers, and one
-second into the answer the clip is played into the microphone over the assistant's
-audio. The client plays the assistant's audio on a real-time clock, as a speaker
-would, so it can also feed that audio back into the microphone (echo cases:
--10 dB and -20 dB, 0-250 ms late) for a client with no echo cancellation.
+For each labelled clip (speech, backchannel, noise, babble, tv; ``bench/bargein_cases.py``)
+and each emulated mode (the ``turn`` and ``duplex-no-barge-in`` reference backends behind
+the proxy, all real processes on loopback): the user asks a question, the assistant
+answers, and one second into the answer the clip is played into the microphone over the
+assistant's audio. The client plays the assistant's audio on a real-time clock, as a
+speaker would, so it can also feed that audio back into the microphone (echo cases:
+-10 dB and -20 dB, 0-250 ms late) for a client with no echo cancellation. And it
+behaves like GA clients (the Agents SDK, the realtime console): on
+``input_audio_buffer.speech_started`` during the assistant's answer it flushes its
+playback and sends ``conversation.item.truncate`` at the played position.
 
-Reported per mode: speech recall (share of speech clips that barge in), detection
-delay (speech onset -> ``input_audio_buffer.speech_started`` at the client), audio
-stop delay (onset -> last assistant audio delta of the cancelled response), false
-barge-ins on noise, backchannel and echo.
+Reported per mode and decision time (``turn_detection.barge_in_decision_ms``, sent by
+each session): speech recall (speech clips the client heard as interruptions),
+detection delay (speech onset -> ``speech_started``), audio stop delay (onset -> last
+assistant audio delta of the cut response), and per class the **client-visible
+interruptions** (``speech_started`` while the answer plays: what makes a GA client stop)
+and the cuts (responses cancelled). With ``BARGEIN_OVERLAP_EVENTS=1`` the sessions opt in
+to ``output_audio_buffer.paused`` / ``resumed`` and each case's notes say when the audio
+was held and why it went on.
 """
 
 from __future__ import annotations
@@ -27,7 +37,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import wave
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,36 +44,22 @@ from typing import Any
 import aiohttp
 import numpy as np
 import pybase64
+from bargein_cases import FALSE_CLASSES, RATE, Case, build_cases, prompt_clip, read_wav
+from bargein_report import plot_sweep, render, summarize
 from processes import ROOT, proxy_replica, reference_backend, route, stop_all
 
-RATE = 24000
 CHUNK_MS = 20
 CHUNK = RATE * CHUNK_MS // 1000
-PROMPT = "utt00_clean.wav"
 PLAY_AFTER_MS = 1000  # the clip starts this far into the assistant's answer
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
-
-
-def read_wav(path: Path) -> np.ndarray:
-    with wave.open(str(path)) as w:
-        assert w.getframerate() == RATE and w.getsampwidth() == 2 and w.getnchannels() == 1
-        return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32)
-
-
-@dataclass
-class Case:
-    mode: str
-    kind: str  # speech | noise | backchannel | echo
-    name: str
-    clip: np.ndarray | None
-    onset_ms: int | None  # first labelled speech in the clip
-    echo_gain: float = 0.0
-    echo_delay_ms: int = 0
+OVERLAP_EVENTS = os.environ.get("BARGEIN_OVERLAP_EVENTS") == "1"  # record paused/resumed
 
 
 @dataclass
 class Outcome:
     case: Case
+    decision_ms: int | None = None
+    interrupted: bool = False  # speech_started while the answer played (client-visible)
     barged: bool = False
     detect_ms: float | None = None
     stop_ms: float | None = None
@@ -79,6 +74,7 @@ class Speaker:
         self.audio = np.zeros(0, dtype=np.float32)
         self.start: float | None = None  # wall time the first sample played
         self.play_end = 0.0
+        self.received = 0  # samples of assistant audio received
 
     def add(self, pcm: np.ndarray, now: float) -> None:
         if self.start is None:
@@ -91,8 +87,17 @@ class Speaker:
             self.audio = np.concatenate([self.audio, np.zeros(need - self.audio.size, np.float32)])
         self.audio[pos:need] = pcm
         self.play_end = begin + pcm.size / RATE
+        self.received += pcm.size
+
+    def played_ms(self, now: float) -> int:
+        """Assistant audio played so far (not wall time: pauses in the stream are not
+        audio), as a GA client reports it in ``conversation.item.truncate``."""
+        queued = max(0.0, self.play_end - now) * RATE
+        return max(0, int((self.received - queued) * 1000 / RATE))
 
     def clear(self) -> None:
+        now = time.monotonic()
+        self.received -= int(max(0.0, self.play_end - now) * RATE)  # flushed, never played
         self.play_end = 0.0
         if self.start is not None:
             self.audio = self.audio[: int((time.monotonic() - self.start) * RATE)]
@@ -109,14 +114,18 @@ class Speaker:
         return out
 
 
-async def run_case(url: str, case: Case, prompt: np.ndarray, timeout_s: float = 30.0) -> Outcome:
-    out = Outcome(case)
+async def run_case(
+    url: str, case: Case, prompt: np.ndarray, decision_ms: int | None, timeout_s: float = 30.0
+) -> Outcome:
+    out = Outcome(case, decision_ms)
     speaker = Speaker()
     state: dict[str, Any] = {
         "answer_at": None,
         "clip_t0": None,
         "response": None,
+        "item": None,
         "cancelled": None,
+        "done": None,
     }
     last_delta: dict[str, float] = {}
     started: list[float] = []
@@ -136,10 +145,31 @@ async def run_case(url: str, case: Case, prompt: np.ndarray, timeout_s: float = 
                     if state["answer_at"] is None:
                         state["answer_at"] = now
                         state["response"] = ev.get("response_id")
+                        state["item"] = ev.get("item_id")
                 elif kind == "input_audio_buffer.speech_started":
                     started.append(now)
-                elif kind == "input_audio_buffer.speech_stopped":
-                    pass
+                    answering = state["answer_at"] is not None and state["done"] is None
+                    if answering or speaker.play_end > now:
+                        # A GA client: the user interrupts. Stop playback, truncate.
+                        if state["clip_t0"] is not None:
+                            out.interrupted = True
+                        if state["item"] is not None:
+                            played = speaker.played_ms(now)
+                            await ws.send_str(
+                                json.dumps(
+                                    {
+                                        "type": "conversation.item.truncate",
+                                        "item_id": state["item"],
+                                        "content_index": 0,
+                                        "audio_end_ms": max(0, played),
+                                    }
+                                )
+                            )
+                        speaker.clear()
+                elif kind in ("output_audio_buffer.paused", "output_audio_buffer.resumed"):
+                    t0 = state["clip_t0"]
+                    at = None if t0 is None else round((now - t0) * 1000)
+                    out.notes.append(f"{kind.rsplit('.', 1)[1]} {ev.get('reason')} at {at} ms")
                 elif kind == "response.done":
                     resp = ev["response"]
                     if resp["id"] == state["response"] and resp["status"] == "cancelled":
@@ -151,7 +181,14 @@ async def run_case(url: str, case: Case, prompt: np.ndarray, timeout_s: float = 
                     out.notes.append(str(ev.get("error")))
 
         rtask = asyncio.create_task(reader())
-        await ws.send_str(json.dumps({"type": "session.update", "session": {"type": "realtime"}}))
+        session: dict[str, Any] = {"type": "realtime"}
+        td: dict[str, Any] = {"type": "server_vad"}
+        if decision_ms is not None:
+            td["barge_in_decision_ms"] = decision_ms
+        if OVERLAP_EVENTS:
+            td["overlap_events"] = True
+        session["audio"] = {"input": {"turn_detection": td}}
+        await ws.send_str(json.dumps({"type": "session.update", "session": session}))
         t_start = time.monotonic()
         n = 0
         clip_pos = 0
@@ -208,57 +245,6 @@ async def run_case(url: str, case: Case, prompt: np.ndarray, timeout_s: float = 
     return out
 
 
-def pct(values: list[float], q: float) -> float | None:
-    return float(np.percentile(values, q)) if values else None
-
-
-def summarize(results: list[Outcome]) -> dict[str, Any]:
-    table: dict[str, Any] = {}
-    for mode in MODES:
-        rs = [r for r in results if r.case.mode == mode and r.error is None]
-        speech = [r for r in rs if r.case.kind == "speech"]
-        detect = [r.detect_ms for r in speech if r.detect_ms is not None]
-        stop = [r.stop_ms for r in speech if r.stop_ms is not None]
-
-        def rate(kind: str, rs: list[Outcome] = rs) -> dict[str, Any]:
-            group = [r for r in rs if r.case.kind == kind]
-            return {
-                "false_barge_ins": sum(r.barged for r in group),
-                "cases": len(group),
-                "rate": (sum(r.barged for r in group) / len(group)) if group else None,
-            }
-
-        table[mode] = {
-            "speech_recall": (sum(r.barged for r in speech) / len(speech)) if speech else None,
-            "speech_cases": len(speech),
-            "detection_ms_p50": pct(detect, 50),
-            "detection_ms_p95": pct(detect, 95),
-            "stop_ms_p50": pct(stop, 50),
-            "stop_ms_p95": pct(stop, 95),
-            "noise": rate("noise"),
-            "backchannel": rate("backchannel"),
-            "echo": rate("echo"),
-            "errors": sum(1 for r in results if r.case.mode == mode and r.error is not None),
-        }
-    return table
-
-
-def build_cases(corpus: Path, modes: list[str]) -> list[Case]:
-    manifest = json.loads((corpus / "manifest.json").read_text())
-    cases: list[Case] = []
-    for mode in modes:
-        for clip in manifest["clips"]:
-            audio = read_wav(corpus / clip["file"])
-            onset = clip["speech_ms"][0][0] if clip["speech_ms"] else None
-            cases.append(Case(mode, clip["kind"], clip["file"], audio, onset))
-        for db in (-10, -20):
-            for delay in (0, 120, 250):
-                cases.append(
-                    Case(mode, "echo", f"echo{db}dB_{delay}ms", None, None, 10 ** (db / 20), delay)
-                )
-    return cases
-
-
 @contextlib.contextmanager
 def stack(config: dict[str, Any]) -> Any:
     """Reference backends and the proxy as real processes; yields the proxy URL."""
@@ -283,50 +269,33 @@ def stack(config: dict[str, Any]) -> Any:
 
 
 async def run_all(
-    base: str, cases: list[Case], prompt: np.ndarray, concurrency: int
+    base: str,
+    runs: list[tuple[Case, int | None]],
+    prompt: np.ndarray,
+    concurrency: int,
 ) -> list[Outcome]:
     sem = asyncio.Semaphore(concurrency)
     done = 0
 
-    async def one(case: Case) -> Outcome:
+    async def one(case: Case, decision_ms: int | None) -> Outcome:
         nonlocal done
         async with sem:
             try:
-                r = await run_case(f"{base}?model={case.mode}", case, prompt)
+                r = await run_case(f"{base}?model={case.mode}", case, prompt, decision_ms)
             except Exception as exc:  # a failed case is reported, not fatal
-                r = Outcome(case, error=f"{type(exc).__name__}: {exc}")
+                r = Outcome(case, decision_ms, error=f"{type(exc).__name__}: {exc}")
             done += 1
             print(
-                f"\r{done}/{len(cases)} {case.mode:18s} {case.name:24s} barge={r.barged}",
+                f"\r{done}/{len(runs)} {case.mode:18s} {decision_ms} {case.name:24s} "
+                f"interrupted={r.interrupted} cut={r.barged}   ",
                 end="",
                 file=sys.stderr,
             )
             return r
 
-    results = await asyncio.gather(*(one(c) for c in cases))
+    results = await asyncio.gather(*(one(c, d) for c, d in runs))
     print(file=sys.stderr)
     return list(results)
-
-
-def render(table: dict[str, Any]) -> str:
-    def f(v: Any, fmt: str = "{:.0f}") -> str:
-        return "-" if v is None else fmt.format(v)
-
-    header = (
-        "| mode | recall | detect p50/p95 ms | stop p50/p95 ms "
-        "| false: noise | backchannel | echo |"
-    )
-    lines = [header, "|---|---|---|---|---|---|---|"]
-    for mode, t in table.items():
-        falses = " | ".join(
-            f"{t[k]['false_barge_ins']}/{t[k]['cases']}" for k in ("noise", "backchannel", "echo")
-        )
-        lines.append(
-            f"| {mode} | {f(t['speech_recall'], '{:.2f}')} ({t['speech_cases']}) "
-            f"| {f(t['detection_ms_p50'])} / {f(t['detection_ms_p95'])} "
-            f"| {f(t['stop_ms_p50'])} / {f(t['stop_ms_p95'])} | {falses} |"
-        )
-    return "\n".join(lines)
 
 
 def main() -> int:
@@ -338,35 +307,56 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=6)
     ap.add_argument("--modes", default=",".join(MODES))
     ap.add_argument("--only", default=None, help="run only clips whose name contains this")
+    ap.add_argument("--decision-ms", type=int, default=None, help="sessions' decision time")
+    ap.add_argument("--sweep", default=None, help="decision times to compare, e.g. 300,600,900")
+    ap.add_argument("--plot", default=None, help="write the sweep as a PNG (matplotlib)")
+    ap.add_argument("--out", default=None, help="also write the JSON result to this file")
     ap.add_argument(
-        "--vad", action="append", default=[], help="override a [vad] key, e.g. min_barge_in_ms=300"
+        "--vad", action="append", default=[], help="override a [vad] key, e.g. threshold=0.6"
     )
     args = ap.parse_args()
     corpus = Path(args.corpus)
-    prompt = read_wav(corpus / PROMPT)
+    prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, args.modes.split(","))
     if args.only:
         cases = [c for c in cases if args.only in c.name]
+    decisions: list[int | None] = [args.decision_ms]
+    if args.sweep:
+        decisions = [int(v) for v in args.sweep.split(",")]
+    runs = [(c, d) for d in decisions for c in cases]
     vad = dict(kv.split("=", 1) for kv in args.vad)
+    load_before = os.getloadavg()
     with stack(vad) as base:
-        results = asyncio.run(run_all(base, cases, prompt, args.concurrency))
-    table = summarize(results)
-    if args.json:
-        detail = [
+        results = asyncio.run(run_all(base, runs, prompt, args.concurrency))
+    table = summarize(results, list(MODES), decisions, FALSE_CLASSES)
+    result = {
+        "summary": table,
+        "corpus": str(corpus),
+        "concurrency": args.concurrency,
+        "loadavg_before": load_before,
+        "loadavg_after": os.getloadavg(),
+        "cases": [
             {
                 "mode": r.case.mode,
+                "decision_ms": r.decision_ms,
                 "kind": r.case.kind,
                 "clip": r.case.name,
-                "barged": r.barged,
+                "interrupted": r.interrupted,
+                "cut": r.barged,
                 "detect_ms": r.detect_ms,
                 "stop_ms": r.stop_ms,
                 "error": r.error,
+                "notes": r.notes,
             }
             for r in results
-        ]
-        print(json.dumps({"summary": table, "cases": detail, "vad": vad}, indent=2))
-    else:
-        print(render(table))
+        ],
+        "vad": vad,
+    }
+    if args.out:
+        Path(args.out).write_text(json.dumps(result, indent=1))
+    if args.plot:
+        plot_sweep(table, Path(args.plot))
+    print(json.dumps(result, indent=1) if args.json else render(table))
     return 0
 
 

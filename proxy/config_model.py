@@ -140,10 +140,18 @@ class VadConfig:
         ge=0,
         description="Speech over assistant playback that holds (pauses) its audio.",
     )
-    # Long enough that backchannels ("uh-huh", up to ~0.65 s voiced on the dev corpus)
-    # resume, short of any sentence (>= 1.8 s): see bench/bargein.py.
+    # The trade (README "Barge-in"): sooner interrupts sooner and takes more backchannels
+    # for interruptions; bench/bargein.py --sweep measures it.
+    barge_in_decision_ms: int = Field(
+        default=600,
+        ge=100,
+        le=3000,
+        description="Speech over the answer is judged barge-in or not this long after onset.",
+    )
     min_barge_in_ms: int = Field(
-        default=800, ge=0, description="Voiced overlap that cuts the answer (shorter: it resumes)."
+        default=800,
+        ge=0,
+        description="Backstop: this much user-like speech over the answer cuts it regardless.",
     )
     target_barge_in_latency_ms: int = Field(
         default=300, gt=0, description="Declared in capabilities: speech onset to last cut delta."

@@ -17,6 +17,7 @@ from shim.audio import AudioError, Int16Array, b64decode, decode_samples
 from shim.echo import EchoSuppressor
 from shim.input_history import InputHistory
 from shim.output import ActiveResponse
+from shim.overlap_evidence import OverlapEvidence
 from shim.playback import ItemPlayback, PlaybackLedger
 from shim.session_config import ClientSessionConfig
 from shim.settings import ShimSettings
@@ -33,6 +34,7 @@ class ClientEventHost(Protocol):
     turns: Turns
     vad_enabled: bool
     echo: EchoSuppressor | None
+    evidence: OverlapEvidence
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -81,6 +83,7 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
     if not s.vad_enabled or s.config.turn.vad is None:
         return []
     clean = s.echo.process(s16, start) if s.echo is not None else s16.astype(np.float32) / 32768.0
+    s.evidence.add(s16, clean, start)
     return [AnalyzeAudio(samples=clean, start_sample=start)]
 
 

@@ -123,6 +123,12 @@ class EchoSuppressor:
         """Could mic samples [start, end) hold echo? (far audio within the delay range)"""
         return self.far.active(start_sample, end_sample)
 
+    def echoing(self, start: int, end: int) -> Float32Array | None:
+        """The audio sent that echoes in mic samples [start, end), once the delay is known."""
+        if self.delay is None or not self.far_active(start, end):
+            return None
+        return self.far.samples(start - self.delay, end - self.delay)
+
     @property
     def dropped_far_samples(self) -> int:
         return self.far.dropped_samples

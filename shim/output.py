@@ -71,6 +71,16 @@ class AssistantOutput:
             return True
         return self.ledger.playing(now) is not None
 
+    def needs_clock(self, now: float) -> bool:
+        """Time alone can change something here: the assistant speaks or its audio plays
+        (by the ledger or by its response's own playback clock), or held audio waits."""
+        resp = self.response
+        if resp is not None and (
+            resp.held or (resp.playback is not None and resp.playback.playing(now))
+        ):
+            return True
+        return self.active(now)
+
     def audio(self, action: SendClientAudio, now: float) -> list[Action]:
         """Send (or hold, during an undecided overlap) one assistant audio delta."""
         resp = self.response

@@ -1,28 +1,38 @@
 """Barge-in as a state table: the user speaks while the assistant's audio plays.
 
-The first 200 ms of "uh-huh" and of "wait, stop" sound alike, so the decision
-takes two steps (``docs/architecture.md`` has the timeline):
+Real clients (the OpenAI Agents SDK, the realtime console, telephony samples)
+stop playback and truncate the moment they get ``input_audio_buffer.speech_started``:
+to them every ``speech_started`` during assistant audio *is* an interruption. So
+the proxy decides first and tells afterwards (``docs/protocol.md``, "Overlap
+protocol"):
 
 1. *hold*: speech starts over the assistant's audio: the proxy stops forwarding
-   that audio and keeps it (bounded) instead of dropping it;
-2. *cut* once the overlapping speech holds ``min_barge_in_ms`` of voiced audio:
-   the held audio is dropped, the response cancelled (``turn_detected``) and the
-   item truncated at what was played, and the speech is the user's turn; or
-   *release* if the speech stops first (a backchannel), or the hold lasts too long:
-   the held audio is sent and the response goes on untouched.
+   that audio and keeps it (bounded); the client hears a pause but gets no GA
+   event (a client that opted in gets ``output_audio_buffer.paused``);
+2. *cut* once the overlap is judged a barge-in (``shim/overlap_decision.py``,
+   ``barge_in_decision_ms`` after its onset): only now does the client get
+   ``speech_started``; the held audio is dropped, the response cancelled
+   (``turn_detected``) and the item truncated at what was played; or
+   *release* if it is a backchannel, echo, noise or distant voices, or the hold
+   lasts too long: the held audio is sent, the response goes on untouched, and
+   the client never hears of the overlap (no ``speech_started``, so no
+   ``speech_stopped``; an opted-in client gets ``output_audio_buffer.resumed``).
 
 States and transitions are data (in the spirit of h11's ``_state.py``): an
 overlap (an *episode*) runs QUIET -> HOLDING -> CUT | RELEASED | TURN, and the
 machine is QUIET again once the session has acted on the outcome.
-``TELL_SPEECH_STARTED`` says at which transition the client hears
-``input_audio_buffer.speech_started`` for the overlapping speech; a backchannel's
-``speech_stopped`` is told only if its start was.
+``TELL_SPEECH_STARTED`` says at which transitions the client hears
+``input_audio_buffer.speech_started`` for the overlapping speech: the decided
+barge-in, and speech that outlasts the assistant (then nothing plays, and GA
+semantics apply).
 """
 
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from shim.overlap_decision import Tally
 
 
 class Overlap(enum.Enum):
@@ -35,7 +45,8 @@ class Overlap(enum.Enum):
 
 class Cue(enum.Enum):
     SPEECH_OVER_ASSISTANT = "speech_over_assistant"  # the VAD started speech during playback
-    ENOUGH_SPEECH = "enough_speech"  # the overlap holds min_barge_in_ms of voiced audio
+    BARGE_IN = "barge_in"  # the overlap is judged the user interrupting
+    NOT_AN_INTERRUPTION = "not_an_interruption"  # judged a backchannel, echo or background
     SPEECH_STOPPED = "speech_stopped"  # the VAD stopped the overlapping speech first
     HOLD_TOO_LONG = "hold_too_long"  # more than max_hold_ms of output held
     ASSISTANT_FINISHED = "assistant_finished"  # nothing left playing or to play
@@ -47,7 +58,8 @@ TRANSITIONS: dict[Overlap, dict[Cue, Overlap]] = {
     Overlap.HOLDING: {
         # Speech the VAD started afresh (its stream restarted): it replaces the episode.
         Cue.SPEECH_OVER_ASSISTANT: Overlap.HOLDING,
-        Cue.ENOUGH_SPEECH: Overlap.CUT,
+        Cue.BARGE_IN: Overlap.CUT,
+        Cue.NOT_AN_INTERRUPTION: Overlap.RELEASED,
         Cue.SPEECH_STOPPED: Overlap.RELEASED,
         Cue.HOLD_TOO_LONG: Overlap.RELEASED,
         Cue.ASSISTANT_FINISHED: Overlap.TURN,
@@ -59,10 +71,23 @@ TRANSITIONS: dict[Overlap, dict[Cue, Overlap]] = {
     Overlap.TURN: {},
 }
 
-# Where the client is told of the overlapping speech: at once, as the hold begins
-# (what the listener hears as "it stopped" then matches an event).
+# Where the client is told of the overlapping speech: only once it is decided to be
+# the user's (a GA client stops playback on speech_started), or once nothing plays.
 TELL_SPEECH_STARTED: frozenset[tuple[Overlap, Cue]] = frozenset(
-    {(Overlap.QUIET, Cue.SPEECH_OVER_ASSISTANT), (Overlap.HOLDING, Cue.SPEECH_OVER_ASSISTANT)}
+    {(Overlap.HOLDING, Cue.BARGE_IN), (Overlap.HOLDING, Cue.ASSISTANT_FINISHED)}
+)
+# Where a client that opted in to the overlap events hears that the assistant's
+# audio paused (a hold begins) and resumed (held audio goes on).
+TELL_PAUSED: frozenset[tuple[Overlap, Cue]] = frozenset(
+    {(Overlap.QUIET, Cue.SPEECH_OVER_ASSISTANT)}
+)
+TELL_RESUMED: frozenset[tuple[Overlap, Cue]] = frozenset(
+    {
+        (Overlap.HOLDING, Cue.NOT_AN_INTERRUPTION),
+        (Overlap.HOLDING, Cue.SPEECH_STOPPED),
+        (Overlap.HOLDING, Cue.HOLD_TOO_LONG),
+        (Overlap.HOLDING, Cue.INPUT_CLEARED),
+    }
 )
 
 
@@ -76,7 +101,7 @@ class Episode:
 
     item_id: str
     onset_ms: int  # padded start of the speech, input audio time
-    voiced_ms: int = 0
+    tally: Tally = field(default_factory=lambda: Tally.starting(0))
     told: bool = False  # the client has had speech_started for it
 
 
@@ -85,6 +110,8 @@ class Step:
     outcome: Overlap
     episode: Episode
     tell_started: bool  # send speech_started for ``episode`` now
+    tell_paused: bool = False  # an opted-in client hears output_audio_buffer.paused
+    tell_resumed: bool = False  # ... and output_audio_buffer.resumed
 
 
 class OverlapMachine:
@@ -111,15 +138,12 @@ class OverlapMachine:
         self.state, self.episode = Overlap.QUIET, None
         return step
 
-    def voiced(self, ms: int) -> None:
-        if self.episode is not None:
-            self.episode.voiced_ms += ms
-
     def _fire(self, cue: Cue, episode: Episode) -> Step:
         target = TRANSITIONS[self.state].get(cue)
         if target is None:
             raise OverlapError(f"no transition from {self.state.value} on {cue.value}")
-        tell = (self.state, cue) in TELL_SPEECH_STARTED and not episode.told
+        key = (self.state, cue)
+        tell = key in TELL_SPEECH_STARTED and not episode.told
         episode.told = episode.told or tell
         self.state = target
-        return Step(target, episode, tell)
+        return Step(target, episode, tell, key in TELL_PAUSED, key in TELL_RESUMED)

@@ -34,7 +34,8 @@ from shim.inputs import (
     VadWindow,
 )
 from shim.output import ActiveResponse, AssistantOutput, response_state
-from shim.overlap import OverlapMachine
+from shim.overlap import OverlapMachine, Step
+from shim.overlap_evidence import Float32Array, OverlapEvidence
 from shim.playback import PlaybackLedger
 from shim.response_close import lost_response_done
 from shim.session_config import (
@@ -79,6 +80,7 @@ class EmulatedSession:
         self.overlap = OverlapMachine()
         self.ledger = PlaybackLedger()
         self.echo = EchoSuppressor() if settings.echo_suppression else None
+        self.evidence = OverlapEvidence(self.echo.latency if self.echo is not None else 0)
         self.output = AssistantOutput(self.ledger, self.echo, self.history, self.overlap)
         self.turns = Turns(self)
         self.assistant_audio = AssistantAudio()
@@ -209,15 +211,17 @@ class EmulatedSession:
         return self.turns.on_tick(now)
 
     def wants_ticks(self, now: float) -> bool:
-        """Whether a tick can change anything (``on_tick``): the assistant speaks or its
-        audio plays (by the ledger or by its response's own playback clock), held
-        audio waits, or an overlap is undecided. The edge ticks only then."""
-        resp = self.output.response
-        if resp is not None and (
-            resp.held or (resp.playback is not None and resp.playback.playing(now))
-        ):
-            return True
-        return self.output.active(now) or self.overlap.episode is not None
+        """Whether a tick can change anything (``on_tick``): the output's clock runs or an
+        overlap is undecided. The edge ticks only then."""
+        return self.output.needs_clock(now) or self.overlap.episode is not None
+
+    def far_for(self, start: int, end: int) -> Float32Array | None:
+        """The audio sent that echoes in mic samples [start, end), once the delay is known."""
+        return self.echo.echoing(start, end) if self.echo is not None else None
+
+    def overlap_ended(self, step: Step, now: float) -> list[Action]:
+        """An overlap was decided (``step.outcome``); a dialect may have more to do."""
+        return []
 
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:

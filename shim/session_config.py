@@ -27,6 +27,9 @@ _TD_KEYS = {
     "idle_timeout_ms",
     "min_speech_duration_ms",
     "eagerness",
+    # Extensions (docs/protocol.md, "Overlap protocol"):
+    "barge_in_decision_ms",
+    "overlap_events",
 }
 
 
@@ -44,11 +47,16 @@ class TurnDetection:
     vad: VadParams | None
     create_response: bool = True
     interrupt_response: bool = True
+    # How long after its onset speech over the assistant is judged barge-in or not;
+    # None: the proxy's default (ShimSettings.barge_in_decision_ms).
+    barge_in_decision_ms: int | None = None
+    # The client wants output_audio_buffer.paused / resumed around undecided overlaps.
+    overlap_events: bool = False
 
     def as_wire(self) -> dict[str, Any] | None:
         if self.vad is None:
             return None
-        return {
+        wire: dict[str, Any] = {
             "type": "server_vad",
             "threshold": self.vad.threshold,
             "prefix_padding_ms": self.vad.prefix_padding_ms,
@@ -57,6 +65,12 @@ class TurnDetection:
             "interrupt_response": self.interrupt_response,
             "idle_timeout_ms": None,
         }
+        # The extensions only when a client set them: a GA client sees GA fields.
+        if self.barge_in_decision_ms is not None:
+            wire["barge_in_decision_ms"] = self.barge_in_decision_ms
+        if self.overlap_events:
+            wire["overlap_events"] = True
+        return wire
 
 
 DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
@@ -116,6 +130,7 @@ _TD_NUMBERS: dict[str, tuple[float, float, bool]] = {
     "silence_duration_ms": (0, 10_000, True),
     "min_speech_duration_ms": (0, 10_000, True),
     "idle_timeout_ms": (0, 3_600_000, True),
+    "barge_in_decision_ms": (100, 3_000, True),
 }
 
 
@@ -132,7 +147,13 @@ def _number(value: Any, field: str, lo: float, hi: float, whole: bool) -> float 
 
 def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnDetection:
     if raw is None:
-        return TurnDetection(None, base.create_response, base.interrupt_response)
+        return TurnDetection(
+            None,
+            base.create_response,
+            base.interrupt_response,
+            base.barge_in_decision_ms,
+            base.overlap_events,
+        )
     if not isinstance(raw, dict):
         raise SessionConfigError(
             "invalid_value", "turn_detection must be an object or null", "turn_detection"
@@ -164,6 +185,14 @@ def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnD
             "turn_detection.threshold",
         )
     updates.pop("idle_timeout_ms", None)  # checked, but the proxy has no idle timeout
+    decision_ms = updates.pop("barge_in_decision_ms", base.barge_in_decision_ms)
+    overlap_events = raw.get("overlap_events", base.overlap_events)
+    if not isinstance(overlap_events, bool):
+        raise SessionConfigError(
+            "invalid_value",
+            "turn_detection.overlap_events must be a boolean",
+            "turn_detection.overlap_events",
+        )
     if "min_speech_duration_ms" in updates:
         updates["min_speech_ms"] = updates.pop("min_speech_duration_ms")
     flags = {}
@@ -182,6 +211,8 @@ def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnD
         interrupt_response=True
         if flags["interrupt_response"] is None
         else bool(flags["interrupt_response"]),
+        barge_in_decision_ms=decision_ms,
+        overlap_events=overlap_events,
     )
 
 

@@ -15,6 +15,12 @@ class ShimSettings:
     """Per-process knobs (from config); per-session ones come via session.update."""
 
     vad: VadParams = field(default_factory=VadParams)
+    # Speech over the assistant is judged barge-in or not this long after its onset
+    # (shim/overlap_decision.py); a session may change it (turn_detection's
+    # barge_in_decision_ms). Sooner interrupts sooner and mistakes more backchannels.
+    barge_in_decision_ms: int = 600
+    # A backstop: this much user-like speech over the assistant cuts, whatever the
+    # decision said earlier (speech with long pauses: "wait, ... stop, ...").
     min_barge_in_ms: int = 800
     # Longest assistant audio held while deciding barge-in vs backchannel.
     max_hold_ms: int = 3000

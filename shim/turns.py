@@ -1,13 +1,19 @@
 """Turn decisions from the VAD: user turns, and what speech over the assistant does.
 
-Speech the VAD starts while the assistant's audio plays begins an overlap
-(``shim/overlap.py``); other speech is a user turn, announced and committed when
-it stops (where the proxy takes turns: ``announce_turns``). The dialect commits a
-turn and cancels a response in its own way (``commit_turn``, ``cancel_response``).
+Speech while nothing of the assistant's plays is a user turn, announced at once
+(GA semantics) and committed when it stops (where the proxy takes turns:
+``announce_turns``). While the assistant's audio plays, every VAD window is
+judged from its evidence (``shim/overlap_evidence.py``, ``shim/overlap_decision.py``):
+two user-like windows in a row begin an overlap (``shim/overlap.py``), which
+holds the assistant's audio until the overlap is decided. Speech that is not
+user-like (echo, distant voices, noise) never holds anything. The dialect
+commits a turn and cancels a response in its own way (``commit_turn``,
+``cancel_response``).
 """
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import replace
 from typing import Protocol
 
@@ -15,25 +21,47 @@ from shim import wire
 from shim.actions import Action, SendClient
 from shim.inputs import VadWindow
 from shim.output import AssistantOutput
-from shim.overlap import Cue, Episode, OverlapMachine, Step
+from shim.overlap import Cue, Episode, Overlap, OverlapMachine, Step
+from shim.overlap_decision import (
+    RELEASE_REASONS,
+    DecisionParams,
+    Kind,
+    Tally,
+    Verdict,
+    classify,
+    judge,
+)
+from shim.overlap_evidence import WINDOW, Float32Array, OverlapEvidence, WindowEvidence
 from shim.session_config import ClientSessionConfig
 from shim.settings import VAD_RATE, ShimSettings
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate, VadParams
 
+# User-like windows in a row that begin an overlap (and hold the assistant's audio).
+HOLD_WINDOWS = 2
+RECENT_KEPT = 8
+# User speech that resumes this soon after an overlap released as a backchannel goes
+# on from it ("wait, ... stop, ..."): the pause was inside one utterance.
+CARRY_MS = 700
+
 
 class TurnHost(Protocol):
-    """What turn decisions need from the session, and the dialect's two moves."""
+    """What turn decisions need from the session, and the dialect's moves."""
 
     config: ClientSessionConfig
     settings: ShimSettings
     gate: VadGate
     overlap: OverlapMachine
     output: AssistantOutput
+    evidence: OverlapEvidence
     announce_turns: bool
 
     def new_id(self, prefix: str) -> str: ...
 
+    def far_for(self, start: int, end: int) -> Float32Array | None: ...
+
     def release_output(self, now: float) -> list[Action]: ...
+
+    def overlap_ended(self, step: Step, now: float) -> list[Action]: ...
 
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]: ...
 
@@ -47,29 +75,74 @@ class Turns:
         self._s = host
         self.item: str | None = None  # user item of the turn in progress
         self.start_ms = 0
+        self._recent: deque[tuple[WindowEvidence, Kind]] = deque(maxlen=RECENT_KEPT)
+        self._run_is_turn = False  # the VAD's current speech run began as a user turn
+        self._run_user_ms = 0  # user-like speech over the assistant in the current run
+        self._carry: Tally | None = None  # the last overlap released as a backchannel
+        # The current run's overlap was released as someone else's (echo, background):
+        # only speech at the user's own level begins another while the run goes on.
+        self._dismissed = False
 
     @property
     def in_progress(self) -> bool:
         """A user turn or an overlap is under way (its audio must be kept)."""
         return self.item is not None or self._s.overlap.episode is not None
 
+    def user_speaking(self) -> bool:
+        """The user is speaking right now, as the overlap evidence judges it."""
+        recent = list(self._recent)[-3:]
+        return self._s.gate.speaking and any(k is Kind.USER for _, k in recent)
+
+    def decision_params(self) -> DecisionParams:
+        s = self._s
+        td = s.config.turn
+        ms = td.barge_in_decision_ms or s.settings.barge_in_decision_ms
+        vad = td.vad or s.settings.vad
+        return DecisionParams(
+            decision_ms=ms, threshold=vad.threshold, pause_ms=vad.silence_duration_ms
+        )
+
     def on_vad(self, win: VadWindow) -> list[Action]:
         s = self._s
         td = s.config.turn
         if td.vad is None:
             return []
-        out: list[Action] = []
-        if win.prob >= td.vad.threshold:
-            s.overlap.voiced(WINDOW_MS)
+        params = self.decision_params()
+        playing = s.output.active(win.now_ms)
+        ev = s.evidence.measure(win.prob, win.end_sample, self._far(win.end_sample))
+        kind = classify(ev, s.evidence.user_level_db, params)
+        if not playing and s.gate.speaking and win.prob >= td.vad.threshold:
+            s.evidence.learn_user(ev)  # the user's own level, from turns with nothing playing
+        self._recent.append((ev, kind))
+        episode = s.overlap.episode
+        if s.overlap.holding and episode is not None:
+            episode.tally.add(kind, ev)
         self._tune_gate(td.vad, win.now_ms)
+        out: list[Action] = []
         for event in s.gate.push(win.prob, win.end_sample):
             if isinstance(event, SpeechStarted):
                 out += self._speech_started(event, win.now_ms)
             else:
                 out += self._speech_stopped(event, win.now_ms)
-        ep = s.overlap.episode
-        if ep is not None and ep.voiced_ms >= s.settings.min_barge_in_ms:
-            out += self._barge_in(win.now_ms)
+        overlapping = td.interrupt_response and playing and not self._run_is_turn
+        if overlapping and s.gate.speaking and kind is Kind.USER:
+            self._run_user_ms += WINDOW_MS
+        user_level = s.evidence.user_level_db
+        if overlapping and not s.overlap.holding and self._user_run(user_level, params):
+            out += self._hold(win.now_ms)
+        if s.overlap.holding and s.overlap.episode is not None:
+            tally = s.overlap.episode.tally
+            verdict = judge(tally, win.end_sample, params, user_level)
+            backstop = self._run_user_ms >= s.settings.min_barge_in_ms
+            if verdict is Verdict.BARGE_IN or (
+                backstop and not tally.background(user_level, params)
+            ):
+                out += self._barge_in(win.now_ms)
+            elif verdict is Verdict.RELEASE:
+                other = tally.main_other(user_level, params)
+                self._carry = tally if other is Kind.USER else None
+                self._dismissed = other is not Kind.USER and s.gate.speaking
+                out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
     def on_tick(self, now: float) -> list[Action]:
@@ -80,21 +153,101 @@ class Turns:
             # the speech is simply the next turn.
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
             self._becomes_turn(step)
-            return _told(step)
+            return self._told(step) + s.overlap_ended(step, now)
         if resp is not None and resp.held and resp.held_ms > s.settings.max_hold_ms:
             if s.overlap.holding:
-                s.overlap.decide(Cue.HOLD_TOO_LONG)
+                return self._release(Cue.HOLD_TOO_LONG, "hold_limit", now)
             return s.release_output(now)
         return []
 
-    def cleared(self) -> None:
-        """The client cleared its input buffer: no turn, no overlap, in progress."""
+    def cleared(self, now: float) -> list[Action]:
+        """The client cleared its input buffer: no turn, no overlap, in progress (held
+        output goes on)."""
         self.item = None
-        if self._s.overlap.holding:
-            self._s.overlap.decide(Cue.INPUT_CLEARED)
+        if not self._s.overlap.holding:
+            return []
+        return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
 
+    # ------------------------------------------------------------ overlaps
+    def _far(self, end_sample: int) -> Float32Array | None:
+        lo, hi = self._s.evidence.mic_window(end_sample)
+        return self._s.far_for(lo, hi)
+
+    def _user_run(self, user_level: float | None, p: DecisionParams) -> bool:
+        """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)
+        and, after an overlap of someone else's in this run, at the user's own level."""
+        if len(self._recent) < HOLD_WINDOWS:
+            return False
+        last = list(self._recent)[-HOLD_WINDOWS:]
+        if not all(k is Kind.USER for _, k in last):
+            return False
+        if self._dismissed and user_level is not None:
+            return all(ev.level_db >= user_level - p.level_margin_db for ev, _ in last)
+        return True
+
+    def _hold(self, now: float) -> list[Action]:
+        """Begin an overlap at the first of the user-like windows: hold the output."""
+        s = self._s
+        onset_sample = list(self._recent)[-HOLD_WINDOWS][0].end_sample - WINDOW
+        tally = Tally.starting(onset_sample)
+        carry, self._carry = self._carry, None
+        if carry is not None and onset_sample - carry.last_user_end <= CARRY_MS * VAD_RATE // 1000:
+            tally = carry  # the same utterance, after a pause: decided on the whole of it
+        for ev, kind in self._recent:
+            if ev.end_sample > onset_sample:
+                tally.add(kind, ev)
+        onset_ms = tally.onset_sample * 1000 // VAD_RATE
+        start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
+        step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
+        if not (step.tell_paused and s.config.turn.overlap_events):
+            return []
+        resp = s.output.response
+        rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
+        return [SendClient(wire.output_paused(rid, iid, "user_speech_suspected", onset_ms))]
+
+    def _release(self, cue: Cue, reason: str, now: float) -> list[Action]:
+        """Not a barge-in: the held output goes on; the client never heard of it."""
+        s = self._s
+        step = s.overlap.decide(cue)
+        self._run_user_ms = 0
+        return self._resumed(step, reason) + s.overlap_ended(step, now) + s.release_output(now)
+
+    def _resumed(self, step: Step, reason: str) -> list[Action]:
+        s = self._s
+        if not (step.tell_resumed and s.config.turn.overlap_events):
+            return []
+        resp = s.output.response
+        rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
+        return [SendClient(wire.output_resumed(rid, iid, reason))]
+
+    def _barge_in(self, now: float) -> list[Action]:
+        s = self._s
+        self._carry = None
+        step = s.overlap.decide(Cue.BARGE_IN)
+        out = self._told(step)
+        resp = s.output.response
+        if resp is not None and not resp.cancelled:
+            out += s.cancel_response(now, reason="turn_detected")
+        self._becomes_turn(step)
+        self._run_is_turn = True  # what follows in this run is the user's turn
+        return out + s.overlap_ended(step, now)
+
+    def _becomes_turn(self, step: Step) -> None:
+        """The overlapping speech goes on as the user's turn."""
+        self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
+
+    def _told(self, step: Step) -> list[Action]:
+        """speech_started for the overlap's speech, if the table says now is the time.
+
+        Where the upstream takes turns itself, only a barge-in is the proxy's to tell.
+        """
+        if not step.tell_started or (step.outcome is Overlap.TURN and not self._s.announce_turns):
+            return []
+        return [SendClient(wire.speech_started(step.episode.item_id, step.episode.onset_ms))]
+
+    # ------------------------------------------------------------ the VAD's runs
     def _tune_gate(self, base: VadParams, now: float) -> None:
-        """Quicker onsets while the assistant speaks (holds are cheap), else the turn's."""
+        """Quicker onsets while the assistant speaks, else the turn's."""
         s = self._s
         want = base
         if s.config.turn.interrupt_response and s.output.active(now):
@@ -106,54 +259,32 @@ class Turns:
 
     def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:
         s = self._s
-        start_ms = s.gate.padded_start_ms(ev)
         resp = s.output.response
         onset = ev.audio_start_ms * VAD_RATE // 1000
         after_start = resp is None or onset >= resp.started_at_sample
-        overlap = s.config.turn.interrupt_response and after_start and s.output.active(now)
-        if not overlap and not s.announce_turns:
+        self._run_user_ms = 0
+        if s.config.turn.interrupt_response and after_start and s.output.active(now):
+            # Over the assistant: nothing is told; the windows decide (on_vad).
+            self._run_is_turn = False
+            return []
+        self._run_is_turn = True
+        if not s.announce_turns or s.overlap.episode is not None:
             return []
         item_id = s.new_id("item")
-        if overlap:
-            voiced = max(0, ev.detected_ms - ev.audio_start_ms)
-            return _told(s.overlap.begin(Episode(item_id, start_ms, voiced)))
-        self.item, self.start_ms = item_id, start_ms
-        return [SendClient(wire.speech_started(item_id, start_ms))]
+        self.item, self.start_ms = item_id, s.gate.padded_start_ms(ev)
+        return [SendClient(wire.speech_started(item_id, self.start_ms))]
 
     def _speech_stopped(self, ev: SpeechStopped, now: float) -> list[Action]:
         s = self._s
+        self._run_is_turn, self._run_user_ms, self._dismissed = False, 0, False
         if s.overlap.holding:
-            # Overlapping speech that ended before it cut: a backchannel.
-            step = s.overlap.decide(Cue.SPEECH_STOPPED)
-            out: list[Action] = []
-            if step.episode.told:
-                out.append(SendClient(wire.speech_stopped(step.episode.item_id, ev.audio_end_ms)))
-            return out + s.release_output(now)
+            # Overlapping speech that ended before it was decided: a backchannel. Its
+            # start was never told, so neither is its end.
+            return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
         if self.item is None:
             return []
         item_id = self.item
-        out = [SendClient(wire.speech_stopped(item_id, ev.audio_end_ms))]
+        out: list[Action] = [SendClient(wire.speech_stopped(item_id, ev.audio_end_ms))]
         out += s.commit_turn(item_id, self.start_ms, ev.audio_end_ms, now)
         self.item = None
         return out
-
-    def _barge_in(self, now: float) -> list[Action]:
-        s = self._s
-        step = s.overlap.decide(Cue.ENOUGH_SPEECH)
-        out = _told(step)
-        resp = s.output.response
-        if resp is not None and not resp.cancelled:
-            out += s.cancel_response(now, reason="turn_detected")
-        self._becomes_turn(step)
-        return out
-
-    def _becomes_turn(self, step: Step) -> None:
-        """The overlapping speech goes on as the user's turn."""
-        self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
-
-
-def _told(step: Step) -> list[Action]:
-    """speech_started for the overlap's speech, if the table says now is the time."""
-    if not step.tell_started:
-        return []
-    return [SendClient(wire.speech_started(step.episode.item_id, step.episode.onset_ms))]

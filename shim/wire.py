@@ -119,6 +119,31 @@ def speech_stopped(item_id: str, audio_end_ms: int) -> dict[str, Any]:
     }
 
 
+def output_paused(
+    response_id: str | None, item_id: str | None, reason: str, audio_start_ms: int
+) -> dict[str, Any]:
+    """Extension (opt-in, ``docs/protocol.md``): the assistant's audio is held while
+    speech over it is judged; ``audio_start_ms`` is that speech's onset."""
+    return {
+        "type": "output_audio_buffer.paused",
+        "response_id": response_id,
+        "item_id": item_id,
+        "reason": reason,
+        "audio_start_ms": audio_start_ms,
+    }
+
+
+def output_resumed(response_id: str | None, item_id: str | None, reason: str) -> dict[str, Any]:
+    """Extension (opt-in): the held audio goes on; ``reason`` says why it was not a
+    barge-in (backchannel, echo, background_speech, noise, hold_limit, input_cleared)."""
+    return {
+        "type": "output_audio_buffer.resumed",
+        "response_id": response_id,
+        "item_id": item_id,
+        "reason": reason,
+    }
+
+
 def committed(item_id: str, previous_item_id: str | None) -> dict[str, Any]:
     return {
         "type": "input_audio_buffer.committed",

@@ -23,6 +23,7 @@ class Script:
         self.rate = client_rate
         self.now = 0.0
         self.vad_end = 0  # samples of 16 kHz audio already given probabilities
+        self._voice_pos = 0
 
     def client(self, event: dict[str, Any]) -> list[Action]:
         import orjson
@@ -41,12 +42,26 @@ class Script:
             {"type": "input_audio_buffer.append", "audio": b64encode(samples.tobytes())}
         )
 
-    def speak(self, probs: list[float], step_ms: float = 32.0) -> list[Action]:
-        """Client audio plus one VAD probability per 32 ms window, time advancing."""
+    def voice(self, ms: int, peak: int = 4000) -> list[Action]:
+        """Client audio that sounds like one close talker: a 140 Hz voiced tone."""
+        n = self.rate * ms // 1000
+        t = (np.arange(n) + self._voice_pos) / self.rate
+        self._voice_pos += n
+        wave = sum(np.sin(2 * np.pi * 140 * h * t) / h for h in range(1, 6))
+        samples = (wave / np.max(np.abs(wave)) * peak).astype("<i2")
+        return self.client(
+            {"type": "input_audio_buffer.append", "audio": b64encode(samples.tobytes())}
+        )
+
+    def speak(self, probs: list[float], step_ms: float = 32.0, peak: int = 4000) -> list[Action]:
+        """Client audio plus one VAD probability per 32 ms window, time advancing.
+
+        Windows the VAD scores as speech carry a voice at the user's level, silence
+        otherwise, so the overlap evidence (``shim/overlap_evidence.py``) agrees."""
         out: list[Action] = []
         for p in probs:
             self.now += step_ms
-            out += self.audio(32)
+            out += self.voice(32, peak) if p >= 0.5 else self.audio(32)
             self.vad_end += WINDOW
             out += self.s.handle(VadWindow(p, self.vad_end, self.now))
         return out

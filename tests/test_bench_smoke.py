@@ -47,3 +47,20 @@ def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
     for relay in ("nginx", "proxy"):
         assert targets[relay]["relay_cpu_s_per_1000_events"] is not None
         assert targets[relay]["relay_peak_rss_mb"] > 0
+
+
+@pytest.mark.slow
+def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> None:
+    plot = tmp_path / "sweep.png"
+    result = run_bench(
+        "bargein.py",
+        *("--only", "backchannel00", "--modes", "duplex_emulated", "--sweep", "400,800"),
+        *("--plot", str(plot), "--json"),
+    )
+    summary = result["summary"]
+    assert isinstance(summary, dict)
+    for decision in ("400", "800"):
+        figures = summary["duplex_emulated"][decision]
+        assert figures["classes"]["backchannel"]["cases"] == 1
+        assert figures["errors"] == 0
+    assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"

@@ -33,6 +33,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.playback",
             "shim.echo_far",
             "shim.echo",
+            "shim.overlap_evidence",
+            "shim.overlap_decision",
             "shim.overlap",
             "shim.snapshot",
             "shim.input_history",

@@ -23,6 +23,7 @@ def shim_settings(state: ProxyState) -> ShimSettings:
             silence_duration_ms=v.silence_duration_ms,
             min_speech_ms=v.min_speech_ms,
         ),
+        barge_in_decision_ms=v.barge_in_decision_ms,
         min_barge_in_ms=v.min_barge_in_ms,
         hold_min_speech_ms=v.hold_min_speech_ms,
         echo_suppression=v.echo_suppression,

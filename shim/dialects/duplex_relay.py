@@ -40,6 +40,7 @@ from shim.actions import (
 from shim.dialects import relay_snapshot, relay_upstream
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
+from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
 from shim.dialects.relay_wire import upstream_settings
 from shim.inputs import (
@@ -50,6 +51,7 @@ from shim.inputs import (
     UpstreamReattached,
 )
 from shim.output import ActiveResponse
+from shim.overlap import Overlap, Step
 from shim.response_close import close_response, lost_response_done
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.snapshot import SessionSnapshot
@@ -76,6 +78,7 @@ class BargeInRelaySession(EmulatedSession):
         self.talk = Talk()
         self.cancelled_ids: deque[str] = deque(maxlen=CANCELLED_KEPT)
         self.suppress_upstream_speech = False
+        self.upstream_speech = UpstreamSpeech()
         # The client's last session.update as sent upstream, to restore on a fresh one.
         self.last_update: dict[str, Any] | None = None
         super().__init__(session_id, model, settings)
@@ -177,8 +180,18 @@ class BargeInRelaySession(EmulatedSession):
         self.reports.end_reported = True
         return out
 
+    def overlap_ended(self, step: Step, now: float) -> list[Action]:
+        if step.outcome is Overlap.CUT:
+            self.upstream_speech.drop()
+        elif step.outcome is Overlap.TURN:
+            return [SendClient(ev) for ev in self.upstream_speech.flush(user_speaking=True)]
+        return []
+
     def on_tick(self, now: float) -> list[Action]:
         out = super().on_tick(now)
+        if self.upstream_speech.held and not self.overlap.holding and not self.output.active(now):
+            speaking = self.turns.user_speaking()
+            out += [SendClient(ev) for ev in self.upstream_speech.flush(speaking)]
         resp, reports = self.response, self.reports
         if (
             resp is None

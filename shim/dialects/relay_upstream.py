@@ -19,11 +19,13 @@ from shim.assistant_audio import AssistantAudio
 from shim.audio import AudioError
 from shim.dialects.relay_link import Seq, UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
+from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import ITEM_ECHOES, Talk
 from shim.dialects.relay_wire import response_id
 from shim.echo import EchoSuppressor
 from shim.inputs import UpstreamEvent, UpstreamLost
 from shim.output import ActiveResponse, AssistantOutput
+from shim.overlap import OverlapMachine
 from shim.playback import PlaybackLedger
 from shim.session import EventHandler
 from shim.session_config import ClientSessionConfig
@@ -37,6 +39,8 @@ class RelayUpstreamHost(Protocol):
     talk: Talk
     cancelled_ids: deque[str]
     suppress_upstream_speech: bool
+    upstream_speech: UpstreamSpeech
+    overlap: OverlapMachine
     config: ClientSessionConfig
     ledger: PlaybackLedger
     output: AssistantOutput
@@ -175,7 +179,11 @@ def transcript_delta(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> li
 def speech(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     if r.suppress_upstream_speech:
         return []
-    return r.output.event(SendClient(ev))
+    playing = r.overlap.holding or r.output.active(now)
+    out: list[Action] = []
+    for relayed in r.upstream_speech.on_event(ev, playing):
+        out += r.output.event(SendClient(relayed))
+    return out
 
 
 def committed(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:

@@ -86,10 +86,10 @@ class TurnBasedSession(EmulatedSession):
         return self._commit(item_id, audio, end_ms, respond=False)
 
     def _client_clear(self, ev: dict[str, Any], now: float) -> list[Action]:
-        self.turns.cleared()
+        out = self.turns.cleared(now)
         self.commit_from_ms = self.history.end_ms
         self.history.drop_before(self.commit_from_ms)
-        return [SendClient({"type": "input_audio_buffer.cleared"})]
+        return [*out, SendClient({"type": "input_audio_buffer.cleared"})]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
         if not self.pending:

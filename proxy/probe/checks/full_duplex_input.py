@@ -24,6 +24,10 @@ from shim.wire import error_code
 
 NAME = "full_duplex_input"
 GRACE_S = 0.3
+# An endpoint that holds its audio while it decides whether speech over it is a
+# barge-in goes quiet at once and says so only at its decision, cancelling the
+# response then (docs/protocol.md, "Overlap protocol": up to 0.75 s by default).
+DECIDED_GRACE_S = 1.0
 REACTIONS = frozenset(
     {
         "input_audio_buffer.speech_started",
@@ -82,7 +86,8 @@ def analyse(trace: OverlapTrace) -> CheckResult:
         )
     after = [e for e in trace.events if e.t >= trace.onset_t]
     reactions = [e for e in after if is_reaction(e, track.id)]
-    in_time = [e for e in reactions if e.t <= until + GRACE_S]
+    cut = any(e.type == "response.done" for e in reactions)
+    in_time = [e for e in reactions if e.t <= until + (DECIDED_GRACE_S if cut else GRACE_S)]
     refused = [e for e in after if e.type == "error" and e.t <= trace.overlap_end_t + 0.5]
     data["reactions"] = [
         {"type": e.type, "after_onset_ms": round((e.t - trace.onset_t) * 1000)}

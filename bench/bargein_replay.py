@@ -1,0 +1,216 @@
+"""The barge-in cases replayed offline, in audio time: the shim, Silero, no sockets.
+
+    uv run python bench/bargein_replay.py --corpus ../shared/corpus/dev [--decision-ms 500]
+
+The same cases as ``bench/bargein.py`` (a question, the answer, one second in a
+clip over it, echo of the answer at -10/-20 dB, 0-250 ms late), but the session
+core (``shim/``) is driven directly by a script with time as an input: a
+turn-based upstream answers with the user's own question looped (as the
+reference backend does), the client plays what it gets and, as GA clients do,
+stops playback on ``speech_started``. Seconds per case instead of real time, so
+the decision rule can be tuned on the dev corpus quickly; ``bench/bargein.py``
+measures the real thing through the proxy. ``--windows FILE`` writes every VAD
+window's evidence during each overlap (for studying the features).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
+from processes import ROOT
+
+from proxy.vad import VadRunner
+from shim.actions import AnalyzeAudio, SendClient, SendClientAudio
+from shim.audio import b64decode, b64encode
+from shim.dialects.turn_based import TurnBasedSession
+from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
+from shim.settings import ShimSettings
+from shim.vad_gate import VadParams
+
+CHUNK_MS = 20
+CHUNK = RATE * CHUNK_MS // 1000
+REPLY_MS = 8000
+PLAY_AFTER_MS = 1000
+FIRST_DELTA_MS = 300  # the upstream's first audio after the turn is committed
+
+
+@dataclass
+class Replay:
+    case: Case
+    interrupted_ms: float | None = None  # speech_started while assistant audio played
+    cut_ms: float | None = None  # response.done cancelled
+    stop_ms: float | None = None  # last delta of the cut response
+    windows: list[dict[str, Any]] = field(default_factory=list)
+
+
+def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None) -> Replay:
+    settings = ShimSettings(vad=VadParams(min_speech_ms=96))
+    s = TurnBasedSession("sess_replay000000", "m", "up", settings)
+    stream = vad.new_stream()
+    td: dict[str, Any] = {"type": "server_vad"}
+    if decision_ms is not None:
+        td["barge_in_decision_ms"] = decision_ms
+    s.handle(ClientEvent({"type": "session.update", "session": {"turn_detection": td}}, "", 0.0))
+    out = Replay(case)
+    speaker = np.zeros(RATE * 60, dtype=np.float32)
+    play_end = 0  # speaker sample after the last one queued
+    reply = np.resize(prompt, RATE * REPLY_MS // 1000).astype(np.int16)
+    reply_pos, reply_rid, reply_from = 0, None, None
+    first_delta = clip_t0 = None
+    playing_rid = None
+    answer_done = False
+    clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
+    end_ms = None
+    t = 0
+    while end_ms is None or t * CHUNK_MS < end_ms:
+        now = float(t * CHUNK_MS)
+        actions = []
+        # The upstream: streams the reply in real time once a response is on.
+        resp = s.response
+        if resp is not None and resp.producing and resp.response_id != reply_rid:
+            reply_rid, reply_pos, reply_from = resp.response_id, 0, now + FIRST_DELTA_MS
+        if reply_rid is not None and resp is not None and resp.response_id == reply_rid:
+            if resp.producing and reply_from is not None and now >= reply_from:
+                if reply_pos < reply.size:
+                    chunk = reply[reply_pos : reply_pos + CHUNK]
+                    reply_pos += CHUNK
+                    ev = {"type": "response.output_audio.delta", "sample_rate_hz": RATE}
+                    ev["audio"] = b64encode(chunk.tobytes())
+                    actions += s.handle(UpstreamEvent(ev, "", now))
+                else:
+                    done = {"type": "response.output_audio.done"}
+                    actions += s.handle(UpstreamEvent(done, "", now))
+                    reply_rid = None
+        # The microphone: the question, then the clip one second into the answer.
+        mic = np.zeros(CHUNK, dtype=np.float32)
+        p0 = t * CHUNK
+        if p0 < prompt.size:
+            seg = prompt[p0 : p0 + CHUNK]
+            mic[: seg.size] += seg
+        if first_delta is not None and now >= first_delta + PLAY_AFTER_MS:
+            if clip_t0 is None:
+                clip_t0 = now
+                end_ms = int(now + clip.size * 1000 / RATE + 2000)
+            c0 = int((now - clip_t0) * RATE / 1000)
+            seg = clip[c0 : c0 + CHUNK]
+            mic[: seg.size] += seg
+        if case.echo_gain:
+            lo = p0 - RATE * case.echo_delay_ms // 1000
+            if lo >= 0:
+                mic += case.echo_gain * speaker[lo : lo + CHUNK]
+        pcm = np.clip(mic, -32768, 32767).astype("<i2")
+        append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm.tobytes())}
+        actions += s.handle(ClientEvent(append, "", now))
+        for a in list(actions):
+            if isinstance(a, AnalyzeAudio):
+                for prob, end in vad.process_sync(stream, a.samples):
+                    actions += s.handle(VadWindow(prob, end, now))
+                    if clip_t0 is not None and s.turns._recent:
+                        ev_, kind = s.turns._recent[-1]
+                        out.windows.append(
+                            {
+                                "t": now - clip_t0,
+                                "prob": round(ev_.prob, 3),
+                                "level": round(ev_.level_db, 1),
+                                "kept": round(ev_.kept_db, 1),
+                                "coh": round(ev_.coherence, 3),
+                                "voicing": round(ev_.voicing, 3),
+                                "kind": kind.value,
+                                "user_level": s.evidence.user_level_db,
+                                "holding": s.overlap.holding,
+                            }
+                        )
+        actions += s.handle(Tick(now))
+        # The client: plays audio, and stops playback on speech_started (a GA client).
+        for a in actions:
+            if isinstance(a, SendClientAudio):
+                pcm16 = np.frombuffer(b64decode(a.event["delta"]), "<i2").astype(np.float32)
+                start = max(play_end, p0)
+                speaker[start : start + pcm16.size] = pcm16[: speaker.size - start]
+                play_end = start + pcm16.size
+                if first_delta is None:
+                    first_delta, playing_rid = now, a.event["response_id"]
+                if a.event["response_id"] == playing_rid:
+                    out.stop_ms = now
+            elif isinstance(a, SendClient):
+                kind_ = a.event.get("type")
+                answering = playing_rid is not None and not answer_done
+                if kind_ == "input_audio_buffer.speech_started" and (answering or play_end > p0):
+                    if clip_t0 is not None and out.interrupted_ms is None:
+                        out.interrupted_ms = now - clip_t0
+                    speaker[p0:] = 0.0
+                    play_end = p0
+                elif kind_ == "response.done" and a.event["response"]["id"] == playing_rid:
+                    answer_done = True
+                    if a.event["response"]["status"] == "cancelled" and clip_t0 is not None:
+                        out.cut_ms = now - clip_t0
+        t += 1
+        if t * CHUNK_MS > 60_000:
+            break
+    if out.stop_ms is not None and clip_t0 is not None:
+        out.stop_ms -= clip_t0
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus" / "dev"))
+    ap.add_argument("--decision-ms", type=int, default=None)
+    ap.add_argument("--only", default=None)
+    ap.add_argument("--derive-background", action="store_true", help="add babble/TV cases")
+    ap.add_argument("--windows", default=None, help="write per-window evidence (JSON lines)")
+    args = ap.parse_args()
+    corpus = Path(args.corpus)
+    prompt = read_wav(corpus / prompt_clip(corpus))
+    cases = build_cases(corpus, ["replay"])
+    if args.derive_background:
+        cases += derived_background(corpus, "replay")
+    if args.only:
+        cases = [c for c in cases if args.only in c.name]
+    vad = VadRunner()
+    rows = []
+    sink = open(args.windows, "w") if args.windows else None
+    for case in cases:
+        r = run(case, prompt, vad, args.decision_ms)
+        onset = case.onset_ms
+        detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
+        rows.append(
+            {
+                "clip": case.name,
+                "kind": case.kind,
+                "interrupted": r.interrupted_ms is not None,
+                "cut": r.cut_ms is not None,
+                "detect_ms": detect,
+            }
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr)
+        if sink is not None:
+            for w in r.windows:
+                sink.write(json.dumps({"clip": case.name, "kind": case.kind, **w}) + "\n")
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_kind.setdefault(row["kind"], []).append(row)
+    summary = {
+        k: {
+            "n": len(v),
+            "interrupted": sum(r["interrupted"] for r in v),
+            "cut": sum(r["cut"] for r in v),
+            "detect_p95": float(np.percentile([r["detect_ms"] for r in v if r["detect_ms"]], 95))
+            if any(r["detect_ms"] for r in v)
+            else None,
+        }
+        for k, v in by_kind.items()
+    }
+    print(json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Barge-in or not: the verdict on speech over the assistant, from its evidence.
+
+Each VAD window of an overlap is judged *user-like* or not from what
+``shim/overlap_evidence.py`` measures: Silero must call it speech, and it must
+not be the assistant's echo (coherent with what was sent, or mostly removed by
+echo suppression), not background (much quieter than the user's own turns),
+and voiced like one close talker. The overlap is decided ``decision_ms`` after
+its onset (audio time):
+
+* barge-in if the user-like windows hold at least ``min_user_share`` of that
+  span, the overlap as a whole is not much quieter than the user's own turns,
+  and the user is speaking at that moment;
+* otherwise it may wait up to ``grace_ms`` more for the voice to come back
+  (a dip between syllables), and while the user's voice has paused for less
+  than ``pause_ms`` (a pause inside one utterance: "wait, ... stop"); then it
+  is released: a backchannel that is over, or echo, noise or distant voices
+  (the reason says which).
+
+Why these and not a longer wait: the first half second of "uh-huh" and of
+"wait, stop" sound alike, but a backchannel is over by then and an
+interruption is not; what else sounds like speech is told apart by what the
+proxy knows (the far end, the user's level), not by waiting.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from shim.overlap_evidence import WindowEvidence, loud_level
+
+RATE = 16000
+WINDOW_MS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionParams:
+    decision_ms: int = 600
+    grace_ms: int = 150
+    # A pause this short (the session's silence_duration_ms) does not end an utterance:
+    # user-like speech is held undecided through it ("wait, ... stop, ...").
+    pause_ms: int = 500
+    threshold: float = 0.5  # Silero probability of a speech window (the session's)
+    min_user_share: float = 0.5
+    max_coherence: float = 0.5  # above: the window is mostly the assistant's echo
+    min_kept_db: float = -6.0  # echo suppression removed more than this: echo
+    # A window this much quieter than the user's loud level is not the user's (a soft
+    # consonant of the user's is rarely); a whole overlap whose loud level is
+    # ``level_margin_db`` below the user's is background (a television, distant voices).
+    window_margin_db: float = 16.0
+    level_margin_db: float = 8.0
+    floor_db: float = -50.0  # with no turn of the user's heard yet: quieter is background
+    min_voicing: float = 0.35
+
+
+class Kind(enum.Enum):
+    USER = "user"
+    ECHO = "echo"
+    BACKGROUND = "background"
+    UNVOICED = "unvoiced"
+    SILENCE = "silence"
+
+
+def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams) -> Kind:
+    """What one window of an overlap most likely is."""
+    if ev.prob < p.threshold:
+        return Kind.SILENCE
+    if ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db:
+        return Kind.ECHO
+    floor = p.floor_db if user_level_db is None else user_level_db - p.window_margin_db
+    if ev.level_db < floor:
+        return Kind.BACKGROUND
+    if ev.voicing < p.min_voicing:
+        return Kind.UNVOICED
+    return Kind.USER
+
+
+class Verdict(enum.Enum):
+    WAIT = "wait"
+    BARGE_IN = "barge_in"
+    RELEASE = "release"
+
+
+# Why an overlap was released, as the extension event ``output_audio_buffer.resumed``
+# says it (``docs/protocol.md``).
+RELEASE_REASONS = {
+    Kind.USER: "backchannel",
+    Kind.ECHO: "echo",
+    Kind.BACKGROUND: "background_speech",
+    Kind.UNVOICED: "noise",
+    Kind.SILENCE: "noise",
+}
+
+
+@dataclass
+class Tally:
+    """The windows of one overlap so far."""
+
+    onset_sample: int
+    counts: dict[Kind, int]
+    last: Kind = Kind.SILENCE
+    levels: list[float] = field(default_factory=list)  # of its speech windows
+    last_user_end: int = 0  # sample where its last user-like window ended
+
+    @classmethod
+    def starting(cls, onset_sample: int) -> Tally:
+        return cls(onset_sample, dict.fromkeys(Kind, 0))
+
+    def add(self, kind: Kind, ev: WindowEvidence | None = None) -> None:
+        self.counts[kind] += 1
+        self.last = kind
+        if ev is not None and kind is not Kind.SILENCE:
+            self.levels.append(ev.level_db)
+        if ev is not None and kind is Kind.USER:
+            self.last_user_end = ev.end_sample
+
+    def background(self, user_level_db: float | None, p: DecisionParams) -> bool:
+        """The overlap as a whole is much quieter than the user: someone else."""
+        if user_level_db is None or not self.levels:
+            return False
+        return loud_level(self.levels) < user_level_db - p.level_margin_db
+
+    @property
+    def user_ms(self) -> int:
+        return self.counts[Kind.USER] * WINDOW_MS
+
+    def main_other(self, user_level_db: float | None, p: DecisionParams) -> Kind:
+        """What the overlap mostly was, if not the user: the release's reason."""
+        if self.background(user_level_db, p):
+            return Kind.BACKGROUND
+        others = {k: n for k, n in self.counts.items() if k not in (Kind.USER, Kind.SILENCE)}
+        if self.counts[Kind.USER] and self.counts[Kind.USER] >= max(others.values(), default=0):
+            return Kind.USER
+        if not any(others.values()):
+            return Kind.USER if self.counts[Kind.USER] else Kind.SILENCE
+        return max(others, key=lambda k: others[k])
+
+
+def judge(
+    tally: Tally, end_sample: int, p: DecisionParams, user_level_db: float | None = None
+) -> Verdict:
+    """The verdict after the window ending at ``end_sample``."""
+    elapsed = (end_sample - tally.onset_sample) * 1000 // RATE
+    if elapsed < p.decision_ms:
+        return Verdict.WAIT
+    if tally.background(user_level_db, p):
+        return Verdict.RELEASE
+    enough = tally.user_ms >= p.min_user_share * p.decision_ms
+    # Speaking now: a voiced window of the user's, or a consonant (speech, not voiced).
+    if enough and tally.last in (Kind.USER, Kind.UNVOICED):
+        return Verdict.BARGE_IN
+    short = tally.user_ms < p.min_user_share * p.decision_ms / 2
+    if elapsed < p.decision_ms + p.grace_ms and not short:
+        return Verdict.WAIT  # a dip between syllables
+    paused_ms = (end_sample - tally.last_user_end) * 1000 // RATE
+    if not short and paused_ms < p.pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
+        return Verdict.WAIT  # the user's voice may come back: one utterance, not over yet
+    return Verdict.RELEASE

@@ -1,0 +1,180 @@
+"""What the proxy knows about speech over the assistant that a client cannot know.
+
+Silero says "speech" for the user, for the assistant's own echo that suppression
+left behind, for a television and for a room of distant voices alike. The proxy
+has more to go on, all measured here per VAD window (512 samples, 32 ms at
+16 kHz) with a few numpy operations:
+
+* ``level_db``: how loud the window is after echo suppression (dBFS);
+* ``kept_db``: how much of the microphone's energy echo suppression kept: about
+  0 dB when the user speaks, far below when the window was mostly the
+  assistant's own voice coming back;
+* ``coherence``: the squared normalised correlation between the microphone and
+  the audio the proxy sent, at the echo delay (1 for a clean echo, ~0 for the
+  user);
+* ``voicing``: the highest normalised autocorrelation at a pitch lag (2.5 to
+  16 ms): one voice close to the microphone is strongly periodic, several
+  distant voices, reverberant sound and noise are not;
+* the user's own level, learnt from windows of the user's earlier turns while
+  nothing played: distant babble and a television are much quieter than the
+  person at the microphone.
+
+The decision that uses them is ``shim/overlap_decision.py``. Time is the
+sample index of the window's end (no clock).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+Int16Array = npt.NDArray[np.int16]
+Float32Array = npt.NDArray[np.float32]
+
+WINDOW = 512  # Silero's window at 16 kHz
+# Samples kept of each signal: the VAD's results for a window may come back well after
+# its audio (a busy batch), and the window must still be there to be measured.
+RING = 24576
+MIN_LAG, MAX_LAG = 40, 256  # pitch lags at 16 kHz: 400 Hz down to 62.5 Hz
+SILENT_DB = -90.0
+USER_LEVELS_KEPT = 200  # voiced windows of the user's turns the level is the median of
+
+
+@dataclass(frozen=True, slots=True)
+class WindowEvidence:
+    end_sample: int
+    prob: float  # Silero's speech probability (on the echo-suppressed audio)
+    level_db: float
+    kept_db: float
+    coherence: float
+    voicing: float
+
+
+def _db(energy: float) -> float:
+    return 10.0 * float(np.log10(energy)) if energy > 1e-9 else SILENT_DB
+
+
+def loud_level(levels: list[float]) -> float:
+    """The level (dB) of the loud part of some speech: its 80th percentile."""
+    return float(np.percentile(np.asarray(levels, dtype=np.float64), 80))
+
+
+def voicing(x: Float32Array) -> float:
+    """Peak normalised autocorrelation over pitch lags (0 for silence).
+
+    Normalised by the energies of the two overlapping parts, so a steady vowel
+    scores near 1 whatever its level.
+    """
+    x = x - float(np.mean(x))
+    n = x.size
+    if n <= MAX_LAG or float(np.dot(x, x)) <= 1e-9:
+        return 0.0
+    size = 1 << int(np.ceil(np.log2(2 * n)))
+    spec = np.fft.rfft(x, size)
+    r = np.fft.irfft(spec.real**2 + spec.imag**2, size)[: MAX_LAG + 1]
+    sq = np.concatenate(([0.0], np.cumsum(x.astype(np.float64) ** 2)))
+    lags = np.arange(MIN_LAG, MAX_LAG + 1)
+    head = sq[n - lags]  # energy of x[:n - lag]
+    tail = sq[n] - sq[lags]  # energy of x[lag:]
+    norm = np.sqrt(head * tail) + 1e-12
+    return float(np.clip(np.max(r[MIN_LAG : MAX_LAG + 1] / norm), 0.0, 1.0))
+
+
+class _Ring:
+    """The last RING samples of a signal, by absolute sample index."""
+
+    def __init__(self) -> None:
+        self._buf = np.zeros(RING, dtype=np.float32)
+        self.end = 0  # absolute index after the newest sample
+
+    def add(self, x: Float32Array, start: int) -> None:
+        if start != self.end:  # a gap or a restart: what was kept no longer lines up
+            self._buf[:] = 0.0
+        end = start + x.size
+        x = x[-RING:]
+        self._buf = np.concatenate((self._buf[x.size :], x))
+        self.end = end
+
+    def get(self, start: int, end: int) -> Float32Array:
+        out = np.zeros(max(0, end - start), dtype=np.float32)
+        lo, hi = max(start, self.end - RING), min(end, self.end)
+        if hi > lo:
+            base = self.end - RING
+            out[lo - start : hi - start] = self._buf[lo - base : hi - base]
+        return out
+
+
+class OverlapEvidence:
+    """Aligned microphone and echo-suppressed audio, measured window by window.
+
+    ``latency`` is how far the suppressed audio lags the microphone (the
+    suppressor's STFT frame): the VAD's sample ``i`` is microphone sample
+    ``i - latency``.
+    """
+
+    def __init__(self, latency: int = 0) -> None:
+        self.latency = latency
+        self._mic = _Ring()  # on the VAD's timeline (shifted by latency)
+        self._clean = _Ring()
+        self._user: deque[float] = deque(maxlen=USER_LEVELS_KEPT)
+
+    def add(self, mic: Int16Array, clean: Float32Array, start: int) -> None:
+        """A chunk of microphone audio at ``start`` and what the VAD gets for it."""
+        self._mic.add(mic.astype(np.float32) / 32768.0, start + self.latency)
+        self._clean.add(np.asarray(clean, dtype=np.float32), start)
+
+    def measure(
+        self, prob: float, end_sample: int, far: Float32Array | None = None
+    ) -> WindowEvidence:
+        """The window of the VAD's timeline ending at ``end_sample``.
+
+        ``far`` is the audio the proxy sent, aligned with the window's microphone
+        audio (the echo delay applied), when echo suppression has locked on it.
+        """
+        # The VAD's windows come from the audio given here, so they never run ahead of
+        # it; a caller whose window clock does is measured on the newest audio instead.
+        end = min(end_sample, self._clean.end) if self._clean.end >= WINDOW else end_sample
+        lo = end - WINDOW
+        clean = self._clean.get(lo, end).astype(np.float64)
+        mic = self._mic.get(lo, end).astype(np.float64)
+        e_clean, e_mic = float(np.dot(clean, clean)), float(np.dot(mic, mic))
+        kept = 0.0 if e_mic <= 1e-9 else _db(max(e_clean, 1e-12) / e_mic)
+        coherence = 0.0
+        if far is not None and far.size == mic.size:
+            f = far.astype(np.float64)
+            e_far = float(np.dot(f, f))
+            if e_far > 1e-9 and e_mic > 1e-9:
+                coherence = float(np.dot(mic, f)) ** 2 / (e_mic * e_far)
+        return WindowEvidence(
+            end_sample=end_sample,
+            prob=prob,
+            level_db=_db(e_clean / WINDOW),
+            kept_db=min(0.0, kept),
+            coherence=coherence,
+            voicing=voicing(clean.astype(np.float32)),
+        )
+
+    def mic_window(self, end_sample: int) -> tuple[int, int]:
+        """Microphone samples [start, end) under the VAD's window ending at ``end_sample``."""
+        return end_sample - WINDOW - self.latency, end_sample - self.latency
+
+    def learn_user(self, ev: WindowEvidence) -> None:
+        """A voiced window of the user's own turn, with nothing playing."""
+        self._user.append(ev.level_db)
+
+    @property
+    def user_level_db(self) -> float | None:
+        """How loud the user's speech is: the 80th percentile of the levels of the voiced
+        windows of the user's turns (the loud part: soft consonants and word ends vary
+        too much), if enough were heard."""
+        if len(self._user) < 8:
+            return None
+        return loud_level(list(self._user))
+
+    def restart(self) -> None:
+        """The input timeline restarts (the VAD's stream was reset); the user's level stays."""
+        self._mic = _Ring()
+        self._clean = _Ring()
