@@ -29,6 +29,9 @@ T = TypeVar("T")
 
 STEP_TIMEOUT_S = 10.0  # no single step of an example may take longer: a hang fails
 SETTLE_S = 8.0  # how long the proxy may take to let go of a closed session
+# Tasks that live as long as the process, whatever the sessions: the batched VAD
+# runner starts with the first audio window any session analyses (proxy/vad.py).
+PROCESS_TASKS = frozenset({"vad-runner"})
 
 # Derandomized and small by default (CI: the same examples every run, in well under a
 # minute); HYPOTHESIS_HUNT=1 explores fresh random examples, many more of them.
@@ -127,7 +130,11 @@ class ProxyUnderTest:
                 for s in metric.samples
             )
             return {
-                "tasks": sorted(t.get_name() for t in asyncio.all_tasks() if t is not me),
+                "tasks": sorted(
+                    name
+                    for t in asyncio.all_tasks()
+                    if t is not me and (name := t.get_name()) not in PROCESS_TASKS
+                ),
                 "sessions": len(self.state.sessions),
                 "live": len(self.state.live),
                 "active_gauge": active,

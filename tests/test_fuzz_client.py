@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -106,15 +105,16 @@ CLOSERS = ("session.close", "close", "close_session")
 BAD_BASE64 = ["%%%", "AAE", "AAEC", "====", "A", "éé", "AAAA====AAAA", "AA\nAA", ""]
 
 
-@dataclass(frozen=True)
 class Frame:
-    """One frame to send, what it is, and what the protocol promises for it."""
+    """One frame to send, what it is, and what the protocol promises for it: ``expect``
+    is "invalid_event" (that code), "error" (some coded error) or "any" (an error or an
+    answer). A plain class, not a dataclass, so that hypothesis prints a failing example
+    through ``__repr__`` (short) rather than field by field (huge frames whole)."""
 
-    label: str
-    text: str | None = None
-    binary: bytes | None = None
-    # "invalid_event": that code; "error": some coded error; "any": error or an answer
-    expect: str = "any"
+    def __init__(
+        self, label: str, text: str | None = None, binary: bytes | None = None, expect: str = "any"
+    ) -> None:
+        self.label, self.text, self.binary, self.expect = label, text, binary, expect
 
     def __repr__(self) -> str:  # hypothesis prints the failing example: keep it readable
         body = self.text if self.text is not None else repr(self.binary)
@@ -228,7 +228,9 @@ def huge(draw: st.DrawFn) -> Frame:
 @st.composite
 def deep(draw: st.DrawFn) -> Frame:
     kind = draw(kinds)
-    depth = draw(st.sampled_from([10, 100, 254, 255, 256, 300, 600, 1000, 1023, 1024, 1100]))
+    # 255 to 1023 levels break barge_in_emulated: see the xfail test at the end. Deeper
+    # than orjson reads (1024) is invalid_event.
+    depth = draw(st.sampled_from([10, 100, 200, 253, 1024, 1100, 2000]))
     key = draw(
         st.sampled_from([*TEMPLATES[kind], "extra"]) if TEMPLATES[kind] else st.just("extra")
     )
@@ -276,11 +278,9 @@ frames = st.one_of(
 # ---------------------------------------------------------------------- servers
 
 
-@dataclass(repr=False)
 class Stack:
-    proxy: ProxyUnderTest
-    baseline: list[str]
-    faults_before: float
+    def __init__(self, proxy: ProxyUnderTest, baseline: list[str], faults_before: float) -> None:
+        self.proxy, self.baseline, self.faults_before = proxy, baseline, faults_before
 
     def __repr__(self) -> str:
         return f"Stack({self.proxy.base})"
@@ -400,3 +400,22 @@ def test_fuzzed_client_events_get_coded_answers_and_leave_nothing_behind(
     stack: Stack, mode: str, steps: list[Frame], ending: str
 ) -> None:
     _check(stack, mode, steps, ending)
+
+
+DEEP = "[" * 300 + "]" * 300
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="barge_in_emulated: a client playback.ack with any field nested 300 deep (valid JSON"
+    " that orjson.loads reads) is re-serialized for the upstream with orjson.dumps, which"
+    " raises 'Recursion limit reached' (depth > 254) in proxy/emulated/runner.py _execute"
+    " (SendUpstream): the session loop fails, the client gets internal_error and the session"
+    " ends instead of a coded error (invalid_event) for that one event",
+)
+def test_a_playback_ack_nested_300_deep_is_refused_and_the_relay_session_goes_on(
+    stack: Stack,
+) -> None:
+    text = json.dumps({"type": "playback.ack", "item_id": "item_x", "played_ms": 100, "x": "@"})
+    frame = _text_frame("playback.ack nested 300 deep", text.replace('"@"', DEEP))
+    _check(stack, "barge_in_emulated", [frame], "close")
