@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
@@ -18,6 +19,7 @@ from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 from proxy.app import STATE, build_app
@@ -54,13 +56,15 @@ settings.register_profile(
 )
 
 
+HUNT = os.environ.get("HYPOTHESIS_HUNT", "") not in ("", "0")
+# A hunt runs for as long as it needs; the derandomized run keeps the suite's limit.
+fuzz_timeout = pytest.mark.timeout(0 if HUNT else 120)
+
+
 def fuzz_settings(max_examples: int | None = None) -> settings:
     """The profile for this run (``HYPOTHESIS_HUNT=1``: hunt), optionally resized."""
-    import os
-
-    hunt = os.environ.get("HYPOTHESIS_HUNT", "") not in ("", "0")
-    base = settings.get_profile("fuzz-hunt" if hunt else "fuzz-ci")
-    if max_examples is None or hunt:
+    base = settings.get_profile("fuzz-hunt" if HUNT else "fuzz-ci")
+    if max_examples is None or HUNT:
         return base
     return settings(base, max_examples=max_examples)
 

@@ -36,6 +36,7 @@ from tests.fuzz_servers import (
     STEP_TIMEOUT_S,
     ProxyUnderTest,
     fuzz_settings,
+    fuzz_timeout,
     proxy_thread,
     run_bounded,
     servers_thread,
@@ -391,6 +392,7 @@ def _check(stack: Stack, mode: str, steps: list[Frame], ending: str) -> None:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
+@fuzz_timeout
 @fuzz_settings(max_examples=30)
 @given(
     steps=st.lists(frames, min_size=1, max_size=4),

@@ -36,6 +36,7 @@ from tests.fuzz_servers import (
     STEP_TIMEOUT_S,
     ProxyUnderTest,
     fuzz_settings,
+    fuzz_timeout,
     proxy_thread,
     run_bounded,
     servers_thread,
@@ -454,6 +455,10 @@ async def _drive(
     assert await wait_played(upstream, STEP_TIMEOUT_S), "the upstream never got to play"
     alive = await _alive(ws, reader, mode, "after")
     if not alive:
+        if mode == "barge_in_emulated" and reader.count("session.replaced"):
+            # The upstream said another connection took its session: only another
+            # replica can, so this one stands down (shim/dialects/relay_upstream.py).
+            return
         # Ended: only with a report first (a coded error), or as the upstream ended it.
         assert reader.codes or ws.close_code == 1000, (ws.close_code, reader.events[-5:])
         assert mode == "passthrough", f"{mode} ended instead of recovering: {reader.events[-5:]}"
@@ -479,6 +484,7 @@ def _check(stack: Stack, mode: str, script: Script) -> None:
 
 
 @pytest.mark.parametrize("mode", list(MODES))
+@fuzz_timeout
 @fuzz_settings(max_examples=25)
 @given(data=st.data())
 def test_a_misbehaving_upstream_is_reported_or_recovered_never_a_crash_or_a_hang(
