@@ -230,19 +230,25 @@ class Faults:
     dropped_by_proxy: int = 0
     upstream_kills: int = 0
     redis_restarts: int = 0
+    timeline: list[list[Any]] = field(default_factory=list)  # [seconds into the run, what]
 
 
-async def fault_loop(stk: Stack, faults: Faults, rng: random.Random, every_s: float) -> None:
+async def fault_loop(
+    stk: Stack, faults: Faults, rng: random.Random, every_s: float, t0: float
+) -> None:
     """Kill and restart an upstream, or restart Redis, every ``every_s`` on average."""
     while True:
         await asyncio.sleep(rng.uniform(0.5, 1.5) * every_s)
+        at = round(time.monotonic() - t0, 1)
         if rng.random() < 0.5:
-            backend = stk.backends[rng.choice(KINDS)]
-            await asyncio.to_thread(backend.restart, signal.SIGKILL, 0.5)
+            kind = rng.choice(KINDS)
+            await asyncio.to_thread(stk.backends[kind].restart, signal.SIGKILL, 0.5)
             faults.upstream_kills += 1
+            faults.timeline.append([at, f"upstream {kind} killed and restarted"])
         else:
             await asyncio.to_thread(stk.redis.restart, signal.SIGTERM, 1.0)
             faults.redis_restarts += 1
+            faults.timeline.append([at, "redis restarted"])
 
 
 # ---------------------------------------------------------------------- one client
@@ -266,6 +272,7 @@ class Outcome:
     drops: dict[str, int] = field(default_factory=dict)  # why the proxy ended a connection
     reopen_retries: int = 0
     resume_hangs: int = 0
+    hang_at: list[list[Any]] = field(default_factory=list)  # [seconds, replica, session]
     not_resumable: int = 0  # opened while the store was down: no resume token
     events: int = 0
     lost: int = 0
@@ -301,6 +308,7 @@ class Client:
         self.finishing = False
         self.last_error = ""  # the last error code received on this connection
         self.reader: asyncio.Task[None] | None = None
+        self.t0 = time.monotonic()
 
     async def _open(self) -> None:
         assert self.http is not None
@@ -383,6 +391,7 @@ class Client:
             first = await self._recv()
         except TimeoutError:
             self.out.resume_hangs += 1
+            self.out.hang_at.append([round(time.monotonic() - self.t0, 1), base, self.sid])
             first = {"type": f"(no answer to session.resume in {RECV_TIMEOUT_S:.0f} s)"}
         except ConnectionError as exc:
             first = {"type": f"(connection ended: {exc})"}
@@ -569,6 +578,7 @@ def summarize(
         "resumes": sum(o.resumes for o in outs),
         "resume_failures": sum(len(o.resume_failures) for o in outs),
         "resume_hangs": sum(o.resume_hangs for o in outs),
+        "resume_hangs_at": [h for o in outs for h in o.hang_at][:10],
         "not_resumable": sum(o.not_resumable for o in outs),
         "reopen_retries": sum(o.reopen_retries for o in outs),
         "connections_ended_by_proxy": drops,
@@ -633,9 +643,10 @@ async def run_all(
         for i in range(n)
     ]
     sampler = asyncio.create_task(sample_loop(stk, samples, sample_s, t0))
-    faulter = asyncio.create_task(fault_loop(stk, faults, rng, fault_s))
+    faulter = asyncio.create_task(fault_loop(stk, faults, rng, fault_s, t0))
 
     async def one(c: Client) -> Outcome:
+        c.t0 = t0
         await asyncio.sleep(3.0 * c.idx / n)  # arrive over 3 s
         return await c.run(deadline)
 
