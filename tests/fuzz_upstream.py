@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import time
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -84,6 +85,9 @@ class Script:
     opening: str = "valid"
     steps: tuple[Send, ...] = ()
     ending: str = "stay"
+    # After a close or abort, refuse new connections (HTTP 503) this long: an upstream
+    # restarting.
+    down_s: float = 0.0
 
 
 @dataclass
@@ -94,6 +98,8 @@ class FuzzUpstream:
     script: Script | None = None
     played: threading.Event = field(default_factory=threading.Event)
     connections: int = 0
+    refused: int = 0
+    down_until: float = 0.0  # time.monotonic() until which connections are refused
 
     def arm(self, script: Script) -> None:
         """The next session opened gets ``script``; ``played`` is set once it is sent."""
@@ -105,7 +111,10 @@ class FuzzUpstream:
         return script
 
     # ------------------------------------------------------------------ aiohttp
-    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        if time.monotonic() < self.down_until:
+            self.refused += 1
+            return web.Response(status=503, text="restarting")
         ws = web.WebSocketResponse(max_msg_size=0, autoping=True)
         await ws.prepare(request)
         self.connections += 1
@@ -155,6 +164,8 @@ class FuzzUpstream:
                     await ws.send_bytes(step.binary)
                 else:
                     await ws.send_str(step.render(counter))
+            if script.ending in ("close", "abort"):
+                self.down_until = time.monotonic() + script.down_s
             if script.ending == "close":
                 await ws.close(code=1000)
                 return False
