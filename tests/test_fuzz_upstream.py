@@ -460,7 +460,9 @@ async def _drive(
             # replica can, so this one stands down (shim/dialects/relay_upstream.py).
             return
         # Ended: only with a report first (a coded error), or as the upstream ended it.
-        assert reader.codes or ws.close_code == 1000, (ws.close_code, reader.events[-5:])
+        # (1006: the race pinned by the xfail test at the end of this file.)
+        ended = (1000, 1006) if script.ending in ("close", "abort") else (1000,)
+        assert reader.codes or ws.close_code in ended, (ws.close_code, reader.events[-5:])
         assert mode == "passthrough", f"{mode} ended instead of recovering: {reader.events[-5:]}"
         return
     if mode == "duplex_emulated":
@@ -537,3 +539,41 @@ def test_an_upstream_event_nested_300_deep_is_refused_and_the_session_goes_on(
 @pytest.mark.parametrize("mode", ["barge_in_emulated", "duplex_emulated"])
 def test_an_upstream_restart_of_1_5_s_is_survived(stack: Stack, mode: str) -> None:
     _check(stack, mode, Script("valid", (), "abort", down_s=1.5))
+
+
+async def _close_while_client_sends(base: str, upstream: FuzzUpstream) -> int | None:
+    """Passthrough: the upstream closes (1000) while the client keeps sending."""
+    upstream.arm(Script("valid", (), "close"))
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(ws_url(base, model="passthrough")) as ws,
+    ):
+        reader = Reader(ws)
+        await reader.until(lambda evs: bool(evs))
+        heartbeat = json.dumps({"type": "session.heartbeat"})
+        with contextlib.suppress(ConnectionResetError, aiohttp.ClientError):
+            for _ in range(2000):
+                await ws.send_str(heartbeat)
+                await asyncio.sleep(0)
+        await reader.until(lambda _: False)
+        return ws.close_code
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="passthrough: when the upstream closes normally (1000) while a client frame is"
+    " being relayed, proxy/passthrough/relay.py relay() sees client_to_upstream fail first"
+    " (send on the closing upstream), returns without closing the client, and the client"
+    " sees 1006 (no close frame, no error event) instead of 1000 'upstream closed'; about"
+    " one run in two, so the test tries ten times",
+)
+def test_an_upstream_closing_while_the_client_sends_closes_the_client_cleanly(
+    stack: Stack,
+) -> None:
+    upstream = stack.upstreams["passthrough"]
+    codes = [
+        run_bounded(_close_while_client_sends(stack.proxy.base, upstream), 3 * STEP_TIMEOUT_S)
+        for _ in range(10)
+    ]
+    assert all(code == 1000 for code in codes), codes
+    assert stack.proxy.settled(stack.baseline)["clean"]
