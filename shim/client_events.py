@@ -77,7 +77,9 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
     if not s16.size:
         return []
     keep_ms = s.settings.max_turn_ms
-    if not s.turns.in_progress:
+    # Between VAD turns only prefix padding is needed; push-to-talk (no VAD) keeps
+    # the whole buffer for the client's commit.
+    if not s.turns.in_progress and s.config.turn.vad is not None:
         keep_ms = s.settings.vad.prefix_padding_ms + 3000
     start = s.history.append(s16, keep_ms)
     if not s.vad_enabled or s.config.turn.vad is None:

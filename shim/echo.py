@@ -247,9 +247,9 @@ class EchoSuppressor:
             float(np.dot(far, far)),
             float(np.dot(short, far)),
         )
-        if e_f <= e_m * 1e-4 or c * c < self.lock_ratio * e_m * e_f or end >= self._next_track:
-            # The lock no longer explains the mic (or it is time to refine it, for
-            # clock drift): search +-jitter around it.
+        if e_f <= e_m * 1e-4 or c * c <= self.lock_ratio * e_m * e_f or end >= self._next_track:
+            # The lock no longer explains the mic (`<=`: nor a silent one, e_m == 0) or it
+            # is time to refine it, for clock drift: search +-jitter around it.
             self._next_track = end + self.rate_hz // 10
             lo = max(0, self.delay - self.jitter)
             fit = self._fit(short, end, lo, min(self.max_delay, self.delay + self.jitter))

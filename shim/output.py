@@ -43,6 +43,11 @@ class ActiveResponse:
         """The client has not had all of it yet: produced, or held back."""
         return not self.cancelled and (not self.upstream_done or bool(self.held))
 
+    @property
+    def told_done(self) -> bool:
+        """Its response.done went out to the client: not cut short, and nothing held."""
+        return not self.cancelled and self.upstream_done and not self.held
+
     def drop_held(self) -> None:
         self.held, self.held_ms = [], 0.0
 

@@ -21,8 +21,13 @@ def close_response(
     reason: str | None,
     truncate_at: int | None = None,
     full_text: str | None = None,
+    told_done: bool = False,
 ) -> list[Action]:
-    """The events that end ``resp``; an early end truncates it at what was heard."""
+    """The events that end ``resp``; an early end truncates it at what was heard.
+
+    ``told_done``: its response.done already went out (it ended, but still plays), so
+    an early end only truncates it: a response ends once.
+    """
     pb = resp.playback
     transcript = full_text if full_text is not None else (pb.transcript if pb else "")
     played: int | None = None
@@ -30,7 +35,11 @@ def close_response(
         played = truncate_at if truncate_at is not None else pb.audio_end_ms(now)
         pb.truncated_ms = played
         transcript = pb.heard_transcript(played)
-    events = wire.response_end(resp.response_id, resp.item_id, status, transcript, reason)
+    events = (
+        []
+        if told_done
+        else wire.response_end(resp.response_id, resp.item_id, status, transcript, reason)
+    )
     out: list[Action] = [SendClient(e) for e in events]
     if played is not None:
         out.append(SendClient(wire.truncated(resp.item_id, played)))

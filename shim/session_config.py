@@ -61,6 +61,7 @@ class TurnDetection:
             "threshold": self.vad.threshold,
             "prefix_padding_ms": self.vad.prefix_padding_ms,
             "silence_duration_ms": self.vad.silence_duration_ms,
+            "min_speech_duration_ms": self.vad.min_speech_ms,
             "create_response": self.create_response,
             "interrupt_response": self.interrupt_response,
             "idle_timeout_ms": None,

@@ -320,12 +320,6 @@ MIN_SPEECH_UPDATE = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: turn_detection.min_speech_duration_ms is applied but left out of "
-    "TurnDetection.as_wire(), so snapshot()/restore() (a resume on another replica) "
-    "resets it to the default 150 ms, and session.updated does not show it",
-)
 @pytest.mark.parametrize("dialect", sorted(MAKERS))
 def test_min_speech_duration_survives_snapshot_and_restore(dialect: str) -> None:
     session = MAKERS[dialect]()

@@ -356,7 +356,9 @@ def test_cutting_an_answer_generated_in_full_clears_its_playback_upstream() -> N
     cut_an_answer(sc)  # the proxy acks what was heard: the upstream now goes by acks
     play_response(sc, "resp-2", deltas=30)  # 3 s, all generated, playing
     out = sc.speak([0.9] * 10)
-    assert "response.done" in types(out)
+    # It already ended (response.done completed): the cut only truncates it.
+    assert "response.done" not in types(out)
+    assert "conversation.item.truncated" in types(out)
     up = [e for e in upstream_events(out) if e["type"] != "input_audio_buffer.append"]
     assert [e["type"] for e in up] == ["playback.ack", "output_audio_buffer.clear"]
     assert up[0]["played_ms"] < 3000 and up[1]["response_id"] == "resp-2"

@@ -440,7 +440,9 @@ def test_a_cut_of_a_response_generated_in_full_stops_its_playback_upstream() -> 
     out = cut(sc)
     up = [e["type"] for e in upstream_events(out)]
     assert "output_audio_buffer.clear" in up and "response.cancel" not in up
-    assert "response.done" in types(out)
+    # It already ended (response.done completed): the cut only truncates it.
+    assert "response.done" not in types(out)
+    assert "conversation.item.truncated" in types(out)
 
 
 def test_the_proxy_reports_the_end_of_playback_once_it_has_acked_anything() -> None:

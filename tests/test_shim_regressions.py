@@ -105,12 +105,6 @@ def test_turning_vad_off_during_an_overlap_does_not_hold_the_response_forever(
     assert dones(client_events(out), rid) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (duplex_emulated): input_audio_buffer.clear during an undecided overlap "
-    "drops the overlap but keeps the held assistant audio: later deltas overtake it and "
-    "a tick releases it after the response's response.done",
-)
 def test_clear_during_an_overlap_keeps_the_assistant_audio_in_order() -> None:
     sc, rid = turn_based_responding()
     sc.speak([0.9] * 4)  # overlap: output held
@@ -129,12 +123,6 @@ def test_clear_during_an_overlap_keeps_the_assistant_audio_in_order() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (duplex_emulated): with turn_detection null (push-to-talk) the input kept "
-    "for the next commit is capped at prefix_padding_ms + 3 s while no VAD turn is in "
-    "progress, so a 10 s push-to-talk turn reaches the upstream as its last ~4 s",
-)
 def test_a_long_push_to_talk_turn_reaches_the_upstream_whole() -> None:
     sc = Script(TurnBasedSession(SID, "m", "u", SETTINGS))
     sc.client(PUSH_TO_TALK)
@@ -151,13 +139,6 @@ def test_a_long_push_to_talk_turn_reaches_the_upstream_whole() -> None:
     assert len(sent) // 2 >= 16_000 * 10 - 16 * 40  # 10 s at 16 kHz, give or take 40 ms
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a barge-in while a response that already ended (response.done completed) "
-    "is still playing ends it a second time: a second response.done (cancelled, "
-    "turn_detected) with its closing events for the same response id; it should only be "
-    "truncated at what was heard",
-)
 @pytest.mark.parametrize("dialect", ["turn_based", "relay"])
 def test_a_barge_in_on_a_finished_response_still_playing_does_not_end_it_twice(
     dialect: str,
@@ -198,14 +179,6 @@ def _speak(
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug (shim/echo.py, EchoSuppressor._estimate): once the echo delay is locked, "
-    "a mic window of digital silence (all-zero samples, e.g. a muted microphone) makes "
-    "the leak estimate divide by its zero energy (float(np.dot(res, res)) / e_m): a "
-    "ZeroDivisionError on input_audio_buffer.append (escaping handle(), or turned into "
-    "an internal_error where handle() catches failures)",
-)
 def test_digital_silence_after_an_echo_lock_is_handled() -> None:
     settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=True)
     session = TurnBasedSession(SID, "demo", "demo-up", settings)

@@ -159,11 +159,12 @@ class BargeInRelaySession(EmulatedSession):
     ) -> list[Action]:
         resp = self.response
         assert resp is not None
+        told_done = resp.told_done
         resp.cancelled = True
         resp.drop_held()
         self.cancelled_ids.append(resp.response_id)
         self.suppress_upstream_speech = reason == "turn_detected"
-        out = close_response(resp, now, "cancelled", reason, truncate_at)
+        out = close_response(resp, now, "cancelled", reason, truncate_at, None, told_done)
         played = (resp.playback.truncated_ms or 0) if resp.playback is not None else 0
         rid, aid = resp.response_id, resp.item_id
         if resp.playback is not None:

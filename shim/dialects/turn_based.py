@@ -177,11 +177,12 @@ class TurnBasedSession(EmulatedSession):
         """End the active response with ``status`` and every closing event GA expects."""
         resp = self.response
         assert resp is not None
-        ended_early = status != "completed"
+        ended_early, told_done = status != "completed", resp.told_done
         resp.cancelled = ended_early
         if ended_early:
             resp.drop_held()
-        return close_response(resp, now, status, reason, truncate_at, self._final_text)
+        text = self._final_text
+        return close_response(resp, now, status, reason, truncate_at, text, told_done)
 
     # ------------------------------------------------------------ upstream events
     def upstream_handlers(self) -> dict[str, EventHandler]:
