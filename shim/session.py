@@ -166,14 +166,9 @@ class EmulatedSession:
         error = self.apply_update(ev)
         if error is not None:
             return [self.err(error.code, str(error), ev, error.param)]
-        return [
-            SendClient(
-                {
-                    "type": "session.updated",
-                    "session": session_object(self.session_id, self.model, self.config),
-                }
-            )
-        ]
+        session = session_object(self.session_id, self.model, self.config)
+        updated = SendClient({"type": "session.updated", "session": session})
+        return [updated, *self.turns.detection_changed(now)]
 
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
         """Apply a session.update locally; a rejected update changes nothing."""

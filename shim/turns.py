@@ -168,6 +168,13 @@ class Turns:
             return []
         return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
 
+    def detection_changed(self, now: float) -> list[Action]:
+        """After a session.update: with turn detection off (push-to-talk) no VAD window
+        can decide an undecided overlap, so it is no interruption: held output goes on."""
+        if self._s.config.turn.vad is not None or not self._s.overlap.holding:
+            return []
+        return self._release(Cue.NOT_AN_INTERRUPTION, "turn_detection_off", now)
+
     # ------------------------------------------------------------ overlaps
     def _far(self, end_sample: int) -> Float32Array | None:
         lo, hi = self._s.evidence.mic_window(end_sample)

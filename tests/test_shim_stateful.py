@@ -17,10 +17,6 @@ moving forward. After every step:
 * events for the client carry no ``server_event_seq`` of their own (the edge numbers
   them) and, stamped by the edge's journal (``shim/journal.py``), their seqs rise;
 * errors carry a code; a snapshot is JSON and restores.
-
-Known bugs, each pinned by an xfail case in ``tests/test_shim_regressions.py``, are
-steered around (and marked where) so the machine goes on exploring: turning VAD off
-during an undecided overlap, and a new upstream response during one.
 """
 
 from __future__ import annotations
@@ -243,9 +239,6 @@ class ShimMachine(RuleBasedStateMachine):
         self.advance(ms)
         self.client({"type": "session.update", **update})
 
-    # Only once the user is quiet: turning VAD off during an undecided overlap holds
-    # the response for good (tests/test_shim_regressions.py).
-    @precondition(lambda self: self.quiet >= QUIET_WINDOWS)
     @rule(ms=steps_ms)
     def client_push_to_talk(self, ms: int) -> None:
         self.advance(ms)
@@ -562,9 +555,7 @@ class RelayMachine(ShimMachine):
     def connected(self) -> bool:
         return self.pending_resume is None and not self.stood_down
 
-    # Not during an undecided overlap: a new response then loses the held end of the
-    # previous one (tests/test_shim_regressions.py).
-    @precondition(lambda self: self.connected() and self.up_response is None and not self.overlap)
+    @precondition(lambda self: self.connected() and self.up_response is None)
     @rule(ms=steps_ms)
     def upstream_response_created(self, ms: int) -> None:
         self.advance(ms)
@@ -593,9 +584,7 @@ class RelayMachine(ShimMachine):
             }
         )
 
-    # Not during an undecided overlap: a new response then loses the held end of the
-    # previous one (tests/test_shim_regressions.py).
-    @precondition(lambda self: self.connected() and self.up_response is None and not self.overlap)
+    @precondition(lambda self: self.connected() and self.up_response is None)
     @rule(
         chunks=st.integers(1, 8),
         audio_ms=st.sampled_from([100, 500]) | st.integers(1, 1000),

@@ -122,7 +122,7 @@ class BargeInRelaySession(EmulatedSession):
         # job here; the upstream would refuse server_vad without barge-in, so it is
         # not forwarded.
         self.last_update = upstream_settings(ev)
-        return [SendUpstream(self.last_update)]
+        return [SendUpstream(self.last_update), *self.turns.detection_changed(now)]
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.input_audio(self, ev, now)

@@ -135,10 +135,13 @@ def response_created(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> li
     rid = response_id(ev)
     if not isinstance(rid, str):
         return r.output.event(SendClient(ev))
+    # What is held of the previous response (during an undecided overlap) goes out
+    # first: replacing it must not lose its end, and it ends before the next begins.
+    out = r.output.release(now, r.config.output_format.rate_hz)
     r.new_response(rid, f"item_{rid}")
     r.reports.new_response()
     r.assistant_audio.reset()
-    return [SendClient(ev)]
+    return [*out, SendClient(ev)]
 
 
 def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
