@@ -292,7 +292,7 @@ def test_the_turn_based_upstream_has_no_session_to_resume_or_checkpoint() -> Non
 def test_overlap_held_transcript_is_released_in_order_when_it_was_a_backchannel() -> None:
     sc = turn_based(min_barge_in_ms=2000)
     start_turn(sc, audio_ms=1000)
-    assert types(sc.speak([0.9] * 4)) == ["input_audio_buffer.speech_started"]
+    assert not types(sc.speak([0.9] * 4)), "undecided: speech_started only for a barge-in"
     held = sc.upstream({"type": "transcription.delta", "delta": "held words"})
     held += turn_audio(sc)
     assert not types(held)
@@ -308,8 +308,9 @@ def test_overlap_still_undecided_when_the_assistant_stops_becomes_the_next_turn(
     start_turn(sc, audio_ms=300)
     done = sc.upstream({"type": "response.output_audio.done"})
     assert "response.done" in types(done)
-    assert types(sc.speak([0.9] * 4)) == ["input_audio_buffer.speech_started"]
-    sc.tick(5000)  # the 300 ms played out long ago: the speech is the user's own turn
+    assert not types(sc.speak([0.9] * 4)), "undecided: speech_started only for a barge-in"
+    # The 300 ms played out long ago: the speech is the user's own turn.
+    assert types(sc.tick(5000)) == ["input_audio_buffer.speech_started"]
     out = sc.speak([0.05] * 20)
     assert types(out)[:2] == ["input_audio_buffer.speech_stopped", "input_audio_buffer.committed"]
 
@@ -545,6 +546,9 @@ def test_upstream_speech_events_are_relayed_except_right_after_a_cut() -> None:
     assert types(sc.up({"type": "input_audio_buffer.committed", "item_id": "u"})) == [
         "input_audio_buffer.committed"
     ]
+    # The upstream's next speech is relayed (a stop only after its start was).
+    started = {"type": "input_audio_buffer.speech_started", "item_id": "u2"}
+    assert types(sc.up(started)) == ["input_audio_buffer.speech_started"]
     stopped = {"type": "input_audio_buffer.speech_stopped", "item_id": "u2"}
     assert types(sc.up(stopped)) == ["input_audio_buffer.speech_stopped"]
 
