@@ -469,9 +469,7 @@ async def _drive(
             # replica can, so this one stands down (shim/dialects/relay_upstream.py).
             return
         # Ended: only with a report first (a coded error), or as the upstream ended it.
-        # (1006: the race pinned by the xfail test at the end of this file.)
-        ended = (1000, 1006) if script.ending in ("close", "abort") else (1000,)
-        assert reader.codes or ws.close_code in ended, (ws.close_code, reader.events[-5:])
+        assert reader.codes or ws.close_code == 1000, (ws.close_code, reader.events[-5:])
         assert mode == "passthrough", f"{mode} ended instead of recovering: {reader.events[-5:]}"
         return
     if mode == "duplex_emulated":
@@ -560,16 +558,6 @@ async def _close_while_client_sends(base: str, upstream: FuzzUpstream) -> int | 
         return ws.close_code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="passthrough: when the upstream closes normally (1000) while the client keeps"
-    " sending, the proxy closes the client while its reader task is inside receive():"
-    " aiohttp's WebSocketResponse.close() then marks the socket closing and closes the"
-    " transport right after its close frame, without reading the client's reply; with the"
-    " client's frames unread the kernel resets the connection and the client sees 1006."
-    " (proxy/passthrough/relay.py now waits for the upstream's close when a send fails"
-    " first, so the other half of the race is gone.) About one run in three",
-)
 def test_an_upstream_closing_while_the_client_sends_closes_the_client_cleanly(
     stack: Stack,
 ) -> None:
