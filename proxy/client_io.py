@@ -21,6 +21,7 @@ from aiohttp import web
 
 from proxy.client_limits import InputRate, Lifetime, Rate, audio_bytes
 from proxy.config import ServerConfig
+from proxy.json_depth import nests_deeper_than
 from proxy.metrics import Metrics
 from shim import wire
 
@@ -39,12 +40,14 @@ class BadFrame:
     message: str
 
 
-def parse_client_frame(raw: str) -> ClientFrame | BadFrame:
+def parse_client_frame(raw: str, max_depth: int = 64) -> ClientFrame | BadFrame:
     """JSON object with a string ``type``, or a reason it is not one."""
     try:
         event = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return BadFrame("invalid_event", f"frame is not valid JSON: {exc}")
+    if nests_deeper_than(raw, event, max_depth):
+        return BadFrame("invalid_event", f"event nested too deeply (over {max_depth} levels)")
     if not isinstance(event, dict):
         return BadFrame("invalid_event", "an event must be a JSON object")
     kind = event.get("type")
@@ -137,7 +140,7 @@ class ClientChannel:
                         self.metrics.client_errors.labels("frame_too_large").inc()
                         await self.end("frame_too_large", 1009, f"frame over {limit} bytes")
                         break
-                    parsed = parse_client_frame(msg.data)
+                    parsed = parse_client_frame(msg.data, self.limits.max_json_depth)
                     if isinstance(parsed, BadFrame):
                         self.send_error(parsed.code, parsed.message)
                         continue
@@ -260,11 +263,19 @@ class ClientChannel:
     async def close(self, code: int, reason: str) -> None:
         if not self.ws.closed and not self._slow:
             await self.flush()
+            reader = self._tasks[0] if self._tasks else None
+            if reader is not None and reader is not asyncio.current_task():
+                # Closed while a reader waits, aiohttp drops the socket right after its
+                # close frame, with the client's frames unread: the kernel resets it and
+                # the client sees 1006. Without one, close() reads up to the client's reply.
+                reader.cancel()
+                await asyncio.wait({reader}, timeout=1.0)
             try:
                 await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120]), 2.0)
             except (TimeoutError, Exception):
                 if self._transport is not None:
                     self._transport.abort()
+            self.close_code = self.ws.close_code
         self.closed.set()
 
     async def stop(self) -> None:

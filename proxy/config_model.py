@@ -37,6 +37,13 @@ class ServerConfig:
         ge=1024,
         description="Largest client frame accepted; a bigger one closes the socket with 1009.",
     )
+    max_json_depth: int = Field(
+        default=64,
+        ge=8,
+        le=250,
+        description="Deepest JSON nesting in an event: a client event deeper gets invalid_event,"
+        " an upstream event deeper is dropped with a warning.",
+    )
     max_sessions: int = Field(
         default=1000,
         gt=0,

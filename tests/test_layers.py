@@ -50,7 +50,14 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("shim: dialects", ["shim.dialects.*"]),
     (
         "proxy: foundations",
-        ["proxy", "proxy.log_redaction", "proxy.logging", "proxy.metrics", "proxy.clock"],
+        [
+            "proxy",
+            "proxy.log_redaction",
+            "proxy.logging",
+            "proxy.metrics",
+            "proxy.clock",
+            "proxy.json_depth",
+        ],
     ),
     ("proxy: latencies read off a session's events", ["proxy.latency"]),
     (

@@ -152,7 +152,9 @@ async def test_metrics_count_sessions_frames_and_bytes_by_mode_and_direction() -
 
 
 async def test_active_sessions_gauge_returns_to_zero() -> None:
-    async with reference("turn") as up, proxy(proxy_config({"m": up})) as base:
+    # Sessions are counted, not connections: a dropped one counts until its grace ends.
+    grace = {"disconnect_grace_s": 0.3}
+    async with reference("turn") as up, proxy(proxy_config({"m": up}, store=grace)) as base:
         async with connect(ws_url(base)) as c:
             await c.until("session.created")
             during = await scrape(base)

@@ -129,6 +129,7 @@ class EmulatedRunner(PersistedSession):
 
     def start(self) -> None:
         self.state.live[self.session_id] = self
+        self._active().inc()  # opened here or resumed here: the session lives on this replica
         self._tasks = [
             asyncio.create_task(self._loop(), name="session-loop"),
             asyncio.create_task(self.ticker.run(), name="tick"),
@@ -177,7 +178,13 @@ class EmulatedRunner(PersistedSession):
         await self.upstream.close()
         if self.state.live.get(self.session_id) is self:
             del self.state.live[self.session_id]
+            self._active().dec()
         self.finished.set()
+
+    def _active(self) -> Any:
+        route = self.route
+        labels = (self.cls.mode, route.model, route.upstream_model or route.model)
+        return self.state.metrics.sessions_active.labels(*labels)
 
     async def replaced_elsewhere(self) -> None:
         """Another replica resumed this session: tell the client here and let go."""

@@ -16,6 +16,7 @@ from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.queue_items import FromUpstream, Stop
+from proxy.json_depth import nests_deeper_than
 from proxy.logging import Logger
 from proxy.state import ProxyState
 from proxy.upstream import (
@@ -205,6 +206,11 @@ class UpstreamControl:
                 event = orjson.loads(msg.data)
             except orjson.JSONDecodeError:
                 self.state.metrics.upstream_errors.labels("protocol").inc()
+                continue
+            if nests_deeper_than(msg.data, event, self.state.config.server.max_json_depth):
+                # It could not be stamped for the client: drop it, the session goes on.
+                self.state.metrics.upstream_errors.labels("protocol").inc()
+                self.log.warning("upstream_event_dropped", reason="nested too deeply")
                 continue
             if isinstance(event, dict):
                 await self.inputs.put(FromUpstream(ws, UpstreamEvent(event, msg.data, now_ms())))

@@ -95,7 +95,7 @@ class ClientSession:
             self.client.send_error("internal_error", "the proxy failed this session")
             await self.client.close(1011, "internal error")
         finally:
-            if self.mode is not None:
+            if self.mode == "passthrough":  # an emulated session is counted by its runner
                 self.state.metrics.sessions_active.labels(self.mode, *self._labels()).dec()
             await self.client.stop()
             self.log.info("session_closed", mode=self.mode, close_code=self.client.close_code)
@@ -177,10 +177,12 @@ class ClientSession:
         cls = classify(link.created, forced=route.mode, duplex_refused=link.duplex_refused)
         self.mode = cls.mode
         state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()
-        state.metrics.sessions_active.labels(cls.mode, *self._labels()).inc()
         self.log = self.log.bind(mode=cls.mode)
         self.log.info("session_open", upstream_kind=cls.kind, reasons=list(cls.reasons))
         if cls.mode == "passthrough":
+            # Sessions are counted, not connections: a passthrough session is its
+            # connection; an emulated one counts from its runner's start to its end.
+            state.metrics.sessions_active.labels(cls.mode, *self._labels()).inc()
             await run_passthrough(self, link, cls)
             return
         await self._run_emulated(link, cls, model, upstream_model)

@@ -117,6 +117,11 @@ async def relay(
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
     try:
         done, _ = await asyncio.wait({down, upw}, return_when=asyncio.FIRST_COMPLETED)
+        if upw in done and not upw.cancelled() and upw.exception() is not None:
+            # A send failed on an upstream that is closing: its close frame is on the
+            # way, let the reader see it (bounded) so the client gets its code, not 1006.
+            await asyncio.wait({down}, timeout=1.0)
+            done = {upw, down}
     finally:
         for task in (down, upw):
             task.cancel()

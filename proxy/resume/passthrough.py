@@ -68,9 +68,13 @@ async def take_passthrough(
         conn.client.send_text(answer)
         grace = state.config.store.disconnect_grace_s
         keeper = asyncio.create_task(keep_binding(store, record, grace, conn.log))
+        labels = ("passthrough", route.model, route.upstream_model or route.model)
+        active = state.metrics.sessions_active.labels(*labels)
+        active.inc()  # the resumed session is live on this connection
         try:
             await relay(conn, ws, epoch=record.epoch)
         finally:
+            active.dec()
             keeper.cancel()
             await asyncio.gather(keeper, return_exceptions=True)
 
