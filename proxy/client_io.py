@@ -263,13 +263,6 @@ class ClientChannel:
     async def close(self, code: int, reason: str) -> None:
         if not self.ws.closed and not self._slow:
             await self.flush()
-            reader = self._tasks[0] if self._tasks else None
-            if reader is not None and reader is not asyncio.current_task():
-                # Closed while a reader waits, aiohttp drops the socket right after its
-                # close frame, with the client's frames unread: the kernel resets it and
-                # the client sees 1006. Without one, close() reads up to the client's reply.
-                reader.cancel()
-                await asyncio.wait({reader}, timeout=1.0)
             try:
                 await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120]), 2.0)
             except (TimeoutError, Exception):
