@@ -146,8 +146,8 @@ def stack(reply_ms: int, workdir: Path) -> Iterator[Stack]:
         config = workdir / "proxy.toml"
         routes = [route(k, f"ws://127.0.0.1:{b.port}/v1/realtime") for k, b in backends.items()]
         config.write_text(
-            f'[server]\nlog_level = "warning"\n[store]\nurl = "redis://127.0.0.1:{rport}/0"\n\n'
-            + "\n".join(routes)
+            f'[server]\nlog_level = "warning"\n[auth]\nmode = "none"\n'
+            f'[store]\nurl = "redis://127.0.0.1:{rport}/0"\n\n' + "\n".join(routes)
         )
         bases = []
         replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}
