@@ -1039,7 +1039,7 @@ def test_detector_hears_vowels_not_noise() -> None:
     assert [kind for kind, _ in update.events] == [START, "stop"]
 
 
-CORPUS = Path("/work/shared/corpus/dev")
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
 
 
 @pytest.mark.skipif(not (CORPUS / "manifest.json").exists(), reason="speech corpus not present")
