@@ -202,6 +202,17 @@ class Route:
     max_sessions: int | None = Field(
         default=None, gt=0, description="Sessions at once on this route; unset: no route limit."
     )
+    upstream_capacity: int | None = Field(
+        default=None,
+        ge=0,
+        description="Sessions at once on the route's upstream (all routes to its host:port); unset:"
+        " 1 for duplex without supports_multi_session, else none; 0: none (docs/protocol.md).",
+    )
+    warmup_wait_s: float = Field(
+        default=180.0,
+        ge=0,
+        description="Longest wait for an upstream holding the upgrade to warm up.",
+    )
     request_duplex: bool = Field(
         default=True,
         description="Ask for the duplex dialect with ?duplex=1 (falls back if refused).",

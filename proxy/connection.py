@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from aiohttp import web
+
 from proxy.client_io import ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.logging import Logger
@@ -17,6 +19,8 @@ from proxy.state import ProxyState
 class ClientConnection(Protocol):
     state: ProxyState
     client: ClientChannel
+    # The upgrade request (its path and query say what kind of client this is).
+    request: web.Request
     # Rebound as the connection learns its session, route and mode.
     log: Logger
     route: Route | None

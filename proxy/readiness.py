@@ -6,10 +6,12 @@ GET of its ``health_path`` when the route names one (vLLM-Omni answers ``/health
 200 once the model is loaded), else a TCP connect. A route is
 
 * ``ok``: the upstream answered;
-* ``warming``: it answered the GET with something other than 2xx (still loading), or
-  it has not been checked yet;
+* ``warming``: it answered the GET with something other than 2xx (still loading), it
+  is holding a session's upgrade right now (vLLM-Omni does while its model warms up:
+  ``proxy/handshake/upstream_wait.py``), or it has not been checked yet;
 * ``unreachable``: no connection within ``readiness.check_timeout_s``;
-* ``at_capacity``: its ``max_sessions`` are all taken.
+* ``at_capacity``: its ``max_sessions`` are all taken, or its upstream's
+  (``upstream_capacity``, shared by every route to that upstream: ``proxy/capacity.py``).
 
 The body names routes by their pattern only: upstream URLs, hosts and headers are not
 for unauthenticated callers.
@@ -24,6 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import aiohttp
 
+from proxy.capacity import upstream_full, upstream_of
 from proxy.config import Route
 from proxy.logging import get_logger
 from proxy.state import ProxyState
@@ -127,7 +130,13 @@ class Readiness:
         limit = route.max_sessions
         if limit is not None and self.state.occupied(route.model) >= limit:
             return "at_capacity"
-        return self._upstream.get(route.model, "warming")
+        checked = self._upstream.get(route.model, "warming")
+        if checked == "unreachable":
+            return checked
+        key = upstream_of(self.state, route)
+        if key is not None and self.state.upstreams.warming(key):
+            return "warming"
+        return "at_capacity" if upstream_full(self.state, route) else checked
 
     async def report(self) -> tuple[int, dict[str, Any]]:
         """The HTTP status and body of ``/readyz``."""

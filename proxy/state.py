@@ -12,6 +12,7 @@ from proxy.auth.admission import Admission
 from proxy.config import Config, Route
 from proxy.metrics import Metrics
 from proxy.store.base import SessionStore
+from proxy.upstream_book import UpstreamBook
 from proxy.vad import VadRunner
 from shim.journal import RecentIds
 
@@ -47,6 +48,8 @@ class ProxyState:
     passthrough_ids: OrderedDict[str, RecentIds] = field(default_factory=OrderedDict)
     draining: bool = False
     replica_id: str = ""
+    # What this replica learned of each upstream server (limit, warm-up): capacity.py.
+    upstreams: UpstreamBook = field(default_factory=UpstreamBook)
     # Who may connect, and the per-key session counters (proxy/auth/).
     admission: Admission = field(init=False)
 

@@ -19,6 +19,7 @@ ERROR_TYPES = {
     "rate_limit_exceeded": "rate_limit_error",
     "session_limit_reached": "rate_limit_error",
     "server_at_capacity": "rate_limit_error",
+    "upstream_at_capacity": "rate_limit_error",
     "input_rate_exceeded": "rate_limit_error",
 }
 

@@ -12,6 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from proxy.auth.admission import principal_of
+from proxy.capacity import refusal, refuse
 from proxy.client_io import CLOSED, ClientChannel, ClientFrame
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
@@ -24,24 +25,6 @@ from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, classify
-
-RETRY_AFTER_S = 5  # a hint: sessions end all the time; not a promise
-
-
-def at_capacity(state: ProxyState, route: Route) -> str | None:
-    """Why a new session cannot open now (the route or the replica is full), or None.
-
-    Sessions are counted, not sockets: one in its disconnect grace still holds its
-    upstream session, and so its slot (``ProxyState.occupied``)."""
-    limit = route.max_sessions
-    if limit is not None and state.occupied(route.model) >= limit:
-        return (
-            f"route {route.model!r} is at capacity ({limit} sessions); "
-            f"retry after {RETRY_AFTER_S} s"
-        )
-    if state.occupied() >= state.config.server.max_sessions:
-        return f"this replica is at capacity; retry after {RETRY_AFTER_S} s"
-    return None
 
 
 def _model_from(event: dict[str, Any]) -> str | None:
@@ -163,10 +146,9 @@ class ClientSession:
             self.client.send_error("route_not_allowed", f"these credentials may not open {model!r}")
             await self.client.close(1008, "route not allowed")
             return
-        refusal = at_capacity(state, route)
-        if refusal is not None:
-            self.client.send_error("server_at_capacity", refusal)
-            await self.client.close(1013, f"at capacity; retry after {RETRY_AFTER_S} s")
+        full = refusal(state, route)  # the replica, the route, the route's upstream
+        if full is not None:
+            await refuse(self.client, full)
             return
         self.route = route  # holds a session slot from here (see ``slot``)
         self.log = self.log.bind(model=model, route=route.model)

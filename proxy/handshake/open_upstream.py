@@ -6,10 +6,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from proxy.capacity import refuse, upstream_limit, upstream_of, upstream_refusal
 from proxy.client_io import ClientFrame
 from proxy.config import Route
 from proxy.connection import ClientConnection
+from proxy.handshake.upstream_wait import dial_through_warmup
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
+from proxy.upstream_book import exhausted, refused_limit
+from shim.capabilities import classify
 from shim.wire import error_code
 
 
@@ -50,33 +54,44 @@ async def open_upstream(
         if client_session.get("type") == "realtime":
             del client_session["type"]  # GA session type, not an upstream field
     url = conn.state.upstream_url(route)
+    key = upstream_of(conn.state, route)
 
     async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
         assert conn.state.http is not None
+        http = conn.state.http
         started = time.monotonic()
-        link = await dial(
-            conn.state.http,
-            url,
-            route,
-            opening_update(route, upstream_model, session),
-            cfg.upstream_connect_timeout_s,
-            cfg.classify_timeout_s,
-            heartbeat_s=cfg.upstream_heartbeat_s,
-        )
+        opener = opening_update(route, upstream_model, session)
+
+        def dial_within(connect_s: float) -> Any:
+            return dial(
+                http,
+                url,
+                route,
+                opener,
+                connect_s,
+                cfg.classify_timeout_s,
+                heartbeat_s=cfg.upstream_heartbeat_s,
+            )
+
+        # A warming upstream holds the upgrade: wait for it (proxy/handshake/upstream_wait.py).
+        link = await dial_through_warmup(conn, url, key, route.warmup_wait_s, dial_within)
         conn.state.metrics.upstream_dial.observe(time.monotonic() - started)
         return link
 
     try:
         try:
             link = await open_with(client_session)
-        except UpstreamRefused:
+        except UpstreamRefused as exc:
             # A duplex model without barge-in may refuse server VAD in its opening
             # config; turn detection is then the proxy's job: open without it.
             trimmed = _without_turn_detection(client_session)
-            if trimmed is None:
+            if trimmed is None or exhausted(exc.event):
                 raise
             link = await open_with(trimmed)
     except UpstreamRefused as exc:
+        if exhausted(exc.event):
+            await _upstream_full(conn, route, key, exc.event)
+            return None
         conn.state.metrics.upstream_errors.labels("refused").inc()
         err = exc.event.get("error")
         message = err.get("message") if isinstance(err, dict) else err
@@ -95,4 +110,26 @@ async def open_upstream(
         await conn.client.close(1011, "upstream unavailable")
         return None
     link.opening_event = first if client_session is not None else None
+    if key is not None:  # whether this upstream takes more than one session at once
+        kind = classify(link.created, forced=route.mode, duplex_refused=link.duplex_refused).kind
+        conn.state.upstreams.learn_created(key, link.created, kind)
     return link
+
+
+async def _upstream_full(
+    conn: ClientConnection, route: Route, key: str | None, event: dict[str, Any]
+) -> None:
+    """The upstream refused the session for capacity (vLLM-Omni ``resource_exhausted``):
+    the client may retry later (1013), and the proxy learns the upstream's own limit."""
+    conn.state.metrics.upstream_errors.labels("refused").inc()
+    limit = refused_limit(event)
+    configured = upstream_limit(conn.state, route)
+    if key is not None and limit is not None and conn.state.upstreams.learn_limit(key, limit):
+        conn.log.warning("upstream_limit_learned", limit=limit, configured=configured)
+    conn.log.info("upstream_at_capacity", limit=limit)
+    why = (
+        f"its upstream is at capacity ({limit} session(s) at once)"
+        if limit
+        else ("its upstream is at capacity")
+    )
+    await refuse(conn.client, upstream_refusal(route, why))

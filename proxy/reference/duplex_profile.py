@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from proxy.reference.duplex_formats import InputDefaults, audio_format_object
-from proxy.reference.model_profiles import GENERIC
 from proxy.reference.options import ReferenceOptions
 
 
@@ -25,8 +24,9 @@ def capabilities(kind: str, options: ReferenceOptions) -> dict[str, object]:
     profile = options.model_profile
     barge_in = options.barge_in_for(kind)
     limit = options.session_limit
-    # The presets derive multi-session support from max_sessions (serving_adapter.py).
-    multi = barge_in if profile is GENERIC else limit is None or limit > 1
+    # Every preset derives multi-session support from max_sessions (serving_adapter.py);
+    # the proxy reads it to know its upstream capacity (proxy/upstream_book.py).
+    multi = limit is None or limit > 1
     return {
         "supports_session_adapter": True,
         "supports_model_native_turn_policy": True,
