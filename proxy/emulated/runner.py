@@ -175,7 +175,8 @@ class EmulatedRunner(PersistedSession):
             if task is not asyncio.current_task():
                 task.cancel()
         self.ticker.cancel()
-        await self.upstream.close()
+        # Drained (1012) or resumed elsewhere, the upstream session goes on there.
+        await self.upstream.close(end_session=code != 1012 and reason != "session_replaced")
         if self.state.live.get(self.session_id) is self:
             del self.state.live[self.session_id]
             self._active().dec()

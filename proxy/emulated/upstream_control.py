@@ -93,11 +93,17 @@ class UpstreamControl:
         self.log.warning("upstream_lost", reason=why)
         self.inputs.put_nowait(UpstreamLost(why, now_ms()))
 
-    async def close(self) -> None:
-        """The session stops: stop reading, close the socket."""
+    async def close(self, end_session: bool = False) -> None:
+        """The session stops: stop reading, close the socket. ``end_session``: it ends
+        for good, so end the duplex upstream session too (left in its disconnect grace,
+        it would hold one of the upstream's slots: docs/fidelity.md, row 8)."""
         self.closing = True
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
+        if end_session and self.cls.kind == "duplex" and self.ws is not self._given_up:
+            quiet = (TimeoutError, ConnectionResetError, RuntimeError, aiohttp.ClientError)
+            with contextlib.suppress(*quiet):
+                await send_within(self.ws, '{"type": "session.close"}', 1.0)
         await close_within(self.ws)
 
     async def drop(self) -> None:

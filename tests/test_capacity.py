@@ -1,0 +1,159 @@
+"""Capacity per upstream server (docs/protocol.md, "Capacity and warm-up"), against
+strict stand-ins that count sessions like vLLM-Omni 0.30.0 (docs/fidelity.md, row 8):
+every route to one upstream shares its slots, a session in its disconnect grace holds
+its slot, a resume reuses it, the upstream's own ``resource_exhausted`` reaches the
+client as ``upstream_at_capacity`` with 1013, and its limit is learned."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiohttp
+
+from proxy.app import build_app
+from proxy.config import Config, config_from_dict
+from proxy.reference.options import ReferenceOptions
+from proxy.state import ProxyState
+from proxy.upstream_book import upstream_key
+from tests.servers import Client, connect, reference, serve_app, ws_url
+
+STRICT = ReferenceOptions(fidelity="strict")
+
+
+def config(routes: list[dict[str, Any]]) -> Config:
+    return config_from_dict({"auth": {"mode": "none"}, "routes": routes})
+
+
+@asynccontextmanager
+async def proxy_with_state(cfg: Config) -> AsyncIterator[tuple[str, ProxyState]]:
+    state = ProxyState(config=cfg)
+    async with serve_app(build_app(cfg, state)) as base:
+        yield base, state
+
+
+async def closed(c: Client, within_s: float = 10.0) -> int | None:
+    """Read until the socket closes; its close code."""
+    async with asyncio.timeout(within_s):
+        while True:
+            msg = await c.ws.receive()
+            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                return c.ws.close_code
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                c.events.append(json.loads(msg.data))
+
+
+def refused_upstream_full(c: Client) -> dict[str, Any]:
+    """The one error a refused client got: upstream_at_capacity with a retry hint."""
+    errors = c.of("error")
+    assert [e["error"]["code"] for e in errors] == ["upstream_at_capacity"], errors
+    error: dict[str, Any] = errors[0]["error"]
+    assert error["type"] == "rate_limit_error"
+    assert "retry after" in error["message"]
+    assert c.ws.close_code == 1013
+    return error
+
+
+async def refused_count(base: str) -> int:
+    """``duplex_proxy_upstream_errors_total{kind="refused"}``: refusals the upstream sent."""
+    async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
+        text = await resp.text()
+    for line in text.splitlines():
+        if line.startswith("duplex_proxy_upstream_errors_total{") and 'kind="refused"' in line:
+            return int(float(line.rsplit(" ", 1)[1]))
+    return 0
+
+
+async def readyz_routes(base: str) -> dict[str, str]:
+    async with aiohttp.ClientSession() as http, http.get(base + "/readyz") as resp:
+        body: dict[str, Any] = await resp.json()
+    routes: dict[str, str] = body["routes"]
+    return routes
+
+
+async def end(c: Client) -> None:
+    """End a session for real (no grace), so that its slot is free at once."""
+    await c.send({"type": "session.close"})
+    await c.until("session.closed")
+
+
+async def test_two_routes_on_one_upstream_share_its_one_slot() -> None:
+    async with reference("duplex-no-barge-in", options=STRICT) as up:
+        routes = [{"model": "a", "upstream": up}, {"model": "b", "upstream": up}]
+        async with proxy_with_state(config(routes)) as (base, state):
+            async with connect(ws_url(base, model="a")) as a:
+                created = await a.until("session.created")
+                assert created["session"]["capabilities"]["supports_multi_session"] is False
+                assert (await readyz_routes(base)) == {"a": "at_capacity", "b": "at_capacity"}
+                async with connect(ws_url(base, model="b")) as b:
+                    assert await closed(b) == 1013
+                    error = refused_upstream_full(b)
+                    assert "takes 1 session(s) at once" in error["message"]
+                    assert b.ws.close_code == 1013
+                # Refused before dialling: the upstream never had to say no.
+                assert await refused_count(base) == 0
+                await end(a)
+            async with connect(ws_url(base, model="b")) as b:
+                await b.until("session.created")
+            assert state.upstreams.facts(upstream_key(up)).single is True
+
+
+async def test_a_session_in_its_grace_holds_the_upstream_slot_and_its_resume_reuses_it() -> None:
+    async with reference("duplex-no-barge-in", options=STRICT) as up:
+        routes = [{"model": "a", "upstream": up}, {"model": "b", "upstream": up}]
+        async with proxy_with_state(config(routes)) as (base, _):
+            async with connect(ws_url(base, model="a")) as a:
+                created = await a.until("session.created")
+            # a is in its disconnect grace: it still holds its upstream session.
+            async with connect(ws_url(base, model="b")) as b:
+                assert await closed(b) == 1013
+                refused_upstream_full(b)
+            async with connect(ws_url(base, model="a")) as again:
+                await again.send(
+                    {
+                        "type": "session.resume",
+                        "session_id": created["session"]["id"],
+                        "resume_token": created["resume_token"],
+                        "last_received_server_event_seq": 0,
+                    }
+                )
+                await again.until("session.resumed")  # its own slot, not a second one
+                await end(again)
+            async with connect(ws_url(base, model="b")) as b:
+                await b.until("session.created")
+            assert await refused_count(base) == 0
+
+
+async def test_the_upstreams_own_refusal_is_upstream_at_capacity_and_its_limit_is_learned() -> None:
+    """Sessions the proxy cannot see (another client of the upstream) fill it: the
+    upstream says resource_exhausted; the client hears upstream_at_capacity and 1013,
+    and from then on the proxy refuses early at the upstream's own limit."""
+    options = ReferenceOptions(fidelity="strict", max_sessions=2)
+    async with reference("duplex-no-barge-in", options=options) as up:
+        routes = [{"model": "m", "upstream": up, "upstream_capacity": 5}]
+        async with proxy_with_state(config(routes)) as (base, state):
+            direct = f"{up}?duplex=1&model=m"
+            async with connect(direct) as d1, connect(direct) as d2:
+                await d1.until("session.created")
+                await d2.until("session.created")
+                async with connect(ws_url(base)) as c:
+                    assert await closed(c) == 1013
+                    error = refused_upstream_full(c)
+                    assert "2 session(s) at once" in error["message"]
+                assert await refused_count(base) == 1
+                assert state.upstreams.facts(upstream_key(up)).limit == 2
+                await end(d1)
+                await end(d2)
+            async with connect(ws_url(base)) as c1, connect(ws_url(base)) as c2:
+                await c1.until("session.created")
+                await c2.until("session.created")
+                async with connect(ws_url(base)) as c3:
+                    assert await closed(c3) == 1013
+                    error = refused_upstream_full(c3)
+                    assert "takes 2 session(s) at once" in error["message"]
+                assert await refused_count(base) == 1, "refused early, at the learned limit"
+                await end(c1)
+                await end(c2)
