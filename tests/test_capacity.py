@@ -13,6 +13,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
+from aiohttp import web
 
 from proxy.app import build_app
 from proxy.config import Config, config_from_dict
@@ -157,3 +158,96 @@ async def test_the_upstreams_own_refusal_is_upstream_at_capacity_and_its_limit_i
                 assert await refused_count(base) == 1, "refused early, at the learned limit"
                 await end(c1)
                 await end(c2)
+
+
+class ResumeRefusingRelay:
+    """A WebSocket relay in front of a backend that answers every ``session.resume``
+    as vLLM-Omni does on a journal gap (``session.resync_required``) while the backend
+    keeps the session in its disconnect grace, holding its slot; ``cut`` drops every
+    relayed connection as a network failure would."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self.pairs: list[tuple[web.WebSocketResponse, aiohttp.ClientWebSocketResponse]] = []
+        self.resumes_refused = 0
+        self.exhausted = 0
+
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=0)
+        await ws.prepare(request)
+        first = await ws.receive()
+        event = json.loads(first.data)
+        if event.get("type") == "session.resume":
+            self.resumes_refused += 1
+            await ws.send_json(
+                {
+                    "type": "session.resync_required",
+                    "event_id": "evt_relay",
+                    "session_id": event["session_id"],
+                    "reason": "journal_gap",
+                }
+            )
+            await ws.close()
+            return ws
+        url = f"{self.target}?{request.query_string}"
+        async with aiohttp.ClientSession() as http, http.ws_connect(url, max_msg_size=0) as up:
+            self.pairs.append((ws, up))
+            await up.send_str(first.data)
+
+            async def down() -> None:
+                async for msg in up:
+                    if msg.type == aiohttp.WSMsgType.TEXT:
+                        if '"resource_exhausted"' in msg.data:
+                            self.exhausted += 1
+                        await ws.send_str(msg.data)
+
+            async def upward() -> None:
+                async for msg in ws:
+                    if msg.type == aiohttp.WSMsgType.TEXT:
+                        await up.send_str(msg.data)
+
+            tasks = [asyncio.ensure_future(down()), asyncio.ensure_future(upward())]
+            await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        await ws.close()
+        return ws
+
+    async def cut(self) -> None:
+        pairs, self.pairs = self.pairs, []
+        for ws, up in pairs:
+            await up.close()  # the backend sees its socket go: the session's grace begins
+            await ws.close(code=1011, message=b"network down")
+
+
+async def test_a_fresh_upstream_session_after_a_failed_resume_waits_for_the_old_ones_slot() -> None:
+    """The upstream socket drops and the upstream refuses to resume its session, which
+    it keeps in its grace: the fresh session the proxy opens instead must not fail on
+    that session's slot (the strict stand-in takes one session)."""
+    options = ReferenceOptions(fidelity="strict", disconnect_grace_s=3)
+    async with reference("duplex-no-barge-in", options=options) as up:
+        relay = ResumeRefusingRelay(up)
+        app = web.Application()
+        app.router.add_get("/v1/realtime", relay.handle)
+        async with serve_app(app) as relay_base:
+            relay_url = relay_base.replace("http://", "ws://") + "/v1/realtime"
+            async with (
+                proxy_with_state(config([{"model": "m", "upstream": relay_url}])) as (base, _),
+                connect(ws_url(base)) as c,
+            ):
+                await c.until("session.created")
+                await relay.cut()
+                # The session goes on over a fresh upstream session once the old one's
+                # grace has freed its slot: it answers a session.update.
+                await asyncio.sleep(0.2)
+                await c.send({"type": "session.update", "session": {"instructions": "go on"}})
+                async with asyncio.timeout(30):
+                    while (await c.until("session.updated"))["session"].get("instructions") != (
+                        "go on"
+                    ):
+                        pass
+                assert relay.resumes_refused == 1
+                assert relay.exhausted >= 1, "the old session held the slot for a while"
+                assert [e for e in c.of("error")] == []
+                await end(c)

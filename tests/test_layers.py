@@ -84,6 +84,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.client_io",
             "proxy.upstream",
             "proxy.upstream_book",
+            "proxy.upstream_fresh",
             "proxy.store.base",
             "proxy.store.ids",
             "proxy.store.redis_scripts",

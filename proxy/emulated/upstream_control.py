@@ -23,12 +23,12 @@ from proxy.upstream import (
     UpstreamRefused,
     UpstreamUnavailable,
     close_within,
-    dial,
     opening_update,
     redial_turn,
     resume_upstream,
     send_within,
 )
+from proxy.upstream_fresh import dial_fresh
 from shim.actions import AbortUpstream, ResumeUpstream
 from shim.capabilities import Classification
 from shim.inputs import Input, UpstreamEvent, UpstreamLost, UpstreamReattached
@@ -166,7 +166,8 @@ class UpstreamControl:
                 heartbeat_s=cfg.upstream_heartbeat_s,
             )
         else:
-            link = await dial(
+            # Its lost session may hold the upstream's slot for its grace: proxy/upstream_fresh.py.
+            link = await dial_fresh(
                 http,
                 self.state.upstream_url(self.route),
                 self.route,

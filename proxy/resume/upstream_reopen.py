@@ -26,11 +26,11 @@ from proxy.upstream import (
     UpstreamRefused,
     UpstreamUnavailable,
     connect,
-    dial,
     opening_update,
     resume_over,
     resume_url,
 )
+from proxy.upstream_fresh import dial_fresh, end_over
 from shim.snapshot import opening_session
 
 
@@ -67,7 +67,8 @@ async def reopen_upstream(state: ProxyState, route: Route, record: SessionRecord
         # upstream session opens with it (turn detection stays the proxy's).
         session = opening_session(checkpoint_of(record).shim)
     try:
-        return await dial(
+        # The lost session may hold the upstream's slot for its grace: proxy/upstream_fresh.py.
+        return await dial_fresh(
             state.http,
             state.upstream_url(route),
             route,
@@ -137,6 +138,11 @@ async def reattach_upstream(
             conn.log.info("upstream_resume_failed", error=str(exc)[:200], effect="fresh session")
         else:
             return link, True
+    elif binding is not None:
+        # Its events are of no use (the client is ahead), but left in its grace it
+        # would hold the upstream's slot: end it before the fresh one opens.
+        timeout = state.config.server.classify_timeout_s
+        await end_over(reached.ws, reached.url, *binding, timeout)
     else:
         await reached.ws.close()
     try:
