@@ -251,3 +251,33 @@ async def test_a_fresh_upstream_session_after_a_failed_resume_waits_for_the_old_
                 assert relay.exhausted >= 1, "the old session held the slot for a while"
                 assert [e for e in c.of("error")] == []
                 await end(c)
+
+
+async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_coded() -> None:
+    """A passthrough session whose client left waits in the upstream's own grace (the
+    proxy relays its resume): the upstream refuses the next open, and the client hears
+    upstream_at_capacity and 1013, not upstream_unavailable; the resume gets it back."""
+    async with reference("duplex", options=STRICT) as up:
+        async with proxy_with_state(config([{"model": "m", "upstream": up}])) as (base, _):
+            async with connect(ws_url(base)) as a:
+                created = await a.until("session.created")
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
+            async with connect(ws_url(base)) as b:
+                assert await closed(b) == 1013
+                error = refused_upstream_full(b)
+                assert "at capacity (1 session(s) at once)" in error["message"]
+            assert await refused_count(base) == 1
+            async with connect(ws_url(base)) as again:
+                await again.send(
+                    {
+                        "type": "session.resume",
+                        "session_id": created["session"]["id"],
+                        "resume_token": created["resume_token"],
+                        "last_received_server_event_seq": 0,
+                    }
+                )
+                await again.until("session.resumed")
+                await end(again)
+            async with connect(ws_url(base)) as c:
+                await c.until("session.created")
+                await end(c)
