@@ -26,9 +26,6 @@ from proxy.state import ProxyState
 from proxy.upstream_book import upstream_key
 
 RETRY_AFTER_S = 5  # a hint: sessions end all the time; not a promise
-# Modes that only a duplex upstream serves: before any session.created, such a route
-# is taken to be duplex.
-DUPLEX_MODES = ("passthrough", "barge_in_emulated")
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,10 +56,9 @@ def upstream_limit(state: ProxyState, route: Route) -> int | None:
     limit: int | None
     if configured is not None:
         limit = configured or None  # 0: no limit of its own
-    elif facts is not None and facts.single is not None:
-        limit = 1 if facts.single else None
     else:
-        limit = 1 if route.mode in DUPLEX_MODES else None
+        # Not known before a session.created: the server's own refusal covers that.
+        limit = 1 if facts is not None and facts.single else None
     learned = facts.limit if facts is not None else None
     if learned is not None and (limit is None or learned < limit):
         return learned

@@ -14,6 +14,7 @@ proxy uses both.
 from __future__ import annotations
 
 import re
+import time
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -21,6 +22,9 @@ from urllib.parse import urlsplit
 from shim.wire import error_code
 
 EXHAUSTED = "resource_exhausted"
+# A learned limit is forgotten after this long: a server restarted with more slots
+# would otherwise never be asked again (the proxy refuses early at the old limit).
+LEARNED_FOR_S = 300.0
 _LIMIT = re.compile(r"limit\s*=\s*(\d+)")
 
 
@@ -47,14 +51,22 @@ def refused_limit(event: dict[str, Any]) -> int | None:
 
 @dataclass
 class UpstreamFacts:
-    # The server's own max_sessions, from its resource_exhausted refusal.
-    limit: int | None = None
+    # The server's own max_sessions, from its resource_exhausted refusal, and when.
+    learned: int | None = None
+    learned_at: float = 0.0
     # A duplex session.created said supports_multi_session false (or said nothing):
     # the server takes one session at a time. None: not known (no session yet, or
     # the server is turn-based).
     single: bool | None = None
     # Dials whose upgrade the server is holding now (it is warming up).
     held: int = 0
+
+    @property
+    def limit(self) -> int | None:
+        """The server's own limit, while it is recent."""
+        if self.learned is None or time.monotonic() - self.learned_at > LEARNED_FOR_S:
+            return None
+        return self.learned
 
 
 class UpstreamBook:
@@ -76,14 +88,15 @@ class UpstreamBook:
         caps = session.get("capabilities") if isinstance(session, dict) else None
         multi = caps.get("supports_multi_session") if isinstance(caps, dict) else None
         facts.single = multi is not True
+        if multi is True and facts.learned == 1:
+            facts.learned = None  # it says it takes more now (restarted, reconfigured)
 
     def learn_limit(self, key: str, limit: int) -> bool:
         """The server said its limit; True when that is news."""
         facts = self.facts(key)
-        if facts.limit == limit:
-            return False
-        facts.limit = limit
-        return True
+        news = facts.limit != limit
+        facts.learned, facts.learned_at = limit, time.monotonic()
+        return news
 
     def warming(self, key: str) -> bool:
         """A dial is held at the upgrade right now: the server is warming up."""
