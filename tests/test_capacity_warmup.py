@@ -82,6 +82,7 @@ async def test_a_warming_upstream_is_waited_for_the_client_told_and_readyz_says_
                 connect(ws_url(base, duplex="1")) as native,
                 connect(ws_url(base)) as ga,
                 connect(ws_url(base, model="impatient")) as impatient,
+                connect(ws_url(base, waiting_events="1")) as asked,
             ):
                 waiting = await native.until("session.waiting", timeout=30)
                 assert waiting["reason"] == "upstream_warming_up"
@@ -92,9 +93,12 @@ async def test_a_warming_upstream_is_waited_for_the_client_told_and_readyz_says_
                 # A route that waits less gives up, with the usual error.
                 error = await impatient.until("error", timeout=30)
                 assert error["error"]["code"] == "upstream_unavailable"
-                native_seen, ga_seen = await asyncio.gather(
-                    first_events_until_created(native), first_events_until_created(ga)
+                native_seen, ga_seen, asked_seen = await asyncio.gather(
+                    first_events_until_created(native),
+                    first_events_until_created(ga),
+                    first_events_until_created(asked),
                 )
-                assert native_seen[0] == "session.waiting" and native_seen[-1] == "session.created"
+                for seen in (native_seen, asked_seen):
+                    assert seen[0] == "session.waiting" and seen[-1] == "session.created"
                 assert ga_seen == ["session.created"], "a GA client gets no unknown event"
                 assert (await readyz(base))[1]["routes"]["m"] == "ok"
