@@ -211,6 +211,7 @@ class Route:
     warmup_wait_s: float = Field(
         default=180.0,
         ge=0,
+        le=240,  # the upgrade request itself is cut at 300 s (aiohttp's total timeout)
         description="Longest wait for an upstream holding the upgrade to warm up.",
     )
     request_duplex: bool = Field(
