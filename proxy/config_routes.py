@@ -1,9 +1,12 @@
-"""Rules over the whole route table: no duplicates, no route that can never match.
+"""Rules over the whole route table: no duplicates, no route that can never match,
+one session limit per upstream server.
 
 Routing (``Config.route_for``) tries exact names first, then globs in order, so a glob
 written after a broader glob is unreachable, and two routes for the same name leave
-the second one dead. Both are mistakes an operator wants to hear about. The rules read
-the raw tree, so they are reported along with any per-key problems.
+the second one dead. Routes to one upstream server share its sessions
+(``proxy/capacity.py``), so two of them naming different ``upstream_capacity`` values
+contradict each other. All are mistakes an operator wants to hear about. The rules
+read the raw tree, so they are reported along with any per-key problems.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import fnmatch
 import re
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 from proxy.config_errors import Problem
 
@@ -57,6 +61,38 @@ def _covers(earlier: str, later: str) -> bool:
     return all(fnmatch.fnmatchcase(t, earlier) for t in (later, *samples))
 
 
+def _server(upstream: str) -> str:
+    """The upstream server a URL reaches (as ``proxy/upstream_book.py`` names it)."""
+    try:
+        parts = urlsplit(upstream)
+        port = parts.port or (443 if parts.scheme in ("wss", "https") else 80)
+    except ValueError:
+        return upstream  # a bad port: reported on its own key
+    return f"{(parts.hostname or upstream).lower()}:{port}"
+
+
+def capacity_problems(entries: list[Any] | tuple[Any, ...]) -> list[Problem]:
+    """Two routes to one upstream server with different ``upstream_capacity`` values."""
+    first: dict[str, tuple[int, int]] = {}  # server -> (route index, its capacity)
+    problems: list[Problem] = []
+    for i, route in enumerate(entries):
+        if not isinstance(route, Mapping):
+            continue
+        capacity, upstream = route.get("upstream_capacity"), route.get("upstream")
+        if not isinstance(capacity, int) or not isinstance(upstream, str):
+            continue
+        j, other = first.setdefault(_server(upstream), (i, capacity))
+        if other != capacity:
+            problems.append(
+                Problem(
+                    ("routes", i, "upstream_capacity"),
+                    f"{capacity}, but routes.{j} reaches the same upstream server with "
+                    f"{other}: one server has one session limit",
+                )
+            )
+    return problems
+
+
 def route_problems(data: Mapping[str, Any], *, require_routes: bool) -> list[Problem]:
     raw = data.get("routes") or []
     entries = raw if isinstance(raw, list | tuple) else []
@@ -88,6 +124,7 @@ def route_problems(data: Mapping[str, Any], *, require_routes: bool) -> list[Pro
                     )
                 )
                 break
+    problems += capacity_problems(entries)
     default = data.get("default_model")
     if isinstance(default, str) and models:
         if not any(default == m or fnmatch.fnmatchcase(default, m) for _, m in models):

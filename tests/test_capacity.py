@@ -13,10 +13,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
+import pytest
 from aiohttp import web
 
 from proxy.app import build_app
-from proxy.config import Config, config_from_dict
+from proxy.config import Config, ConfigError, config_from_dict
 from proxy.reference.options import ReferenceOptions
 from proxy.state import ProxyState
 from proxy.upstream_book import upstream_key
@@ -281,3 +282,15 @@ async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_
             async with connect(ws_url(base)) as c:
                 await c.until("session.created")
                 await end(c)
+
+
+def test_routes_to_one_upstream_server_must_agree_on_its_capacity() -> None:
+    routes = [
+        {"model": "a", "upstream": "ws://gpu-1:8000/v1/realtime", "upstream_capacity": 1},
+        {"model": "b", "upstream": "ws://GPU-1:8000/v1/duplex", "upstream_capacity": 2},
+        {"model": "c", "upstream": "ws://gpu-2:8000/v1/realtime", "upstream_capacity": 2},
+    ]
+    with pytest.raises(ConfigError, match=r"routes\.1\.upstream_capacity: 2, but routes\.0"):
+        config(routes)
+    routes[1]["upstream_capacity"] = 1
+    assert len(config(routes).routes) == 3
