@@ -17,10 +17,13 @@ import pytest
 from aiohttp import web
 
 from proxy.app import build_app
-from proxy.config import Config, ConfigError, config_from_dict
+from proxy.config import Config, ConfigError, Route, config_from_dict
 from proxy.reference.options import ReferenceOptions
 from proxy.state import ProxyState
+from proxy.upstream import connect as connect_upstream
+from proxy.upstream import resume_url
 from proxy.upstream_book import upstream_key
+from proxy.upstream_fresh import end_over
 from tests.servers import Client, connect, reference, serve_app, ws_url
 
 STRICT = ReferenceOptions(fidelity="strict")
@@ -294,3 +297,23 @@ def test_routes_to_one_upstream_server_must_agree_on_its_capacity() -> None:
         config(routes)
     routes[1]["upstream_capacity"] = 1
     assert len(config(routes).routes) == 3
+
+
+async def test_end_over_ends_a_lost_upstream_session_and_frees_its_slot() -> None:
+    """What a takeover does with an upstream session it will not use (the client is
+    ahead of the snapshot): resume it, close it; the one slot is free again."""
+    async with reference("duplex-no-barge-in", options=STRICT) as up:
+        direct = f"{up}?duplex=1&model=m"
+        async with connect(direct) as old:
+            created = await old.until("session.created")
+            last = max((e.get("server_event_seq", 0) for e in old.events), default=0)
+        # Its socket dropped: the session waits in its grace, holding the slot.
+        async with connect(direct) as refused:
+            assert (await refused.until("error"))["error"]["code"] == "resource_exhausted"
+        async with aiohttp.ClientSession() as http:
+            url = resume_url(up, "m")
+            ws = await connect_upstream(http, url, Route(model="m", upstream=up), 5.0)
+            sid, token = created["session"]["id"], created["resume_token"]
+            assert await end_over(ws, url, sid, token, last, 5.0)
+        async with connect(direct) as fresh:
+            await fresh.until("session.created")
