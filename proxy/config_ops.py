@@ -41,6 +41,11 @@ class ReadinessConfig:
         gt=0,
         description="A check that takes longer counts the upstream as unreachable.",
     )
+    upgrade_check: bool = Field(
+        default=False,
+        description="Check routes without health_path by a WebSocket upgrade (no session,"
+        " closed at once): one a warming vLLM-Omni holds reads warming.",
+    )
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)

@@ -3,12 +3,13 @@
 A replica is ready while it is not draining, has room, and at least one route is
 usable. Each route's upstream is checked every ``readiness.check_interval_s``: an HTTP
 GET of its ``health_path`` when the route names one (vLLM-Omni answers ``/health`` with
-200 once the model is loaded), else a TCP connect. A route is
+200 once the model is loaded, even while a duplex warm-up still holds upgrades), else a
+TCP connect, or with ``readiness.upgrade_check`` a WebSocket upgrade. A route is
 
 * ``ok``: the upstream answered;
-* ``warming``: it answered the GET with something other than 2xx (still loading), it
-  is holding a session's upgrade right now (vLLM-Omni does while its model warms up:
-  ``proxy/handshake/upstream_wait.py``), or it has not been checked yet;
+* ``warming``: it answered the GET with something other than 2xx (still loading), held
+  the check's upgrade, or is holding a session's upgrade now (vLLM-Omni does while its
+  model warms up: ``proxy/handshake/upstream_wait.py``), or it is not checked yet;
 * ``unreachable``: no connection within ``readiness.check_timeout_s``;
 * ``at_capacity``: its ``max_sessions`` are all taken, or its upstream's
   (``upstream_capacity``, shared by every route to that upstream: ``proxy/capacity.py``).
@@ -28,20 +29,25 @@ import aiohttp
 
 from proxy.capacity import upstream_full, upstream_of
 from proxy.config import Route
+from proxy.handshake.upstream_wait import port_open
 from proxy.logging import get_logger
 from proxy.state import ProxyState
+from proxy.upstream import close_within, with_query
 
 Status = Literal["ok", "warming", "unreachable", "at_capacity"]
-Target = tuple[str, str, int, str | None]  # scheme, host, port, health path
+# scheme, host, port, health path, and the URL of an upgrade check (readiness.upgrade_check)
+Target = tuple[str, str, int, str | None, str | None]
 
 
-def _target(url: str, health_path: str | None) -> Target | None:
+def _target(url: str, health_path: str | None, upgrade: bool) -> Target | None:
     parts = urlsplit(url)
     if parts.hostname is None:
         return None
     secure = parts.scheme in ("wss", "https")
     port = parts.port or (443 if secure else 80)
-    return ("https" if secure else "http", parts.hostname, port, health_path)
+    # No model and autostart=0: vLLM-Omni opens no session before a session.update.
+    check = with_query(url, {"duplex": "1", "autostart": "0"}) if upgrade else None
+    return ("https" if secure else "http", parts.hostname, port, health_path, check)
 
 
 class Readiness:
@@ -59,9 +65,29 @@ class Readiness:
         self.state.metrics.draining.set(1)
 
     # ------------------------------------------------------------------ checks
+    async def _upgrade(self, url: str, within_s: float) -> Status:
+        """A WebSocket upgrade: answered is ``ok``; held on a live port (a warming
+        vLLM-Omni holds duplex upgrades) is ``warming``."""
+        http = self.state.http
+        if http is None:
+            return "warming"
+        try:
+            async with asyncio.timeout(within_s):
+                ws = await http.ws_connect(url, compress=0)
+        except aiohttp.WSServerHandshakeError:
+            return "ok"  # it answered, if not with an upgrade: the dial will say more
+        except TimeoutError:
+            return "warming" if await port_open(url, within_s) else "unreachable"
+        except (aiohttp.ClientError, OSError):
+            return "unreachable"
+        await close_within(ws)
+        return "ok"
+
     async def _probe(self, target: Target) -> Status:
-        scheme, host, port, path = target
+        scheme, host, port, path, upgrade = target
         timeout = self.state.config.readiness.check_timeout_s
+        if upgrade is not None:
+            return await self._upgrade(upgrade, timeout)
         if path is None:
             try:
                 async with asyncio.timeout(timeout):
@@ -91,7 +117,9 @@ class Readiness:
         for route in routes:
             kind = route.embedded_kind
             url = self.state.embedded_urls.get(kind) if kind is not None else route.upstream
-            targets[route.model] = _target(url, route.health_path) if url else None
+            upgrade = self.state.config.readiness.upgrade_check and route.health_path is None
+            upgrade = upgrade and route.request_duplex
+            targets[route.model] = _target(url, route.health_path, upgrade) if url else None
         unique = list({t for t in targets.values() if t is not None})
         statuses = await asyncio.gather(*(self._probe(t) for t in unique))
         results = dict(zip(unique, statuses, strict=True))

@@ -2,7 +2,8 @@
 holds duplex upgrades while it warms up, like vLLM-Omni 0.30.0 (docs/fidelity.md,
 row 9). The proxy waits for it up to the route's ``warmup_wait_s``, tells a vLLM-Omni
 client with ``session.waiting`` (a GA client gets no event it does not know), and
-``/readyz`` reports the route ``warming`` meanwhile."""
+``/readyz`` reports the route ``warming`` meanwhile, before any session too with
+``readiness.upgrade_check``."""
 
 from __future__ import annotations
 
@@ -71,6 +72,7 @@ async def test_a_warming_upstream_is_waited_for_the_client_told_and_readyz_says_
             {
                 "auth": {"mode": "none"},
                 "server": {"upstream_connect_timeout_s": 1},
+                "readiness": {"upgrade_check": True, "check_interval_s": 0.5},
                 "routes": [
                     {"model": "m", "upstream": up},
                     {"model": "impatient", "upstream": up, "warmup_wait_s": 0.5},
@@ -78,6 +80,10 @@ async def test_a_warming_upstream_is_waited_for_the_client_told_and_readyz_says_
             }
         )
         async with proxy(cfg) as base:
+            # Before any session: the check's own upgrade is held.
+            status, body = await readyz(base)
+            assert body["routes"] == {"m": "warming", "impatient": "warming"}, body
+            assert status == 503
             async with (
                 connect(ws_url(base, duplex="1")) as native,
                 connect(ws_url(base)) as ga,
@@ -101,4 +107,8 @@ async def test_a_warming_upstream_is_waited_for_the_client_told_and_readyz_says_
                 for seen in (native_seen, asked_seen):
                     assert seen[0] == "session.waiting" and seen[-1] == "session.created"
                 assert ga_seen == ["session.created"], "a GA client gets no unknown event"
-                assert (await readyz(base))[1]["routes"]["m"] == "ok"
+                async with asyncio.timeout(10):  # the next check's upgrade is answered
+                    while True:
+                        if (await readyz(base))[1]["routes"]["m"] == "ok":
+                            break
+                        await asyncio.sleep(0.1)
