@@ -281,6 +281,10 @@ async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_
                     }
                 )
                 await again.until("session.resumed")
+                async with connect(ws_url(base)) as b:  # counted again: refused early
+                    assert await closed(b) == 1013
+                    assert "takes 1 session(s) at once" in refused_upstream_full(b)["message"]
+                assert await refused_count(base) == 1
                 await end(again)
             async with connect(ws_url(base)) as c:
                 await c.until("session.created")

@@ -65,6 +65,7 @@ async def take_passthrough(
     conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
 
     async def attach() -> None:
+        conn.route = route  # the session holds its upstream's slot again (proxy/capacity.py)
         conn.client.send_text(answer)
         grace = state.config.store.disconnect_grace_s
         keeper = asyncio.create_task(keep_binding(store, record, grace, conn.log))
