@@ -62,8 +62,8 @@ async def open_upstream(
         started = time.monotonic()
         opener = opening_update(route, upstream_model, session)
 
-        def dial_within(connect_s: float) -> Any:
-            return dial(
+        async def dial_within(connect_s: float) -> UpstreamLink:
+            return await dial(
                 http,
                 url,
                 route,
@@ -127,9 +127,7 @@ async def _upstream_full(
     if key is not None and limit is not None and conn.state.upstreams.learn_limit(key, limit):
         conn.log.warning("upstream_limit_learned", limit=limit, configured=configured)
     conn.log.info("upstream_at_capacity", limit=limit)
-    why = (
-        f"its upstream is at capacity ({limit} session(s) at once)"
-        if limit
-        else ("its upstream is at capacity")
-    )
+    why = "its upstream is at capacity"
+    if limit is not None:
+        why += f" ({limit} session(s) at once)"
     await refuse(conn.client, upstream_refusal(route, why))
