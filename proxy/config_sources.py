@@ -17,7 +17,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field
+from pydantic import create_model
+from pydantic.fields import FieldInfo
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -26,33 +27,32 @@ from pydantic_settings import (
 )
 from pydantic_settings.sources.utils import parse_env_vars
 
-from proxy.config_auth import AuthConfig
 from proxy.config_errors import ConfigError, Problem
-from proxy.config_model import Route, ServerConfig, VadConfig
-from proxy.config_ops import DrainConfig, ReadinessConfig, ReloadConfig, WebConfig
-from proxy.config_store import StoreConfig
+from proxy.config_model import Config
 
 ENV_PREFIX = "DUPLEX_PROXY__"
 _LOWER = ENV_PREFIX.lower()
 
 
-class ProxySettings(BaseSettings):
-    """The settings schema the sources read into (the fields of ``Config``)."""
+def _fields_of(cls: type[Any]) -> dict[str, FieldInfo]:
+    fields: dict[str, FieldInfo] = cls.__pydantic_fields__
+    return fields
 
+
+class _SettingsBase(BaseSettings):
     model_config = SettingsConfigDict(
         env_prefix=ENV_PREFIX, env_nested_delimiter="__", extra="forbid", frozen=True
     )
 
-    server: ServerConfig = Field(default_factory=ServerConfig)
-    store: StoreConfig = Field(default_factory=StoreConfig)
-    vad: VadConfig = Field(default_factory=VadConfig)
-    drain: DrainConfig = Field(default_factory=DrainConfig)
-    readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
-    reload: ReloadConfig = Field(default_factory=ReloadConfig)
-    web: WebConfig = Field(default_factory=WebConfig)
-    auth: AuthConfig = Field(default_factory=AuthConfig)
-    routes: tuple[Route, ...] = ()
-    default_model: str | None = None
+
+#: The settings schema the sources read into: the fields of ``Config``, derived from it
+#: so that a new section is declared once.
+_CONFIG_FIELDS: dict[str, Any] = {
+    name: (info.annotation, info) for name, info in _fields_of(Config).items()
+}
+ProxySettings: type[BaseSettings] = create_model(
+    "ProxySettings", __base__=_SettingsBase, **_CONFIG_FIELDS
+)
 
 
 class IndexedEnvSource(EnvSettingsSource):

@@ -28,7 +28,6 @@ for an endpoint without resume (turn-based, no ``resume_token``).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections import Counter
 from typing import Any
@@ -36,9 +35,10 @@ from typing import Any
 from proxy.probe.checks.resume import seq_problems
 from proxy.probe.client import Event, ProbeConnection, error_event_id
 from proxy.probe.context import ProbeContext
-from proxy.probe.handshake import OpenFailed, ResumeRequest, resume_session
+from proxy.probe.handshake import ResumeRequest, resume_session
 from proxy.probe.marker import _items_with
 from proxy.probe.result import CheckResult, failed, passed
+from proxy.probe.resumable import run_resumable
 from proxy.probe.speaker import Mic, converse
 from shim.wire import error_code
 
@@ -54,27 +54,7 @@ def _tagged(kind: str, **body: Any) -> dict[str, Any]:
 
 
 async def run(ctx: ProbeContext) -> CheckResult:
-    if ctx.dialect == "turn":
-        return CheckResult(NAME, "unsupported", "turn-based dialect: no session.resume")
-    try:
-        first = await ctx.open()
-    except OpenFailed as exc:
-        return CheckResult(NAME, "error", f"no session: {exc}")
-    second: ProbeConnection | None = None
-    try:
-        info = first.info
-        assert info is not None
-        if info.resume_token is None or info.session_id is None:
-            return CheckResult(
-                NAME, "unsupported", "no resume_token in session.created: nothing to resume"
-            )
-        result, second = await _scenario(ctx, first)
-        return result
-    finally:
-        for conn in (first, second):
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    await conn.close()
+    return await run_resumable(ctx, NAME, _scenario, honour_declared=False)
 
 
 async def _requests(first: ProbeConnection, nonce: str) -> list[dict[str, Any]]:

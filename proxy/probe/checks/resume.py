@@ -18,16 +18,16 @@ the interrupted answer never ends twice; the marked event took effect exactly on
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import Counter
 from dataclasses import replace
 from typing import Any
 
 from proxy.probe.client import ProbeConnection, SessionInfo
 from proxy.probe.context import ProbeContext
-from proxy.probe.handshake import OpenFailed, ResumeRequest, resume_session
+from proxy.probe.handshake import ResumeRequest, resume_session
 from proxy.probe.marker import Marker, choose_marker
 from proxy.probe.result import CheckResult, failed, passed
+from proxy.probe.resumable import run_resumable
 from proxy.probe.speaker import converse, voice_for
 from shim.wire import error_code
 
@@ -60,30 +60,7 @@ def seq_problems(before: int, seqs: list[int]) -> dict[str, list[int]]:
 
 
 async def run(ctx: ProbeContext) -> CheckResult:
-    if ctx.dialect == "turn":
-        return CheckResult(NAME, "unsupported", "turn-based dialect: no session.resume")
-    try:
-        first = await ctx.open()
-    except OpenFailed as exc:
-        return CheckResult(NAME, "error", f"no session: {exc}")
-    second: ProbeConnection | None = None
-    try:
-        info = first.info
-        assert info is not None
-        caps = info.capabilities or {}
-        if caps.get("supports_session_resume") is False:
-            return CheckResult(NAME, "unsupported", "declares supports_session_resume=false")
-        if info.resume_token is None or info.session_id is None:
-            return CheckResult(
-                NAME, "unsupported", "session.created carries no resume_token / session id"
-            )
-        result, second = await _scenario(ctx, first)
-        return result
-    finally:
-        for conn in (first, second):
-            if conn is not None:
-                with contextlib.suppress(Exception):
-                    await conn.close()
+    return await run_resumable(ctx, NAME, _scenario, honour_declared=True)
 
 
 async def _scenario(
