@@ -98,13 +98,15 @@ def playback_ack(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Act
     played = ev.get("played_ms")
     if isinstance(played, bool) or not isinstance(played, int | float):
         return [s.err("invalid_event", "playback.ack requires numeric played_ms", ev, "played_ms")]
-    item = _item_for(s, ev)
+    item = item_for(s, ev)
     if item is not None:
         item.ack(float(played))
     return []
 
 
-def _item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
+def item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
+    """The assistant item a ``playback.ack`` is about: by item id, else the latest of
+    its response (or of any)."""
     item_id = ev.get("item_id")
     if isinstance(item_id, str):
         return s.ledger.get(item_id)
