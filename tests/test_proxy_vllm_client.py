@@ -228,3 +228,47 @@ async def test_a_dropped_connection_resumes_with_nothing_lost_or_repeated(
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "nothing lost, in order"
         assert after.done_event.raw["response"]["status"] == "completed"
         assert not of(received, "error"), of(received, "error")
+
+
+async def test_what_a_turn_based_upstream_cannot_carry_is_refused_when_sent(
+    duplex_client_module: types.ModuleType,
+) -> None:
+    """Instructions at open, tools and a text item during an answer: each gets a coded
+    ``error`` when it is sent (the client raises it from ``responses()``), and the
+    session and the answer in progress go on."""
+    duplex = duplex_client_module
+    received: list[dict[str, Any]] = []
+    speech = pcm16k(load_clip("utt05_clean.wav") + silence(500))
+    config = duplex.SessionConfig(instructions="Answer briefly.")
+    async with through_proxy("turn", reply_ms=3000) as base:
+        client = duplex.DuplexClient(
+            base, model="m", config=config, connect=recording_connect(received)
+        )
+        async with client:
+            with pytest.raises(duplex.DuplexProtocolError) as refused:
+                await next_response(client)
+            assert refused.value.code == "unsupported_by_upstream"
+            assert refused.value.raw["error"]["param"] == "session.instructions"
+            await client.stream_pcm(speech, realtime=False)
+            await client.commit()
+            response = await next_response(client)
+            text = {"type": "input_text", "text": "and in French?"}
+            item = {"type": "message", "role": "user", "content": [text]}
+            tools = [{"type": "function", "name": "lookup", "parameters": {}}]
+            async for _chunk in response.audio():
+                await client.ack_playback(response.played_ms, response_id=response.response_id)
+                if item:
+                    await client.send({"type": "conversation.item.create", "item": item})
+                    await client.send({"type": "response.create", "response": {"tools": tools}})
+                    item = {}
+            await response.wait(timeout_s=30)
+        codes = [(e["error"]["code"], e["error"].get("param")) for e in of(received, "error")]
+        assert codes == [
+            ("unsupported_by_upstream", "session.instructions"),
+            ("unsupported_event", "type"),
+            ("unsupported_by_upstream", "response.tools"),
+        ]
+        updated = of(received, "session.updated")
+        assert updated and all(e["session"]["instructions"] == "" for e in updated), "not applied"
+        assert response.done_event.raw["response"]["status"] == "completed"
+        assert response.played_ms == pytest.approx(3000, abs=50), "the answer went on whole"
