@@ -7,6 +7,11 @@ unpacked.  The package's own ``__init__`` imports torch, so it never runs:
 :func:`load_duplex_client` registers bare parent packages whose search path is
 the unpacked folder, imports the client module under its real name, and takes
 every ``vllm_omni`` module out of ``sys.modules`` again when done.
+
+``duplex_client_module`` is that module as a session-wide pytest fixture (import it
+into a test module), and ``recording_connect`` a ``connect=`` for ``DuplexClient``
+that keeps every event each of its connections received, before the client drops
+replayed duplicates.
 """
 
 from __future__ import annotations
