@@ -28,7 +28,17 @@ import pytest
 import soxr
 
 from proxy.reference import ReferenceOptions
-from tests.servers import load_clip, proxy, proxy_config, reference, silence, tcp_link
+from tests.redis_server import RedisServer
+from tests.servers import (
+    host_port,
+    load_clip,
+    proxy,
+    proxy_config,
+    reference,
+    silence,
+    tcp_link,
+)
+from tests.test_resume import replica, store_config, wait_persisted
 from tests.vllm_omni_client import duplex_client_module, recording_connect
 
 __all__ = ["duplex_client_module"]  # the fixture, imported for the tests below
@@ -272,3 +282,54 @@ async def test_what_a_turn_based_upstream_cannot_carry_is_refused_when_sent(
         assert updated and all(e["session"]["instructions"] == "" for e in updated), "not applied"
         assert response.done_event.raw["response"]["status"] == "completed"
         assert response.played_ms == pytest.approx(3000, abs=50), "the answer went on whole"
+
+
+@pytest.mark.redis
+async def test_a_resume_on_another_replica_keeps_auto_response(
+    duplex_client_module: types.ModuleType, redis_server_session: RedisServer
+) -> None:
+    """Over a turn-based upstream the proxy holds the session: after a drop, the
+    client's reconnect lands on another replica, which takes the session from the
+    store, ``auto_response`` included, so the next commit is answered there; every
+    journaled event still arrives once."""
+    duplex = duplex_client_module
+    url = redis_server_session.url
+    received: list[dict[str, Any]] = []
+    speech = pcm16k(load_clip("utt05_clean.wav") + silence(500))
+    reconnect = duplex.ReconnectPolicy(max_attempts=5, backoff_s=(0.1, 0.5))
+    options = ReferenceOptions(fidelity="strict")
+    async with (
+        reference("turn", reply_ms=1500, options=options) as up,
+        replica(store_config(up, url), "a") as a,
+        replica(store_config(up, url), "b") as b,
+        tcp_link(a) as link,
+    ):
+        client = duplex.DuplexClient(
+            link.url(a.replace("http://", "ws://")),
+            model="m",
+            connect=recording_connect(received),
+            reconnect=reconnect,
+        )
+        async with client:
+            for replica_name in ("a", "b"):
+                await client.stream_pcm(speech, realtime=False)
+                await client.commit()
+                response = await next_response(client)
+                await play(client, response)
+                assert response.done_event.raw["response"]["status"] == "completed"
+                if replica_name == "a":
+                    seq = max(e["server_event_seq"] for e in received if "server_event_seq" in e)
+                    assert client.session_id is not None
+                    await wait_persisted(url, client.session_id, seq=seq)
+                    link.target = host_port(b)
+                    resumed = asyncio.create_task(client.wait_for("session.resumed", timeout_s=20))
+                    await asyncio.sleep(0)
+                    assert link.cut() > 0
+                    # What a client sends into a dropped socket is lost: speak once resumed.
+                    await resumed
+        assert len(of(received, "session.resumed")) == 1
+        assert len(of(received, "response.done")) == 2
+        seqs = [e["server_event_seq"] for e in received if "server_event_seq" in e]
+        assert len(seqs) == len(set(seqs)), "nothing replayed twice"
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "nothing lost, in order"
+        assert not of(received, "error"), of(received, "error")
