@@ -135,7 +135,7 @@ async def test_a_spoken_turn_is_answered_and_the_next_one_too(
             assert first.response_id != second.response_id
             await asyncio.sleep(0.5)  # a heartbeat or two
         assert of(received, "session.heartbeat_ack"), "heartbeats are answered"
-        assert of(received, "session.closed"), "session.close is answered"
+        assert len(of(received, "session.closed")) == 1, "session.close is answered, once"
         assert not of(received, "error"), of(received, "error")
 
 
@@ -333,3 +333,17 @@ async def test_a_resume_on_another_replica_keeps_auto_response(
         assert len(seqs) == len(set(seqs)), "nothing replayed twice"
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), "nothing lost, in order"
         assert not of(received, "error"), of(received, "error")
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES, ids=IDS)
+async def test_after_session_close_the_next_session_opens_at_once(
+    duplex_client_module: types.ModuleType, kind: str, mode: str
+) -> None:
+    """``session.close`` ends the upstream's session as well: a strict upstream has one
+    session slot (vLLM-Omni's default), and a session merely dropped would hold it
+    for its disconnect grace."""
+    duplex = duplex_client_module
+    async with through_proxy(kind) as base:
+        for _ in range(2):
+            async with duplex.DuplexClient(base, model="m", handshake_timeout_s=10) as client:
+                assert client.session_info["capabilities"]["proxy"]["mode"] == mode
