@@ -5,6 +5,7 @@ dialect, and a client's playback ack in the upstream's measure (barge_in_emulate
 from __future__ import annotations
 
 import numpy as np
+import pybase64
 import pytest
 
 from shim.actions import SendClient
@@ -14,7 +15,7 @@ from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.native_client import InputRates, NativeOptions, append_format
 from shim.output import ActiveResponse
 from shim.playback import ItemPlayback
-from tests.shim_script import upstream_events
+from tests.shim_script import client_events, upstream_events
 from tests.test_shim_duplex_relay import AID, RID, start_response
 from tests.test_shim_duplex_relay import make as make_relay
 
@@ -131,3 +132,17 @@ def test_the_relay_passes_a_full_ack_on_in_the_upstreams_measure() -> None:
         sc.client({"type": "playback.ack", "played_ms": int(sent.sent_ms) + 1, "item_id": AID})
     )
     assert [(e["type"], e["played_ms"]) for e in up] == [("playback.ack", 400)]
+
+
+def test_the_relay_sends_the_resamplers_tail_before_the_audio_ends() -> None:
+    sc = make_relay()
+    out = start_response(sc, chunks=4, rate=22050)  # 400 ms at 22.05 kHz
+    done = sc.upstream({"type": "response.output_audio.done", "response_id": RID, "item_id": AID})
+    events = client_events(out + done)
+    kinds = [e["type"] for e in events]
+    assert kinds[-1] == "response.output_audio.done"
+    assert kinds[-2] == "response.output_audio.delta", "the tail, just before the end"
+    audio = b"".join(pybase64.b64decode(e["delta"]) for e in events if e["type"] == kinds[-2])
+    assert len(audio) // 2 == pytest.approx(24000 * 0.4, abs=24), "all 400 ms, at 24 kHz"
+    item = sc.s.ledger.get(AID)
+    assert item is not None and item.sent_ms == pytest.approx(400, abs=1)
