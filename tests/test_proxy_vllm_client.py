@@ -10,8 +10,9 @@ acks, ``session.event_ack`` for every journaled event, heartbeats,
 * a strict duplex upstream without barge-in -> ``barge_in_emulated``;
 * a strict duplex upstream with barge-in -> ``passthrough``.
 
-Every upstream is a strict stand-in (``ReferenceOptions(fidelity="strict")``), the
-speech is the dev corpus, and turn detection and barge-in run on real Silero.
+Every upstream is a strict stand-in (``ReferenceOptions(fidelity="strict")``) and
+the speech is the dev corpus; the proxy's own turn detection and barge-in (the
+emulated modes) run on real Silero, a passthrough upstream decides with its own.
 """
 
 from __future__ import annotations
