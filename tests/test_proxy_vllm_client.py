@@ -216,7 +216,10 @@ async def test_a_dropped_connection_resumes_with_nothing_lost_or_repeated(
             response = await next_response(client)
             cut = False
             async for _chunk in response.audio():
-                await client.ack_playback(response.played_ms, response_id=response.response_id)
+                try:
+                    await client.ack_playback(response.played_ms, response_id=response.response_id)
+                except duplex.DuplexConnectionError:
+                    pass  # into the dropped socket: acks are cumulative, a later one says it
                 if not cut and response.played_ms >= 800:
                     cut = link.cut() > 0
             await response.wait(timeout_s=30)
