@@ -1,6 +1,6 @@
 """Bytes written to Redis per second by one session with big instructions, streaming audio.
 
-    uv run python bench/store_writes.py --instructions-kb 1024 --kind turn --json
+    uv run python bench/store_writes.py --instructions-kb 1024 --kind duplex-no-barge-in --json
 
 A ``redis-server``, a reference backend and one proxy replica (``python -m proxy
 serve``) with the Redis store, all on loopback. One client sets instructions of the
@@ -88,7 +88,8 @@ async def run_session(ws_base: str, redis_url: str, instructions_kb: int) -> dic
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--instructions-kb", type=int, default=1024)
-    ap.add_argument("--kind", default="turn", help="reference backend mode (turn, duplex, ...)")
+    # Not "turn": a turn-based upstream refuses instructions (unsupported_by_upstream).
+    ap.add_argument("--kind", default="duplex-no-barge-in", help="reference backend kind")
     ap.add_argument("--reply-ms", type=int, default=4000)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()

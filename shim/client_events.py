@@ -13,9 +13,10 @@ import numpy as np
 
 from shim import wire
 from shim.actions import Action, AnalyzeAudio, SendClient
-from shim.audio import AudioError, Int16Array, b64decode, decode_samples
+from shim.audio import AudioError, b64decode, decode_samples
 from shim.echo import EchoSuppressor
 from shim.input_history import InputHistory
+from shim.native_client import InputRates, append_format
 from shim.output import ActiveResponse
 from shim.overlap_evidence import OverlapEvidence
 from shim.playback import ItemPlayback, PlaybackLedger
@@ -35,6 +36,7 @@ class ClientEventHost(Protocol):
     vad_enabled: bool
     echo: EchoSuppressor | None
     evidence: OverlapEvidence
+    rates: InputRates
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -42,8 +44,6 @@ class ClientEventHost(Protocol):
     def err(
         self, code: str, message: str, ev: dict[str, Any] | None = None, param: str | None = None
     ) -> SendClient: ...
-
-    def to_vad_rate(self, samples: Int16Array) -> Int16Array: ...
 
     def cancel_response(
         self, now: float, reason: str, truncate_at: int | None = None
@@ -56,7 +56,11 @@ def is_refusal(actions: list[Action]) -> bool:
 
 
 def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
-    """``input_audio_buffer.append``: kept for turns and, echo removed, sent to the VAD."""
+    """``input_audio_buffer.append``: kept for turns and, echo removed, sent to the VAD.
+
+    An append may name its own ``format`` and ``sample_rate_hz`` (vLLM-Omni's clients
+    tag every one): it is read that way and resampled to the 16 kHz timeline.
+    """
     audio = ev.get("audio", ev.get("delta"))
     if not isinstance(audio, str):
         return [
@@ -68,12 +72,13 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
             )
         ]
     try:
-        samples = decode_samples(b64decode(audio), s.config.input_format)
+        fmt = append_format(ev, s.config.input_format)
+        samples = decode_samples(b64decode(audio), fmt)
     except AudioError as exc:
         return [s.err(exc.code, str(exc), ev, "audio")]
     if samples.size == 0:
         return [s.err("invalid_audio", "input_audio_buffer.append carries no audio", ev, "audio")]
-    s16 = s.to_vad_rate(samples)
+    s16 = s.rates.to_vad_rate(samples, fmt.rate_hz)
     if not s16.size:
         return []
     keep_ms = s.settings.max_turn_ms
@@ -93,13 +98,15 @@ def playback_ack(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Act
     played = ev.get("played_ms")
     if isinstance(played, bool) or not isinstance(played, int | float):
         return [s.err("invalid_event", "playback.ack requires numeric played_ms", ev, "played_ms")]
-    item = _item_for(s, ev)
+    item = item_for(s, ev)
     if item is not None:
         item.ack(float(played))
     return []
 
 
-def _item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
+def item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
+    """The assistant item a ``playback.ack`` is about: by item id, else the latest of
+    its response (or of any)."""
     item_id = ev.get("item_id")
     if isinstance(item_id, str):
         return s.ledger.get(item_id)

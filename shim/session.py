@@ -19,7 +19,6 @@ from typing import Any
 from shim import client_events, wire
 from shim.actions import Action, CloseClient, SendClient
 from shim.assistant_audio import AssistantAudio
-from shim.audio import Int16Array, StreamResampler
 from shim.echo import EchoSuppressor
 from shim.fault import fault_actions
 from shim.input_history import InputHistory
@@ -33,6 +32,7 @@ from shim.inputs import (
     UpstreamReattached,
     VadWindow,
 )
+from shim.native_client import InputRates, NativeOptions
 from shim.output import ActiveResponse, AssistantOutput, response_state
 from shim.overlap import OverlapMachine, Step
 from shim.overlap_evidence import Float32Array, OverlapEvidence
@@ -84,7 +84,7 @@ class EmulatedSession:
         self.output = AssistantOutput(self.ledger, self.echo, self.history, self.overlap)
         self.turns = Turns(self)
         self.assistant_audio = AssistantAudio()
-        self._to16 = StreamResampler(self.config.input_format.rate_hz, VAD_RATE, quality="MQ")
+        self.rates, self.native = InputRates(), NativeOptions()
         self._counter = 0
         self.last_item_id: str | None = None
         self._inputs: dict[type, Callable[[Any], list[Action]]] = {
@@ -176,17 +176,13 @@ class EmulatedSession:
             cfg = apply_session_update(self.config, ev, self.settings.vad)
         except SessionConfigError as exc:
             return exc
-        if cfg.input_format.rate_hz != self.config.input_format.rate_hz:
-            self._to16 = StreamResampler(cfg.input_format.rate_hz, VAD_RATE, quality="MQ")
         if cfg.turn.vad is not None:
             self.gate.update(cfg.turn.vad)
         elif self.gate.speaking:
             self.gate.reset()
         self.config = cfg
+        self.native.note_update(ev)
         return None
-
-    def to_vad_rate(self, samples: Int16Array) -> Int16Array:
-        return self._to16.process(samples)
 
     def client_retrieve(self, ev: dict[str, Any], now: float) -> list[Action]:
         found = client_events.retrieve(self, ev)
@@ -239,13 +235,14 @@ class EmulatedSession:
 
     def snapshot(self) -> dict[str, Any]:
         """What another replica needs to carry the session on, as the store keeps it."""
-        return self.snapshot_state().to_wire()
+        return {**self.snapshot_state().to_wire(), **self.native.to_wire()}
 
     def restore(self, snap: dict[str, Any]) -> list[Action]:
         """Carry on from ``snapshot()``; a response that was mid-stream ends here.
 
         Raises ``SnapshotError`` (``SnapshotVersionError``) for a snapshot it cannot read.
         """
+        self.native.restore(snap)
         return self.restore_state(SessionSnapshot.from_wire(snap))
 
     def restore_state(self, snap: SessionSnapshot) -> list[Action]:

@@ -114,11 +114,13 @@ async def test_emulated_bad_events_get_a_coded_error(event: dict, code: str) -> 
             await c.send({**event, "event_id": "evt_bad"})
             err = await c.until("error")
             assert err["error"]["code"] == code
-            await c.send(
-                {"type": "session.update", "session": {"type": "realtime", "instructions": "ok"}}
-            )
+            # (Instructions are refused over a turn-based upstream: another setting.)
+            td = {"type": "server_vad", "silence_duration_ms": 501}
+            await c.send({"type": "session.update", "session": {"turn_detection": td}})
             updated = await c.until("session.updated")
-            assert updated["session"]["instructions"] == "ok"
+            assert (
+                updated["session"]["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 501
+            )
 
 
 @pytest.mark.parametrize("kind", ["turn", "duplex-no-barge-in"])

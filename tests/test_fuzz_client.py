@@ -375,17 +375,18 @@ async def _session(base: str, mode: str, steps: list[Frame], ending: str = "clos
                 assert "invalid_event" in seen, f"no invalid_event {where}: {seen}"
             elif step.expect == "error":
                 assert seen, f"no coded error {where}"
-        marker = f"fuzz ok {len(steps)}"
+        marker, marker_id = f"fuzz ok {len(steps)}", f"evt_marker_{len(steps)}"
+        update = {"type": "realtime", "instructions": marker}
         await ws.send_str(
-            json.dumps(
-                {"type": "session.update", "session": {"type": "realtime", "instructions": marker}}
-            )
+            json.dumps({"type": "session.update", "event_id": marker_id, "session": update})
         )
+        refused = False  # a turn-based upstream refuses instructions, then answers the rest
         while True:
             event = await recv("waiting for session.updated")
-            if (
-                event["type"] == "session.updated"
-                and (event.get("session") or {}).get("instructions") == marker
+            if event["type"] == "error" and event["error"].get("event_id") == marker_id:
+                refused = event["error"]["code"] == "unsupported_by_upstream"
+            elif event["type"] == "session.updated" and (
+                refused or (event.get("session") or {}).get("instructions") == marker
             ):
                 break
         if ending == "session.close":

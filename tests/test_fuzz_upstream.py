@@ -399,16 +399,20 @@ async def _alive(ws: aiohttp.ClientWebSocketResponse, reader: Reader, mode: str,
     if not await reader.until(lambda _: reader.count("session.heartbeat_ack") > acks):
         return False
     marker = f"fuzz {tag}"
+    updates = reader.count("session.updated")
     if not await _sent(ws, {"type": "session.update", "session": {"instructions": marker}}):
         return False
-    return await reader.until(
-        lambda evs: any(
-            e.get("type") == "session.updated"
-            and isinstance(e.get("session"), dict)
-            and e["session"].get("instructions") == marker
-            for e in evs
+
+    def answered(evs: list[dict[str, Any]]) -> bool:
+        # A turn-based upstream cannot take instructions: refused, the rest applied.
+        new = [e for e in evs if e.get("type") == "session.updated"][updates:]
+        return any(
+            mode == "duplex_emulated"
+            or (isinstance(e.get("session"), dict) and e["session"].get("instructions") == marker)
+            for e in new
         )
-    )
+
+    return await reader.until(answered)
 
 
 async def _benign(base: str, mode: str) -> None:

@@ -44,7 +44,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ("shim: session settings", ["shim.session_config"]),
     (
         "shim: the session's parts",
-        ["shim.output", "shim.response_close", "shim.turns", "shim.client_events"],
+        [
+            "shim.output",
+            "shim.response_close",
+            "shim.turns",
+            "shim.client_events",
+            "shim.native_client",
+        ],
     ),
     ("shim: the emulated session", ["shim.session"]),
     ("shim: dialects", ["shim.dialects.*"]),

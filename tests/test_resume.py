@@ -519,9 +519,17 @@ async def test_a_client_event_resent_after_reconnect_is_applied_once(
         replica(store_config(up, url), "a") as a,
         replica(store_config(up, url), "b") as b,
     ):
+        # Marked by silence_duration_ms (instructions are refused over a turn-based upstream).
+        def marked(ms: int) -> dict[str, Any]:
+            return {"turn_detection": {"type": "server_vad", "silence_duration_ms": ms}}
+
+        def mark(e: dict[str, Any]) -> Any:
+            td = e.get("session", {}).get("audio", {}).get("input", {}).get("turn_detection")
+            return td and td["silence_duration_ms"]
+
         async with connect(ws_url(a)) as c1:
             s = await created(c1)
-            await c1.send({**update, "session": {"instructions": "first"}})
+            await c1.send({**update, "session": marked(501)})
             reply = await c1.until("session.updated")
             s.take(c1)
         if where != "same":
@@ -529,12 +537,12 @@ async def test_a_client_event_resent_after_reconnect_is_applied_once(
         async with connect(ws_url(a if where == "same" else b)) as c2:
             # Resume from before the reply, so the client cannot know it was applied.
             await resumed(c2, s, last=reply["server_event_seq"] - 1)
-            await c2.send({**update, "session": {"instructions": "first"}})
-            await c2.send({"type": "session.update", "session": {"instructions": "second"}})
-            while c2.events[-1].get("session", {}).get("instructions") != "second":
+            await c2.send({**update, "session": marked(501)})
+            await c2.send({"type": "session.update", "session": marked(502)})
+            while mark(c2.events[-1]) != 502:
                 await c2.until("session.updated")
-        updated = [e["session"]["instructions"] for e in c2.of("session.updated")]
-        assert updated == ["first", "second"], "the replayed reply, then the new update only"
+        updated = [mark(e) for e in c2.of("session.updated")]
+        assert updated == [501, 502], "the replayed reply, then the new update only"
 
 
 # ---------------------------------------------------------------------- refusals

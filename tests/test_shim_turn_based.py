@@ -369,3 +369,171 @@ def test_an_upstream_error_mid_response_fails_the_response_with_its_code() -> No
     (done,) = [e for e in events if e["type"] == "response.done"]
     assert done["response"]["status"] == "failed"
     assert done["response"]["status_details"]["reason"] == "model_error"
+
+
+# ---------------------------------------------------------------- native clients
+# vLLM-Omni's DuplexClient opens like this (docs/protocol.md, "Native clients").
+NATIVE_OPEN = {
+    "type": "session.update",
+    "session": {
+        "model": "demo",
+        "input_audio_format": "pcm16",
+        "output_audio_format": "pcm16",
+        "sample_rate_hz": 16000,
+        "audio": {"input": {"sample_rate_hz": 16000}, "output": {"sample_rate_hz": 24000}},
+        "turn_detection": None,
+        "extra_body": {"auto_response": True},
+    },
+}
+
+
+def native_append(ms: int, rate: int = 16000) -> dict:  # type: ignore[type-arg]
+    return {
+        "type": "input_audio_buffer.append",
+        "audio": pcm_b64(ms, rate),
+        "format": "pcm16",
+        "sample_rate_hz": rate,
+    }
+
+
+def native() -> Script:
+    sc = make()
+    assert types(sc.client(NATIVE_OPEN)) == ["session.updated"]
+    return sc
+
+
+def test_a_native_commit_is_answered_under_auto_response() -> None:
+    sc = native()
+    sc.client(native_append(800))
+    out = sc.client({"type": "input_audio_buffer.commit", "final": True})
+    t = types(out)
+    assert t[:3] == [
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+    ]
+    assert "response.created" in t
+    sent = upstream_events(out)
+    assert sent[-1] == {"type": "input_audio_buffer.commit", "final": True}
+    audio = b"".join(pybase64.b64decode(e["audio"]) for e in sent if "audio" in e)
+    assert len(audio) // 2 == pytest.approx(16000 * 0.8, abs=160), "800 ms at 16 kHz"
+
+
+@pytest.mark.parametrize(("auto", "asked", "answered"), [(True, False, False), (False, True, True)])
+def test_a_commit_says_itself_whether_it_wants_an_answer(
+    auto: bool, asked: bool, answered: bool
+) -> None:
+    sc = make()
+    sc.client(
+        {
+            **NATIVE_OPEN,
+            "session": {**NATIVE_OPEN["session"], "extra_body": {"auto_response": auto}},
+        }
+    )
+    sc.client(native_append(500))
+    out = sc.client({"type": "input_audio_buffer.commit", "final": True, "response_create": asked})
+    assert ("response.created" in types(out)) is answered
+
+
+def test_without_auto_response_a_commit_waits_for_response_create() -> None:
+    sc = make()
+    sc.client({"type": "session.update", "session": {"turn_detection": None}})
+    sc.client(native_append(500))
+    assert "response.created" not in types(sc.client({"type": "input_audio_buffer.commit"}))
+    assert types(sc.client({"type": "response.create"}))[0] == "response.created"
+
+
+def test_a_native_commit_over_an_answer_in_progress_is_answered_after_it() -> None:
+    sc = native()
+    sc.client(native_append(500))
+    sc.client({"type": "input_audio_buffer.commit", "final": True})
+    respond(sc, chunks=2)
+    sc.client(native_append(500))
+    out = sc.client({"type": "input_audio_buffer.commit", "final": True})
+    t = types(out)
+    assert "input_audio_buffer.committed" in t
+    assert "response.done" not in t and "response.created" not in t, "the answer goes on"
+    assert not any(isinstance(a, AbortUpstream) for a in out)
+    done = sc.upstream({"type": "response.output_audio.done", "has_audio": True})
+    t = types(done)
+    assert t.index("response.done") < t.index("response.created"), "then the next answer"
+    first = next(e for e in client_events(done) if e["type"] == "response.done")
+    assert first["response"]["status"] == "completed"
+
+
+def test_an_append_is_read_at_its_own_sample_rate() -> None:
+    sc = make()  # the session says 24 kHz (the GA default); the appends say otherwise
+    sc.client({"type": "session.update", "session": {"turn_detection": None}})
+    sc.client(native_append(500, rate=16000))
+    sc.client(native_append(500, rate=8000))
+    sc.client(native_append(500, rate=8000))
+    # 1.5 s on the 16 kHz timeline, less what the 8 kHz resampler still holds.
+    assert sc.s.history.end_ms == pytest.approx(1500, abs=80)
+    bad = sc.client({**native_append(20), "sample_rate_hz": 12.5})
+    assert client_events(bad)[0]["error"]["code"] == "invalid_value"
+    bad = sc.client({**native_append(20), "format": "g711_ulaw"})
+    assert client_events(bad)[0]["error"]["code"] == "unsupported_audio_format"
+
+
+def test_auto_response_moves_with_the_session() -> None:
+    sc = native()
+    moved = make()
+    moved.s.restore(sc.s.snapshot())
+    moved.client({"type": "session.update", "session": {"turn_detection": None}})
+    moved.client(native_append(500, rate=24000))
+    out = moved.client({"type": "input_audio_buffer.commit", "final": True})
+    assert "response.created" in types(out)
+
+
+# --------------------------------------------- what the turn-based dialect cannot carry
+def test_instructions_and_tools_are_refused_coded_and_the_rest_applies() -> None:
+    sc = make()
+    tools = [{"type": "function", "name": "lookup", "parameters": {}}]
+    update = {
+        "type": "session.update",
+        "event_id": "evt_u",
+        "session": {"instructions": "be brief", "tools": tools, "turn_detection": None},
+    }
+    out = client_events(sc.client(update))
+    errors = [e["error"] for e in out if e["type"] == "error"]
+    assert [(e["code"], e["param"]) for e in errors] == [
+        ("unsupported_by_upstream", "session.instructions"),
+        ("unsupported_by_upstream", "session.tools"),
+    ]
+    assert all(e["event_id"] == "evt_u" for e in errors)
+    (updated,) = [e for e in out if e["type"] == "session.updated"]
+    assert updated["session"]["instructions"] == ""
+    assert updated["session"]["audio"]["input"]["turn_detection"] is None, "the rest applied"
+    # Nothing to refuse in empty settings, and an invalid update is that error alone.
+    quiet = sc.client({"type": "session.update", "session": {"instructions": "", "tools": []}})
+    assert types(quiet) == ["session.updated"]
+    bad = {"type": "session.update", "session": {"instructions": "x", "turn_detection": 5}}
+    assert [e["error"]["code"] for e in client_events(sc.client(bad))] == ["invalid_value"]
+
+
+def test_a_text_item_or_response_options_during_an_answer_are_refused_and_it_goes_on() -> None:
+    sc = make()
+    run_turn(sc)
+    respond(sc, chunks=2)
+    item = {
+        "type": "conversation.item.create",
+        "item": {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi"}],
+        },
+    }
+    (err,) = client_events(sc.client(item))
+    assert err["error"]["code"] == "unsupported_event"
+    assert "text" in err["error"]["message"]
+    options = {"type": "response.create", "response": {"instructions": "say hi"}}
+    (err,) = client_events(sc.client(options))
+    assert (err["error"]["code"], err["error"]["param"]) == (
+        "unsupported_by_upstream",
+        "response.instructions",
+    )
+    t = types(respond(sc, chunks=2))
+    assert t.count("response.output_audio.delta") == 2, "the answer goes on"
+    done = sc.upstream({"type": "response.output_audio.done", "has_audio": True})
+    ended = next(e for e in client_events(done) if e["type"] == "response.done")
+    assert ended["response"]["status"] == "completed"

@@ -7,6 +7,11 @@ unpacked.  The package's own ``__init__`` imports torch, so it never runs:
 :func:`load_duplex_client` registers bare parent packages whose search path is
 the unpacked folder, imports the client module under its real name, and takes
 every ``vllm_omni`` module out of ``sys.modules`` again when done.
+
+``duplex_client_module`` is that module as a session-wide pytest fixture (import it
+into a test module), and ``recording_connect`` a ``connect=`` for ``DuplexClient``
+that keeps every event each of its connections received, before the client drops
+replayed duplicates.
 """
 
 from __future__ import annotations
@@ -14,12 +19,17 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import json
 import subprocess
 import sys
 import types
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
+import websockets
 
 VERSION = "0.30.0"
 WHEEL = f"vllm_omni-{VERSION}-py3-none-any.whl"
@@ -87,3 +97,48 @@ def load_duplex_client(source: Path) -> Iterator[types.ModuleType]:
     finally:
         for name in [n for n in sys.modules if n == "vllm_omni" or n.startswith("vllm_omni.")]:
             del sys.modules[name]
+
+
+@pytest.fixture(scope="session")
+def duplex_client_module(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[types.ModuleType]:
+    """``vllm_omni.clients.duplex`` for a whole test run (import it into a test module)."""
+    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    name = f"vllm-omni-{VERSION}"
+    cache = store.mkdir(name) if store is not None else tmp_path_factory.mktemp(name)
+    with load_duplex_client(fetch_client_sources(cache)) as module:
+        yield module
+
+
+class RecordingSocket:
+    """A ``websockets`` connection as ``DuplexClient``'s transport, keeping every event
+    the client received on it (raw, before the client drops replayed duplicates)."""
+
+    def __init__(self, ws: Any, received: list[dict[str, Any]]) -> None:
+        self._ws = ws
+        self._received = received
+
+    async def send(self, data: str) -> None:
+        await self._ws.send(data)
+
+    async def recv(self) -> str | bytes:
+        raw: str | bytes = await self._ws.recv()
+        if isinstance(raw, str):
+            self._received.append(json.loads(raw))
+        return raw
+
+    async def close(self) -> None:
+        await self._ws.close()
+
+
+def recording_connect(
+    received: list[dict[str, Any]],
+) -> Callable[[str], Awaitable[RecordingSocket]]:
+    """A ``connect=`` for ``DuplexClient`` that records what each connection received."""
+
+    async def connect(url: str) -> RecordingSocket:
+        ws = await websockets.connect(url, max_size=None)
+        return RecordingSocket(ws, received)
+
+    return connect

@@ -38,6 +38,7 @@ from shim.actions import (
     SendUpstream,
 )
 from shim.dialects import relay_snapshot, relay_upstream
+from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
@@ -133,7 +134,8 @@ class BargeInRelaySession(EmulatedSession):
         if client_events.is_refusal(out):
             return out
         self.reports.client_acks = True
-        return [SendUpstream(ev)]
+        item, upstream_ms = client_events.item_for(self, ev), self.reports.upstream_audio_ms
+        return [SendUpstream(in_upstream_measure(ev, item, self.response, upstream_ms))]
 
     def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.truncate(self, ev, now)

@@ -105,6 +105,7 @@ def handlers(r: RelayUpstreamHost) -> dict[str, EventHandler]:
         "response.created": partial(response_created, r),
         "response.output_audio.delta": partial(audio, r),
         "response.output_audio_transcript.delta": partial(transcript_delta, r),
+        "response.output_audio.done": partial(audio_done, r),
         "input_audio_buffer.speech_started": partial(speech, r),
         "input_audio_buffer.speech_stopped": partial(speech, r),
         "input_audio_buffer.committed": partial(committed, r),
@@ -171,6 +172,20 @@ def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
         samples, rate, out_fmt, r.echo is not None, event_for, reencode=False
     )
     return r.output.audio(action, now) if action is not None else []
+
+
+def audio_done(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
+    """What the resampler still holds goes out before the audio's end: resampling to
+    the client's rate must not cut the last milliseconds of an answer."""
+    resp, out_fmt = r.response, r.config.output_format
+    out: list[Action] = []
+    if resp is not None and not resp.cancelled and response_id(ev) in (None, resp.response_id):
+        keys = ("response_id", "item_id", "output_index", "content_index")
+        delta: dict[str, Any] = {"type": "response.output_audio.delta"}
+        delta |= {k: ev[k] for k in keys if k in ev} | {"sample_rate_hz": out_fmt.rate_hz}
+        rest = r.assistant_audio.flush(out_fmt, lambda b64: {**delta, "delta": b64})
+        out += r.output.audio(rest, now) if rest is not None else []
+    return out + r.output.event(SendClient(ev))
 
 
 def transcript_delta(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:

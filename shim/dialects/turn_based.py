@@ -14,7 +14,8 @@ from typing import Any
 
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
-from shim.dialects import turn_wire
+from shim.client_events import is_refusal
+from shim.dialects import turn_limits, turn_wire
 from shim.inputs import ClientEvent, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
@@ -27,6 +28,8 @@ DEFAULT_OUTPUT_RATE = 24000
 class PendingTurn:
     item_id: str
     audio: Int16Array
+    # Answer it once the response in progress ends (a native client's commit during one).
+    respond: bool = False
 
 
 class TurnBasedSession(EmulatedSession):
@@ -53,6 +56,7 @@ class TurnBasedSession(EmulatedSession):
     def client_handlers(self) -> dict[str, EventHandler]:
         return {
             **super().client_handlers(),
+            "session.update": self._client_session_update,
             "input_audio_buffer.commit": self._client_commit,
             "input_audio_buffer.clear": self._client_clear,
             "response.create": self._client_response_create,
@@ -61,15 +65,17 @@ class TurnBasedSession(EmulatedSession):
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
         # The turn-based dialect has no way to carry it: refuse it, and go on.
-        kind = inp.event.get("type")
-        return [
-            self.err(
-                "unsupported_event",
-                f"event type {kind!r} is not supported over a turn-based upstream",
-                inp.event,
-                "type",
-            )
-        ]
+        message = turn_limits.event_message(inp.event.get("type"))
+        return [self.err("unsupported_event", message, inp.event, "type")]
+
+    def _client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Apply what the dialect can carry; refuse the rest, coded, field by field."""
+        kept, refused = turn_limits.strip_session_fields(ev)
+        out = self.client_session_update(kept, now)
+        if is_refusal(out):
+            return out  # invalid anyway: that one error, nothing changed
+        msg = turn_limits.session_field_message
+        return [*(self.err(turn_limits.UNSUPPORTED, msg(p), ev, p) for p in refused), *out]
 
     def _client_commit(self, ev: dict[str, Any], now: float) -> list[Action]:
         end_ms = self.history.end_ms
@@ -83,7 +89,10 @@ class TurnBasedSession(EmulatedSession):
             return [
                 self.err("input_audio_buffer_commit_empty", "the input audio buffer is empty", ev)
             ]
-        return self._commit(item_id, audio, end_ms, respond=False)
+        # Answered if it asks (response_create) or the session auto-responds (a
+        # vLLM-Omni client's extra_body.auto_response); else response.create answers.
+        respond = self.native.commit_answers(ev)
+        return self._commit(item_id, audio, end_ms, respond, now, defer=True)
 
     def _client_clear(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = self.turns.cleared(now)
@@ -92,6 +101,10 @@ class TurnBasedSession(EmulatedSession):
         return [*out, SendClient({"type": "input_audio_buffer.cleared"})]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
+        option = turn_limits.refused_response_option(ev)
+        if option is not None:
+            msg = turn_limits.response_option_message(option)
+            return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
         if not self.pending:
             return [
                 self.err(
@@ -127,7 +140,13 @@ class TurnBasedSession(EmulatedSession):
         )
 
     def _commit(
-        self, item_id: str, audio: Int16Array, end_ms: int, respond: bool, now: float = 0.0
+        self,
+        item_id: str,
+        audio: Int16Array,
+        end_ms: int,
+        respond: bool,
+        now: float = 0.0,
+        defer: bool = False,
     ) -> list[Action]:
         prev = self.last_item_id
         self.last_item_id = item_id
@@ -135,7 +154,11 @@ class TurnBasedSession(EmulatedSession):
         self.history.drop_before(end_ms)
         self.pending.append(PendingTurn(item_id, audio))
         out = turn_wire.committed_turn(item_id, prev)
-        if respond:
+        if respond and defer and self._live():
+            # The client's own commit over an answer in progress does not cut it (as
+            # vLLM-Omni's default overlap policy, listen_only): it is answered next.
+            self.pending[-1].respond = True
+        elif respond:
             out += self._start_response(now)
         return out
 
@@ -261,22 +284,14 @@ class TurnBasedSession(EmulatedSession):
             resp.held.extend(closing)
             return tail
         out = tail + closing
-        if self.pending and self.config.turn.create_response:
+        if self.pending and (self.config.turn.create_response or self.pending[0].respond):
             out += self._start_response(now)
         return out
 
     def _up_error(self, ev: dict[str, Any], now: float) -> list[Action]:
         live = self._live()
-        err = ev.get("error")
-        message = (
-            err
-            if isinstance(err, str)
-            else str(err.get("message", ""))
-            if isinstance(err, dict)
-            else ""
-        )
         code = error_code(ev) or "upstream_error"
-        out: list[Action] = [self.err(code, f"upstream: {message}")]
+        out: list[Action] = [self.err(code, f"upstream: {turn_wire.error_message(ev)}")]
         if live:
             self.upstream_busy = False
             out += self._finish(now, status="failed", reason=str(code))

@@ -85,3 +85,11 @@ def transcript_delta(rid: str, aid: str, delta: str) -> dict[str, Any]:
         **wire.part_ids(rid, aid),
         "delta": delta,
     }
+
+
+def error_message(ev: dict[str, Any]) -> str:
+    """The text of an upstream ``error``: flat ``{error: "<text>"}`` in this dialect."""
+    err = ev.get("error")
+    if isinstance(err, str):
+        return err
+    return str(err.get("message", "")) if isinstance(err, dict) else ""

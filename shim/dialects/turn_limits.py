@@ -1,0 +1,82 @@
+"""What a client may ask that the turn-based dialect has no way to carry.
+
+The turn-based upstream (``shim/dialects/turn_wire.py``) takes a model name and
+audio turns, nothing else: no instructions, no tools, no text, no per-response
+options. Asking for one of them over ``duplex_emulated`` is refused when it is sent,
+with a coded ``error`` naming the field (``docs/protocol.md``, "Native clients"),
+and nothing else about the session changes: the rest of a ``session.update``
+applies, a live response goes on.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+UNSUPPORTED = "unsupported_by_upstream"
+
+# session.update fields the dialect cannot carry; refused only when they ask for
+# something (empty instructions or no tools ask for nothing).
+_SESSION_FIELDS = ("instructions", "tools", "tool_choice")
+# response.create options that would change the generation; vLLM-Omni refuses the same
+# on a runtime without generation overrides (unsupported_native_response_options).
+_RESPONSE_FIELDS = (
+    "instructions",
+    "tools",
+    "tool_choice",
+    "voice",
+    "temperature",
+    "max_output_tokens",
+    "max_response_output_tokens",
+    "input",
+    "conversation",
+)
+
+
+def event_message(kind: Any) -> str:
+    if kind == "conversation.item.create":
+        return (
+            "event type 'conversation.item.create' is not supported over a turn-based "
+            "upstream: it takes audio turns only, so text and other items cannot reach it"
+        )
+    return f"event type {kind!r} is not supported over a turn-based upstream"
+
+
+def _asks(value: Any) -> bool:
+    return value is not None and value != "" and value != [] and value != "auto"
+
+
+def strip_session_fields(ev: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``ev`` without the fields the dialect cannot carry, and their names as params."""
+    nested = isinstance(ev.get("session"), dict)
+    session: dict[str, Any] = ev["session"] if nested else ev
+    refused = [k for k in _SESSION_FIELDS if k in session and _asks(session[k])]
+    if not refused:
+        return ev, []
+    kept = {k: v for k, v in session.items() if k not in refused}
+    stripped = {**ev, "session": kept} if nested else kept
+    return stripped, [f"session.{k}" if nested else k for k in refused]
+
+
+def session_field_message(param: str) -> str:
+    return (
+        f"{param} is not applied: the upstream is turn-based and takes only a model name "
+        "and audio turns"
+    )
+
+
+def refused_response_option(ev: dict[str, Any]) -> str | None:
+    """The first ``response.create`` option the dialect cannot honour, as a param."""
+    options = ev.get("response")
+    if not isinstance(options, dict):
+        return None
+    for key in _RESPONSE_FIELDS:
+        if key in options and _asks(options[key]):
+            return f"response.{key}"
+    return None
+
+
+def response_option_message(param: str) -> str:
+    return (
+        f"{param} cannot be honoured over a turn-based upstream (it takes audio turns "
+        "only); no response was created"
+    )

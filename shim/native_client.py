@@ -1,0 +1,109 @@
+"""What vLLM-Omni's native duplex clients say beyond OpenAI GA, read for the emulated modes.
+
+vLLM-Omni's own ``DuplexClient`` (``docs/protocol.md``, "Native clients") opens with
+``extra_body: {"auto_response": true}`` and ``turn_detection: null``, tags every
+append with its ``format`` and ``sample_rate_hz``, and ends its turn with
+``input_audio_buffer.commit{final: true}``. On a vLLM-Omni duplex server a commit is
+answered when it carries ``response_create: true`` or the session has
+``extra_body.auto_response``; otherwise it only commits. The emulated modes keep
+those rules, so a native client gets the same session through the proxy whatever
+the upstream speaks.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from shim.audio import PCM16, PCM_F32, AudioError, AudioFormat, Int16Array, StreamResampler
+from shim.session_config import MAX_RATE, MIN_RATE
+from shim.settings import VAD_RATE
+
+# The encodings an append may name (vLLM-Omni's names and the GA ones).
+_APPEND_FORMATS = {
+    "pcm16": PCM16,
+    "pcm_s16le": PCM16,
+    "s16le": PCM16,
+    "audio/pcm": PCM16,
+    "pcm": PCM16,
+    "pcm_f32le": PCM_F32,
+    "f32le": PCM_F32,
+    "audio/pcm_f32le": PCM_F32,
+}
+
+
+@dataclass
+class NativeOptions:
+    """The session-wide native settings (kept in the snapshot)."""
+
+    auto_response: bool = False
+
+    def note_update(self, ev: dict[str, Any]) -> None:
+        """Take ``extra_body.auto_response`` from a ``session.update`` that sets it."""
+        session = ev.get("session")
+        if not isinstance(session, dict):
+            session = ev
+        extra = session.get("extra_body")
+        if isinstance(extra, dict) and isinstance(extra.get("auto_response"), bool):
+            self.auto_response = extra["auto_response"]
+
+    def commit_answers(self, ev: dict[str, Any]) -> bool:
+        """Whether a client's ``input_audio_buffer.commit`` asks for an answer: its own
+        ``response_create`` (or ``create_response``) if it says, else the session's
+        ``auto_response``."""
+        asked = ev.get("response_create", ev.get("create_response"))
+        return asked if isinstance(asked, bool) else self.auto_response
+
+    def to_wire(self) -> dict[str, Any]:
+        return {"native": {"auto_response": True}} if self.auto_response else {}
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        native = snap.get("native")
+        self.auto_response = isinstance(native, dict) and native.get("auto_response") is True
+
+
+def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
+    """The format of one append: the session's, unless the append names its own
+    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append)."""
+    name, rate = ev.get("format"), ev.get("sample_rate_hz")
+    if name is None and rate is None:
+        return declared
+    encoding = declared.encoding
+    if name is not None:
+        found = _APPEND_FORMATS.get(name.lower()) if isinstance(name, str) else None
+        if found is None:
+            raise AudioError(
+                "unsupported_audio_format", f"append format {name!r} is not pcm16 or pcm_f32le"
+            )
+        encoding = found
+    if rate is None:
+        return AudioFormat(encoding, declared.rate_hz)
+    ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
+    if not ok or int(rate) != rate or not MIN_RATE <= int(rate) <= MAX_RATE:
+        raise AudioError(
+            "invalid_value", f"append sample_rate_hz must be a whole {MIN_RATE}..{MAX_RATE} Hz"
+        )
+    return AudioFormat(encoding, int(rate))
+
+
+@dataclass
+class InputRates:
+    """The client's audio to the session's 16 kHz timeline, whatever rate each append
+    is at: one streaming resampler, replaced (its tail kept) when the rate changes."""
+
+    _stream: StreamResampler = field(
+        default_factory=lambda: StreamResampler(24000, VAD_RATE, quality="MQ")
+    )
+
+    def to_vad_rate(self, samples: Int16Array, rate_hz: int) -> Int16Array:
+        if rate_hz == self._stream.in_rate:
+            return self._stream.process(samples)
+        tail = self._stream.flush()
+        self._stream = StreamResampler(rate_hz, VAD_RATE, quality="MQ")
+        out = self._stream.process(samples)
+        if not tail.size:
+            return out
+        return np.concatenate([tail, out]).astype(np.int16, copy=False)
