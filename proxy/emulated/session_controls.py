@@ -2,17 +2,16 @@
 
 There the proxy owns the client-facing session (docs/protocol.md): it takes the
 client's acks of its replay log, refuses a ``session.resume`` that is not a
-connection's first event, ends the session on ``session.close`` (a duplex upstream's
-session with it), and answers the turn dialect's heartbeat. Every other event goes to the shim.
+connection's first event, ends the session on ``session.close`` (the runner's stop
+ends a duplex upstream's session with it), and answers the turn dialect's heartbeat.
+Every other event goes to the shim.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol
 
 from proxy.emulated.client_side import ClientSide
-from proxy.emulated.upstream_control import UpstreamControl
 from shim.capabilities import Classification
 from shim.journal import Journal
 
@@ -22,7 +21,6 @@ class ControlledSession(Protocol):
     cls: Classification
     journal: Journal
     out: ClientSide
-    upstream: UpstreamControl
 
     async def close_by_client(self, reason: str) -> None: ...
 
@@ -50,10 +48,6 @@ async def answer_control(ev: dict[str, Any], session: ControlledSession) -> bool
             reason = "client_close"
         out.send({"type": "session.closed", "session_id": session_id, "reason": reason})
         await session.close_by_client(reason)
-        if session.cls.kind == "duplex":
-            # End the upstream's session too, or it waits out its disconnect grace
-            # holding a slot (vLLM-Omni's max_sessions is 1 by default).
-            await session.upstream.send(json.dumps({"type": "session.close", "reason": reason}))
         return True
     if kind == "session.heartbeat" and session.cls.kind == "turn":
         out.send({"type": "session.heartbeat_ack", "session_id": session_id})
