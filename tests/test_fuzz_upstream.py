@@ -469,9 +469,7 @@ async def _drive(
             # replica can, so this one stands down (shim/dialects/relay_upstream.py).
             return
         # Ended: only with a report first (a coded error), or as the upstream ended it.
-        # (1006: the race pinned by the non-strict xfail test at the end of this file.)
-        ended = (1000, 1006) if script.ending in ("close", "abort") else (1000,)
-        assert reader.codes or ws.close_code in ended, (ws.close_code, reader.events[-5:])
+        assert reader.codes or ws.close_code == 1000, (ws.close_code, reader.events[-5:])
         assert mode == "passthrough", f"{mode} ended instead of recovering: {reader.events[-5:]}"
         return
     if mode == "duplex_emulated":
@@ -494,21 +492,7 @@ def _check(stack: Stack, mode: str, script: Script) -> None:
     assert stack.proxy.settled(stack.baseline)["clean"]
 
 
-# Known defect, not yet fixed: the emulated runner redials and re-attaches its upstream
-# inside the session loop, so while a redial waits (up to the connect and classify
-# timeouts) nothing answers the client's heartbeat; about one run in four or five of
-# this file's barge_in_emulated examples hits it after an upstream abort. Not strict:
-# the examples still run and count; the fix is to redial off the session loop.
-REDIAL_IN_LOOP = pytest.mark.xfail(
-    strict=False,
-    reason="a redial in the session loop can leave a heartbeat unanswered for seconds",
-)
-
-
-@pytest.mark.parametrize(
-    "mode",
-    [pytest.param(m, marks=REDIAL_IN_LOOP) if m == "barge_in_emulated" else m for m in MODES],
-)
+@pytest.mark.parametrize("mode", list(MODES))
 @fuzz_timeout
 @fuzz_settings(max_examples=25)
 @given(data=st.data())
@@ -542,15 +526,6 @@ def test_an_upstream_event_nested_300_deep_is_refused_and_the_session_goes_on(
     _check(stack, mode, Script("valid", steps, "stay"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an upstream that drops the socket and refuses connections for 1.5 s (a restart)"
-    " ends the emulated session: the client gets upstream_unavailable ('upstream lost and not"
-    " reachable: cannot connect to upstream: 503') and close 1011 after a failed redial,"
-    " instead of the session going on with a fresh upstream session once it is back"
-    " (docs/protocol.md); bench/soak.py sees every session of a route end this way on each"
-    " upstream restart",
-)
 @pytest.mark.parametrize("mode", ["barge_in_emulated", "duplex_emulated"])
 def test_an_upstream_restart_of_1_5_s_is_survived(stack: Stack, mode: str) -> None:
     _check(stack, mode, Script("valid", (), "abort", down_s=1.5))
@@ -574,13 +549,6 @@ async def _close_while_client_sends(base: str, upstream: FuzzUpstream) -> int | 
         return ws.close_code
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="passthrough: when the upstream closes while a client frame is being relayed, the"
-    " proxy may close the client while its reader still waits on the socket, and aiohttp then"
-    " drops the connection after its close frame (the client sees 1006); cancelling that"
-    " reader first turns a drain's 1012 into 1000, so the fix needs another way",
-)
 def test_an_upstream_closing_while_the_client_sends_closes_the_client_cleanly(
     stack: Stack,
 ) -> None:

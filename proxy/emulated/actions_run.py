@@ -28,6 +28,16 @@ from shim.actions import (
 )
 
 
+def is_heartbeat(raw: str) -> bool:
+    if "session.heartbeat" not in raw:
+        return False  # most frames: no parse
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(event, dict) and event.get("type") == "session.heartbeat"
+
+
 class ActionRunner:
     def __init__(
         self,
@@ -48,6 +58,12 @@ class ActionRunner:
         self.standing_down = False
 
     async def run(self, actions: list[Action]) -> None:
+        try:
+            await self._run(actions)
+        finally:
+            self.upstream.settle()
+
+    async def _run(self, actions: list[Action]) -> None:
         for action in actions:
             if self.standing_down:
                 return
@@ -59,6 +75,11 @@ class ActionRunner:
             elif isinstance(action, SendUpstream):
                 await self.upstream.send(orjson.dumps(action.event).decode())
             elif isinstance(action, ForwardUpstream):
+                if self.upstream.redialing and is_heartbeat(action.raw):
+                    # The upstream would answer it; while it is being reached again
+                    # the proxy does, so a client's liveness check does not fail.
+                    self.out.send({"type": "session.heartbeat_ack", "session_id": self.session_id})
+                    continue
                 await self.upstream.send(action.raw)
             elif isinstance(action, AbortUpstream):
                 await self.upstream.redial(action)
