@@ -62,6 +62,17 @@ async def test_the_first_resume_after_a_redis_restart_succeeds(
         s.assert_exactly_once()
 
 
+# Not gating until understood: once in a full-suite run the second answer after the
+# failover did not start within 20 s (until_deltas after the second speak); it passes
+# alone. Looked at, not the cause: nothing on the session loop waits on the store (the
+# persister writes from its own task and only waits for the loop to be between two
+# inputs), and the reference turn backend paces its replies in real time, so the second
+# turn does not land on audio still playing. Ruled out since: a redial inside the
+# session loop (it now runs off the loop, proxy/emulated/upstream_redial.py). Still
+# possible: the loop held by one action for seconds on a loaded machine (the proxy now
+# logs session_action_slow with the action's type, which a failing run's log will
+# name), or the VAD runner falling behind under a full suite (the turn is decided by
+# Silero on audio sent faster than real time).
 @pytest.mark.xfail(
     strict=False,
     reason="under investigation: once in a full-suite run the second answer after the"
