@@ -254,7 +254,8 @@ class UpstreamControl:
             lost = UpstreamLost("the upstream could not resume its session", now_ms(), False)
             await self.handle(lost)
             return
-        self.state.metrics.upstream_errors.labels("connect").inc()
+        if isinstance(exc, UpstreamRefused):  # an unreachable try was counted as it failed
+            self.state.metrics.upstream_errors.labels("connect").inc()
         detail = exc.detail if isinstance(exc, UpstreamUnavailable) else None
         self.log.warning("upstream_redial_failed", error=str(exc), detail=detail)
         # The client learns the route; the upstream's address stays in the log.
