@@ -214,6 +214,10 @@ class EmulatedRunner(PersistedSession):
                 finally:
                     self.persister.idle.set()
                     self.persister.poke()  # checkpoint what changed (no polling)
+                if not self.inputs.empty():
+                    # With a backlog, get() would not yield: a checkpoint (a flush, a
+                    # resume) waiting for this pause between inputs would never run.
+                    await asyncio.sleep(0)
                 if self.actions.standing_down:
                     break
                 if self.out.grace_over():
