@@ -19,8 +19,8 @@ goes again. Faults, at random:
   port; Redis is restarted (SIGTERM, then started again on its port).
 
 Reported, per replica, sampled over time from ``/proc``: RSS and open file
-descriptors (and the ``duplex_proxy_sessions_active`` gauge from ``/metrics``; the
-proxy exposes no task count, so tasks are not reported), with the growth after the
+descriptors, and from ``/metrics`` the ``duplex_proxy_sessions_active`` and
+``duplex_proxy_asyncio_tasks`` gauges, with the growth after the
 warm-up (the first fifth of the run). Per session, by ``server_event_seq`` across
 every resume (as bench/resume.py checks): events lost, duplicated, out of order.
 Targets: RSS and fds flat after warm-up, 0 lost, 0 duplicated. Every process started
@@ -121,7 +121,7 @@ class Stack:
 
 
 @contextlib.contextmanager
-def stack(reply_ms: int, workdir: Path) -> Iterator[Stack]:
+def stack(reply_ms: int, workdir: Path, logs: Path | None = None) -> Iterator[Stack]:
     binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
     if binary is None:
         raise SystemExit("redis-server not found (apt-get install redis-server, or REDIS_SERVER=)")
@@ -151,8 +151,12 @@ def stack(reply_ms: int, workdir: Path) -> Iterator[Stack]:
         )
         bases = []
         replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}
-        for _ in range(2):
-            proc, url = proxy_replica(config, replica_env)
+        if logs is not None:
+            logs.mkdir(parents=True, exist_ok=True)
+            replica_env["DUPLEX_PROXY__SERVER__LOG_LEVEL"] = "info"
+        for i in range(2):
+            out = subprocess.DEVNULL if logs is None else (logs / f"replica{i}.log").open("wb")
+            proc, url = proxy_replica(config, replica_env, out)
             replicas.append(proc)
             bases.append(url)
         yield Stack(redis, backends, replicas, bases)
@@ -182,18 +186,21 @@ def fd_count(pid: int) -> int | None:
         return None
 
 
-async def sessions_active(http: aiohttp.ClientSession, base: str) -> float | None:
+async def gauges(http: aiohttp.ClientSession, base: str) -> tuple[float | None, float | None]:
+    """Sessions active and asyncio tasks alive, off the replica's ``/metrics``."""
     url = base.replace("ws://", "http://").replace("/v1/realtime", "/metrics")
     try:
         async with http.get(url, timeout=aiohttp.ClientTimeout(total=3)) as resp:
             text = await resp.text()
     except (aiohttp.ClientError, TimeoutError):
-        return None
-    return sum(
-        float(line.rsplit(" ", 1)[1])
-        for line in text.splitlines()
-        if line.startswith("duplex_proxy_sessions_active{")
-    )
+        return None, None
+    active, tasks = 0.0, None
+    for line in text.splitlines():
+        if line.startswith("duplex_proxy_sessions_active{"):
+            active += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("duplex_proxy_asyncio_tasks "):
+            tasks = float(line.rsplit(" ", 1)[1])
+    return active, tasks
 
 
 @dataclass
@@ -202,6 +209,7 @@ class Samples:
     rss: list[list[float | None]] = field(default_factory=list)  # per replica
     fds: list[list[int | None]] = field(default_factory=list)
     active: list[list[float | None]] = field(default_factory=list)
+    tasks: list[list[float | None]] = field(default_factory=list)
 
 
 async def sample_loop(stk: Stack, samples: Samples, every_s: float, t0: float) -> None:
@@ -209,13 +217,16 @@ async def sample_loop(stk: Stack, samples: Samples, every_s: float, t0: float) -
     samples.rss = [[] for _ in range(n)]
     samples.fds = [[] for _ in range(n)]
     samples.active = [[] for _ in range(n)]
+    samples.tasks = [[] for _ in range(n)]
     async with aiohttp.ClientSession() as http:
         while True:
             samples.t.append(round(time.monotonic() - t0, 1))
             for i, proc in enumerate(stk.replicas):
                 samples.rss[i].append(rss_mb(proc.pid))
                 samples.fds[i].append(fd_count(proc.pid))
-                samples.active[i].append(await sessions_active(http, stk.bases[i]))
+                active, tasks = await gauges(http, stk.bases[i])
+                samples.active[i].append(active)
+                samples.tasks[i].append(tasks)
             await asyncio.sleep(every_s)
 
 
@@ -538,7 +549,7 @@ def summarize(
     warm = next((i for i, t in enumerate(samples.t) if t >= seconds / 5), len(samples.t))
     replicas = []
     for i, proc in enumerate(stk.replicas):
-        rss, fds = samples.rss[i], samples.fds[i]
+        rss, fds, tasks = samples.rss[i], samples.fds[i], samples.tasks[i]
         replicas.append(
             {
                 "pid": proc.pid,
@@ -548,7 +559,10 @@ def summarize(
                 "sessions_active": [
                     [t, v] for t, v in zip(samples.t, samples.active[i], strict=True)
                 ],
-                "tasks": None,  # not exposed by the proxy's /metrics
+                "tasks": [[t, v] for t, v in zip(samples.t, samples.tasks[i], strict=True)],
+                "tasks_after_warmup": tasks[warm] if warm < len(tasks) else None,
+                "tasks_end": tasks[-1] if tasks else None,
+                "task_growth_after_warmup": growth(tasks, warm),
                 "rss_mb_after_warmup": rss[warm] if warm < len(rss) else None,
                 "rss_mb_end": rss[-1] if rss else None,
                 "rss_growth_mb_after_warmup": growth(rss, warm),
@@ -614,14 +628,15 @@ def render(s: dict[str, Any]) -> str:
         f" out of order {s['out_of_order']}",
         f"faults {s['faults']}",
         "",
-        "| replica | RSS MB after warm-up -> end (slope MB/min) | fds after warm-up -> end |",
-        "|---|---|---|",
+        "| replica | RSS MB after warm-up -> end (slope MB/min) | fds after warm-up -> end"
+        " | tasks after warm-up -> end |",
+        "|---|---|---|---|",
     ]
     for i, r in enumerate(s["replicas"]):
         lines.append(
             f"| {i} | {r['rss_mb_after_warmup']} -> {r['rss_mb_end']}"
             f" ({r['rss_slope_mb_per_min_after_warmup']}) | {r['fds_after_warmup']}"
-            f" -> {r['fds_end']} |"
+            f" -> {r['fds_end']} | {r['tasks_after_warmup']} -> {r['tasks_end']} |"
         )
     return "\n".join(lines)
 
@@ -676,6 +691,9 @@ def main() -> int:
         "--fault-s", type=float, default=None, help="mean time between upstream/Redis faults"
     )
     ap.add_argument("--json", action="store_true", help="print one JSON object")
+    ap.add_argument(
+        "--logs", type=Path, default=None, help="keep each replica's info log in this folder"
+    )
     args = ap.parse_args()
     seconds = args.seconds if args.seconds is not None else (30.0 if args.smoke else 600.0)
     sample_s = args.sample_s or (2.0 if args.smoke or seconds < 120 else 10.0)
@@ -684,7 +702,7 @@ def main() -> int:
         ap.error("--sessions must be >= 1 and --seconds > 0")
     workdir = Path(tempfile.mkdtemp(prefix="dxp-bench-soak-"))
     try:
-        with stack(args.reply_ms, workdir) as stk:
+        with stack(args.reply_ms, workdir, args.logs) as stk:
             summary = asyncio.run(
                 run_all(stk, args.sessions, seconds, args.seed, sample_s, fault_s)
             )

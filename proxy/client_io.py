@@ -89,6 +89,8 @@ class ClientChannel:
         # Why the proxy ended the session itself (idle, too long, too fast): the
         # session then ends with the socket, with no disconnect grace.
         self.ended_by_proxy: str | None = None
+        # close() stopped the reader: the close, not the reader, tells the inbox CLOSED.
+        self._reader_stopped = False
 
     def start(self) -> None:
         self._tasks = [
@@ -154,10 +156,11 @@ class ClientChannel:
                 elif msg.type == aiohttp.WSMsgType.ERROR:
                     break
         finally:
-            if self.ended_by_proxy is None:  # else the watcher may be the one closing
-                self._tasks[2].cancel()
-            self.close_code = self.ws.close_code
-            await self.inbox.put(CLOSED)
+            if not self._reader_stopped:  # else close() says CLOSED once its frame is out
+                if self.ended_by_proxy is None:  # else the watcher may be the one closing
+                    self._tasks[2].cancel()
+                self.close_code = self.ws.close_code
+                await self.inbox.put(CLOSED)
 
     async def _watch(self) -> None:
         """Warn an idle client, then close it; end a session that lasted too long.
@@ -263,13 +266,31 @@ class ClientChannel:
     async def close(self, code: int, reason: str) -> None:
         if not self.ws.closed and not self._slow:
             await self.flush()
+            stopped = await self._stop_reader()
             try:
                 await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120]), 2.0)
             except (TimeoutError, Exception):
                 if self._transport is not None:
                     self._transport.abort()
             self.close_code = self.ws.close_code
+            if stopped:  # the reader's last word, once the close frame is out
+                try:
+                    self.inbox.put_nowait(CLOSED)
+                except asyncio.QueueFull:
+                    self._tasks.append(asyncio.create_task(self.inbox.put(CLOSED)))
         self.closed.set()
+
+    async def _stop_reader(self) -> bool:
+        """Stop the reader first (True if done here): aiohttp, closed while a reader
+        waits, drops the socket with the client's frames unread (the client sees 1006).
+        It must not say CLOSED: the session would end and aiohttp close with 1000 first."""
+        reader = self._tasks[0] if self._tasks else None
+        if reader is None or reader.done() or reader is asyncio.current_task():
+            return False
+        self._reader_stopped = True
+        reader.cancel()
+        await asyncio.wait({reader}, timeout=1.0)
+        return True
 
     async def stop(self) -> None:
         for task in self._tasks:

@@ -17,6 +17,7 @@ from pydantic.dataclasses import dataclass
 
 from proxy.config_auth import AuthConfig
 from proxy.config_ops import SECTION, DrainConfig, ReadinessConfig, ReloadConfig, WebConfig
+from proxy.config_redial import RedialConfig
 from proxy.config_store import StoreConfig
 
 Mode = Literal["auto", "passthrough", "barge_in_emulated", "duplex_emulated"]
@@ -271,6 +272,7 @@ class Config:
     drain: DrainConfig = Field(default_factory=DrainConfig)
     readiness: ReadinessConfig = Field(default_factory=ReadinessConfig)
     reload: ReloadConfig = Field(default_factory=ReloadConfig)
+    redial: RedialConfig = Field(default_factory=RedialConfig)
     auth: AuthConfig = Field(default_factory=AuthConfig)
     routes: tuple[Route, ...] = Field(
         default=(), description="[[routes]] entries; exact model names win over globs."

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
@@ -151,6 +152,10 @@ class Metrics:
         self.draining = Gauge(
             "duplex_proxy_draining", "1 once SIGTERM was received (drain).", registry=r
         )
+        self.tasks = Gauge(
+            "duplex_proxy_asyncio_tasks", "asyncio tasks alive now (a leak grows).", registry=r
+        )
+        self.tasks.set_function(_tasks_alive)
         self.config_reloads = Counter(
             "duplex_proxy_config_reloads_total",
             "Config reloads (SIGHUP or a changed file), by outcome (applied, refused).",
@@ -160,3 +165,10 @@ class Metrics:
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+def _tasks_alive() -> float:
+    try:
+        return float(len(asyncio.all_tasks()))
+    except RuntimeError:  # read outside the event loop
+        return 0.0

@@ -473,9 +473,7 @@ async def _drive(
             # replica can, so this one stands down (shim/dialects/relay_upstream.py).
             return
         # Ended: only with a report first (a coded error), or as the upstream ended it.
-        # (1006: the race pinned by the non-strict xfail test at the end of this file.)
-        ended = (1000, 1006) if script.ending in ("close", "abort") else (1000,)
-        assert reader.codes or ws.close_code in ended, (ws.close_code, reader.events[-5:])
+        assert reader.codes or ws.close_code == 1000, (ws.close_code, reader.events[-5:])
         assert mode == "passthrough", f"{mode} ended instead of recovering: {reader.events[-5:]}"
         return
     if mode == "duplex_emulated":
@@ -498,21 +496,7 @@ def _check(stack: Stack, mode: str, script: Script) -> None:
     assert stack.proxy.settled(stack.baseline)["clean"]
 
 
-# Known defect, not yet fixed: the emulated runner redials and re-attaches its upstream
-# inside the session loop, so while a redial waits (up to the connect and classify
-# timeouts) nothing answers the client's heartbeat; about one run in four or five of
-# this file's barge_in_emulated examples hits it after an upstream abort. Not strict:
-# the examples still run and count; the fix is to redial off the session loop.
-REDIAL_IN_LOOP = pytest.mark.xfail(
-    strict=False,
-    reason="a redial in the session loop can leave a heartbeat unanswered for seconds",
-)
-
-
-@pytest.mark.parametrize(
-    "mode",
-    [pytest.param(m, marks=REDIAL_IN_LOOP) if m == "barge_in_emulated" else m for m in MODES],
-)
+@pytest.mark.parametrize("mode", list(MODES))
 @fuzz_timeout
 @fuzz_settings(max_examples=25)
 @given(data=st.data())
@@ -546,15 +530,6 @@ def test_an_upstream_event_nested_300_deep_is_refused_and_the_session_goes_on(
     _check(stack, mode, Script("valid", steps, "stay"))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="an upstream that drops the socket and refuses connections for 1.5 s (a restart)"
-    " ends the emulated session: the client gets upstream_unavailable ('upstream lost and not"
-    " reachable: cannot connect to upstream: 503') and close 1011 after a failed redial,"
-    " instead of the session going on with a fresh upstream session once it is back"
-    " (docs/protocol.md); bench/soak.py sees every session of a route end this way on each"
-    " upstream restart",
-)
 @pytest.mark.parametrize("mode", ["barge_in_emulated", "duplex_emulated"])
 def test_an_upstream_restart_of_1_5_s_is_survived(stack: Stack, mode: str) -> None:
     _check(stack, mode, Script("valid", (), "abort", down_s=1.5))
@@ -578,13 +553,6 @@ async def _close_while_client_sends(base: str, upstream: FuzzUpstream) -> int | 
         return ws.close_code
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="passthrough: when the upstream closes while a client frame is being relayed, the"
-    " proxy may close the client while its reader still waits on the socket, and aiohttp then"
-    " drops the connection after its close frame (the client sees 1006); cancelling that"
-    " reader first turns a drain's 1012 into 1000, so the fix needs another way",
-)
 def test_an_upstream_closing_while_the_client_sends_closes_the_client_cleanly(
     stack: Stack,
 ) -> None:
@@ -595,3 +563,55 @@ def test_an_upstream_closing_while_the_client_sends_closes_the_client_cleanly(
     ]
     assert all(code == 1000 for code in codes), codes
     assert stack.proxy.settled(stack.baseline)["clean"]
+
+
+async def _heartbeat_while_down(base: str, mode: str, upstream: FuzzUpstream) -> None:
+    """The upstream drops and refuses connections for a while: the session answers a
+    heartbeat before any new upstream session opened, then goes on once it is back."""
+    upstream.arm(Script("valid", (), "abort", down_s=8.0))
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(ws_url(base, model=mode), max_msg_size=0) as ws,
+    ):
+        reader = Reader(ws)
+        try:
+            assert await reader.until(lambda evs: bool(evs)), "no session.created"
+            if mode == "duplex_emulated":
+                assert await _turn(ws), "the session ended"
+            assert await wait_played(upstream, STEP_TIMEOUT_S), "the upstream never got to play"
+            refused = upstream.refused
+            for _ in range(int(STEP_TIMEOUT_S * 100)):  # the server runs in another thread
+                if upstream.refused > refused:
+                    break  # the proxy is trying to reach it again
+                await asyncio.sleep(0.01)
+            assert upstream.refused > refused, "the proxy did not try to reach the upstream"
+            opened = upstream.connections
+            acks = reader.count("session.heartbeat_ack")
+            assert await _sent(ws, {"type": "session.heartbeat"}), "the session ended"
+            assert await reader.until(lambda _: reader.count("session.heartbeat_ack") > acks), (
+                reader.events[-5:]
+            )
+            assert upstream.connections == opened, "answered only once the upstream was back"
+            # Back: the session goes on with a fresh upstream session.
+            assert await _alive(ws, reader, mode, "back"), reader.events[-5:]
+            if mode == "duplex_emulated":
+                done = reader.count("response.done")
+                assert await _turn(ws), "the session ended"
+                assert await reader.until(lambda _: reader.count("response.done") > done)
+            assert "upstream_unavailable" not in reader.codes, reader.events[-5:]
+        finally:
+            await ws.close()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader.task
+
+
+@pytest.mark.parametrize("mode", ["barge_in_emulated", "duplex_emulated"])
+def test_a_session_answers_its_client_while_its_upstream_is_being_redialled(
+    stack: Stack, mode: str
+) -> None:
+    run_bounded(
+        _heartbeat_while_down(stack.proxy.base, mode, stack.upstreams[mode]), 4 * STEP_TIMEOUT_S
+    )
+    census = stack.proxy.settled(stack.baseline)
+    assert census["clean"], f"left behind after the session: {census} (baseline {stack.baseline})"
+    assert stack.proxy.shim_faults() == stack.faults_before, "the shim reported a fault"

@@ -1,7 +1,8 @@
 """What one client, one hung upstream or many sessions may cost the proxy, bounded
 (docs/protocol.md): capacity counted in sessions, upstream heartbeats, 1009 with a
 reason, no internal address in a client's error, idle and lifetime limits, no
-timer ticking in an idle session, no connector limit on upstream sockets."""
+timer ticking in an idle session, no connector limit on upstream sockets; a lost
+upstream tried again within bounds."""
 
 from __future__ import annotations
 
@@ -18,8 +19,11 @@ from aiohttp import web
 
 from proxy.app import build_app
 from proxy.config import Config, config_from_dict
+from proxy.config_redial import RedialConfig
 from proxy.emulated.runner import EmulatedRunner
+from proxy.emulated.upstream_redial import Outbox, retrying
 from proxy.state import ProxyState
+from proxy.upstream import UpstreamRefused, UpstreamUnavailable
 from tests.servers import (
     Client,
     connect,
@@ -160,6 +164,8 @@ async def silent_upstream(created: dict[str, Any]) -> AsyncIterator[tuple[str, l
             hold.set()
 
 
+# A lost upstream is tried again this often ([redial]), quickly, before the session ends.
+REDIAL_TWICE = {"attempts": 2, "backoff_s": 0.05}
 DUPLEX_CREATED = {
     "type": "session.created",
     "session": {"id": "up_1", "capabilities": {"supports_barge_in": True}},
@@ -178,14 +184,16 @@ async def test_a_hung_upstream_is_found_by_its_heartbeat(
     created: dict[str, Any], mode: str
 ) -> None:
     async with silent_upstream(created) as (upstream, seen):
-        cfg = proxy_config({"m": upstream}, server={"upstream_heartbeat_s": 0.4})
+        server = {"upstream_heartbeat_s": 0.4}
+        cfg = proxy_config({"m": upstream}, server=server, redial=REDIAL_TWICE)
         async with proxy(cfg) as base, connect(ws_url(base)) as c:
             ev = await c.until("session.created")
             assert ev["session"]["capabilities"]["proxy"]["mode"] == mode
             assert await closed(c) == 1011
             assert "upstream_unavailable" in codes(c)
     if mode == "duplex_emulated":
-        assert len(seen) == 2, "the emulated session took its upstream-lost path: a redial"
+        # The emulated session took its upstream-lost path: a redial, tried twice.
+        assert len(seen) == 3, seen
 
 
 @pytest.mark.parametrize(
@@ -202,7 +210,7 @@ async def test_an_upstream_that_stops_reading_is_found_by_the_send_timeout(
     }
     chunk = "A" * 400_000  # 300 kB of audio a frame: the socket buffers fill quickly
     async with silent_upstream(created) as (upstream, seen):
-        cfg = proxy_config({"m": upstream}, server=server)
+        cfg = proxy_config({"m": upstream}, server=server, redial=REDIAL_TWICE)
         async with proxy(cfg) as base, connect(ws_url(base)) as c:
             ev = await c.until("session.created")
             assert ev["session"]["capabilities"]["proxy"]["mode"] == mode
@@ -217,8 +225,8 @@ async def test_an_upstream_that_stops_reading_is_found_by_the_send_timeout(
             finally:
                 pusher.cancel()
             assert "upstream_unavailable" in codes(c)
-    # The emulated session took its upstream-lost path: it dialled again.
-    assert len(seen) == (2 if mode == "barge_in_emulated" else 1)
+    # The emulated session took its upstream-lost path: it dialled again, twice.
+    assert len(seen) == (3 if mode == "barge_in_emulated" else 1)
 
 
 async def test_an_unreachable_upstream_is_named_by_its_route_not_its_address() -> None:
@@ -316,3 +324,50 @@ async def test_an_idle_emulated_session_schedules_no_ticks(kind: str) -> None:
         # ...and an event wakes it up again.
         await c.send({"type": "input_audio_buffer.clear"})
         await eventually(lambda: runner.ticker.fed > fed)
+
+
+# ---------------------------------------------------------------- redial policy
+
+
+async def test_a_redial_tries_again_within_its_attempts_then_gives_up() -> None:
+    policy = RedialConfig(attempts=3, budget_s=30.0, backoff_s=0.01)
+    tries: list[int] = []
+
+    async def down_twice() -> str:
+        tries.append(1)
+        if len(tries) < 3:
+            raise UpstreamUnavailable("cannot connect to the upstream")
+        return "socket"
+
+    failures: list[int] = []
+    assert await retrying(down_twice, policy, lambda n, _: failures.append(n)) == "socket"
+    assert failures == [1, 2]
+
+    async def always_down() -> str:
+        raise UpstreamUnavailable("cannot connect to the upstream")
+
+    with pytest.raises(UpstreamUnavailable):
+        await retrying(always_down, policy, lambda n, _: failures.append(n))
+    assert failures == [1, 2, 1, 2, 3]
+
+
+async def test_a_refusal_is_not_tried_again() -> None:
+    tries: list[int] = []
+
+    async def refused() -> str:
+        tries.append(1)
+        raise UpstreamRefused({"type": "error", "error": {"code": "session_resume_expired"}})
+
+    with pytest.raises(UpstreamRefused):
+        await retrying(refused, RedialConfig(attempts=5, backoff_s=0.01), lambda n, _: None)
+    assert tries == [1]
+
+
+def test_the_redial_outbox_holds_up_to_its_bound_and_says_when_it_dropped() -> None:
+    box = Outbox(limit=10)
+    assert box.hold("12345") and box.hold("6789")
+    assert not box.hold("abc")  # over the bound: dropped
+    assert box.overflowed
+    assert box.take() == ["12345", "6789"]
+    assert box.take() == []
+    assert box.hold("abcdefghij")  # the bound is free again

@@ -71,6 +71,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "proxy.config_errors",
             "proxy.config_ops",
+            "proxy.config_redial",
             "proxy.config_store",
             "proxy.config_auth",
             "proxy.config_store_url",

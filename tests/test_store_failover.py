@@ -62,6 +62,21 @@ async def test_the_first_resume_after_a_redis_restart_succeeds(
         s.assert_exactly_once()
 
 
+# Not gating until understood: the second answer after the failover does not start
+# within 20 s (until_deltas after the second speak). It first failed once in a full
+# run; on a loaded machine it now fails alone too, on this branch and on the code
+# before it. What a failing run shows: the session is alive (a heartbeat sent after
+# the second turn's audio is answered, in order), the proxy read every append of that
+# turn (duplex_proxy_frames_total), yet the session's VAD feeder
+# (proxy/emulated/feeders.py, analyze_audio) receives no job after the first turn's
+# (and duplex_proxy_vad_batch_windows_count stays at the first turn's): the shim
+# returns no AnalyzeAudio for those appends (see the early returns of input_audio in
+# shim/client_events.py), and nothing is logged. With a 6 s pause in place of the
+# failover it passes, so the failover's effect on this replica is the lead: its
+# persister's checkpoints during the failover (snapshot() and the re-tried writes)
+# are the only path from the store to the session. Ruled out: a redial inside the
+# session loop (now off the loop, proxy/emulated/upstream_redial.py), a stalled
+# session loop, a dead VAD feeder task.
 @pytest.mark.xfail(
     strict=False,
     reason="under investigation: once in a full-suite run the second answer after the"

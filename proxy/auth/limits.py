@@ -1,6 +1,7 @@
 """Per-principal limits: sessions open at once, and connections in the last minute.
 
-Counted per replica (each replica enforces its own share; README "Security").
+Counted per replica, in memory: each replica enforces its own share (a known limit, the
+README's "Security" section says why and what to set).
 """
 
 from __future__ import annotations

@@ -28,6 +28,19 @@ from shim.actions import (
 )
 
 
+def is_heartbeat(raw: str) -> bool:
+    if "session.heartbeat" not in raw:
+        return False  # most frames: no parse
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(event, dict) and event.get("type") == "session.heartbeat"
+
+
+SLOW_ACTION_S = 1.0
+
+
 class ActionRunner:
     def __init__(
         self,
@@ -48,28 +61,50 @@ class ActionRunner:
         self.standing_down = False
 
     async def run(self, actions: list[Action]) -> None:
+        try:
+            await self._run(actions)
+        finally:
+            self.upstream.settle()
+
+    async def _run(self, actions: list[Action]) -> None:
+        loop = asyncio.get_running_loop()
         for action in actions:
             if self.standing_down:
                 return
-            if isinstance(action, SendClient | SendClientAudio):
-                self.out.send(action.event)
-            elif isinstance(action, AnalyzeAudio):
-                # Bounded: if the VAD falls behind, the loop waits, and so does the client.
-                await self.vad_queue.put(action)
-            elif isinstance(action, SendUpstream):
-                await self.upstream.send(orjson.dumps(action.event).decode())
-            elif isinstance(action, ForwardUpstream):
-                await self.upstream.send(action.raw)
-            elif isinstance(action, AbortUpstream):
-                await self.upstream.redial(action)
-            elif isinstance(action, ResumeUpstream):
-                await self.upstream.reattach(action)
-            elif isinstance(action, StandDown):
-                self.persister.let_go()
-                self.log.info("session_taken_over", reason=action.reason)
-                self.standing_down = True
+            started = loop.time()
+            await self._one(action)
+            took = loop.time() - started
+            if took >= SLOW_ACTION_S:
+                # The loop answers nothing meanwhile (a resume waits for it too): say
+                # which action held it.
+                self.log.warning(
+                    "session_action_slow", action=type(action).__name__, took_s=round(took, 2)
+                )
+
+    async def _one(self, action: Action) -> None:
+        if isinstance(action, SendClient | SendClientAudio):
+            self.out.send(action.event)
+        elif isinstance(action, AnalyzeAudio):
+            # Bounded: if the VAD falls behind, the loop waits, and so does the client.
+            await self.vad_queue.put(action)
+        elif isinstance(action, SendUpstream):
+            await self.upstream.send(orjson.dumps(action.event).decode())
+        elif isinstance(action, ForwardUpstream):
+            if self.upstream.redialing and is_heartbeat(action.raw):
+                # The upstream would answer it; while it is being reached again
+                # the proxy does, so a client's liveness check does not fail.
+                self.out.send({"type": "session.heartbeat_ack", "session_id": self.session_id})
                 return
-            elif isinstance(action, ReportFault):
-                report_fault(self.log, self.metrics, self.session_id, action)
-            elif isinstance(action, CloseClient):
-                await self.inputs.put(Stop())
+            await self.upstream.send(action.raw)
+        elif isinstance(action, AbortUpstream):
+            await self.upstream.redial(action)
+        elif isinstance(action, ResumeUpstream):
+            await self.upstream.reattach(action)
+        elif isinstance(action, StandDown):
+            self.persister.let_go()
+            self.log.info("session_taken_over", reason=action.reason)
+            self.standing_down = True
+        elif isinstance(action, ReportFault):
+            report_fault(self.log, self.metrics, self.session_id, action)
+        elif isinstance(action, CloseClient):
+            await self.inputs.put(Stop())

@@ -22,6 +22,7 @@ from proxy.emulated.session_controls import answer_control
 from proxy.emulated.shim_setup import created_event, new_shim
 from proxy.emulated.ticker import Ticker
 from proxy.emulated.upstream_control import UpstreamControl
+from proxy.emulated.upstream_redial import InLoop
 from proxy.logging import Logger
 from proxy.persist.persister import Persister
 from proxy.state import ProxyState
@@ -214,6 +215,10 @@ class EmulatedRunner(PersistedSession):
                 finally:
                     self.persister.idle.set()
                     self.persister.poke()  # checkpoint what changed (no polling)
+                if not self.inputs.empty():
+                    # With a backlog, get() would not yield: a checkpoint (a flush, a
+                    # resume) waiting for this pause between inputs would never run.
+                    await asyncio.sleep(0)
                 if self.actions.standing_down:
                     break
                 if self.out.grace_over():
@@ -248,6 +253,8 @@ class EmulatedRunner(PersistedSession):
         elif isinstance(item, FromUpstream):
             if item.ws is self.upstream.ws:
                 await self._handle(item.event)
+        elif isinstance(item, InLoop):
+            await item.run()  # e.g. a redialled upstream attached (upstream_control.py)
         else:
             await self._handle(cast(Input, item))
 
