@@ -10,6 +10,7 @@ from proxy.client_io import ClientFrame
 from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
+from shim.ga_upstream import opening_session
 from shim.wire import error_code
 
 
@@ -29,7 +30,11 @@ def _without_turn_detection(session: dict[str, Any] | None) -> dict[str, Any] | 
 
 
 async def open_upstream(
-    conn: ClientConnection, route: Route, upstream_model: str, first: ClientFrame | None
+    conn: ClientConnection,
+    route: Route,
+    upstream_model: str,
+    first: ClientFrame | None,
+    ga: bool = False,
 ) -> UpstreamLink | None:
     """The upstream session for a new connection; None once the client was told why not.
 
@@ -50,6 +55,8 @@ async def open_upstream(
         if client_session.get("type") == "realtime":
             del client_session["type"]  # GA session type, not an upstream field
     url = conn.state.upstream_url(route)
+    # A GA client's session (or GA defaults) as a duplex upstream reads it.
+    opening = opening_session(client_session) if ga else client_session
 
     async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
         assert conn.state.http is not None
@@ -68,11 +75,11 @@ async def open_upstream(
 
     try:
         try:
-            link = await open_with(client_session)
+            link = await open_with(opening)
         except UpstreamRefused:
             # A duplex model without barge-in may refuse server VAD in its opening
             # config; turn detection is then the proxy's job: open without it.
-            trimmed = _without_turn_detection(client_session)
+            trimmed = _without_turn_detection(opening)
             if trimmed is None:
                 raise
             link = await open_with(trimmed)
