@@ -43,6 +43,9 @@ OWN_COMMANDS = frozenset(
     {"playback.ack", "response.cancel", "output_audio_buffer.clear", "session.event_ack"}
 )
 OWN_PREFIX = "proxy_"
+SPEECH_EVENTS = frozenset(
+    {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
+)
 # After the answer's audio ends, its echo may still reach the microphone this long.
 ECHO_TAIL_MS = 300
 
@@ -172,8 +175,13 @@ class GaRelaySession(BargeInRelaySession):
             if own is not None:
                 self.own_command_errors += 1
                 return [own]
-        if screened.get("type") == "conversation.item.truncated":
+        kind = screened.get("type")
+        if kind == "conversation.item.truncated":
             return []  # the proxy answered the client's truncate itself
+        if kind in SPEECH_EVENTS and self.config.turn.vad is None:
+            # Without server VAD the upstream still marks a buffer's first append and
+            # its commit as speech (docs/fidelity.md, row 2); GA says nothing then.
+            return []
         ev = ga_events.translate(screened)
         if ev is None:
             return []
