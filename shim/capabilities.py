@@ -44,6 +44,11 @@ class Classification:
         return self.client == "ga"
 
 
+def client_of(reasons: tuple[str, ...] | list[str]) -> ClientKind:
+    """The client kind a stored classification was made for (its reasons say it)."""
+    return "ga" if GA_REASON in reasons else "native"
+
+
 def upstream_kind(created: Mapping[str, Any]) -> UpstreamKind | None:
     """``duplex`` / ``turn`` for a ``session.created`` event, None for anything else."""
     if created.get("type") != "session.created":
@@ -93,6 +98,8 @@ def classify(
     elif caps.get("supports_barge_in") is not True:
         reasons.append("upstream declares supports_barge_in=false")
         auto = "barge_in_emulated"
+        if client == "ga":
+            reasons.append(GA_REASON)
     else:
         reasons.append("upstream declares supports_barge_in=true")
         auto = "passthrough"

@@ -34,7 +34,7 @@ from shim.ga_upstream import upstream_session
 from shim.inputs import Input, UpstreamEvent
 from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
-from shim.session_config import session_object
+from shim.session_config import SessionConfigError, session_object
 from shim.settings import VAD_RATE
 
 # Commands the proxy sends on its own; their event ids say so, so that an upstream
@@ -63,6 +63,7 @@ class GaRelaySession(BargeInRelaySession):
         self.own_command_errors = 0
         super().__init__(session_id, model, settings, upstream_capabilities)
         self.reports.proxy_acked = True
+        self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         super().bind_upstream(event)
@@ -81,23 +82,30 @@ class GaRelaySession(BargeInRelaySession):
         return SendUpstream({"event_id": f"{OWN_PREFIX}{self._own:08d}", **ev})
 
     # ------------------------------------------------------------ client events
+    def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
+        error = super().apply_update(ev)
+        if error is None:
+            nested = ev.get("session")
+            raw = nested if isinstance(nested, dict) else {}
+            # Stated in full, so that a fresh upstream session given it after a loss
+            # (``on_upstream_lost``) gets the same turn detection and format.
+            self.last_update = {
+                "type": "session.update",
+                "session": upstream_session(raw, self.config, opening=True),
+            }
+        return error
+
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         error = self.apply_update(ev)
         if error is not None:
             return [self.err(error.code, str(error), ev, error.param)]
-        nested = ev.get("session")
-        raw = nested if isinstance(nested, dict) else {}
-        # Stated in full, so that a fresh upstream session given it after a loss
-        # (``on_upstream_lost``) gets the same turn detection and format.
-        self.last_update = {
-            "type": "session.update",
-            "session": upstream_session(raw, self.config, opening=True),
-        }
+        assert self.last_update is not None
+        update = dict(self.last_update)
         if isinstance(ev.get("event_id"), str):
-            self.last_update["event_id"] = ev["event_id"]
+            update["event_id"] = ev["event_id"]
         session = session_object(self.session_id, self.model, self.config)
         return [
-            SendUpstream(self.last_update),
+            SendUpstream(update),
             SendClient({"type": "session.updated", "session": session}),
             *self.turns.detection_changed(now),
         ]
