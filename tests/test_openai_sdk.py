@@ -18,6 +18,7 @@ from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
+from proxy.reference.options import ReferenceOptions
 from tests.servers import load_clip, proxy, proxy_config, reference, silence
 
 RATE = 24000
@@ -39,7 +40,8 @@ def as_dict(event: Any) -> dict[str, Any]:
 @asynccontextmanager
 async def sdk_connection(kind: str, reply_ms: int = 800) -> AsyncIterator[AsyncRealtimeConnection]:
     """The proxy in front of a ``kind`` reference backend, reached through the SDK."""
-    async with reference(kind, reply_ms=reply_ms) as upstream:
+    strict = ReferenceOptions(fidelity="strict")  # behaves like vLLM-Omni 0.30.0
+    async with reference(kind, reply_ms=reply_ms, options=strict) as upstream:
         async with proxy(proxy_config({"m": upstream})) as base:
             port = int(base.rsplit(":", 1)[1])
             async with AsyncOpenAI(
