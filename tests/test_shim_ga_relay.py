@@ -23,9 +23,10 @@ GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 DUPLEX = {"type": "session.created", "session": {"capabilities": {"supports_barge_in": True}}}
 
 
-def make() -> Script:
+def make(truncates: bool = False) -> Script:
     settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
-    session = GaRelaySession("sess_0123456789abcdef", "m", settings, {"supports_barge_in": True})
+    caps = {"supports_barge_in": True, "supports_audio_truncate": truncates}
+    session = GaRelaySession("sess_0123456789abcdef", "m", settings, caps)
     session.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
     return Script(session)
 
@@ -170,3 +171,38 @@ def test_a_barge_in_releases_the_held_speech_after_the_cut() -> None:
     assert "input_audio_buffer.append" in kinds[cut:], "the user's words follow the cut"
     assert "input_audio_buffer.append" not in kinds[:cut]
     assert all(isinstance(a, SendUpstream) for a in out if getattr(a, "event", None) in sent)
+
+
+def test_a_client_truncate_is_acknowledged_upstream_too() -> None:
+    sc = make(truncates=True)
+    answer(sc)
+    sc.tick(300)
+    out = sc.client(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": AID,
+            "content_index": 0,
+            "audio_end_ms": 200,
+        }
+    )
+    sent = upstream_events(out)
+    assert "conversation.item.truncate" in [e["type"] for e in sent]
+    acks = [e for e in sent if e["type"] == "playback.ack"]
+    assert [a["played_ms"] for a in acks] == [200], sent
+
+
+def test_a_truncate_after_the_answer_was_generated_is_acknowledged_at_its_position() -> None:
+    sc = make(truncates=True)
+    answer(sc)
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    sc.tick(300)
+    out = sc.client(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": AID,
+            "content_index": 0,
+            "audio_end_ms": 250,
+        }
+    )
+    acks = [e for e in upstream_events(out) if e["type"] == "playback.ack"]
+    assert [a["played_ms"] for a in acks] == [250]

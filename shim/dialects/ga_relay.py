@@ -110,6 +110,16 @@ class GaRelaySession(BargeInRelaySession):
             *self.turns.detection_changed(now),
         ]
 
+    def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
+        out = super()._client_truncate(ev, now)
+        item = self.ledger.get(str(ev.get("item_id")))
+        acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
+        if client_events.is_refusal(out) or item is None or acked:
+            return out
+        # The upstream owns playback by acks: what was heard, or its answer stays live.
+        played = int(ev["audio_end_ms"])
+        return [*out, SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played))]
+
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         start = self.history.end
         out = client_events.input_audio(self, ev, now)
