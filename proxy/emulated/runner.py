@@ -280,6 +280,12 @@ class EmulatedRunner(PersistedSession):
             if self.state.store is not None:
                 await self.state.store.delete(self.session_id, self.persister.epoch)
         self._close_reason = reason
+        if self.cls.kind == "duplex":
+            # End the upstream session too: one merely dropped keeps its slot for its
+            # disconnect grace (vLLM-Omni counts it; docs/fidelity.md, row 8). Its
+            # socket closing after this is no loss.
+            self.upstream.closing = True
+            await self.upstream.send('{"type": "session.close", "reason": "client_close"}')
         await self.inputs.put(Stop())
 
     async def _execute(self, actions: list[Action]) -> None:
