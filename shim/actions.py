@@ -107,6 +107,15 @@ class ReportFault:
     trace: str
 
 
+@dataclass(frozen=True, slots=True)
+class NoteUpstreamError:
+    """The upstream refused a command the proxy itself sent (its own ack, cancel or
+    truncate): the edge logs and counts it; the client did not err and is not told."""
+
+    code: str | None
+    message: str | None
+
+
 Action = (
     SendClient
     | SendClientAudio
@@ -118,4 +127,5 @@ Action = (
     | AnalyzeAudio
     | CloseClient
     | ReportFault
+    | NoteUpstreamError
 )

@@ -14,6 +14,13 @@ from typing import Any, Literal
 
 UpstreamKind = Literal["duplex", "turn"]
 ProxyMode = Literal["passthrough", "barge_in_emulated", "duplex_emulated"]
+# Who the client is: ``ga`` speaks OpenAI GA realtime (``/v1/realtime`` without
+# ``?duplex=1``), ``native`` vLLM-Omni's duplex protocol (``?duplex=1``, ``/v1/duplex``).
+ClientKind = Literal["ga", "native"]
+GA_REASON = (
+    "GA client: the proxy decides barge-in and acknowledges playback "
+    "(GA clients send no playback.ack and stop playback on every speech_started)"
+)
 
 # Capabilities the proxy itself provides in the emulated modes.
 EMULATED_FLAGS = (
@@ -30,6 +37,16 @@ class Classification:
     mode: ProxyMode
     upstream_capabilities: Mapping[str, Any] | None
     reasons: tuple[str, ...]
+    client: ClientKind = "native"
+
+    @property
+    def ga_client(self) -> bool:
+        return self.client == "ga"
+
+
+def client_of(reasons: tuple[str, ...] | list[str]) -> ClientKind:
+    """The client kind a stored classification was made for (its reasons say it)."""
+    return "ga" if GA_REASON in reasons else "native"
 
 
 def upstream_kind(created: Mapping[str, Any]) -> UpstreamKind | None:
@@ -55,8 +72,16 @@ def classify(
     created: Mapping[str, Any],
     forced: str = "auto",
     duplex_refused: bool = False,
+    client: ClientKind = "native",
+    ga_passthrough: bool = False,
 ) -> Classification:
-    """Decide the mode for a session from the upstream's ``session.created``."""
+    """Decide the mode for a session from the upstream's ``session.created``.
+
+    A GA client over a duplex upstream that can barge in is not relayed byte for
+    byte: the upstream's own overlap rules (ack-owned playback, opt-in barge-in,
+    speech events for echo and backchannels) are not what a GA client expects, so the
+    proxy runs it as ``barge_in_emulated`` unless the route keeps passthrough
+    (``ga_passthrough``)."""
     kind = upstream_kind(created)
     if kind is None:
         raise ValueError("not a session.created event")
@@ -73,9 +98,14 @@ def classify(
     elif caps.get("supports_barge_in") is not True:
         reasons.append("upstream declares supports_barge_in=false")
         auto = "barge_in_emulated"
+        if client == "ga":
+            reasons.append(GA_REASON)
     else:
         reasons.append("upstream declares supports_barge_in=true")
         auto = "passthrough"
+        if client == "ga" and not ga_passthrough:
+            reasons.append(GA_REASON)
+            auto = "barge_in_emulated"
     mode = auto
     if forced != "auto" and forced != auto:
         if kind == "turn" and forced != "duplex_emulated":
@@ -84,7 +114,9 @@ def classify(
         else:
             reasons.append(f"route forces mode {forced}")
             mode = forced  # type: ignore[assignment]
-    return Classification(kind=kind, mode=mode, upstream_capabilities=caps, reasons=tuple(reasons))
+    return Classification(
+        kind=kind, mode=mode, upstream_capabilities=caps, reasons=tuple(reasons), client=client
+    )
 
 
 def proxy_capabilities(

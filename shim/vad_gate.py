@@ -99,6 +99,11 @@ class VadGate:
         """True between SpeechStarted and SpeechStopped."""
         return self._state in (_State.SPEAKING, _State.STOPPING)
 
+    @property
+    def onset_sample(self) -> int:
+        """Where the current run of speech began (VAD-rate samples)."""
+        return self._onset
+
     def update(self, params: VadParams) -> None:
         """Apply new ``turn_detection`` settings; the current run keeps going.
 

@@ -19,13 +19,16 @@ import numpy as np
 import pytest
 from agents.realtime import RealtimeAgent, RealtimeRunner
 
+from proxy.reference.options import ReferenceOptions
 from tests.servers import load_clip, proxy, proxy_config, reference, ws_url
 
 RATE = 24000
 CHUNK = RATE * 20 // 1000  # 20 ms
 OVERLAY_AFTER_S = 1.0  # into the answer
+# A GA client over each upstream kind (strict stand-ins): over a duplex upstream that
+# can barge in too, the proxy decides barge-in (shim/capabilities.py).
 MODES = [
-    ("duplex", "passthrough"),
+    ("duplex", "barge_in_emulated"),
     ("duplex-no-barge-in", "barge_in_emulated"),
     ("turn", "duplex_emulated"),
 ]
@@ -81,7 +84,7 @@ async def run_sdk(kind: str, case: str) -> dict[str, Any]:
     speaker = Speaker()
     seen: dict[str, Any] = {"first_audio": None, "overlay_at": None, "interrupted": 0, "log": []}
     async with (
-        reference(kind, reply_ms=5000) as upstream,
+        reference(kind, reply_ms=5000, options=ReferenceOptions(fidelity="strict")) as upstream,
         proxy(proxy_config({"m": upstream})) as base,
     ):
         session = await runner.run(
@@ -156,32 +159,22 @@ async def run_sdk(kind: str, case: str) -> dict[str, Any]:
     return seen
 
 
-# In passthrough the upstream decides turn-taking and the proxy relays it byte for byte:
-# the duplex reference backend announces every speech it hears, echo and backchannels
-# included (its detector has no far-end reference), so the SDK interrupts itself there.
-UPSTREAM_DECIDES = pytest.mark.xfail(
-    reason="passthrough: the upstream's own speech events, relayed untouched", strict=True
-)
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("kind", "mode"),
-    [MODES[0], MODES[1], MODES[2]],
-    ids=[m for _, m in MODES],
+    MODES,
+    ids=[k for k, _ in MODES],
 )
 @pytest.mark.parametrize("case", ["backchannel", "echo", "noise"])
 async def test_the_sdk_is_not_interrupted_by_a_backchannel_its_own_echo_or_noise(
-    kind: str, mode: str, case: str, request: pytest.FixtureRequest
+    kind: str, mode: str, case: str
 ) -> None:
-    if mode == "passthrough" and case != "noise":
-        request.applymarker(UPSTREAM_DECIDES)
     seen = await run_sdk(kind, case)
     assert seen["interrupted"] == 0, f"{mode}: the SDK stopped playback on {case}"
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("kind", "mode"), MODES, ids=[m for _, m in MODES])
+@pytest.mark.parametrize(("kind", "mode"), MODES, ids=[k for k, _ in MODES])
 async def test_the_sdk_is_interrupted_once_by_a_real_barge_in(kind: str, mode: str) -> None:
     seen = await run_sdk(kind, "barge_in")
     assert seen["interrupted"] == 1, f"{mode}: {seen['interrupted']} interruptions"

@@ -80,7 +80,7 @@ async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None
                 assert c.ws.close_code == 1009
             async with connect(ws_url(base)) as again:
                 created = await again.until("session.created")
-                assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,7 @@ async def state(page: Any) -> dict[str, Any]:
     [
         ("demo", "duplex_emulated", True),
         ("relay", "barge_in_emulated", False),
-        ("native", "passthrough", True),
+        ("native", "barge_in_emulated", True),  # a GA client: the proxy decides barge-in
     ],
 )
 async def test_talk_in_the_browser(
@@ -151,7 +151,7 @@ async def test_talk_in_the_browser(
             assert await page.locator("#caps [data-cap=supports_barge_in].on").count() == 1
             aec = await page.evaluate("talk.capture.settings.echoCancellation")
             assert aec is echo_cancellation
-            if mode == "barge_in_emulated":  # the upstream's own word: it cannot barge in
+            if model == "relay":  # the upstream's own word: it cannot barge in
                 assert await page.locator("#upcaps [data-cap=supports_barge_in].no").count() == 1
             await page.screenshot(path=shots / "1-connected.png")
 

@@ -211,13 +211,13 @@ async def test_serve_with_config_routes_to_three_reference_backend_processes(
     base = f"http://127.0.0.1:{proxy_port}"
     await wait_http_ok(proxy, base)
 
-    expected = {
+    expected = {  # a native client (?duplex=1); a GA client is relayed by no route
         "m-duplex": "passthrough",
         "m-nobargein": "barge_in_emulated",
         "m-turn": "duplex_emulated",
     }
     for model, mode in expected.items():
-        async with connect(ws_url(base, model=model)) as c:
+        async with connect(ws_url(base, model=model, duplex="1")) as c:
             assert await session_mode(c) == mode, model
     for proc in (proxy, *backends.values()):
         proc.check_alive()
@@ -242,7 +242,10 @@ async def test_sigterm_drains_sessions_with_1012_and_exits_0(procs: Procs) -> No
         DUPLEX_PROXY__ROUTES__1__MODEL="dx",
         DUPLEX_PROXY__ROUTES__1__UPSTREAM="embedded://duplex",
     )
-    async with connect(ws_url(base, model="demo")) as em, connect(ws_url(base, model="dx")) as pt:
+    async with (
+        connect(ws_url(base, model="demo")) as em,
+        connect(ws_url(base, model="dx", duplex="1")) as pt,
+    ):
         assert await session_mode(em) == "duplex_emulated"
         assert await session_mode(pt) == "passthrough"
         # SIGTERM in the middle of a reply, while assistant audio is streaming.

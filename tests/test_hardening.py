@@ -186,7 +186,8 @@ async def test_a_hung_upstream_is_found_by_its_heartbeat(
     async with silent_upstream(created) as (upstream, seen):
         server = {"upstream_heartbeat_s": 0.4}
         cfg = proxy_config({"m": upstream}, server=server, redial=REDIAL_TWICE)
-        async with proxy(cfg) as base, connect(ws_url(base)) as c:
+        native = {"duplex": "1"} if mode == "passthrough" else {}  # GA clients: emulated
+        async with proxy(cfg) as base, connect(ws_url(base, **native)) as c:
             ev = await c.until("session.created")
             assert ev["session"]["capabilities"]["proxy"]["mode"] == mode
             assert await closed(c) == 1011
@@ -211,7 +212,8 @@ async def test_an_upstream_that_stops_reading_is_found_by_the_send_timeout(
     chunk = "A" * 400_000  # 300 kB of audio a frame: the socket buffers fill quickly
     async with silent_upstream(created) as (upstream, seen):
         cfg = proxy_config({"m": upstream}, server=server, redial=REDIAL_TWICE)
-        async with proxy(cfg) as base, connect(ws_url(base)) as c:
+        native = {"duplex": "1"} if mode == "passthrough" else {}  # GA clients: emulated
+        async with proxy(cfg) as base, connect(ws_url(base, **native)) as c:
             ev = await c.until("session.created")
             assert ev["session"]["capabilities"]["proxy"]["mode"] == mode
 

@@ -41,7 +41,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.assistant_audio",
         ],
     ),
-    ("shim: session settings", ["shim.session_config"]),
+    ("shim: session settings", ["shim.session_config", "shim.ga_upstream"]),
     (
         "shim: the session's parts",
         [

@@ -15,11 +15,15 @@ from typing import Any
 import pytest
 from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
 
+from proxy.reference.options import ReferenceOptions
 from tests.servers import load_clip, proxy, proxy_config, reference, silence
 
 RATE = 24000
 CHUNK_MS = 40
+GA_EVENTS: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 
 
 def as_dict(event: Any) -> dict[str, Any]:
@@ -36,7 +40,8 @@ def as_dict(event: Any) -> dict[str, Any]:
 @asynccontextmanager
 async def sdk_connection(kind: str, reply_ms: int = 800) -> AsyncIterator[AsyncRealtimeConnection]:
     """The proxy in front of a ``kind`` reference backend, reached through the SDK."""
-    async with reference(kind, reply_ms=reply_ms) as upstream:
+    strict = ReferenceOptions(fidelity="strict")  # behaves like vLLM-Omni 0.30.0
+    async with reference(kind, reply_ms=reply_ms, options=strict) as upstream:
         async with proxy(proxy_config({"m": upstream})) as base:
             port = int(base.rsplit(":", 1)[1])
             async with AsyncOpenAI(
@@ -56,6 +61,7 @@ async def events_until_response_done(conn: AsyncRealtimeConnection) -> list[dict
     events: list[dict[str, Any]] = []
     async for event in conn:
         events.append(as_dict(event))
+        GA_EVENTS.validate_python(events[-1])  # the GA type, values included
         assert event.type != "error", f"unexpected error event: {as_dict(event)}"
         if event.type == "response.done":
             return events
@@ -85,8 +91,10 @@ def assert_completed_with_audio(events: list[dict[str, Any]]) -> None:
     assert done["response"]["status"] == "completed", done["response"]
 
 
+# A GA client gets barge_in_emulated even over a duplex upstream that can barge in
+# (shim/capabilities.py): the proxy decides barge-in and acknowledges playback.
 MODES = [
-    ("duplex", "passthrough"),
+    ("duplex", "barge_in_emulated"),
     ("duplex-no-barge-in", "barge_in_emulated"),
     ("turn", "duplex_emulated"),
 ]
@@ -110,11 +118,12 @@ async def test_sdk_spoken_turn_with_server_vad(kind: str, mode: str) -> None:
         assert_completed_with_audio(events)
 
 
-async def test_sdk_push_to_talk_against_turn_backend() -> None:
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_sdk_push_to_talk(kind: str, mode: str) -> None:
     """Server VAD off: the client commits its turn and asks for the response itself."""
-    async with sdk_connection("turn") as conn:
+    async with sdk_connection(kind) as conn:
         created = await first_session_created(conn)
-        assert created["session"]["capabilities"]["proxy"]["mode"] == "duplex_emulated"
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
         await conn.session.update(
             session={
                 "type": "realtime",

@@ -108,8 +108,14 @@ async def test_metrics_count_sessions_frames_and_bytes_by_mode_and_direction() -
             assert "# TYPE duplex_proxy_sessions_total counter" in text
             before = await scrape(base)
 
-            async with connect(ws_url(base, model="pt")) as c:
-                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+            # A native client (?duplex=1) is relayed; it asks for server VAD itself.
+            async with connect(ws_url(base, model="pt", duplex="1")) as c:
+                await c.send(
+                    {
+                        "type": "session.update",
+                        "session": {"turn_detection": {"type": "server_vad"}},
+                    }
+                )
                 created = await c.until("session.created")
                 assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
                 await c.until("session.updated")
@@ -180,8 +186,13 @@ async def test_store_outage_degrades_readiness_and_disables_resume_only() -> Non
             metrics = await scrape(base)
             assert value(metrics, "duplex_proxy_store_up") == 0
 
-            async with connect(ws_url(base)) as c:
-                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+            async with connect(ws_url(base, duplex="1")) as c:  # native: relayed
+                await c.send(
+                    {
+                        "type": "session.update",
+                        "session": {"turn_detection": {"type": "server_vad"}},
+                    }
+                )
                 created = await c.until("session.created", timeout=10)
                 caps = created["session"]["capabilities"]
                 assert caps["proxy"]["mode"] == "duplex_emulated"
@@ -200,8 +211,13 @@ async def test_store_outage_passthrough_session_does_not_advertise_resume() -> N
     store = {"url": f"redis://127.0.0.1:{closed_port()}/0", "timeout_s": 0.2}
     async with reference("duplex", reply_ms=600) as up:
         async with proxy(proxy_config({"m": up}, store=store)) as base:
-            async with connect(ws_url(base)) as c:
-                await c.send({"type": "session.update", "session": {"type": "realtime"}})
+            async with connect(ws_url(base, duplex="1")) as c:  # native: relayed
+                await c.send(
+                    {
+                        "type": "session.update",
+                        "session": {"turn_detection": {"type": "server_vad"}},
+                    }
+                )
                 created = await c.until("session.created", timeout=10)
                 caps = created["session"]["capabilities"]
                 assert caps["proxy"]["mode"] == "passthrough"

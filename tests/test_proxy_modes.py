@@ -14,8 +14,10 @@ from tests.servers import (
     ws_url,
 )
 
+# What a GA client (/v1/realtime without ?duplex=1) gets over each upstream kind: the
+# proxy decides barge-in even over a duplex upstream that can (shim/capabilities.py).
 MODES = [
-    ("duplex", "passthrough"),
+    ("duplex", "barge_in_emulated"),
     ("duplex-no-barge-in", "barge_in_emulated"),
     ("turn", "duplex_emulated"),
 ]
@@ -35,8 +37,9 @@ async def test_each_upstream_kind_gets_its_mode_and_completes_a_spoken_turn(
             caps = created["session"]["capabilities"]
             assert caps["proxy"]["mode"] == mode
             assert caps["supports_barge_in"] is True, "through the proxy every session can barge in"
-            if mode == "passthrough":
+            if kind == "duplex":
                 assert caps["proxy"]["upstream"]["supports_barge_in"] is True
+                assert any("GA client" in r for r in caps["proxy"]["reasons"])
             elif mode == "barge_in_emulated":
                 assert caps["proxy"]["upstream"]["supports_barge_in"] is False
             else:
@@ -76,6 +79,16 @@ async def test_speak_first_client_opens_the_upstream_with_its_own_session_update
 async def test_ga_client_that_waits_gets_session_created_unprompted() -> None:
     async with reference("duplex") as upstream, proxy(proxy_config({"m": upstream})) as base:
         async with connect(ws_url(base)) as c:
+            created = await c.until("session.created", timeout=5)
+            assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+
+
+@pytest.mark.parametrize("where", [{"duplex": "1"}, {"path": "/v1/duplex"}])
+async def test_native_client_over_a_duplex_upstream_that_can_barge_in_is_passed_through(
+    where: dict[str, str],
+) -> None:
+    async with reference("duplex") as upstream, proxy(proxy_config({"m": upstream})) as base:
+        async with connect(ws_url(base, **where)) as c:
             created = await c.until("session.created", timeout=5)
             assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
 

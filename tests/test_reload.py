@@ -72,7 +72,7 @@ async def test_sighup_applies_new_routes_to_new_sessions_and_refuses_a_bad_file(
                 await reloads(p, "config_reloaded")
                 async with connect(ws_url(p.base, model="b")) as c:
                     assert await mode_of(c) == "duplex_emulated"
-                async with connect(ws_url(p.base, model="a")) as c:
+                async with connect(ws_url(p.base, model="a", duplex="1")) as c:  # native
                     assert await mode_of(c) == "passthrough", "new sessions take the new route"
                 body = await p.until_readyz(200)
                 assert body["routes"] == {"a": "ok", "b": "ok"}, body
@@ -107,7 +107,7 @@ async def test_sighup_applies_new_routes_to_new_sessions_and_refuses_a_bad_file(
                 # B stays in force: both routes still served, the old session still talks.
                 async with connect(ws_url(p.base, model="b")) as c:
                     assert await mode_of(c) == "duplex_emulated"
-                async with connect(ws_url(p.base, model="a")) as c:
+                async with connect(ws_url(p.base, model="a", duplex="1")) as c:
                     assert await mode_of(c) == "passthrough"
                 await speak(old)
                 done = await old.until("response.done", timeout=30)

@@ -714,7 +714,7 @@ async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_on
         replica(store_config(up, redis_url), "b") as b,
     ):
         update = {"type": "session.update", "event_id": "evt_pt_" + secrets.token_hex(4)}
-        async with connect(ws_url(a)) as c1:
+        async with connect(ws_url(a, duplex="1")) as c1:  # a native client is relayed
             s = await created(c1)
             assert c1.of("session.created")[0]["session"]["capabilities"]["proxy"]["mode"] == (
                 "passthrough"

@@ -57,7 +57,7 @@ async def test_racing_passthrough_resumes_exactly_one_wins_and_the_session_survi
         watcher = asyncio.create_task(_count_token_writes(redis_url, writes := []))
         await asyncio.sleep(0.2)  # MONITOR is on
         stack = AsyncExitStack()
-        old = await stack.enter_async_context(connect(ws_url(a)))
+        old = await stack.enter_async_context(connect(ws_url(a, duplex="1")))
         s = await created(old)
         assert (await load_record(redis_url, s.sid)) is not None
         async with stack:
@@ -99,7 +99,7 @@ async def test_an_event_applied_just_before_a_drop_is_not_applied_again_elsewher
     ):
         for n in range(3):
             update = {"type": "session.update", "event_id": "evt_x_" + secrets.token_hex(4)}
-            async with connect(ws_url(a)) as c1:
+            async with connect(ws_url(a, duplex="1")) as c1:
                 s = await created(c1)
                 await c1.send({**update, "session": {"instructions": "first"}})
                 reply = await c1.until("session.updated")

@@ -115,7 +115,7 @@ def talk(*args: str, timeout: float = 90) -> subprocess.CompletedProcess[str]:
 @pytest.mark.timeout(180)
 @pytest.mark.parametrize(
     ("model", "mode"),
-    [("demo", "duplex_emulated"), ("relay", "barge_in_emulated"), ("native", "passthrough")],
+    [("demo", "duplex_emulated"), ("relay", "barge_in_emulated"), ("native", "barge_in_emulated")],
 )
 def test_talk_barge_in_and_resume(proxy_url: str, tmp_path: Path, model: str, mode: str) -> None:
     out = tmp_path / "heard.wav"

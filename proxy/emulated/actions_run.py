@@ -19,6 +19,7 @@ from shim.actions import (
     AnalyzeAudio,
     CloseClient,
     ForwardUpstream,
+    NoteUpstreamError,
     ReportFault,
     ResumeUpstream,
     SendClient,
@@ -106,5 +107,8 @@ class ActionRunner:
             self.standing_down = True
         elif isinstance(action, ReportFault):
             report_fault(self.log, self.metrics, self.session_id, action)
+        elif isinstance(action, NoteUpstreamError):
+            self.metrics.upstream_errors.labels("own_command").inc()
+            self.log.info("upstream_refused_own_command", code=action.code, error=action.message)
         elif isinstance(action, CloseClient):
             await self.inputs.put(Stop())

@@ -8,6 +8,7 @@ from typing import Any
 from proxy.state import ProxyState
 from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
@@ -37,6 +38,8 @@ def new_shim(
     settings = shim_settings(state)
     if cls.kind == "turn":
         return TurnBasedSession(session_id, model, upstream_model, settings)
+    if cls.ga_client:
+        return GaRelaySession(session_id, model, settings, cls.upstream_capabilities)
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
 
 
@@ -62,7 +65,11 @@ def created_event(
         if isinstance(upstream_session, dict):
             session = {**upstream_session, **session}
     session["capabilities"] = caps
-    event: dict[str, Any] = {"type": "session.created", "session": session}
+    event: dict[str, Any] = {
+        "type": "session.created",
+        "event_id": f"event_{session_id[-12:]}created",
+        "session": session,
+    }
     if resume_token is not None:
         event["resume_token"] = resume_token
     return event

@@ -24,7 +24,15 @@ from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
 from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
-from shim.capabilities import Classification, classify
+from shim.capabilities import Classification, ClientKind, classify
+
+
+def client_kind(request: web.Request) -> ClientKind:
+    """``native`` for vLLM-Omni's duplex protocol (``?duplex=1`` or ``/v1/duplex``),
+    else ``ga``: an OpenAI GA realtime client (``docs/protocol.md``)."""
+    if request.query.get("duplex") == "1" or request.path.rstrip("/").endswith("/duplex"):
+        return "native"
+    return "ga"
 
 
 def _model_from(event: dict[str, Any]) -> str | None:
@@ -153,10 +161,16 @@ class ClientSession:
         self.route = route  # holds a session slot from here (see ``slot``)
         self.log = self.log.bind(model=model, route=route.model)
         upstream_model = route.upstream_model or model
-        link = await open_upstream(self, route, upstream_model, first)
+        kind = client_kind(self.request)
+        link = await open_upstream(self, route, upstream_model, first, ga=kind == "ga")
         if link is None:
             return
-        cls = classify(link.created, forced=route.mode, duplex_refused=link.duplex_refused)
+        cls = classify(
+            link.created,
+            forced=route.mode,
+            duplex_refused=link.duplex_refused,
+            client=kind,
+        )
         self.mode = cls.mode
         state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()
         self.log = self.log.bind(mode=cls.mode)

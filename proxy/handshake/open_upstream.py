@@ -14,6 +14,7 @@ from proxy.handshake.upstream_wait import dial_through_warmup
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from proxy.upstream_book import exhausted, refused_limit
 from shim.capabilities import classify
+from shim.ga_upstream import opening_session
 from shim.wire import error_code
 
 
@@ -33,7 +34,11 @@ def _without_turn_detection(session: dict[str, Any] | None) -> dict[str, Any] | 
 
 
 async def open_upstream(
-    conn: ClientConnection, route: Route, upstream_model: str, first: ClientFrame | None
+    conn: ClientConnection,
+    route: Route,
+    upstream_model: str,
+    first: ClientFrame | None,
+    ga: bool = False,
 ) -> UpstreamLink | None:
     """The upstream session for a new connection; None once the client was told why not.
 
@@ -55,6 +60,8 @@ async def open_upstream(
             del client_session["type"]  # GA session type, not an upstream field
     url = conn.state.upstream_url(route)
     key = upstream_of(conn.state, route)
+    # A GA client's session (or GA defaults) as a duplex upstream reads it.
+    opening = opening_session(client_session) if ga else client_session
 
     async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
         assert conn.state.http is not None
@@ -80,11 +87,11 @@ async def open_upstream(
 
     try:
         try:
-            link = await open_with(client_session)
+            link = await open_with(opening)
         except UpstreamRefused as exc:
             # A duplex model without barge-in may refuse server VAD in its opening
             # config; turn detection is then the proxy's job: open without it.
-            trimmed = _without_turn_detection(client_session)
+            trimmed = _without_turn_detection(opening)
             if trimmed is None or exhausted(exc.event):
                 raise
             link = await open_with(trimmed)

@@ -35,7 +35,7 @@ from proxy.resume.upstream_reopen import (
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, hash_token
 from proxy.store.secret_box import secret_box
 from proxy.upstream import UpstreamLink
-from shim.capabilities import Classification, ProxyMode
+from shim.capabilities import Classification, ProxyMode, client_of
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
 
@@ -177,6 +177,7 @@ def _rebuild(
         mode=cast(ProxyMode, record.mode),
         upstream_capabilities=caps,
         reasons=tuple(up.get("reasons", ())),
+        client=client_of(tuple(up.get("reasons", ()))),
     )
     log = conn.log.bind(session_id=record.session_id, mode=record.mode)
     return EmulatedRunner(

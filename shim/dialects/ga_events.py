@@ -1,0 +1,136 @@
+"""A duplex upstream's events as an OpenAI GA client may get them.
+
+vLLM-Omni sends every duplex client events that are not OpenAI GA and GA-typed events
+with values outside the GA enums (``docs/fidelity.md``, row 15). A GA client parses
+server events into the GA types, so for it (``/v1/realtime`` without ``?duplex=1``)
+the barge-in relay drops the non-GA events and translates the values
+(``docs/protocol.md``, "GA clients over a duplex upstream"). Native clients get the
+upstream's events unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+# Every server event type of the OpenAI GA realtime API.
+GA_SERVER_EVENTS = frozenset(
+    {
+        "conversation.created",
+        "conversation.item.added",
+        "conversation.item.created",
+        "conversation.item.deleted",
+        "conversation.item.done",
+        "conversation.item.input_audio_transcription.completed",
+        "conversation.item.input_audio_transcription.delta",
+        "conversation.item.input_audio_transcription.failed",
+        "conversation.item.input_audio_transcription.segment",
+        "conversation.item.retrieved",
+        "conversation.item.truncated",
+        "error",
+        "input_audio_buffer.cleared",
+        "input_audio_buffer.committed",
+        "input_audio_buffer.dtmf_event_received",
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.timeout_triggered",
+        "output_audio_buffer.cleared",
+        "output_audio_buffer.started",
+        "output_audio_buffer.stopped",
+        "rate_limits.updated",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.created",
+        "response.done",
+        "response.function_call_arguments.delta",
+        "response.function_call_arguments.done",
+        "response.output_audio.delta",
+        "response.output_audio.done",
+        "response.output_audio_transcript.delta",
+        "response.output_audio_transcript.done",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "session.created",
+        "session.updated",
+    }
+)
+
+# The upstream's events the relay handles itself (they never reach the client as
+# they are): kept for their handlers whatever their type.
+HANDLED = frozenset({"session.created", "session.resumed", "session.replaced"})
+
+PATCHED = frozenset(
+    {"conversation.item.input_audio_transcription.completed", "input_audio_buffer.speech_started"}
+)
+
+# Non-GA reasons of a response's end -> the GA enum.
+REASONS = {
+    "barge_in": "turn_detected",
+    "turn_detected": "turn_detected",
+    "output_audio_buffer_clear": "client_cancelled",
+    "client_cancelled": "client_cancelled",
+    "stop": None,  # the model ended its answer: GA says nothing for that
+}
+GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens", "content_filter"})
+
+
+def _item(item: Any) -> None:
+    if isinstance(item, dict) and item.get("status") == "cancelled":
+        item["status"] = "incomplete"
+
+
+def _response(resp: dict[str, Any]) -> None:
+    for item in resp.get("output") or ():
+        _item(item)
+    metadata = resp.get("metadata")
+    if isinstance(metadata, dict):
+        strings = {
+            str(k): v if isinstance(v, str) else json.dumps(v, separators=(",", ":"))
+            for k, v in metadata.items()
+        }
+        resp["metadata"] = strings or None
+    elif metadata is not None:
+        resp["metadata"] = None
+    details = resp.get("status_details")
+    if not isinstance(details, dict):
+        return
+    reason = details.get("reason")
+    if reason is not None and reason not in GA_REASONS:
+        mapped = REASONS.get(str(reason))
+        if mapped is None and resp.get("status") == "cancelled":
+            mapped = "client_cancelled"
+        details["reason"] = mapped
+        if mapped is None:
+            del details["reason"]
+    if resp.get("status") == "failed":
+        error = details.get("error")
+        if not isinstance(error, dict):
+            source = resp.get("error")
+            message = source.get("message") if isinstance(source, dict) else None
+            details["error"] = {"type": "server_error", "code": str(reason or "failed")}
+            if isinstance(message, str):
+                details["error"]["message"] = message
+
+
+def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
+    """The event as a GA client gets it (a copy), or None when a GA client must not."""
+    kind = ev.get("type")
+    if kind in HANDLED:
+        return ev
+    if kind not in GA_SERVER_EVENTS or kind == "session.updated":
+        # Non-GA extensions; and the upstream's session.updated, whose session object is
+        # the upstream's: the proxy answers a GA client's session.update itself.
+        return None
+    if "item" not in ev and "response" not in ev and kind not in PATCHED:
+        return ev  # nothing to change (audio deltas above all: no copy)
+    out: dict[str, Any] = json.loads(json.dumps(ev))
+    _item(out.get("item"))
+    if isinstance(out.get("response"), dict):
+        _response(out["response"])
+    if kind == "conversation.item.input_audio_transcription.completed" and "usage" not in out:
+        out["usage"] = {"type": "duration", "seconds": 0}
+    if kind == "input_audio_buffer.speech_started" and not isinstance(out.get("item_id"), str):
+        out["item_id"] = ""
+    return out

@@ -1,0 +1,219 @@
+"""``barge_in_emulated`` for an OpenAI GA client over a duplex upstream.
+
+A GA client (the ``openai`` SDK, the Agents SDK, the realtime console) sends no
+``playback.ack``, assumes server VAD, and stops playback on every ``speech_started``;
+a vLLM-Omni duplex upstream owns playback by acks, detects turns only under server
+VAD and has overlap rules of its own (``docs/fidelity.md``). Over such an upstream
+the proxy runs the session as the barge-in relay (``duplex_relay.py``) and adds, for
+the GA client:
+
+* the upstream session configured as GA implies (``shim/ga_upstream.py``): server
+  VAD unless the client turned turn detection off, its input rate declared; the
+  proxy answers ``session.update`` itself with its GA session object;
+* ``playback.ack`` from the proxy's playback clock from the start (the upstream
+  hands the turn back only once the answer is acknowledged), and of what was heard
+  on a barge-in or a truncation;
+* the microphone held back from the upstream while the answer owns the turn or an
+  overlap is undecided (``relay_gate.py``): its own overlap rules never see echo or
+  backchannels, and a decided barge-in's speech reaches it after the cut;
+* only GA events and values for the client (``ga_events.py``), and the upstream's
+  errors that answer the proxy's own commands kept from it (``NoteUpstreamError``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shim import client_events
+from shim.actions import Action, NoteUpstreamError, SendClient, SendUpstream
+from shim.dialects import ga_events, relay_upstream
+from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.relay_gate import AudioGate
+from shim.ga_upstream import upstream_session
+from shim.inputs import Input, UpstreamEvent
+from shim.overlap import Overlap, Step
+from shim.session import EmulatedSession, ShimSettings
+from shim.session_config import SessionConfigError, session_object
+from shim.settings import VAD_RATE
+
+# Commands the proxy sends on its own; their event ids say so, so that an upstream
+# error naming one is known for the proxy's, not the client's.
+OWN_COMMANDS = frozenset(
+    {"playback.ack", "response.cancel", "output_audio_buffer.clear", "session.event_ack"}
+)
+OWN_PREFIX = "proxy_"
+SPEECH_EVENTS = frozenset(
+    {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
+)
+# After the answer's audio ends, its echo may still reach the microphone this long.
+ECHO_TAIL_MS = 300
+
+
+class GaRelaySession(BargeInRelaySession):
+    def __init__(
+        self,
+        session_id: str,
+        model: str,
+        settings: ShimSettings,
+        upstream_capabilities: Mapping[str, Any] | None,
+    ) -> None:
+        self.audio_gate = AudioGate()
+        self._own = 0
+        self.own_command_errors = 0
+        super().__init__(session_id, model, settings, upstream_capabilities)
+        self.reports.proxy_acked = True
+        self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
+
+    def bind_upstream(self, event: Mapping[str, Any]) -> None:
+        super().bind_upstream(event)
+        self.reports.proxy_acked = True  # its playback is owned by acks from the start
+
+    def handle(self, inp: Input) -> list[Action]:
+        return [self._tagged(a) for a in super().handle(inp)]
+
+    def _tagged(self, action: Action) -> Action:
+        if not isinstance(action, SendUpstream):
+            return action
+        ev = action.event
+        if ev.get("type") not in OWN_COMMANDS or "event_id" in ev:
+            return action
+        self._own += 1
+        return SendUpstream({"event_id": f"{OWN_PREFIX}{self._own:08d}", **ev})
+
+    # ------------------------------------------------------------ client events
+    def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
+        error = super().apply_update(ev)
+        if error is None:
+            nested = ev.get("session")
+            raw = nested if isinstance(nested, dict) else {}
+            # Stated in full, so that a fresh upstream session given it after a loss
+            # (``on_upstream_lost``) gets the same turn detection and format.
+            self.last_update = {
+                "type": "session.update",
+                "session": upstream_session(raw, self.config, opening=True),
+            }
+        return error
+
+    def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
+        error = self.apply_update(ev)
+        if error is not None:
+            return [self.err(error.code, str(error), ev, error.param)]
+        assert self.last_update is not None
+        update = dict(self.last_update)
+        if isinstance(ev.get("event_id"), str):
+            update["event_id"] = ev["event_id"]
+        session = session_object(self.session_id, self.model, self.config)
+        return [
+            SendUpstream(update),
+            SendClient({"type": "session.updated", "session": session}),
+            *self.turns.detection_changed(now),
+        ]
+
+    def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
+        out = super()._client_truncate(ev, now)
+        item = self.ledger.get(str(ev.get("item_id")))
+        acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
+        if client_events.is_refusal(out) or item is None or acked:
+            return out
+        # The upstream owns playback by acks: what was heard, or its answer stays live.
+        played = int(ev["audio_end_ms"])
+        return [*out, SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played))]
+
+    def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
+        start = self.history.end
+        out = client_events.input_audio(self, ev, now)
+        if client_events.is_refusal(out):
+            return out
+        if self._gated(now):
+            self.audio_gate.hold(start, self.history.end, ev)
+            return out
+        return [*self._gate_opens(), SendUpstream(ev), *out]
+
+    # ------------------------------------------------------------ the gate
+    def _gated(self, now: float) -> bool:
+        """The upstream must not hear the microphone now (``relay_gate.py``)."""
+        if self.overlap.holding or self.output.active(now):
+            return True
+        resp = self.response
+        if (
+            resp is not None
+            and not resp.cancelled
+            and not self.reports.end_reported
+            and not self.reports.client_acks
+        ):
+            return True  # its end is not acknowledged upstream yet
+        latest = self.ledger.latest()
+        return (
+            latest is not None
+            and latest.truncated_ms is None
+            and now < latest.play_end_ms + ECHO_TAIL_MS
+        )
+
+    def _gate_opens(self) -> list[Action]:
+        if not self.audio_gate.held:
+            return []
+        if self.turns.user_speaking():
+            onset = self.gate.onset_sample * 1000 // VAD_RATE
+            return self.audio_gate.release(onset)
+        self.audio_gate.drop()
+        return []
+
+    def overlap_ended(self, step: Step, now: float) -> list[Action]:
+        out = super().overlap_ended(step, now)
+        if step.outcome in (Overlap.CUT, Overlap.TURN):
+            # After the cut went upstream (``cancel_response`` came first): the
+            # user's words, from the speech's onset.
+            out += self.audio_gate.release(step.episode.onset_ms)
+        return out
+
+    def on_tick(self, now: float) -> list[Action]:
+        out = super().on_tick(now)
+        if self.audio_gate.held and not self._gated(now):
+            out += self._gate_opens()
+        return out
+
+    def wants_ticks(self, now: float) -> bool:
+        resp = self.response
+        unreported = (
+            resp is not None
+            and resp.upstream_done
+            and not resp.cancelled
+            and not self.reports.end_reported
+        )  # its end is still to be acknowledged upstream (``on_tick``)
+        return super().wants_ticks(now) or unreported or bool(self.audio_gate.held)
+
+    # ------------------------------------------------------------ upstream events
+    def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
+        screened = relay_upstream.screen(self, inp)
+        if isinstance(screened, list):
+            return screened
+        if screened.get("type") == "error":
+            own = _own_error(screened)
+            if own is not None:
+                self.own_command_errors += 1
+                return [own]
+        kind = screened.get("type")
+        if kind == "conversation.item.truncated":
+            return []  # the proxy answered the client's truncate itself
+        if kind in SPEECH_EVENTS and self.config.turn.vad is None:
+            # Without server VAD the upstream still marks a buffer's first append and
+            # its commit as speech (docs/fidelity.md, row 2); GA says nothing then.
+            return []
+        ev = ga_events.translate(screened)
+        if ev is None:
+            return []
+        return EmulatedSession.on_upstream(self, UpstreamEvent(ev, inp.raw, inp.now_ms))
+
+
+def _own_error(ev: dict[str, Any]) -> NoteUpstreamError | None:
+    err = ev.get("error")
+    if not isinstance(err, dict):
+        return None
+    event_id = err.get("event_id")
+    if not (isinstance(event_id, str) and event_id.startswith(OWN_PREFIX)):
+        return None
+    code, message = err.get("code"), err.get("message")
+    return NoteUpstreamError(
+        code if isinstance(code, str) else None, message if isinstance(message, str) else None
+    )

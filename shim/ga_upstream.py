@@ -1,0 +1,103 @@
+"""What a GA client's ``session.update`` means to a duplex upstream.
+
+An OpenAI GA client assumes server VAD when it says nothing about turn detection and
+declares 24 kHz PCM16 input unless it says otherwise; a vLLM-Omni duplex upstream
+detects turns only under ``turn_detection.type = "server_vad"`` and reads 16 kHz input
+unless the session declares its rate (``docs/fidelity.md``, rows 2 and 12). So the
+upstream gets the turn detection and the input format the client's session implies,
+in the form it reads, and nothing GA-only it would refuse (the GA session ``type``,
+GA turn-detection fields such as ``idle_timeout_ms`` or ``semantic_vad``).
+
+The upstream's overlap policy follows from its turn detection (server VAD drives its
+own barge-in); the proxy keeps undecided overlap from it (``relay_gate.py``), so the
+barge-in decision stays the proxy's.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from shim.audio import PCM16
+from shim.session_config import (
+    ClientSessionConfig,
+    SessionConfigError,
+    apply_session_update,
+)
+from shim.vad_gate import VadParams
+
+
+def _session_of(event: dict[str, Any]) -> dict[str, Any]:
+    nested = event.get("session")
+    if isinstance(nested, dict):
+        return nested
+    return {k: v for k, v in event.items() if k not in ("type", "event_id")}
+
+
+def _mentions_turn_detection(session: dict[str, Any]) -> bool:
+    audio = session.get("audio")
+    audio_in = audio.get("input") if isinstance(audio, dict) else None
+    return "turn_detection" in session or (
+        isinstance(audio_in, dict) and "turn_detection" in audio_in
+    )
+
+
+def _mentions_input_format(session: dict[str, Any]) -> bool:
+    audio = session.get("audio")
+    audio_in = audio.get("input") if isinstance(audio, dict) else None
+    keys = ("input_audio_format", "sample_rate_hz")
+    return any(k in session for k in keys) or (
+        isinstance(audio_in, dict) and ("format" in audio_in or "sample_rate_hz" in audio_in)
+    )
+
+
+def upstream_session(
+    session: dict[str, Any], cfg: ClientSessionConfig, opening: bool
+) -> dict[str, Any]:
+    """The session object the upstream gets for a GA client's ``session``, given the
+    client's config after it (``cfg``). At the opening the GA defaults are stated even
+    when the client left them out; later updates state only what they change."""
+    out = copy.deepcopy(session)
+    out.pop("type", None)
+    out.pop("turn_detection", None)
+    for key in ("input_audio_format", "sample_rate_hz"):
+        out.pop(key, None)
+    audio = out.get("audio")
+    if isinstance(audio, dict) and isinstance(audio.get("input"), dict):
+        audio_in = {
+            k: v
+            for k, v in audio["input"].items()
+            if k not in ("turn_detection", "format", "sample_rate_hz")
+        }
+        audio["input"] = audio_in
+    if opening or _mentions_turn_detection(session):
+        # Server VAD: the upstream detects turns and answers them; null: the client
+        # commits and asks for the response itself.
+        out["turn_detection"] = {"type": "server_vad"} if cfg.turn.vad is not None else None
+    if opening or _mentions_input_format(session):
+        fmt = cfg.input_format
+        spec = {"type": "audio/pcm" if fmt.encoding == PCM16 else "audio/pcm_f32le"}
+        out["input_audio_format"] = spec["type"]
+        out["sample_rate_hz"] = fmt.rate_hz
+    return out
+
+
+def upstream_update(ev: dict[str, Any], cfg: ClientSessionConfig) -> dict[str, Any]:
+    """A GA client's later ``session.update`` as the upstream gets it."""
+    out: dict[str, Any] = {"type": "session.update", "session": {}}
+    if isinstance(ev.get("event_id"), str):
+        out["event_id"] = ev["event_id"]
+    out["session"] = upstream_session(_session_of(ev), cfg, opening=False)
+    return out
+
+
+def opening_session(session: dict[str, Any] | None) -> dict[str, Any]:
+    """The session a GA client's connection opens the upstream with: its own opening
+    update if it spoke first (else GA defaults), as the upstream reads it. An update
+    the proxy would refuse is left as it is (the proxy refuses it again later)."""
+    raw = session or {}
+    try:
+        cfg = apply_session_update(ClientSessionConfig(), {"session": raw}, VadParams())
+    except SessionConfigError:
+        return dict(raw)
+    return upstream_session(raw, cfg, opening=True)

@@ -1,0 +1,208 @@
+"""barge_in_emulated for a GA client, by script: the upstream set up as GA implies, the
+proxy's acks, the microphone held from the upstream during the answer, GA events only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai.types.realtime import RealtimeServerEvent
+from pydantic import TypeAdapter
+
+from shim.actions import NoteUpstreamError, SendUpstream
+from shim.capabilities import GA_REASON, classify, client_of
+from shim.dialects import ga_events
+from shim.dialects.ga_relay import GaRelaySession
+from shim.ga_upstream import opening_session
+from shim.session import ShimSettings
+from shim.vad_gate import VadParams
+from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
+
+RID = "resp-duplex-1-0-abcd1234"
+AID = f"item_{RID}"
+GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+DUPLEX = {"type": "session.created", "session": {"capabilities": {"supports_barge_in": True}}}
+
+
+def make(truncates: bool = False) -> Script:
+    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
+    caps = {"supports_barge_in": True, "supports_audio_truncate": truncates}
+    session = GaRelaySession("sess_0123456789abcdef", "m", settings, caps)
+    session.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
+    return Script(session)
+
+
+def answer(sc: Script, chunks: int = 5, seq: int = 10) -> None:
+    sc.upstream({"type": "response.created", "response": {"id": RID}, "server_event_seq": seq})
+    for n in range(chunks):
+        sc.upstream(
+            {
+                "type": "response.output_audio.delta",
+                "response_id": RID,
+                "item_id": AID,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": pcm_b64(100, 24000),
+                "sample_rate_hz": 24000,
+                "server_event_seq": seq + 1 + n,
+            }
+        )
+
+
+def test_a_ga_client_is_emulated_over_an_upstream_that_can_barge_in() -> None:
+    ga = classify(DUPLEX, client="ga")
+    assert ga.mode == "barge_in_emulated" and GA_REASON in ga.reasons
+    assert client_of(ga.reasons) == "ga"
+    assert classify(DUPLEX, client="native").mode == "passthrough"
+    assert classify(DUPLEX, client="ga", ga_passthrough=True).mode == "passthrough"
+
+
+def test_the_opening_states_server_vad_and_the_clients_rate() -> None:
+    assert opening_session(None) == {
+        "turn_detection": {"type": "server_vad"},
+        "input_audio_format": "audio/pcm",
+        "sample_rate_hz": 24000,
+    }
+    ptt = opening_session({"type": "realtime", "audio": {"input": {"turn_detection": None}}})
+    assert ptt["turn_detection"] is None and "type" not in ptt
+    assert ptt["audio"] == {"input": {}}
+
+
+def test_session_update_is_answered_by_the_proxy_and_sent_upstream_as_ga_implies() -> None:
+    sc = make()
+    out = sc.client(
+        {
+            "type": "session.update",
+            "session": {
+                "type": "realtime",
+                "audio": {"input": {"turn_detection": {"type": "semantic_vad"}}},
+            },
+        }
+    )
+    [sent] = upstream_events(out)
+    assert sent["session"]["turn_detection"] == {"type": "server_vad"}
+    updated = client_events(out)[0]
+    assert updated["type"] == "session.updated"
+    GA.validate_python({"event_id": "e", **updated})
+    # The upstream's own session.updated never reaches the GA client.
+    later = sc.upstream({"type": "session.updated", "session": {"id": "up-1"}})
+    assert types(later) == []
+
+
+def test_the_microphone_is_held_during_the_answer_and_the_end_is_acked() -> None:
+    sc = make()
+    assert upstream_events(sc.audio(40)), "nothing plays: the audio goes upstream"
+    answer(sc)
+    assert not upstream_events(sc.audio(40)), "the answer plays: held"
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    acks: list[dict[str, Any]] = []
+    for _ in range(40):
+        acks += [e for e in upstream_events(sc.tick(50)) if e["type"] == "playback.ack"]
+    assert [a["played_ms"] for a in acks] == [500], "the answer acked in full once played"
+    assert acks[0]["event_id"].startswith("proxy_")
+    sc.tick(400)
+    after = upstream_events(sc.audio(40))
+    assert [e["type"] for e in after] == ["input_audio_buffer.append"], "held echo dropped"
+
+
+def test_an_error_answering_the_proxys_own_command_is_not_relayed() -> None:
+    sc = make()
+    err = {
+        "type": "error",
+        "event_id": "x",
+        "error": {"type": "invalid_request_error", "code": "x", "message": "m"},
+    }
+    own = sc.upstream({**err, "error": {**err["error"], "event_id": "proxy_00000001"}})
+    assert types(own) == [] and any(isinstance(a, NoteUpstreamError) for a in own)
+    theirs = sc.upstream({**err, "error": {**err["error"], "event_id": "evt_client"}})
+    assert types(theirs) == ["error"]
+
+
+def test_non_ga_events_are_dropped_and_values_translated() -> None:
+    for kind in ("response.speak", "overlap.decision", "playback.acknowledged", "turn.event"):
+        assert ga_events.translate({"type": kind}) is None
+    done = ga_events.translate(
+        {
+            "type": "response.done",
+            "event_id": "e",
+            "response": {
+                "id": RID,
+                "status": "cancelled",
+                "status_details": {"type": "cancelled", "reason": "barge_in"},
+                "metadata": {"turn": {"id": 1}},
+                "output": [
+                    {
+                        "id": AID,
+                        "type": "message",
+                        "role": "assistant",
+                        "content": [],
+                        "status": "cancelled",
+                    }
+                ],
+            },
+        }
+    )
+    assert done is not None
+    assert done["response"]["status_details"]["reason"] == "turn_detected"
+    assert done["response"]["output"][0]["status"] == "incomplete"
+    assert done["response"]["metadata"] == {"turn": '{"id":1}'}
+    GA.validate_python(done)
+    failed = ga_events.translate(
+        {
+            "type": "response.done",
+            "event_id": "e",
+            "response": {"id": RID, "status": "failed", "status_details": {"reason": "stop"}},
+        }
+    )
+    assert failed is not None and failed["response"]["status_details"]["error"]
+    GA.validate_python(failed)
+
+
+def test_a_barge_in_releases_the_held_speech_after_the_cut() -> None:
+    sc = make()
+    sc.client({"type": "session.update", "session": {"type": "realtime"}})
+    answer(sc, chunks=30)
+    sc.tick(500)
+    out = sc.speak([0.1] * 5 + [0.95] * 40)
+    sent = upstream_events(out)
+    kinds = [e["type"] for e in sent]
+    assert "response.cancel" in kinds, kinds
+    cut = kinds.index("response.cancel")
+    assert kinds[cut - 1] == "playback.ack"
+    assert "input_audio_buffer.append" in kinds[cut:], "the user's words follow the cut"
+    assert "input_audio_buffer.append" not in kinds[:cut]
+    assert all(isinstance(a, SendUpstream) for a in out if getattr(a, "event", None) in sent)
+
+
+def test_a_client_truncate_is_acknowledged_upstream_too() -> None:
+    sc = make(truncates=True)
+    answer(sc)
+    sc.tick(300)
+    out = sc.client(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": AID,
+            "content_index": 0,
+            "audio_end_ms": 200,
+        }
+    )
+    sent = upstream_events(out)
+    assert "conversation.item.truncate" in [e["type"] for e in sent]
+    acks = [e for e in sent if e["type"] == "playback.ack"]
+    assert [a["played_ms"] for a in acks] == [200], sent
+
+
+def test_a_truncate_after_the_answer_was_generated_is_acknowledged_at_its_position() -> None:
+    sc = make(truncates=True)
+    answer(sc)
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    sc.tick(300)
+    out = sc.client(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": AID,
+            "content_index": 0,
+            "audio_end_ms": 250,
+        }
+    )
+    acks = [e for e in upstream_events(out) if e["type"] == "playback.ack"]
+    assert [a["played_ms"] for a in acks] == [250]
