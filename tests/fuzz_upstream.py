@@ -216,6 +216,9 @@ class FuzzUpstream:
                         "supports_playback_ack": True,
                         "supports_client_commit": True,
                         "supports_session_resume": True,
+                        # It takes any number of sessions (vLLM-Omni says so when its
+                        # max_sessions is above 1): the proxy counts none against it.
+                        "supports_multi_session": True,
                     },
                 },
                 "resume_token": uuid.uuid4().hex,

@@ -57,8 +57,9 @@ async def reference(
         yield base.replace("http://", "ws://") + "/v1/realtime"
 
 
-def proxy_config(routes: dict[str, str], **sections: Any) -> Config:
-    data: dict[str, Any] = {"routes": [{"model": m, "upstream": u} for m, u in routes.items()]}
+def proxy_config(upstreams: dict[str, str], **sections: Any) -> Config:
+    """One route per model -> upstream (or ``routes=[...]`` given whole), open auth."""
+    data: dict[str, Any] = {"routes": [{"model": m, "upstream": u} for m, u in upstreams.items()]}
     # Loopback backends of the test itself: open on purpose unless a test sets [auth].
     data["auth"] = {"mode": "none"}
     data.update(sections)

@@ -263,15 +263,15 @@ async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_
     upstream_at_capacity and 1013, not upstream_unavailable; the resume gets it back."""
     async with reference("duplex", options=STRICT) as up:
         async with proxy_with_state(config([{"model": "m", "upstream": up}])) as (base, _):
-            async with connect(ws_url(base)) as a:
+            async with connect(ws_url(base, duplex="1")) as a:
                 created = await a.until("session.created")
                 assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
-            async with connect(ws_url(base)) as b:
+            async with connect(ws_url(base, duplex="1")) as b:
                 assert await closed(b) == 1013
                 error = refused_upstream_full(b)
                 assert "at capacity (1 session(s) at once)" in error["message"]
             assert await refused_count(base) == 1
-            async with connect(ws_url(base)) as again:
+            async with connect(ws_url(base, duplex="1")) as again:
                 await again.send(
                     {
                         "type": "session.resume",
@@ -281,12 +281,12 @@ async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_
                     }
                 )
                 await again.until("session.resumed")
-                async with connect(ws_url(base)) as b:  # counted again: refused early
+                async with connect(ws_url(base, duplex="1")) as b:  # counted again: refused early
                     assert await closed(b) == 1013
                     assert "takes 1 session(s) at once" in refused_upstream_full(b)["message"]
                 assert await refused_count(base) == 1
                 await end(again)
-            async with connect(ws_url(base)) as c:
+            async with connect(ws_url(base, duplex="1")) as c:
                 await c.until("session.created")
                 await end(c)
 

@@ -59,6 +59,13 @@ MODES = {
     "duplex_emulated": "turn",
 }
 RID = "resp_fuzz"
+
+
+def _native(mode: str) -> dict[str, str]:
+    """A GA client over a duplex upstream is emulated; passthrough is for native clients."""
+    return {"duplex": "1"} if mode == "passthrough" else {}
+
+
 IDS = {"response_id": RID, "item_id": f"item_{RID}", "output_index": 0, "content_index": 0}
 HUGE_MS = 30_000  # a 30 s delta: ~1.9 MB of base64
 
@@ -303,8 +310,13 @@ class Stack:
 def stack() -> Iterator[Stack]:
     upstreams = {mode: FuzzUpstream(dialect) for mode, dialect in MODES.items()}
     with servers_thread(*(partial(fuzz_upstream, u) for u in upstreams.values())) as urls:
+        # An upstream that never answers the upgrade looks like one warming up: the
+        # proxy waits for it, but not for long here.
+        pairs = zip(MODES, urls, strict=True)
+        routes = [{"model": m, "upstream": u, "warmup_wait_s": 3} for m, u in pairs]
         cfg = proxy_config(
-            dict(zip(MODES, urls, strict=True)),
+            {},
+            routes=routes,
             server={
                 "log_level": "critical",
                 "classify_timeout_s": 1.0,
@@ -418,7 +430,7 @@ async def _alive(ws: aiohttp.ClientWebSocketResponse, reader: Reader, mode: str,
 async def _benign(base: str, mode: str) -> None:
     async with (
         aiohttp.ClientSession() as http,
-        http.ws_connect(ws_url(base, model=mode), max_msg_size=0) as ws,
+        http.ws_connect(ws_url(base, model=mode, **_native(mode)), max_msg_size=0) as ws,
     ):
         reader = Reader(ws)
         assert await reader.until(lambda evs: bool(evs)), "no session.created"
@@ -433,7 +445,7 @@ async def _episode(base: str, mode: str, upstream: FuzzUpstream, script: Script)
     upstream.arm(script)
     async with (
         aiohttp.ClientSession() as http,
-        http.ws_connect(ws_url(base, model=mode), max_msg_size=0) as ws,
+        http.ws_connect(ws_url(base, model=mode, **_native(mode)), max_msg_size=0) as ws,
     ):
         reader = Reader(ws)
         try:
@@ -453,8 +465,11 @@ async def _drive(
     upstream: FuzzUpstream,
     script: Script,
 ) -> None:
-    await reader.until(lambda evs: bool(evs))
-    first = reader.events[0] if reader.events else {"type": "(nothing)"}
+    # A native client is told while the proxy waits for an upstream that holds the
+    # upgrade (as a warming one does): that is no answer yet.
+    answers = lambda evs: [e for e in evs if e.get("type") != "session.waiting"]  # noqa: E731
+    await reader.until(lambda evs: bool(answers(evs)))
+    first = (answers(reader.events) or [{"type": "(nothing)"}])[0]
     if script.opening != "valid":
         # Not a session: the client hears why, and the socket closes 1011.
         assert first.get("type") == "error", first
@@ -466,7 +481,16 @@ async def _drive(
     if mode == "duplex_emulated":
         assert await _turn(ws), "the session ended"
     assert await wait_played(upstream, STEP_TIMEOUT_S), "the upstream never got to play"
+    dialled = upstream.connections
     alive = await _alive(ws, reader, mode, "after")
+    if alive and mode == "barge_in_emulated" and script.ending in ("close", "abort"):
+        # For a GA client the proxy answers heartbeats and updates itself while it
+        # redials, so "alive" proves nothing yet: the session must reach its upstream
+        # again (after a restart's down time) and still answer.
+        async with asyncio.timeout(script.down_s + STEP_TIMEOUT_S):
+            while upstream.connections == dialled and not reader.ended:  # noqa: ASYNC110 (set by the upstream thread)
+                await asyncio.sleep(0.05)
+        alive = await _alive(ws, reader, mode, "reattached")
     if not alive:
         if mode == "barge_in_emulated" and reader.count("session.replaced"):
             # The upstream said another connection took its session: only another
@@ -540,7 +564,7 @@ async def _close_while_client_sends(base: str, upstream: FuzzUpstream) -> int | 
     upstream.arm(Script("valid", (), "close"))
     async with (
         aiohttp.ClientSession() as http,
-        http.ws_connect(ws_url(base, model="passthrough")) as ws,
+        http.ws_connect(ws_url(base, model="passthrough", duplex="1")) as ws,
     ):
         reader = Reader(ws)
         await reader.until(lambda evs: bool(evs))
@@ -571,7 +595,7 @@ async def _heartbeat_while_down(base: str, mode: str, upstream: FuzzUpstream) ->
     upstream.arm(Script("valid", (), "abort", down_s=8.0))
     async with (
         aiohttp.ClientSession() as http,
-        http.ws_connect(ws_url(base, model=mode), max_msg_size=0) as ws,
+        http.ws_connect(ws_url(base, model=mode, **_native(mode)), max_msg_size=0) as ws,
     ):
         reader = Reader(ws)
         try:

@@ -22,6 +22,7 @@ from proxy.config import Config, config_from_dict
 from proxy.config_redial import RedialConfig
 from proxy.emulated.runner import EmulatedRunner
 from proxy.emulated.upstream_redial import Outbox, retrying
+from proxy.reference.options import ReferenceOptions
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamRefused, UpstreamUnavailable
 from tests.servers import (
@@ -78,10 +79,11 @@ async def proxy_with_state(config: Config) -> AsyncIterator[tuple[str, ProxyStat
 
 @pytest.mark.parametrize("kind", KINDS)
 async def test_hundreds_of_concurrent_sessions_open_in_every_mode(kind: str) -> None:
-    """Past aiohttp's default connector limit (100 sockets)."""
+    """Past aiohttp's default connector limit (100 sockets), to an upstream deployed
+    with room for them all (vLLM-Omni's own default is one session)."""
     n = 310
     async with (
-        reference(kind) as upstream,
+        reference(kind, options=ReferenceOptions(max_sessions=n)) as upstream,
         proxy(proxy_config({"m": upstream}, server={"upstream_connect_timeout_s": 20})) as base,
         aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as http,
     ):

@@ -61,6 +61,10 @@ GA_SERVER_EVENTS = frozenset(
 # they are): kept for their handlers whatever their type.
 HANDLED = frozenset({"session.created", "session.resumed", "session.replaced"})
 
+# Answers to the extension commands a client sent itself: a GA client that sends
+# ``session.heartbeat`` (docs/protocol.md) asked for the ack, so it is no surprise to it.
+ANSWERS = frozenset({"session.heartbeat_ack"})
+
 PATCHED = frozenset(
     {"conversation.item.input_audio_transcription.completed", "input_audio_buffer.speech_started"}
 )
@@ -117,7 +121,7 @@ def _response(resp: dict[str, Any]) -> None:
 def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
     """The event as a GA client gets it (a copy), or None when a GA client must not."""
     kind = ev.get("type")
-    if kind in HANDLED:
+    if kind in HANDLED or kind in ANSWERS:
         return ev
     if kind not in GA_SERVER_EVENTS or kind == "session.updated":
         # Non-GA extensions; and the upstream's session.updated, whose session object is

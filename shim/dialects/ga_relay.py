@@ -194,6 +194,8 @@ class GaRelaySession(BargeInRelaySession):
                 self.own_command_errors += 1
                 return [own]
         kind = screened.get("type")
+        if not isinstance(kind, str):
+            return []  # not an event a GA client could parse
         if kind == "conversation.item.truncated":
             return []  # the proxy answered the client's truncate itself
         if kind in SPEECH_EVENTS and self.config.turn.vad is None:
