@@ -1,10 +1,21 @@
-"""Prometheus metrics, one registry per app so tests and replicas never collide."""
+"""Prometheus metrics, one registry per app so tests and replicas never collide.
+
+Under ``serve --workers N`` (``proxy/workers.py``) every worker writes its values into
+the directory ``PROMETHEUS_MULTIPROC_DIR`` names, and ``render`` answers with the sum
+over all workers (``prometheus_client``'s multiprocess mode): counters and histograms
+add up, the session gauge adds up over the workers alive, and the up/draining gauges
+show the highest value of any worker.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # Labels of the session metrics. ``route`` is the route's pattern from the config and
 # ``model`` the route's upstream model (or the pattern): both come from the config, never
@@ -27,6 +38,7 @@ class Metrics:
             "Sessions open now, by mode, route and model.",
             SESSION_LABELS,
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.sessions_total = Counter(
             "duplex_proxy_sessions_total",
@@ -88,7 +100,10 @@ class Metrics:
             registry=r,
         )
         self.store_up = Gauge(
-            "duplex_proxy_store_up", "1 when the session store answers, else 0.", registry=r
+            "duplex_proxy_store_up",
+            "1 when the session store answers, else 0.",
+            registry=r,
+            multiprocess_mode="livemax",
         )
         self._latencies(r)
         self._operations(r)
@@ -147,9 +162,13 @@ class Metrics:
             "1 when the route's upstream answered its last readiness check, by route.",
             ["route"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.draining = Gauge(
-            "duplex_proxy_draining", "1 once SIGTERM was received (drain).", registry=r
+            "duplex_proxy_draining",
+            "1 once SIGTERM was received (drain).",
+            registry=r,
+            multiprocess_mode="livemax",
         )
         self.config_reloads = Counter(
             "duplex_proxy_config_reloads_total",
@@ -159,4 +178,9 @@ class Metrics:
         )
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        path = os.environ.get(MULTIPROC_ENV)
+        if not path:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        MultiProcessCollector(merged, path)  # type: ignore[no-untyped-call]
+        return generate_latest(merged)

@@ -58,6 +58,7 @@ async def serve(
     port: int,
     ready: asyncio.Event | None = None,
     config_path: str | Path | None = None,
+    reuse_port: bool = False,
 ) -> None:
     state = ProxyState(config=config, replica_id=uuid.uuid4().hex[:12])
     app = build_app(config, state)
@@ -68,7 +69,13 @@ async def serve(
         access_log=None,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, shutdown_timeout=config.server.drain_timeout_s)
+    site = web.TCPSite(
+        runner,
+        host,
+        port,
+        shutdown_timeout=config.server.drain_timeout_s,
+        reuse_port=reuse_port or None,  # a worker beside others (proxy/workers.py)
+    )
     await site.start()
     log = get_logger(replica_id=state.replica_id)
     bound = runner.addresses
@@ -123,6 +130,7 @@ def run_server(
     host: str | None = None,
     port: int | None = None,
     config_path: str | Path | None = None,
+    reuse_port: bool = False,
 ) -> int:
     configure_logging(config.server.log_level)
     try:
@@ -132,6 +140,7 @@ def run_server(
                 host or config.server.host,
                 config.server.port if port is None else port,
                 config_path=config_path,
+                reuse_port=reuse_port,
             )
         )
     except KeyboardInterrupt:

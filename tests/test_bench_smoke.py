@@ -64,3 +64,19 @@ def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> Non
         assert figures["classes"]["backchannel"]["cases"] == 1
         assert figures["errors"] == 0
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_sessions_bench_runs_every_mode_with_real_speech() -> None:
+    result = run_bench("sessions.py", "--smoke", "--json")
+    runs = {r["mode"]: r for r in result["results"]}
+    assert set(runs) == {"duplex_emulated", "barge_in_emulated", "passthrough"}
+    for mode, run in runs.items():
+        step = run["steps"][0]
+        # Every session opened and streamed, and the event-delay probe came back.
+        assert step["opened"] == step["sessions"] == 2, (mode, run["errors_sample"])
+        assert step["errors"] == 0, (mode, run["errors_sample"])
+        assert step["probes"] > 0, mode
+        assert step["proxy_cpu_pct"] > 0 and step["rss_mb"] > 0, mode
+        assert run["idle_sessions"] == 2, mode
+        assert "sustained" in step and "vad_lag_p99_ms" in step, mode
