@@ -144,7 +144,10 @@ async def ramp(
             pids = tree(pid)
             hist0 = await vad_lag_buckets(http, base)
             t0, cpu0, me0 = time.perf_counter(), cpu_seconds(pids), time.process_time()
-            await asyncio.sleep(args.window)
+            if args.profile and count == steps[-1]:
+                await profile(pids, args.window, Path(f"{args.profile}-{mode}.svg"))
+            else:
+                await asyncio.sleep(args.window)
             t1, cpu1, me1 = time.perf_counter(), cpu_seconds(pids), time.process_time()
             hist1 = await vad_lag_buckets(http, base)
             cpu = cpu1 - cpu0
@@ -168,6 +171,14 @@ async def ramp(
         stop.set()
         await asyncio.gather(*clients, return_exceptions=True)
     return summarise(mode, rows, obs, idle, args)
+
+
+async def profile(pids: list[int], seconds: float, out: Path) -> None:
+    """A py-spy flame graph of the proxy (its workers) over the window."""
+    argv = ["py-spy", "record", "--format", "flamegraph", "-o", str(out), "-r", "200"]
+    argv += ["-d", str(int(seconds)), "--subprocesses", "--nonblocking", "-p", str(pids[0])]
+    proc = await asyncio.create_subprocess_exec(*argv, **QUIET)
+    await proc.wait()
 
 
 async def judge(rows: list[dict[str, Any]], obs: Observations, stop_early: bool) -> bool:
@@ -258,6 +269,9 @@ def main() -> None:
         "--smoke", action="store_true", help="2 sessions, short windows: does it work"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument(
+        "--profile", metavar="PREFIX", help="py-spy flame graph of the last step: PREFIX-MODE.svg"
+    )
     args = parser.parse_args()
     if args.smoke:
         args.steps, args.settle, args.window = "2", 2.0, 3.0

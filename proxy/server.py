@@ -148,4 +148,9 @@ def run_server(
     except OSError as exc:
         get_logger().error("cannot_listen", error=str(exc))
         return 1
+    if reuse_port:
+        # A worker (proxy/workers.py) has drained: a signal its parent forwards late
+        # must not turn its clean exit into a death by signal.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     return 0

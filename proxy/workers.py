@@ -19,6 +19,8 @@ own stops the others and the parent exits 1: the orchestrator restarts the whole
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import os
 import shutil
 import signal
@@ -35,6 +37,7 @@ from proxy.logging import get_logger
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 FORWARDED = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def default_workers() -> int:
@@ -66,6 +69,13 @@ def worker_count(config: Config, asked: int | None) -> int | str:
             " set store.url to Redis, or run --workers 1"
         )
     return asked
+
+
+def _die_with_parent() -> None:
+    """In a worker before it runs: killed when the parent dies, so a parent killed
+    outright (SIGKILL, OOM) takes its workers along as a single process would be."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
 
 
 def _hold_port(host: str, port: int) -> tuple[socket.socket, int]:
@@ -109,7 +119,7 @@ def run_workers(
     previous = {sig: signal.signal(sig, forward) for sig in FORWARDED}
     try:
         for _ in range(n):
-            procs.append(subprocess.Popen(cmd, env=env))
+            procs.append(subprocess.Popen(cmd, env=env, preexec_fn=_die_with_parent))
         log.info("workers_started", pids=[p.pid for p in procs], port=port)
         failed = False
         while any(p.poll() is None for p in procs):
