@@ -22,6 +22,7 @@ from proxy.config_store import StoreConfig
 Mode = Literal["auto", "passthrough", "barge_in_emulated", "duplex_emulated"]
 MODES: tuple[str, ...] = get_args(Mode)
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+EventLoop = Literal["uvloop", "asyncio"]
 EMBEDDED_SCHEME = "embedded://"
 EMBEDDED_KINDS = ("duplex", "duplex-no-barge-in", "turn")
 
@@ -83,6 +84,11 @@ class ServerConfig:
     )
     log_level: LogLevel = Field(
         default="info", description="debug, info, warning, error or critical."
+    )
+    event_loop: EventLoop = Field(
+        default="asyncio",
+        description="uvloop or asyncio (the standard library's): the event loop the"
+        " server runs on (README, Performance).",
     )
     http_handshake_timeout_s: float = Field(
         default=15.0,

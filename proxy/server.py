@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import signal
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -125,6 +126,15 @@ async def serve(
         log.info("stopped")
 
 
+def loop_factory(kind: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop ``server.event_loop`` names (None: asyncio's own)."""
+    if kind == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
+
+
 def run_server(
     config: Config,
     host: str | None = None,
@@ -134,15 +144,16 @@ def run_server(
 ) -> int:
     configure_logging(config.server.log_level)
     try:
-        asyncio.run(
-            serve(
-                config,
-                host or config.server.host,
-                config.server.port if port is None else port,
-                config_path=config_path,
-                reuse_port=reuse_port,
+        with asyncio.Runner(loop_factory=loop_factory(config.server.event_loop)) as loop:
+            loop.run(
+                serve(
+                    config,
+                    host or config.server.host,
+                    config.server.port if port is None else port,
+                    config_path=config_path,
+                    reuse_port=reuse_port,
+                )
             )
-        )
     except KeyboardInterrupt:
         pass
     except OSError as exc:

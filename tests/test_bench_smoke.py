@@ -39,12 +39,12 @@ def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
     result = run_bench("relay.py", "--smoke", "--json")
     targets = result["targets"]
     assert isinstance(targets, dict)
-    assert set(targets) == {"direct", "nginx", "proxy"}
+    assert set(targets) == {"direct", "nginx", "proxy_asyncio", "proxy_uvloop"}
     for name, figures in targets.items():
         # Every echo came back through each relay: the relay path really carried the load.
         assert figures["events"] > 0.9 * figures["expected_events"], name
         assert figures["rtt_p99_ms"] >= figures["rtt_p50_ms"] > 0, name
-    for relay in ("nginx", "proxy"):
+    for relay in ("nginx", "proxy_asyncio", "proxy_uvloop"):
         assert targets[relay]["relay_cpu_s_per_1000_events"] is not None
         assert targets[relay]["relay_peak_rss_mb"] > 0
 
