@@ -47,7 +47,7 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "dev"  # found like bench/bargein.p
 
 
 def start_stack(
-    kind: str, workers: int, tmp: Path, env: dict[str, str]
+    kind: str, workers: int, tmp: Path, env: dict[str, str], loop: str
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
     procs: list[subprocess.Popen[bytes]] = []
     store = ""
@@ -81,7 +81,8 @@ def start_stack(
     wait_port(up_port, procs[-1], 30, "reference backend")
     conf = tmp / f"proxy-{kind}-{workers}.toml"
     conf.write_text(
-        '[server]\nmax_sessions = 5000\nlog_level = "warning"\n[auth]\nmode = "none"\n'
+        '[server]\nmax_sessions = 5000\nlog_level = "warning"\n'
+        f'event_loop = "{loop}"\n[auth]\nmode = "none"\n'
         f'{store}[[routes]]\nmodel = "m"\nupstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
         "max_sessions = 5000\n"
     )
@@ -264,6 +265,9 @@ def main() -> None:
     parser.add_argument("--idle", type=int, default=50, help="idle sessions for the idle cost")
     parser.add_argument("--idle-window", type=float, default=5.0)
     parser.add_argument("--chunk-ms", type=int, default=20)
+    parser.add_argument(
+        "--event-loops", default="asyncio", help="comma-separated server.event_loop values"
+    )
     parser.add_argument("--corpus", type=Path, default=CORPUS)
     parser.add_argument(
         "--smoke", action="store_true", help="2 sessions, short windows: does it work"
@@ -284,14 +288,15 @@ def main() -> None:
         for workers in [int(w) for w in args.workers.split(",")]:
             args.workers_now = workers
             for mode in args.modes.split(","):
-                procs, base = start_stack(MODES[mode], workers, Path(tmp), env)
-                try:
-                    result = asyncio.run(ramp(base, procs[-1].pid, mode, steps, args, clips))
-                finally:
-                    stop_all(procs)
-                results.append({"workers": workers, **result})
-                if not args.json:
-                    print_row(results[-1])
+                for loop in args.event_loops.split(","):
+                    procs, base = start_stack(MODES[mode], workers, Path(tmp), env, loop)
+                    try:
+                        result = asyncio.run(ramp(base, procs[-1].pid, mode, steps, args, clips))
+                    finally:
+                        stop_all(procs)
+                    results.append({"workers": workers, "event_loop": loop, **result})
+                    if not args.json:
+                        print_row(results[-1])
     out = {
         "cores": os.cpu_count(),
         "command": " ".join(sys.argv),
@@ -305,7 +310,7 @@ def main() -> None:
 def print_row(r: dict[str, Any]) -> None:
     for s in r["steps"]:
         print(
-            f"{r['mode']:18} w{r['workers']} {s['sessions']:4} sessions:"
+            f"{r['mode']:18} w{r['workers']} {r['event_loop']:7} {s['sessions']:4} sessions:"
             f" proxy {s['proxy_cpu_pct']:5.1f} %"
             f" ({s['cpu_ms_per_session_s']} ms/session-s), VAD lag p99 {s['vad_lag_p99_ms']} ms,"
             f" event delay p99 {s['event_delay_p99_ms']} ms, load {s['load_average'][0]}"
@@ -313,7 +318,8 @@ def print_row(r: dict[str, Any]) -> None:
             flush=True,
         )
     print(
-        f"{r['mode']:18} w{r['workers']} sustained {r['sustained_sessions']}, idle"
+        f"{r['mode']:18} w{r['workers']} {r['event_loop']:7} sustained {r['sustained_sessions']},"
+        " idle"
         f" {r['cpu_ms_per_idle_session_s']} ms/s per session,"
         f" RSS {r['rss_mb_per_session']} MB/session",
         flush=True,
