@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
+import sys
+import tempfile
 from pathlib import Path
 
 
@@ -64,3 +67,15 @@ def peak_rss_mb(pids: list[int]) -> float:
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages (what `uptime` prints)."""
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+def scrub_paths(svg: Path, root: Path) -> None:
+    """Keep a flame graph free of this machine's paths: the checkout, the interpreter
+    and temporary directories become relative or generic."""
+    if not svg.exists():
+        return
+    text = svg.read_text()
+    text = re.sub(re.escape(sys.prefix) + r"/bin/python[\d.]*", "python", text)
+    text = text.replace(str(root) + "/", "")
+    text = re.sub(re.escape(tempfile.gettempdir()) + r"/[^/\s&<]+/", "", text)
+    svg.write_text(text)

@@ -37,6 +37,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 import orjson
+from proc_stats import scrub_paths
 from processes import QUIET, ROOT, free_port, stop_all, wait_port
 
 FRAME_MS = 20
@@ -161,6 +162,7 @@ async def load(
     await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
     if profile is not None:
         await spy.wait()
+        await asyncio.to_thread(scrub_paths, profile, ROOT)
     cpu1 = cpu_seconds(pids) if pids else 0.0
     echoes = sum(await asyncio.gather(*tasks))
     arr = np.asarray(rtts)

@@ -24,7 +24,8 @@ SESSION_LABELS = ("mode", "route", "model")
 # Latencies a person notices in a conversation: tens of milliseconds to a few seconds.
 LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 # One VAD inference, or the wait for it: well under a window (32 ms) when healthy.
-VAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256)
+# 0.1: the decision lag a live session can take (bench/sessions.py's limit).
+VAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.1, 0.128, 0.256)
 
 
 @dataclass
