@@ -50,8 +50,10 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "dev"  # found like bench/bargein.p
 
 
 def start_stack(
-    kind: str, workers: int, tmp: Path, env: dict[str, str], loop: str
+    kind: str, workers: int, tmp: Path, env: dict[str, str], loop: str, root: Path = ROOT
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
+    """Redis (for N > 1 workers), the reference backend and the proxy; the proxy runs
+    from ``root`` (another checkout, to compare versions side by side)."""
     procs: list[subprocess.Popen[bytes]] = []
     store = ""
     if workers > 1:
@@ -85,36 +87,45 @@ def start_stack(
     conf = tmp / f"proxy-{kind}-{workers}.toml"
     conf.write_text(
         '[server]\nmax_sessions = 5000\nlog_level = "warning"\n'
-        f'event_loop = "{loop}"\n[auth]\nmode = "none"\n'
+        # (a checkout from before server.event_loop runs asyncio and knows no such key)
+        + (f'event_loop = "{loop}"\n' if root == ROOT or loop != "asyncio" else "")
+        + '[auth]\nmode = "none"\n'
         f'{store}[[routes]]\nmodel = "m"\nupstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
         "max_sessions = 5000\n"
     )
     port = free_port()
     argv = ["serve", "--config", str(conf), "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["--workers", str(workers)]
+    if workers > 1:  # (1 is the default with the in-memory store, in every version)
+        argv += ["--workers", str(workers)]
+    penv = {**env, "PYTHONPATH": str(root)}
     procs.append(
-        subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=ROOT, env=env, **QUIET)
+        subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=root, env=penv, **QUIET)
     )
     wait_port(port, procs[-1], 60, "proxy")
     return procs, f"http://127.0.0.1:{port}"
 
 
-async def vad_lag_buckets(http: aiohttp.ClientSession, base: str) -> dict[float, float]:
-    """The proxy's own VAD decision-lag histogram (cumulative bucket counts)."""
+async def proxy_counts(http: aiohttp.ClientSession, base: str) -> dict[float | str, float]:
+    """From the proxy's /metrics: its VAD decision-lag histogram (cumulative bucket
+    counts by bound) and, under "frames_in", the client frames it has read."""
     async with http.get(base + "/metrics") as resp:
         text = await resp.text()
-    out: dict[float, float] = {}
+    out: dict[float | str, float] = {"frames_in": 0.0}
     for line in text.splitlines():
         if line.startswith("duplex_proxy_vad_decision_lag_seconds_bucket{"):
-            le = line.split('le="', 1)[1].split('"', 1)[0]
-            out[float(le)] = out.get(float(le), 0.0) + float(line.rsplit(" ", 1)[1])
+            le = float(line.split('le="', 1)[1].split('"', 1)[0])
+            out[le] = out.get(le, 0.0) + float(line.rsplit(" ", 1)[1])
+        elif line.startswith('duplex_proxy_frames_total{direction="client_to_upstream"}'):
+            out["frames_in"] += float(line.rsplit(" ", 1)[1])
     return out
 
 
-def bucket_p99_ms(before: dict[float, float], after: dict[float, float]) -> float | None:
+def bucket_p99_ms(
+    before: dict[float | str, float], after: dict[float | str, float]
+) -> float | None:
     """The p99 of what was observed in between, interpolated inside its bucket (the
     histogram's buckets include 0.1 s, the limit); beyond the last bucket, None."""
-    bounds = sorted(after)
+    bounds = sorted(le for le in after if isinstance(le, float))
     counts = [after[le] - before.get(le, 0.0) for le in bounds]
     total = counts[-1] if counts else 0.0
     if total <= 0:
@@ -146,8 +157,8 @@ async def ramp(
     connector = aiohttp.TCPConnector(limit=0)
     async with aiohttp.ClientSession(connector=connector) as http:
         pids = tree(pid)
-        rss0 = rss_mb(pids)
         idle = await idle_cost(http, url, pids, args, clips)
+        rss0 = rss_mb(pids)  # after the idle sessions: what they left allocated is reused
         clients: list[asyncio.Task[None]] = []
         for count in steps:
             for i in range(len(clients), count):
@@ -159,7 +170,7 @@ async def ramp(
                 await asyncio.sleep(1.0 / max(1, count - len(clients) + 1) if i % 5 == 4 else 0)
             await asyncio.sleep(args.settle)
             pids = tree(pid)
-            hist0 = await vad_lag_buckets(http, base)
+            hist0 = await proxy_counts(http, base)
             t0, cpu0, me0 = time.perf_counter(), cpu_seconds(pids), time.process_time()
             up0 = cpu_seconds([backend])
             if args.profile and count == steps[-1]:
@@ -168,7 +179,7 @@ async def ramp(
                 await asyncio.sleep(args.window)
             t1, cpu1, me1 = time.perf_counter(), cpu_seconds(pids), time.process_time()
             up1 = cpu_seconds([backend])
-            hist1 = await vad_lag_buckets(http, base)
+            hist1 = await proxy_counts(http, base)
             cpu = cpu1 - cpu0
             rows.append(
                 {
@@ -186,11 +197,20 @@ async def ramp(
                     "load_average": load_average(),
                     "window": (t0, t1),
                     "proxy_vad_lag_p99_ms": bucket_p99_ms(hist0, hist1),
+                    # CPU per second of audio the proxy actually read: still the cost
+                    # when a starved proxy reads less than real time.
+                    "cpu_ms_per_audio_s": round(
+                        1000
+                        * cpu
+                        / max(1.0, (hist1["frames_in"] - hist0["frames_in"]))
+                        / (args.chunk_ms / 1000),
+                        2,
+                    ),
                     "mode_has_vad": mode != "passthrough",
                     "backend_cpu_pct": round(100 * (up1 - up0) / (t1 - t0), 1),
                 }
             )
-            if await judge(rows, obs, stop_early=not args.smoke):
+            if await judge(rows, obs, stop_early=not (args.smoke or args.all_steps)):
                 break
         stop.set()
         await asyncio.gather(*clients, return_exceptions=True)
@@ -212,6 +232,8 @@ async def judge(rows: list[dict[str, Any]], obs: Observations, stop_early: bool)
     baseline = obs.baseline()
     for row in rows:
         row.update(obs.window(*row["window"], baseline))
+        if not row["mode_has_vad"]:  # the upstream's own speech events: not the proxy's
+            row["vad_lag_p50_ms"] = row["vad_lag_p99_ms"] = None
         # The proxy's own VAD lag (queued to decided) decides; the lag the clients
         # see on speech events is reported beside it (in barge_in_emulated those
         # events may be the upstream's own, and depend on its load too).
@@ -236,6 +258,7 @@ async def idle_cost(
         return (cpu_seconds(pids) - c0) / (time.perf_counter() - t0)
 
     none = await over(args.idle_window)
+    rss0 = rss_mb(pids)
     obs, stop = Observations(), asyncio.Event()
     tasks = [
         asyncio.create_task(run_client(http, url, clips, i, obs, stop, "", speak=False))
@@ -246,6 +269,7 @@ async def idle_cost(
         await asyncio.sleep(0.1)
     await asyncio.sleep(IDLE_SETTLE_S if not args.smoke else 1.0)
     busy = await over(args.idle_window)
+    rss1 = rss_mb(pids)
     stop.set()
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(1.0)  # let the closes settle before the ramp
@@ -253,6 +277,7 @@ async def idle_cost(
         "cpu_pct_no_sessions": round(100 * none, 2),
         "idle_sessions": obs.opened,
         "cpu_ms_per_idle_session_s": round(1000 * (busy - none) / max(1, obs.opened), 4),
+        "rss_mb_per_idle_session": round((rss1 - rss0) / max(1, obs.opened), 3),
     }
 
 
@@ -295,9 +320,15 @@ def main() -> None:
     parser.add_argument("--idle-window", type=float, default=10.0)
     parser.add_argument("--chunk-ms", type=int, default=20)
     parser.add_argument(
-        "--event-loops", default="asyncio", help="comma-separated server.event_loop values"
+        "--event-loops", default="uvloop", help="comma-separated server.event_loop values"
     )
     parser.add_argument("--corpus", type=Path, default=CORPUS)
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="run the proxy from this checkout instead"
+    )
+    parser.add_argument(
+        "--all-steps", action="store_true", help="measure every step, even once behind"
+    )
     parser.add_argument(
         "--smoke", action="store_true", help="2 sessions, short windows: does it work"
     )
@@ -318,7 +349,9 @@ def main() -> None:
             args.workers_now = workers
             for mode in args.modes.split(","):
                 for loop in args.event_loops.split(","):
-                    procs, base = start_stack(MODES[mode], workers, Path(tmp), env, loop)
+                    procs, base = start_stack(
+                        MODES[mode], workers, Path(tmp), env, loop, args.root.resolve()
+                    )
                     try:
                         result = asyncio.run(
                             ramp(base, procs[-1].pid, procs[-2].pid, mode, steps, args, clips)

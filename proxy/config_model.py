@@ -86,9 +86,10 @@ class ServerConfig:
         default="info", description="debug, info, warning, error or critical."
     )
     event_loop: EventLoop = Field(
-        default="asyncio",
-        description="uvloop or asyncio (the standard library's): the event loop the"
-        " server runs on (README, Performance).",
+        default="uvloop",
+        description="uvloop, or asyncio (the standard library's loop): what the server"
+        " runs on. uvloop cut the added median latency by half or more at about the same"
+        " CPU (README, Performance).",
     )
     http_handshake_timeout_s: float = Field(
         default=15.0,

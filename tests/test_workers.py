@@ -39,7 +39,9 @@ class Workers:
 
     def events(self, name: str) -> list[dict[str, Any]]:
         out = []
-        for line in self.log.read_text(errors="replace").splitlines():
+        # Two workers writing at the same moment may put two lines on one.
+        text = self.log.read_text(errors="replace").replace("}{", "}\n{")
+        for line in text.splitlines():
             with suppress(ValueError):
                 ev = json.loads(line)
                 if isinstance(ev, dict) and ev.get("event") == name:
