@@ -50,7 +50,13 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "dev"  # found like bench/bargein.p
 
 
 def start_stack(
-    kind: str, workers: int, tmp: Path, env: dict[str, str], loop: str, root: Path = ROOT
+    kind: str,
+    workers: int,
+    tmp: Path,
+    env: dict[str, str],
+    loop: str,
+    root: Path = ROOT,
+    gather_ms: float | None = None,
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
     """Redis (for N > 1 workers), the reference backend and the proxy; the proxy runs
     from ``root`` (another checkout, to compare versions side by side)."""
@@ -90,7 +96,8 @@ def start_stack(
         # (a checkout from before server.event_loop runs asyncio and knows no such key)
         + (f'event_loop = "{loop}"\n' if root == ROOT or loop != "asyncio" else "")
         + '[auth]\nmode = "none"\n'
-        f'{store}[[routes]]\nmodel = "m"\nupstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
+        + ("" if gather_ms is None else f"[vad]\ngather_ms = {gather_ms}\n")
+        + f'{store}[[routes]]\nmodel = "m"\nupstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
         "max_sessions = 5000\n"
     )
     port = free_port()
@@ -326,6 +333,7 @@ def main() -> None:
     parser.add_argument(
         "--root", type=Path, default=ROOT, help="run the proxy from this checkout instead"
     )
+    parser.add_argument("--gather-ms", type=float, help="the proxy's [vad] gather_ms")
     parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
@@ -350,7 +358,13 @@ def main() -> None:
             for mode in args.modes.split(","):
                 for loop in args.event_loops.split(","):
                     procs, base = start_stack(
-                        MODES[mode], workers, Path(tmp), env, loop, args.root.resolve()
+                        MODES[mode],
+                        workers,
+                        Path(tmp),
+                        env,
+                        loop,
+                        args.root.resolve(),
+                        args.gather_ms,
                     )
                     try:
                         result = asyncio.run(

@@ -177,6 +177,13 @@ class VadConfig:
         default=64, ge=1, description="Most 512-sample windows per VAD inference."
     )
     threads: int = Field(default=1, ge=1, description="onnxruntime intra-op threads for the VAD.")
+    gather_ms: float = Field(
+        default=6.0,
+        ge=0,
+        le=50,
+        description="Wait this long before each VAD inference for more sessions' windows"
+        " (bigger batches, less CPU per session; 0: infer as soon as one is ready).",
+    )
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)
