@@ -88,8 +88,8 @@ class ServerConfig:
     event_loop: EventLoop = Field(
         default="uvloop",
         description="uvloop, or asyncio (the standard library's loop): what the server"
-        " runs on. uvloop cut the added median latency by half or more at about the same"
-        " CPU (README, Performance).",
+        " runs on. uvloop added less latency in most runs, at about the same CPU (README,"
+        " Performance).",
     )
     http_handshake_timeout_s: float = Field(
         default=15.0,
