@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import uuid
 from collections.abc import Callable
@@ -78,6 +79,10 @@ async def serve(
         reuse_port=reuse_port or None,  # a worker beside others (proxy/workers.py)
     )
     await site.start()
+    # What start-up allocated (config, libraries, the app) lives as long as the
+    # process: frozen, a full collection no longer walks it, pausing every session.
+    gc.collect()
+    gc.freeze()
     log = get_logger(replica_id=state.replica_id)
     bound = runner.addresses
     log.info(
