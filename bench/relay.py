@@ -8,7 +8,8 @@ payload. The same load runs three ways:
 * direct: client -> echo upstream;
 * nginx: client -> Debian's nginx as a WebSocket reverse proxy (configured and started
   here on loopback) -> echo upstream;
-* proxy: client -> `duplex-proxy serve` on a route forced to `passthrough` -> echo upstream.
+* proxy_asyncio, proxy_uvloop: client -> `duplex-proxy serve --workers 1` on a route forced
+  to `passthrough` -> echo upstream, once per event loop (`server.event_loop`).
 
 Relay CPU is the relay process's own user+system time over the measured window (from
 `/proc`), per 1,000 event pairs (one client event and its echo); peak RSS is the
@@ -36,6 +37,7 @@ from typing import Any
 import aiohttp
 import numpy as np
 import orjson
+from proc_stats import scrub_paths
 from processes import QUIET, ROOT, free_port, stop_all, wait_port
 
 FRAME_MS = 20
@@ -139,7 +141,9 @@ async def one_session(
     return got
 
 
-async def load(url: str, sessions: int, seconds: float, pids: list[int]) -> dict[str, Any]:
+async def load(
+    url: str, sessions: int, seconds: float, pids: list[int], profile: Path | None = None
+) -> dict[str, Any]:
     rtts: list[float] = []
     begin = time.perf_counter() + 2.0  # every session connected before anyone sends
     warm_until = begin + 1.0
@@ -151,7 +155,14 @@ async def load(url: str, sessions: int, seconds: float, pids: list[int]) -> dict
     ]
     await asyncio.sleep(max(0.0, warm_until - time.perf_counter()))
     cpu0 = cpu_seconds(pids) if pids else 0.0
+    if profile is not None:  # py-spy samples the relay over the window (a dev dependency)
+        argv = ["py-spy", "record", "--format", "flamegraph", "-o", str(profile), "-r", "200"]
+        argv += ["-d", str(int(seconds)), "--nonblocking", "-p", str(pids[0])]
+        spy = await asyncio.create_subprocess_exec(*argv, **QUIET)
     await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
+    if profile is not None:
+        await spy.wait()
+        await asyncio.to_thread(scrub_paths, profile, ROOT)
     cpu1 = cpu_seconds(pids) if pids else 0.0
     echoes = sum(await asyncio.gather(*tasks))
     arr = np.asarray(rtts)
@@ -177,21 +188,25 @@ def start_nginx(tmp: Path, upstream_port: int) -> tuple[subprocess.Popen[bytes],
     return proc, port
 
 
-def start_proxy(tmp: Path, upstream_port: int) -> tuple[subprocess.Popen[bytes], int]:
+def start_proxy(tmp: Path, upstream_port: int, loop: str) -> tuple[subprocess.Popen[bytes], int]:
     port = free_port()
-    conf = tmp / "proxy.toml"
+    conf = tmp / f"proxy-{loop}.toml"
     conf.write_text(
-        '[server]\nmax_sessions = 2000\nlog_level = "warning"\n[auth]\nmode = "none"\n'
+        '[server]\nmax_sessions = 2000\nlog_level = "warning"\n'
+        f'event_loop = "{loop}"\n[auth]\nmode = "none"\n'
         f'[[routes]]\nmodel = "echo"\nupstream = "ws://127.0.0.1:{upstream_port}/v1/realtime"\n'
         'mode = "passthrough"\nmax_sessions = 2000\n'
     )
     argv = ["serve", "--config", str(conf), "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--workers", "1"]  # one process, as nginx runs one worker here
     proc = subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=ROOT, **QUIET)
     wait_port(port, proc, 30, "proxy")
     return proc, port
 
 
-def run(sessions: int, seconds: float) -> dict[str, Any]:
+def run(
+    sessions: int, seconds: float, loops: list[str], profile: Path | None = None
+) -> dict[str, Any]:
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
@@ -203,16 +218,27 @@ def run(sessions: int, seconds: float) -> dict[str, Any]:
             wait_port(up_port, upstream, 20, "echo upstream")
             nginx, nginx_port = start_nginx(tmp, up_port)
             procs.append(nginx)
-            proxy, proxy_port = start_proxy(tmp, up_port)
-            procs.append(proxy)
             query = "/v1/realtime?duplex=1&model=echo"
             targets: dict[str, tuple[str, list[int]]] = {
                 "direct": (f"ws://127.0.0.1:{up_port}{query}", []),
                 "nginx": (f"ws://127.0.0.1:{nginx_port}{query}", children(nginx.pid)),
-                "proxy": (f"ws://127.0.0.1:{proxy_port}{query}", [proxy.pid]),
             }
+            for loop in loops:
+                proxy, proxy_port = start_proxy(tmp, up_port, loop)
+                procs.append(proxy)
+                targets[f"proxy_{loop}"] = (f"ws://127.0.0.1:{proxy_port}{query}", [proxy.pid])
             results = {
-                name: asyncio.run(load(url, sessions, seconds, pids))
+                name: asyncio.run(
+                    load(
+                        url,
+                        sessions,
+                        seconds,
+                        pids,
+                        profile.with_name(f"{profile.stem}-{name}{profile.suffix}")
+                        if profile is not None and name.startswith("proxy")
+                        else None,
+                    )
+                )
                 for name, (url, pids) in targets.items()
             }
         finally:
@@ -222,25 +248,32 @@ def run(sessions: int, seconds: float) -> dict[str, Any]:
 
 def summarise(results: dict[str, Any], sessions: int, seconds: float) -> dict[str, Any]:
     direct = results["direct"]
-    for name in ("nginx", "proxy"):
+    relays = [name for name in results if name != "direct"]
+    for name in relays:
         r = results[name]
         r["added_p50_ms"] = round(r["rtt_p50_ms"] - direct["rtt_p50_ms"], 2)
         r["added_p99_ms"] = round(r["rtt_p99_ms"] - direct["rtt_p99_ms"], 2)
-    nginx, proxy = results["nginx"], results["proxy"]
+    nginx = results["nginx"]
 
     def ratio(a: float | None, b: float | None) -> float | None:
         return round(a / b, 2) if a is not None and b else None
 
     return {
         "cores": os.cpu_count(),
+        "load_average": [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]],
         "sessions": sessions,
         "seconds_per_target": seconds,
         "targets": results,
-        "proxy_vs_nginx": {
-            "added_p99": ratio(proxy["added_p99_ms"], nginx["added_p99_ms"]),
-            "cpu_per_event": ratio(
-                proxy["relay_cpu_s_per_1000_events"], nginx["relay_cpu_s_per_1000_events"]
-            ),
+        "vs_nginx": {
+            name: {
+                "added_p99": ratio(results[name]["added_p99_ms"], nginx["added_p99_ms"]),
+                "cpu_per_event": ratio(
+                    results[name]["relay_cpu_s_per_1000_events"],
+                    nginx["relay_cpu_s_per_1000_events"],
+                ),
+            }
+            for name in relays
+            if name.startswith("proxy")
         },
     }
 
@@ -251,10 +284,16 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--smoke", action="store_true", help="2 sessions, 2 s: does it work")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--profile", type=Path, help="py-spy flame graph (SVG) of the proxy")
+    parser.add_argument(
+        "--event-loops",
+        default="asyncio,uvloop",
+        help="the proxy once per server.event_loop, side by side",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.sessions, args.seconds = 2, 2.0
-    out = run(args.sessions, args.seconds)
+    out = run(args.sessions, args.seconds, args.event_loops.split(","), args.profile)
     if args.json:
         print(json.dumps(out))
         return

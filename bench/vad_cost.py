@@ -72,9 +72,9 @@ def bench_sync(seconds: float, threads: int) -> dict[str, Any]:
 
 
 async def bench_async(
-    n: int, seconds: float, threads: int, max_batch: int, realtime: bool
+    n: int, seconds: float, threads: int, max_batch: int, realtime: bool, gather_ms: float = 0.0
 ) -> dict[str, Any]:
-    vad = VadRunner(threads=threads, max_batch=max_batch)
+    vad = VadRunner(threads=threads, max_batch=max_batch, gather_ms=gather_ms)
     signals = [audio(seconds, i) for i in range(n)]
     await vad.process(vad.new_stream(), signals[0][: CHUNK * 10])  # warm up
     vad.stats.windows_total = vad.stats.batches_total = 0
@@ -93,6 +93,7 @@ async def bench_async(
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     await vad.close()
     mode = ("realtime" if realtime else "flood") + ("" if max_batch > 1 else " unbatched")
+    mode += f", gather {gather_ms:g} ms" if gather_ms else ""
     return row(mode, n, seconds, cpu, wall, vad)
 
 
@@ -121,6 +122,9 @@ async def main() -> None:
     ap.add_argument(
         "--realtime", type=float, default=0.0, help="seconds of paced sessions (0: skip)"
     )
+    ap.add_argument(
+        "--gather-ms", type=float, default=0.0, help="also the realtime rows with this wait"
+    )
     ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     args = ap.parse_args()
     counts = [int(s) for s in args.streams.split(",")]
@@ -130,9 +134,10 @@ async def main() -> None:
         if n > 1:
             rows.append(await bench_async(n, args.seconds, args.threads, 1, realtime=False))
     if args.realtime > 0:
-        rows += [
-            await bench_async(n, args.realtime, args.threads, 64, realtime=True) for n in counts
-        ]
+        for gather in sorted({0.0, args.gather_ms}):
+            rows += [
+                await bench_async(n, args.realtime, args.threads, 64, True, gather) for n in counts
+            ]
     rows += [bench_echo(args.seconds, echo=True), bench_echo(args.seconds, echo=False)]
     if args.json:
         for r in rows:

@@ -52,6 +52,15 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--config", default=None, help=f"TOML config (default ./{DEFAULT_CONFIG})")
     serve.add_argument("--host", default=None)
     serve.add_argument("--port", type=int, default=None)
+    serve.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="processes on the one port (default: one per core with a shared store,"
+        " 1 with the in-memory store)",
+    )
+    # Set by `--workers N` on the processes it starts (proxy/workers.py).
+    serve.add_argument("--reuse-port", action="store_true", help=argparse.SUPPRESS)
 
     check = sub.add_parser(
         "check-config", help="validate a config (and the environment over it); exit 2 if bad"
@@ -207,11 +216,23 @@ def _serve(args: argparse.Namespace) -> int:
         return EXIT_BAD_CONFIG
     from proxy.config_summary import log_routes
     from proxy.logging import configure_logging
+    from proxy.workers import run_workers, worker_count
+
+    workers = worker_count(config, args.workers)
+    if isinstance(workers, str):
+        print(f"duplex-proxy: {workers}", file=sys.stderr)
+        return EXIT_BAD_CONFIG
+    configure_logging(config.server.log_level)
+    if workers > 1:
+        host = args.host or config.server.host
+        port = config.server.port if args.port is None else args.port
+        return run_workers(workers, host, port, path)
     from proxy.server import run_server  # heavy imports only once the config is valid
 
-    configure_logging(config.server.log_level)
     log_routes(config)
-    return run_server(config, host=args.host, port=args.port, config_path=path)
+    return run_server(
+        config, host=args.host, port=args.port, config_path=path, reuse_port=args.reuse_port
+    )
 
 
 if __name__ == "__main__":

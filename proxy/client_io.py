@@ -69,6 +69,9 @@ class ClientChannel:
     ) -> None:
         self.ws = ws
         self.metrics = metrics
+        # Label lookups done once, not per frame.
+        self._frames_in = metrics.frames.labels("client_to_upstream")
+        self._bytes_in = metrics.bytes.labels("client_to_upstream")
         self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
@@ -135,8 +138,8 @@ class ClientChannel:
         try:
             async for msg in self.ws:
                 if msg.type == aiohttp.WSMsgType.TEXT:
-                    self.metrics.frames.labels("client_to_upstream").inc()
-                    self.metrics.bytes.labels("client_to_upstream").inc(len(msg.data))
+                    self._frames_in.inc()
+                    self._bytes_in.inc(len(msg.data))
                     if len(msg.data) > self.limits.max_frame_bytes:
                         limit = self.limits.max_frame_bytes
                         self.metrics.client_errors.labels("frame_too_large").inc()

@@ -23,6 +23,7 @@ from proxy.config_store import StoreConfig
 Mode = Literal["auto", "passthrough", "barge_in_emulated", "duplex_emulated"]
 MODES: tuple[str, ...] = get_args(Mode)
 LogLevel = Literal["debug", "info", "warning", "error", "critical"]
+EventLoop = Literal["uvloop", "asyncio"]
 EMBEDDED_SCHEME = "embedded://"
 EMBEDDED_KINDS = ("duplex", "duplex-no-barge-in", "turn")
 
@@ -84,6 +85,12 @@ class ServerConfig:
     )
     log_level: LogLevel = Field(
         default="info", description="debug, info, warning, error or critical."
+    )
+    event_loop: EventLoop = Field(
+        default="uvloop",
+        description="uvloop, or asyncio (the standard library's loop): what the server"
+        " runs on. uvloop added less latency in most runs, at about the same CPU (README,"
+        " Performance).",
     )
     http_handshake_timeout_s: float = Field(
         default=15.0,
@@ -171,6 +178,13 @@ class VadConfig:
         default=64, ge=1, description="Most 512-sample windows per VAD inference."
     )
     threads: int = Field(default=1, ge=1, description="onnxruntime intra-op threads for the VAD.")
+    gather_ms: float = Field(
+        default=6.0,
+        ge=0,
+        le=50,
+        description="Wait this long before each VAD inference for more sessions' windows"
+        " (bigger batches, less CPU per session; 0: infer as soon as one is ready).",
+    )
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)

@@ -1,11 +1,22 @@
-"""Prometheus metrics, one registry per app so tests and replicas never collide."""
+"""Prometheus metrics, one registry per app so tests and replicas never collide.
+
+Under ``serve --workers N`` (``proxy/workers.py``) every worker writes its values into
+the directory ``PROMETHEUS_MULTIPROC_DIR`` names, and ``render`` answers with the sum
+over all workers (``prometheus_client``'s multiprocess mode): counters and histograms
+add up, the session gauge adds up over the workers alive, and the up/draining gauges
+show the highest value of any worker.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import os
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.multiprocess import MultiProcessCollector
+
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 
 # Labels of the session metrics. ``route`` is the route's pattern from the config and
 # ``model`` the route's upstream model (or the pattern): both come from the config, never
@@ -14,7 +25,8 @@ SESSION_LABELS = ("mode", "route", "model")
 # Latencies a person notices in a conversation: tens of milliseconds to a few seconds.
 LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0, 10.0)
 # One VAD inference, or the wait for it: well under a window (32 ms) when healthy.
-VAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.128, 0.256)
+# 0.1: the decision lag a live session can take (bench/sessions.py's limit).
+VAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.1, 0.128, 0.256)
 
 
 @dataclass
@@ -28,6 +40,7 @@ class Metrics:
             "Sessions open now, by mode, route and model.",
             SESSION_LABELS,
             registry=r,
+            multiprocess_mode="livesum",
         )
         self.sessions_total = Counter(
             "duplex_proxy_sessions_total",
@@ -89,7 +102,10 @@ class Metrics:
             registry=r,
         )
         self.store_up = Gauge(
-            "duplex_proxy_store_up", "1 when the session store answers, else 0.", registry=r
+            "duplex_proxy_store_up",
+            "1 when the session store answers, else 0.",
+            registry=r,
+            multiprocess_mode="livemax",
         )
         self._latencies(r)
         self._operations(r)
@@ -148,9 +164,13 @@ class Metrics:
             "1 when the route's upstream answered its last readiness check, by route.",
             ["route"],
             registry=r,
+            multiprocess_mode="livemax",
         )
         self.draining = Gauge(
-            "duplex_proxy_draining", "1 once SIGTERM was received (drain).", registry=r
+            "duplex_proxy_draining",
+            "1 once SIGTERM was received (drain).",
+            registry=r,
+            multiprocess_mode="livemax",
         )
         self.tasks = Gauge(
             "duplex_proxy_asyncio_tasks", "asyncio tasks alive now (a leak grows).", registry=r
@@ -164,7 +184,12 @@ class Metrics:
         )
 
     def render(self) -> bytes:
-        return generate_latest(self.registry)
+        path = os.environ.get(MULTIPROC_ENV)
+        if not path:
+            return generate_latest(self.registry)
+        merged = CollectorRegistry()
+        MultiProcessCollector(merged, path)  # type: ignore[no-untyped-call]
+        return generate_latest(merged)
 
 
 def _tasks_alive() -> float:

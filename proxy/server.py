@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import signal
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from aiohttp import web
@@ -58,6 +60,7 @@ async def serve(
     port: int,
     ready: asyncio.Event | None = None,
     config_path: str | Path | None = None,
+    reuse_port: bool = False,
 ) -> None:
     state = ProxyState(config=config, replica_id=uuid.uuid4().hex[:12])
     app = build_app(config, state)
@@ -68,8 +71,18 @@ async def serve(
         access_log=None,
     )
     await runner.setup()
-    site = web.TCPSite(runner, host, port, shutdown_timeout=config.server.drain_timeout_s)
+    site = web.TCPSite(
+        runner,
+        host,
+        port,
+        shutdown_timeout=config.server.drain_timeout_s,
+        reuse_port=reuse_port or None,  # a worker beside others (proxy/workers.py)
+    )
     await site.start()
+    # What start-up allocated (config, libraries, the app) lives as long as the
+    # process: frozen, a full collection no longer walks it, pausing every session.
+    gc.collect()
+    gc.freeze()
     log = get_logger(replica_id=state.replica_id)
     bound = runner.addresses
     log.info(
@@ -118,25 +131,42 @@ async def serve(
         log.info("stopped")
 
 
+def loop_factory(kind: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop ``server.event_loop`` names (None: asyncio's own)."""
+    if kind == "uvloop":
+        import uvloop
+
+        return uvloop.new_event_loop
+    return None
+
+
 def run_server(
     config: Config,
     host: str | None = None,
     port: int | None = None,
     config_path: str | Path | None = None,
+    reuse_port: bool = False,
 ) -> int:
     configure_logging(config.server.log_level)
     try:
-        asyncio.run(
-            serve(
-                config,
-                host or config.server.host,
-                config.server.port if port is None else port,
-                config_path=config_path,
+        with asyncio.Runner(loop_factory=loop_factory(config.server.event_loop)) as loop:
+            loop.run(
+                serve(
+                    config,
+                    host or config.server.host,
+                    config.server.port if port is None else port,
+                    config_path=config_path,
+                    reuse_port=reuse_port,
+                )
             )
-        )
     except KeyboardInterrupt:
         pass
     except OSError as exc:
         get_logger().error("cannot_listen", error=str(exc))
         return 1
+    if reuse_port:
+        # A worker (proxy/workers.py) has drained: a signal its parent forwards late
+        # must not turn its clean exit into a death by signal.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, signal.SIG_IGN)
     return 0

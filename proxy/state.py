@@ -75,5 +75,6 @@ class ProxyState:
                 max_batch=self.config.vad.max_batch,
                 threads=self.config.vad.threads,
                 metrics=self.metrics,
+                gather_ms=self.config.vad.gather_ms,
             )
         return self.vad

@@ -10,8 +10,10 @@ Why batch: one window costs far more in per-call overhead than in arithmetic, so
 running the windows of many sessions as rows of one call is much cheaper than
 one call each (see ``bench/vad_cost.py``). State is sequential, so a batch takes
 at most one window per stream; the next window of a stream waits for the next
-batch. A worker task wakes on submission (no polling, no linger) and gathers
-whatever is pending; windows that arrive while a batch runs form the next one.
+batch. A worker task wakes on submission (no polling) and, after ``gather_ms``
+(``[vad] gather_ms``: live sessions' windows arrive spread out, so a call as soon as
+one is ready would hold one or two), takes whatever is pending; windows that arrive
+while a batch runs form the next one.
 Inference runs on a dedicated thread (onnxruntime releases the GIL) so the event
 loop never blocks on it.
 
@@ -122,6 +124,7 @@ class VadRunner:
         max_batch: int = 64,
         threads: int = 1,
         metrics: Metrics | None = None,
+        gather_ms: float = 0.0,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -135,6 +138,8 @@ class VadRunner:
             providers=["CPUExecutionProvider"],
         )
         self.max_batch = max_batch
+        # Before each inference, wait this long for more sessions' windows (see _run).
+        self.gather_s = gather_ms / 1000
         self.stats = VadStats()
         self._metrics = metrics
         self._ready: deque[VadStream] = deque()  # streams with queued windows, not in a batch
@@ -221,7 +226,12 @@ class VadRunner:
         while True:
             await self._wake.wait()
             self._wake.clear()
-            while batch := self._take_batch():
+            while True:
+                if self.gather_s > 0 and len(self._ready) < self.max_batch:
+                    await asyncio.sleep(self.gather_s)  # more sessions' windows come
+                batch = self._take_batch()
+                if not batch:
+                    break
                 rows = np.stack([np.concatenate((s._context, w.samples)) for s, w, _ in batch])
                 state = np.concatenate([s._state for s, _, _ in batch], axis=1)
                 self._inflight = batch

@@ -84,7 +84,10 @@ def voicing(x: Float32Array) -> float:
 
 
 class _Ring:
-    """The last RING samples of a signal, by absolute sample index."""
+    """The last RING samples of a signal, by absolute sample index.
+
+    Sample ``i`` lives at ``i % RING``: adding writes in place, with no copy of the
+    whole ring per chunk (this runs for every microphone frame of every session)."""
 
     def __init__(self) -> None:
         self._buf = np.zeros(RING, dtype=np.float32)
@@ -95,15 +98,23 @@ class _Ring:
             self._buf[:] = 0.0
         end = start + x.size
         x = x[-RING:]
-        self._buf = np.concatenate((self._buf[x.size :], x))
+        self._write(end - x.size, x)
         self.end = end
+
+    def _write(self, at: int, x: Float32Array) -> None:
+        pos = at % RING
+        first = min(x.size, RING - pos)
+        self._buf[pos : pos + first] = x[:first]
+        self._buf[: x.size - first] = x[first:]
 
     def get(self, start: int, end: int) -> Float32Array:
         out = np.zeros(max(0, end - start), dtype=np.float32)
         lo, hi = max(start, self.end - RING), min(end, self.end)
         if hi > lo:
-            base = self.end - RING
-            out[lo - start : hi - start] = self._buf[lo - base : hi - base]
+            pos = lo % RING
+            first = min(hi - lo, RING - pos)
+            out[lo - start : lo - start + first] = self._buf[pos : pos + first]
+            out[lo - start + first : hi - start] = self._buf[: hi - lo - first]
         return out
 
 
@@ -120,6 +131,7 @@ class OverlapEvidence:
         self._mic = _Ring()  # on the VAD's timeline (shifted by latency)
         self._clean = _Ring()
         self._user: deque[float] = deque(maxlen=USER_LEVELS_KEPT)
+        self._user_level: float | None = None  # cached: read per window, changed per turn
 
     def add(self, mic: Int16Array, clean: Float32Array, start: int) -> None:
         """A chunk of microphone audio at ``start`` and what the VAD gets for it."""
@@ -164,6 +176,7 @@ class OverlapEvidence:
     def learn_user(self, ev: WindowEvidence) -> None:
         """A voiced window of the user's own turn, with nothing playing."""
         self._user.append(ev.level_db)
+        self._user_level = None
 
     @property
     def user_level_db(self) -> float | None:
@@ -172,7 +185,9 @@ class OverlapEvidence:
         too much), if enough were heard."""
         if len(self._user) < 8:
             return None
-        return loud_level(list(self._user))
+        if self._user_level is None:
+            self._user_level = loud_level(list(self._user))
+        return self._user_level
 
     def restart(self) -> None:
         """The input timeline restarts (the VAD's stream was reset); the user's level stays."""

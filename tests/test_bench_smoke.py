@@ -39,12 +39,12 @@ def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
     result = run_bench("relay.py", "--smoke", "--json")
     targets = result["targets"]
     assert isinstance(targets, dict)
-    assert set(targets) == {"direct", "nginx", "proxy"}
+    assert set(targets) == {"direct", "nginx", "proxy_asyncio", "proxy_uvloop"}
     for name, figures in targets.items():
         # Every echo came back through each relay: the relay path really carried the load.
         assert figures["events"] > 0.9 * figures["expected_events"], name
         assert figures["rtt_p99_ms"] >= figures["rtt_p50_ms"] > 0, name
-    for relay in ("nginx", "proxy"):
+    for relay in ("nginx", "proxy_asyncio", "proxy_uvloop"):
         assert targets[relay]["relay_cpu_s_per_1000_events"] is not None
         assert targets[relay]["relay_peak_rss_mb"] > 0
 
@@ -64,3 +64,19 @@ def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> Non
         assert figures["classes"]["backchannel"]["cases"] == 1
         assert figures["errors"] == 0
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
+
+
+@pytest.mark.slow
+def test_sessions_bench_runs_every_mode_with_real_speech() -> None:
+    result = run_bench("sessions.py", "--smoke", "--json")
+    runs = {r["mode"]: r for r in result["results"]}
+    assert set(runs) == {"duplex_emulated", "barge_in_emulated", "passthrough"}
+    for mode, run in runs.items():
+        step = run["steps"][0]
+        # Every session opened and streamed, and the event-delay probe came back.
+        assert step["opened"] == step["sessions"] == 2, (mode, run["errors_sample"])
+        assert step["errors"] == 0, (mode, run["errors_sample"])
+        assert step["probes"] > 0, mode
+        assert step["proxy_cpu_pct"] > 0 and step["rss_mb"] > 0, mode
+        assert run["idle_sessions"] == 2, mode
+        assert "sustained" in step and "vad_lag_p99_ms" in step, mode

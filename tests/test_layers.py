@@ -120,6 +120,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     ("proxy: the aiohttp application", ["proxy.app"]),
     ("proxy: the server process", ["proxy.server"]),
+    ("proxy: worker processes on one port", ["proxy.workers"]),
     ("proxy: the command line", ["proxy.__main__"]),
 ]
 

@@ -137,13 +137,17 @@ class Persister:
         # Woken by the session when it handled something (``poke``), else only for
         # the lease touch: an idle session costs no checkpoint every interval.
         while not self.session.finished.is_set():
+            woken = True
             try:
                 async with asyncio.timeout(self._touch_interval()):
                     await self._wake.wait()
             except TimeoutError:
-                pass
+                woken = False
             self._wake.clear()
-            await self.flush()
+            if woken or not self._written or self._store_down:
+                await self.flush()
+            else:
+                await self._touch()  # nothing handled since: no record to build
             await asyncio.sleep(PERSIST_INTERVAL_S)  # at most one checkpoint per interval
 
     async def finish(self, final: bool) -> None:
@@ -215,6 +219,27 @@ class Persister:
         except LeaseLost:
             return await self._lease_lost(store)
         return False
+
+    async def _touch(self) -> None:
+        """The lease check alone, for a session that handled nothing since its last
+        checkpoint (everything changes through its loop, which pokes)."""
+        store, r = self.state.store, self.session
+        lost = False
+        async with self.lock:
+            if not self.enabled or store is None:
+                return
+            try:
+                await store.append_events(r.session_id, self.epoch, [], self._written_acked)
+                self._last_write = time.monotonic()
+            except StoreUnavailable:
+                return  # the next checkpoint says so and retries
+            except LeaseLost:
+                lost = await self._lease_lost(store)
+        if lost:
+            try:
+                await r.replaced_elsewhere()
+            except Exception:
+                r.log.exception("let_go_failed")
 
     def _report(self, position: tuple[str, int] | None) -> None:
         """Tell the session how far upstream it is safely checkpointed."""
