@@ -27,7 +27,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.processes import QUIET, free_port, stop_all, wait_port
+from bench.processes import BACKEND_MAX_SESSIONS, QUIET, free_port, stop_all, wait_port
 
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
 
@@ -72,6 +72,7 @@ def run_mode(root: Path, kind: str, args: argparse.Namespace) -> dict[str, float
     procs: list[subprocess.Popen[bytes]] = []
     try:
         argv = ["reference-backend", "--mode", kind, "--port", str(up_port)]
+        argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]
         procs.append(
             subprocess.Popen([*py, *argv, "--log-level", "warning"], cwd=root, env=env, **QUIET)
         )

@@ -12,6 +12,9 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+# A reference backend deployed for a benchmark's many sessions (vLLM-Omni's default,
+# and the stand-in's, is one session at once).
+BACKEND_MAX_SESSIONS = 10_000
 QUIET: dict[str, Any] = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL}
 
 
@@ -39,6 +42,8 @@ def reference_backend(
     port = free_port()
     argv = ["reference-backend", "--mode", kind, "--port", str(port)]
     argv += ["--reply-ms", str(reply_ms), "--log-level", "warning"]
+    # Deployed for the benchmark's many sessions (vLLM-Omni's own default is one).
+    argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]
     proc = subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=ROOT, env=env, **QUIET)
     wait_port(port, proc, 20, f"reference backend {kind}")
     return proc, f"ws://127.0.0.1:{port}/v1/realtime"
@@ -50,6 +55,7 @@ def proxy_replica(
     """``duplex-proxy serve`` listening; returns it and its realtime URL."""
     port = free_port()
     argv = ["serve", "--config", str(config), "--host", "127.0.0.1", "--port", str(port)]
+    argv += ["--workers", "1"]  # one process per replica: its figures are the replica's
     proc = subprocess.Popen(
         [sys.executable, "-m", "proxy", *argv], cwd=ROOT, env=env, stdout=out, stderr=out
     )

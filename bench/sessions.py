@@ -33,7 +33,7 @@ from typing import Any
 
 import aiohttp
 from proc_stats import cpu_seconds, load_average, rss_mb, scrub_paths, tree
-from processes import QUIET, ROOT, free_port, stop_all, wait_port
+from processes import BACKEND_MAX_SESSIONS, QUIET, ROOT, free_port, stop_all, wait_port
 from session_load import PROBES, Clips, Observations, run_client
 
 MODES = {
@@ -81,6 +81,7 @@ def start_stack(
         store = f'[store]\nurl = "redis://127.0.0.1:{rport}/0"\n'
     up_port = free_port()
     argv = ["reference-backend", "--mode", kind, "--port", str(up_port), "--reply-ms", "1000"]
+    argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]
     procs.append(
         subprocess.Popen(
             [sys.executable, "-m", "proxy", *argv, "--log-level", "warning"],

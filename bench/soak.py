@@ -51,7 +51,16 @@ from typing import Any
 
 import aiohttp
 import pybase64
-from processes import QUIET, ROOT, free_port, proxy_replica, route, stop_all, wait_port
+from processes import (
+    BACKEND_MAX_SESSIONS,
+    QUIET,
+    ROOT,
+    free_port,
+    proxy_replica,
+    route,
+    stop_all,
+    wait_port,
+)
 
 CORPUS = ROOT.parent / "shared/corpus/dev"
 KINDS = ("turn", "duplex-no-barge-in")
@@ -140,6 +149,7 @@ def stack(reply_ms: int, workdir: Path, logs: Path | None = None) -> Iterator[St
             port = free_port()
             argv = [sys.executable, "-m", "proxy", "reference-backend", "--mode", kind]
             argv += ["--port", str(port), "--reply-ms", str(reply_ms), "--log-level", "warning"]
+            argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]
             backends[kind] = Restartable(f"reference {kind}", argv, port, env, "port")
             owned.append(backends[kind])
             backends[kind].start()
