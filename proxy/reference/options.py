@@ -110,7 +110,7 @@ class ReferenceOptions:
     #: Reported as ``capabilities.target_barge_in_latency_ms`` by kind "duplex".
     target_barge_in_latency_ms: int = 400
     #: ``"strict"`` or ``"lenient"``: the default of every flag below left ``None``.
-    fidelity: str = FIDELITY_LENIENT
+    fidelity: str = FIDELITY_STRICT
     #: Ack-only turn ownership exactly like vLLM-Omni: the assistant owns the turn while
     #: ``sent_ms > committed_ms`` even for a client that never acks, and a commit in that
     #: time is only acknowledged.  Lenient: a client that never sends playback.ack is
