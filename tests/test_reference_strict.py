@@ -425,7 +425,7 @@ async def test_max_sessions_counts_a_session_in_its_disconnect_grace() -> None:
 
 
 async def test_lenient_has_no_session_limit() -> None:
-    async with backend(ReferenceOptions()) as (http, url):
+    async with backend(ReferenceOptions(fidelity="lenient")) as (http, url):
         async with session(http, url), session(http, url), session(http, url):
             pass
 
@@ -540,12 +540,12 @@ async def test_cli_strict_profile_reaches_the_backend() -> None:
 # ---- the switches ----
 
 
-def test_default_is_lenient_and_each_flag_overrides_the_preset() -> None:
-    lenient, strict = ReferenceOptions(), ReferenceOptions(fidelity="strict")
+def test_default_is_strict_and_each_flag_overrides_the_preset() -> None:
+    lenient, strict = ReferenceOptions(fidelity="lenient"), ReferenceOptions()
     for flag in STRICT_FLAGS:
         assert lenient.strict(flag) is False and strict.strict(flag) is True
-        assert ReferenceOptions(fidelity="strict", **{flag: False}).strict(flag) is False
-        assert ReferenceOptions(**{flag: True}).strict(flag) is True
+        assert ReferenceOptions(**{flag: False}).strict(flag) is False
+        assert ReferenceOptions(fidelity="lenient", **{flag: True}).strict(flag) is True
     assert lenient.session_limit is None and strict.session_limit == 1
     for bad in ({"fidelity": "exact"}, {"profile": "gpt"}, {"max_sessions": 0}, {"warmup_s": -1}):
         with pytest.raises(ValueError):
@@ -555,7 +555,10 @@ def test_default_is_lenient_and_each_flag_overrides_the_preset() -> None:
 def test_cli_arguments_build_the_options() -> None:
     parser = argparse.ArgumentParser()
     add_reference_arguments(parser)
-    assert options_from_args(parser.parse_args([])) == ReferenceOptions()
+    assert options_from_args(parser.parse_args([])) == ReferenceOptions(fidelity="strict")
+    assert options_from_args(parser.parse_args(["--lenient"])) == ReferenceOptions(
+        fidelity="lenient"
+    )
     args = ["--strict", "--max-sessions", "3", "--profile", "qwen3omni", "--warmup-s", "2.5"]
     assert options_from_args(parser.parse_args(args)) == ReferenceOptions(
         fidelity="strict", max_sessions=3, profile="qwen3omni", warmup_s=2.5
