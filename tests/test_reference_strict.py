@@ -23,10 +23,13 @@ import numpy as np
 import pytest
 from aiohttp import WSMsgType
 
+from proxy.app import STATE, build_app
+from proxy.config import config_from_dict
 from proxy.reference import ReferenceOptions, running_reference_backend
 from proxy.reference.cli import add_reference_arguments, options_from_args
 from proxy.reference.options import STRICT_FLAGS
 from shim.audio import b64encode
+from tests.servers import serve_app
 from tests.testaudio import chunks, silence, vowel
 
 pytestmark = pytest.mark.timeout(60)
@@ -565,3 +568,30 @@ def test_cli_arguments_build_the_options() -> None:
     )
     with pytest.raises(SystemExit):
         parser.parse_args(["--strict", "--lenient"])
+
+
+# ---- the embedded backends (proxy/embedded.py) ----
+
+
+async def test_embedded_backend_is_strict_and_holds_the_replicas_sessions() -> None:
+    config = config_from_dict(
+        {"server": {"max_sessions": 3}, "routes": [{"model": "m", "upstream": "embedded://duplex"}]}
+    )
+    app = build_app(config)
+    async with serve_app(app), aiohttp.ClientSession() as http:
+        url = app[STATE].embedded_urls["duplex"] + "?duplex=1&autostart=0"
+        async with (
+            session(http, url) as (p, created),
+            session(http, url),
+            session(http, url),
+        ):
+            opened = created["session"]
+            assert isinstance(opened, dict)
+            assert opened["capabilities"]["supports_multi_session"] is True
+            # Strict: no server VAD, so speech is no turn and a bare commit is not answered.
+            await p.speak(SPEECH)
+            await p.send({"type": "input_audio_buffer.commit"})
+            seen = await p.settle()
+            assert "input_audio_buffer.committed" in seen and "response.created" not in seen
+            error = await refusal(http, url)
+            assert error["code"] == "resource_exhausted", "[server] max_sessions is its limit"
