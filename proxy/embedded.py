@@ -2,6 +2,12 @@
 
 Started with the app for the routes it has, and again for the kinds a reloaded config
 adds; one keeps running while any session may still use it, until shutdown.
+
+They run the strict preset (the stand-ins' default, ``docs/fidelity.md``), so the demo
+behaves like vLLM-Omni 0.30.0, except for its session limit: a real server is configured
+with its ``max_sessions``, and an embedded one is configured with this replica's
+``[server] max_sessions`` (read when it starts), so it never refuses a session the proxy
+admits.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from aiohttp import web
 
 from proxy.config import Config
 from proxy.logging import get_logger
+from proxy.reference.options import ReferenceOptions
 from proxy.reference.server import build_reference_app
 from proxy.state import ProxyState
 
@@ -28,7 +35,9 @@ class EmbeddedBackends:
     async def ensure(self, kinds: Iterable[str]) -> None:
         """Start each of ``kinds`` not running yet; its URL goes into the state."""
         for kind in sorted(set(kinds) - set(self.state.embedded_urls)):
-            runner = web.AppRunner(build_reference_app(kind), handle_signals=False, access_log=None)
+            options = ReferenceOptions(max_sessions=self.state.config.server.max_sessions)
+            app = build_reference_app(kind, options=options)
+            runner = web.AppRunner(app, handle_signals=False, access_log=None)
             await runner.setup()
             site = web.TCPSite(runner, "127.0.0.1", 0)
             await site.start()
@@ -36,7 +45,10 @@ class EmbeddedBackends:
             self.state.embedded_urls[kind] = f"ws://127.0.0.1:{port}/v1/realtime"
             self._runners.append(runner)
             get_logger().info(
-                "embedded_backend_started", kind=kind, url=self.state.embedded_urls[kind]
+                "embedded_backend_started",
+                kind=kind,
+                url=self.state.embedded_urls[kind],
+                max_sessions=options.max_sessions,
             )
 
     async def close(self) -> None:

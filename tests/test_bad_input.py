@@ -9,6 +9,7 @@ from urllib.parse import urlencode
 import aiohttp
 import pytest
 
+from proxy.reference.options import ReferenceOptions
 from tests.servers import connect, load_clip, proxy, proxy_config, reference, silence, ws_url
 
 KINDS = ["duplex", "duplex-no-barge-in", "turn"]
@@ -65,7 +66,8 @@ async def test_malformed_frames_get_invalid_event_and_the_session_goes_on(kind: 
 
 
 async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None:
-    async with reference("duplex") as upstream:
+    # The closed session's upstream waits out its disconnect grace: room for the next one.
+    async with reference("duplex", options=ReferenceOptions(max_sessions=2)) as upstream:
         cfg = proxy_config({"m": upstream}, server={"max_frame_bytes": 64 * 1024})
         async with proxy(cfg) as base:
             async with connect(ws_url(base)) as c:

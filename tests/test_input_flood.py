@@ -13,6 +13,7 @@ import aiohttp
 import pybase64
 import pytest
 
+from proxy.reference.options import ReferenceOptions
 from tests.servers import Client, connect, reference, silence, ws_url
 from tests.test_cli import Procs, free_port, wait_http_ok
 
@@ -61,7 +62,8 @@ async def answers(c: Client, stop: asyncio.Event) -> int:
 async def test_a_flooding_client_is_slowed_warned_and_closed_and_others_never_notice(
     processes: Procs, tmp_path: Path, kind: str
 ) -> None:
-    async with reference(kind, reply_ms=600) as upstream:
+    # Two sessions at once on one server: it is configured for them, as a real one is.
+    async with reference(kind, reply_ms=600, options=ReferenceOptions(max_sessions=2)) as upstream:
         config = tmp_path / "proxy.toml"
         config.write_text(
             '[server]\nhost = "127.0.0.1"\ninput_burst_s = 2.0\ninput_rate_grace_s = 3.0\n'

@@ -40,9 +40,15 @@ async def serve(app: web.Application) -> AsyncIterator[str]:
         yield base.replace("http://", "ws://") + "/v1/realtime"
 
 
+#: The stand-ins' ``max_sessions``, as a real server is configured with one: more than the
+#: probe's capacity check opens (16) plus the sessions other checks leave in their
+#: disconnect grace, so the backend itself never refuses here (its default is 1).
+BACKEND_MAX_SESSIONS = 64
+
+
 @asynccontextmanager
 async def backend(kind: str, *faults: str, reply_ms: int = REPLY_MS) -> AsyncIterator[str]:
-    options = ReferenceOptions(faults=frozenset(faults))
+    options = ReferenceOptions(faults=frozenset(faults), max_sessions=BACKEND_MAX_SESSIONS)
     async with serve(build_reference_app(kind, reply_ms=reply_ms, options=options)) as url:
         yield url
 
@@ -92,7 +98,7 @@ async def test_turn_backend_directly_is_reported_turn_based_and_fails_the_duplex
     assert "not interrupted" in report.result("barge_in").summary
     for name in ("truncation", "resume", "dedup", "backpressure", "gpu_memory"):
         assert verdicts[name] == "unsupported", table(report)
-    assert verdicts["capacity"] == "fail", "the reference backends have no session limit"
+    assert verdicts["capacity"] == "fail", "more sessions than the probe opens are allowed"
     # Not a duplex question: N turn-based sessions are still served alike.
     assert verdicts["fairness"] == "pass", table(report)
 
@@ -116,8 +122,8 @@ async def test_duplex_backend_directly_passes_all_but_event_id_dedupe() -> None:
 
     vLLM-Omni (and so the reference) does not drop a client event re-sent with the
     same ``event_id`` after a resume; the replay itself is exact. The reference
-    backend has no session limit, and without ``--metrics-url`` GPU memory is not
-    measured.
+    backend holds more sessions than the probe opens, and without ``--metrics-url`` GPU
+    memory is not measured.
     """
     async with backend("duplex") as url:
         report = await probe(url)

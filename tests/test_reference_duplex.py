@@ -2,7 +2,8 @@
 
 They stand in for vLLM-Omni 0.30.0's ``OmniDuplexSessionHandler`` (MiniCPM-o 4.5 profile
 for kind "duplex", Nemotron VoiceChat for "duplex-no-barge-in"); the expectations below
-are the behaviours ``docs/fidelity.md`` lists.
+are the behaviours ``docs/fidelity.md`` lists.  They run the lenient preset (pinned in
+``backend``); the strict preset, the default, is tested in ``tests/test_reference_strict.py``.
 """
 
 from __future__ import annotations
@@ -137,6 +138,9 @@ class Peer:
 async def backend(
     kind: str = "duplex", **kwargs: object
 ) -> AsyncIterator[tuple[aiohttp.ClientSession, str]]:
+    # The lenient preset unless a test brings its own options: these are the stand-in's
+    # own forgiving behaviours (the strict ones are in tests/test_reference_strict.py).
+    kwargs.setdefault("options", ReferenceOptions(fidelity="lenient"))
     async with running_reference_backend(kind, **kwargs) as base:  # type: ignore[arg-type]
         async with aiohttp.ClientSession() as http:
             yield http, base.replace("http://", "ws://")
@@ -282,7 +286,7 @@ async def test_bad_first_message_errors_then_closes(first: str, code: str, messa
 
 
 async def test_config_timeout_and_open_failures() -> None:
-    options = ReferenceOptions(config_timeout_s=0.2)
+    options = ReferenceOptions(fidelity="lenient", config_timeout_s=0.2)
     async with backend(served_model="m", options=options) as (http, base):
         async with peer(http, f"{base}/v1/duplex") as p:
             assert (await p.recv())["error"] == {
@@ -598,7 +602,7 @@ async def test_backchannel_below_overlap_threshold_does_not_cut() -> None:
 
 
 async def test_ack_only_ownership_defers_and_refuses_create() -> None:
-    options = ReferenceOptions(strict_ack_ownership=True)
+    options = ReferenceOptions(fidelity="lenient", strict_ack_ownership=True)
     async with backend("duplex", reply_ms=600, options=options) as (http, base):
         async with peer(http, f"{base}/v1/realtime?model=m") as p:
             await opened(p)
@@ -679,7 +683,7 @@ async def test_output_audio_buffer_clear_cancels_live_response() -> None:
 
 @pytest.mark.parametrize("faults", [frozenset(), frozenset({"ignore_truncate"})])
 async def test_truncate_cuts_transcript_and_acknowledges(faults: frozenset[str]) -> None:
-    options = ReferenceOptions(faults=faults)
+    options = ReferenceOptions(fidelity="lenient", faults=faults)
     async with backend("duplex", reply_ms=1000, options=options) as (http, base):
         async with peer(http, f"{base}/v1/realtime?model=m") as p:
             await opened(p)
@@ -891,7 +895,7 @@ async def test_event_ack_trims_so_resume_behind_it_needs_resync() -> None:
 
 
 async def test_detached_session_expires_after_grace() -> None:
-    options = ReferenceOptions(disconnect_grace_s=0.2)
+    options = ReferenceOptions(fidelity="lenient", disconnect_grace_s=0.2)
     async with backend("duplex", options=options) as (http, base):
         async with peer(http, f"{base}/v1/duplex?model=m") as p:
             created = await opened(p)
@@ -919,7 +923,7 @@ async def test_fault_replay_duplicates_and_drops() -> None:
         ("replay_duplicates", lambda seqs: len(seqs) != len(set(seqs))),
         ("replay_drops", lambda seqs: seqs != list(range(seqs[0], seqs[0] + len(seqs)))),
     ):
-        options = ReferenceOptions(faults=frozenset({fault}))
+        options = ReferenceOptions(fidelity="lenient", faults=frozenset({fault}))
         async with backend("duplex", options=options) as (http, base):
             async with peer(http, f"{base}/v1/duplex?model=m") as p:
                 created = await opened(p)
@@ -943,7 +947,7 @@ async def test_fault_replay_duplicates_and_drops() -> None:
 
 
 async def test_fault_ignore_cancel_keeps_audio_flowing() -> None:
-    options = ReferenceOptions(faults=frozenset({"ignore_cancel"}))
+    options = ReferenceOptions(fidelity="lenient", faults=frozenset({"ignore_cancel"}))
     async with backend("duplex", reply_ms=1400, options=options) as (http, base):
         async with peer(http, f"{base}/v1/realtime?model=m") as p:
             await opened(p)
@@ -957,7 +961,7 @@ async def test_fault_ignore_cancel_keeps_audio_flowing() -> None:
 
 
 async def test_fault_deaf_while_speaking_never_barges_in() -> None:
-    options = ReferenceOptions(faults=frozenset({"deaf_while_speaking"}))
+    options = ReferenceOptions(fidelity="lenient", faults=frozenset({"deaf_while_speaking"}))
     async with backend("duplex", reply_ms=1500, options=options) as (http, base):
         async with peer(http, f"{base}/v1/realtime?model=m") as p:
             await opened(p)
@@ -970,7 +974,7 @@ async def test_fault_deaf_while_speaking_never_barges_in() -> None:
 
 
 async def test_fault_starve_sessions_serialises_audio() -> None:
-    options = ReferenceOptions(faults=frozenset({"starve_sessions"}))
+    options = ReferenceOptions(fidelity="lenient", faults=frozenset({"starve_sessions"}))
     async with backend("duplex", reply_ms=600, options=options) as (http, base):
         async with (
             peer(http, f"{base}/v1/realtime?model=m") as first,
@@ -1146,7 +1150,7 @@ async def test_no_barge_in_truncate_is_accepted_like_the_real_runner() -> None:
 
 
 async def test_journal_overflow_is_sticky() -> None:
-    options = ReferenceOptions(replay_max_bytes=6000)
+    options = ReferenceOptions(fidelity="lenient", replay_max_bytes=6000)
     async with backend("duplex", options=options) as (http, base):
         async with peer(http, f"{base}/v1/duplex?model=m") as p:
             created = await opened(p)
@@ -1174,7 +1178,7 @@ async def test_journal_overflow_is_sticky() -> None:
     [("duplex", "ref_audio_required"), ("duplex-no-barge-in", "unsupported_nemotron_duplex_mode")],
 )
 async def test_model_extras_can_be_required(kind: str, code: str) -> None:
-    options = ReferenceOptions(require_model_extras=True)
+    options = ReferenceOptions(fidelity="lenient", require_model_extras=True)
     async with backend(kind, options=options) as (http, base):
         async with peer(http, f"{base}/v1/duplex?model=m") as p:
             error = await p.recv()

@@ -23,10 +23,13 @@ import numpy as np
 import pytest
 from aiohttp import WSMsgType
 
+from proxy.app import STATE, build_app
+from proxy.config import config_from_dict
 from proxy.reference import ReferenceOptions, running_reference_backend
 from proxy.reference.cli import add_reference_arguments, options_from_args
 from proxy.reference.options import STRICT_FLAGS
 from shim.audio import b64encode
+from tests.servers import serve_app
 from tests.testaudio import chunks, silence, vowel
 
 pytestmark = pytest.mark.timeout(60)
@@ -425,7 +428,7 @@ async def test_max_sessions_counts_a_session_in_its_disconnect_grace() -> None:
 
 
 async def test_lenient_has_no_session_limit() -> None:
-    async with backend(ReferenceOptions()) as (http, url):
+    async with backend(ReferenceOptions(fidelity="lenient")) as (http, url):
         async with session(http, url), session(http, url), session(http, url):
             pass
 
@@ -540,12 +543,12 @@ async def test_cli_strict_profile_reaches_the_backend() -> None:
 # ---- the switches ----
 
 
-def test_default_is_lenient_and_each_flag_overrides_the_preset() -> None:
-    lenient, strict = ReferenceOptions(), ReferenceOptions(fidelity="strict")
+def test_default_is_strict_and_each_flag_overrides_the_preset() -> None:
+    lenient, strict = ReferenceOptions(fidelity="lenient"), ReferenceOptions()
     for flag in STRICT_FLAGS:
         assert lenient.strict(flag) is False and strict.strict(flag) is True
-        assert ReferenceOptions(fidelity="strict", **{flag: False}).strict(flag) is False
-        assert ReferenceOptions(**{flag: True}).strict(flag) is True
+        assert ReferenceOptions(**{flag: False}).strict(flag) is False
+        assert ReferenceOptions(fidelity="lenient", **{flag: True}).strict(flag) is True
     assert lenient.session_limit is None and strict.session_limit == 1
     for bad in ({"fidelity": "exact"}, {"profile": "gpt"}, {"max_sessions": 0}, {"warmup_s": -1}):
         with pytest.raises(ValueError):
@@ -555,10 +558,40 @@ def test_default_is_lenient_and_each_flag_overrides_the_preset() -> None:
 def test_cli_arguments_build_the_options() -> None:
     parser = argparse.ArgumentParser()
     add_reference_arguments(parser)
-    assert options_from_args(parser.parse_args([])) == ReferenceOptions()
+    assert options_from_args(parser.parse_args([])) == ReferenceOptions(fidelity="strict")
+    assert options_from_args(parser.parse_args(["--lenient"])) == ReferenceOptions(
+        fidelity="lenient"
+    )
     args = ["--strict", "--max-sessions", "3", "--profile", "qwen3omni", "--warmup-s", "2.5"]
     assert options_from_args(parser.parse_args(args)) == ReferenceOptions(
         fidelity="strict", max_sessions=3, profile="qwen3omni", warmup_s=2.5
     )
     with pytest.raises(SystemExit):
         parser.parse_args(["--strict", "--lenient"])
+
+
+# ---- the embedded backends (proxy/embedded.py) ----
+
+
+async def test_embedded_backend_is_strict_and_holds_the_replicas_sessions() -> None:
+    config = config_from_dict(
+        {"server": {"max_sessions": 3}, "routes": [{"model": "m", "upstream": "embedded://duplex"}]}
+    )
+    app = build_app(config)
+    async with serve_app(app), aiohttp.ClientSession() as http:
+        url = app[STATE].embedded_urls["duplex"] + "?duplex=1&autostart=0"
+        async with (
+            session(http, url) as (p, created),
+            session(http, url),
+            session(http, url),
+        ):
+            opened = created["session"]
+            assert isinstance(opened, dict)
+            assert opened["capabilities"]["supports_multi_session"] is True
+            # Strict: no server VAD, so speech is no turn and a bare commit is not answered.
+            await p.speak(SPEECH)
+            await p.send({"type": "input_audio_buffer.commit"})
+            seen = await p.settle()
+            assert "input_audio_buffer.committed" in seen and "response.created" not in seen
+            error = await refusal(http, url)
+            assert error["code"] == "resource_exhausted", "[server] max_sessions is its limit"

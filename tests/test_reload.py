@@ -16,6 +16,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from proxy.reference.options import ReferenceOptions
 from tests.proxy_process import ProxyProcess, proxy_process
 from tests.servers import ROOT, Client, connect, reference, ws_url
 from tests.test_resume import speak
@@ -61,7 +62,10 @@ async def test_sighup_applies_new_routes_to_new_sessions_and_refuses_a_bad_file(
     tmp_path: Path,
 ) -> None:
     head = "[reload]\nwatch_interval_s = 0\n"  # SIGHUP alone reloads here
-    async with reference("turn", reply_ms=800) as turn, reference("duplex", reply_ms=800) as dx:
+    async with (
+        reference("turn", reply_ms=800) as turn,
+        reference("duplex", reply_ms=800, options=ReferenceOptions(max_sessions=8)) as dx,
+    ):
         async with proxy_process(tmp_path, "p", head + routes(a=turn)) as p:
             await p.until_readyz(200)
             async with connect(ws_url(p.base, model="a")) as old:

@@ -12,6 +12,7 @@ from contextlib import AsyncExitStack
 import pytest
 import redis.asyncio as aioredis
 
+from proxy.reference.options import ReferenceOptions
 from tests.redis_server import RedisServer
 from tests.servers import connect, reference, ws_url
 from tests.test_resume import (
@@ -93,7 +94,8 @@ async def test_an_event_applied_just_before_a_drop_is_not_applied_again_elsewher
     redis_url: str,
 ) -> None:
     async with (
-        reference("duplex", reply_ms=500) as up,
+        # Three sessions, each left to its disconnect grace: a server configured for them.
+        reference("duplex", reply_ms=500, options=ReferenceOptions(max_sessions=3)) as up,
         replica(store_config(up, redis_url), "a") as a,
         replica(store_config(up, redis_url), "b") as b,
     ):

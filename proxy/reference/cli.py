@@ -33,14 +33,14 @@ def add_reference_arguments(parser: argparse.ArgumentParser) -> None:
         dest="fidelity",
         action="store_const",
         const=FIDELITY_STRICT,
-        help="behave like vLLM-Omni 0.30.0 where a client can tell (docs/fidelity.md; the default)",
+        help="behave like vLLM-Omni 0.30.0 where a client can tell (the default; docs/fidelity.md)",
     )
     fidelity.add_argument(
         "--lenient",
         dest="fidelity",
         action="store_const",
         const=FIDELITY_LENIENT,
-        help="forgiving stand-in",
+        help="the earlier, forgiving stand-in",
     )
     parser.set_defaults(fidelity=FIDELITY_STRICT)
     parser.add_argument(
