@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit, urlunsplit
 
-from proxy.config_model import Config, Route
+from proxy.config_model import Config
+from proxy.config_route import Route
 from proxy.config_store_url import redacted
 from proxy.logging import get_logger
 

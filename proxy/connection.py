@@ -10,7 +10,8 @@ from typing import Protocol
 
 from aiohttp import web
 
-from proxy.client_io import ClientChannel, ClientFrame
+from proxy.client_frames import ClientFrame
+from proxy.client_io import ClientChannel
 from proxy.config import Route
 from proxy.logging import Logger
 from proxy.state import ProxyState

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 from proxy import config_reference
-from proxy.config_model import Config, Route, ServerConfig, VadConfig
+from proxy.config_model import Config, ServerConfig, VadConfig
+from proxy.config_route import Route
 from proxy.config_store import StoreConfig
 
 ROOT = Path(__file__).resolve().parents[1]

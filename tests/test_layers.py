@@ -75,6 +75,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.config_store",
             "proxy.config_auth",
             "proxy.config_store_url",
+            "proxy.config_route",
             "proxy.config_model",
             "proxy.config_routes",
             "proxy.config_sources",
@@ -88,6 +89,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "proxy.vad",
             "proxy.client_limits",
+            "proxy.client_frames",
             "proxy.client_io",
             "proxy.upstream",
             "proxy.upstream_book",

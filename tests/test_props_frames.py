@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from proxy.client_io import BadFrame, ClientFrame, parse_client_frame
+from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from shim.actions import Action, SendClient
 from shim.audio import b64encode
 from shim.capabilities import EMULATED_FLAGS, classify, proxy_capabilities, upstream_kind

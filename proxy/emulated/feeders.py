@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from proxy.client_io import CLOSED, ClientChannel, ClientFrame
+from proxy.client_frames import ClientFrame
+from proxy.client_io import CLOSED, ClientChannel
 from proxy.clock import now_ms
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient
 from proxy.vad import VadRunner

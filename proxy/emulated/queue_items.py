@@ -14,7 +14,8 @@ from typing import Any
 
 import aiohttp
 
-from proxy.client_io import ClientChannel, ClientFrame
+from proxy.client_frames import ClientFrame
+from proxy.client_io import ClientChannel
 from shim.actions import Action
 from shim.inputs import UpstreamEvent
 

@@ -10,7 +10,8 @@ from typing import Any, cast
 
 import aiohttp
 
-from proxy.client_io import ClientChannel, ClientFrame
+from proxy.client_frames import ClientFrame
+from proxy.client_io import ClientChannel
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner

@@ -13,7 +13,8 @@ from aiohttp import web
 
 from proxy.auth.admission import principal_of
 from proxy.capacity import refusal, refuse
-from proxy.client_io import CLOSED, ClientChannel, ClientFrame
+from proxy.client_frames import ClientFrame
+from proxy.client_io import CLOSED, ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner

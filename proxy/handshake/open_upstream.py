@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from proxy.capacity import refuse, upstream_limit, upstream_of, upstream_refusal
-from proxy.client_io import ClientFrame
+from proxy.client_frames import ClientFrame
 from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.handshake.upstream_wait import dial_through_warmup

@@ -8,7 +8,8 @@ from typing import Any
 
 import aiohttp
 
-from proxy.client_io import CLOSED, ClientFrame
+from proxy.client_frames import ClientFrame
+from proxy.client_io import CLOSED
 from proxy.connection import ClientConnection
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
