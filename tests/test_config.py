@@ -20,6 +20,22 @@ def test_shipped_config_routes_demo_to_embedded_turn_backend() -> None:
     assert cfg.store.url == "memory://"
 
 
+def test_shipped_config_examples_are_valid_routes_once_uncommented(tmp_path: Path) -> None:
+    """The per-model examples in config.toml (required session_defaults and all) load."""
+    text = (ROOT / "config.toml").read_text()
+    examples = text[text.index("# Examples for real deployments") :].splitlines()[1:]
+    uncommented = [line.removeprefix("# ") for line in examples if line.startswith("# ")]
+    assert uncommented.count("[[routes]]") >= 3, uncommented
+    path = tmp_path / "examples.toml"
+    path.write_text('[auth]\nmode = "none"\n\n' + "\n".join(uncommented) + "\n")
+    cfg = load_config(path, environ={})
+    nemotron = cfg.route_for("nvidia/nemotron-voicechat")
+    assert nemotron is not None
+    assert nemotron.session_defaults["extra_body"] == {"auto_response": True}
+    minicpm = cfg.route_for("openbmb/MiniCPM-o-4_5")
+    assert minicpm is not None and "ref_audio" in minicpm.session_defaults
+
+
 def test_env_overrides_nested_keys_and_route_entries() -> None:
     data = {"routes": [{"model": "a", "upstream": "ws://x/v1/realtime"}]}
     env = {
