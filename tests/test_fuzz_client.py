@@ -33,6 +33,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from proxy.reference.options import ReferenceOptions
 from tests.fuzz_servers import (
     STEP_TIMEOUT_S,
     ProxyUnderTest,
@@ -288,6 +289,11 @@ frames = st.one_of(
 # ---------------------------------------------------------------------- servers
 
 
+def _native(mode: str) -> dict[str, str]:
+    """A GA client over a duplex upstream is emulated; passthrough is for native clients."""
+    return {"duplex": "1"} if mode == "passthrough" else {}
+
+
 class Stack:
     def __init__(self, proxy: ProxyUnderTest, baseline: list[str], faults_before: float) -> None:
         self.proxy, self.baseline, self.faults_before = proxy, baseline, faults_before
@@ -299,7 +305,10 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack() -> Iterator[Stack]:
     kinds_up = list(MODES.values())
-    with servers_thread(*(partial(reference, k, reply_ms=300) for k in kinds_up)) as urls:
+    # Deployed for the sessions the examples open (several may be in their grace at once).
+    options = ReferenceOptions(max_sessions=64)
+    backends = (partial(reference, k, reply_ms=300, options=options) for k in kinds_up)
+    with servers_thread(*backends) as urls:
         cfg = proxy_config(
             dict(zip(MODES, urls, strict=True)),
             server={
@@ -336,7 +345,7 @@ async def _session(base: str, mode: str, steps: list[Frame], ending: str = "clos
     acks = 0
     async with (
         aiohttp.ClientSession() as http,
-        http.ws_connect(ws_url(base, model=mode), max_msg_size=0) as ws,
+        http.ws_connect(ws_url(base, model=mode, **_native(mode)), max_msg_size=0) as ws,
     ):
 
         async def recv(where: str) -> dict[str, Any]:
@@ -434,7 +443,7 @@ def test_a_playback_ack_nested_300_deep_is_refused_and_the_relay_session_goes_on
 async def _cut_and_resume(base: str, mode: str) -> float:
     """Open a session, drop its connection, resume it; the active-sessions gauge then."""
     async with aiohttp.ClientSession() as http:
-        async with http.ws_connect(ws_url(base, model=mode)) as ws:
+        async with http.ws_connect(ws_url(base, model=mode, **_native(mode))) as ws:
             created = json.loads((await ws.receive(timeout=STEP_TIMEOUT_S)).data)
             sid, token = created["session"]["id"], created["resume_token"]
         async with http.ws_connect(ws_url(base, model=None)) as ws:
