@@ -255,3 +255,14 @@ def test_pcm16_goes_upstream_as_the_float_the_upstream_declares() -> None:
     session.bind_upstream({"type": "session.created", "session": {"id": "up-2"}})
     [plain] = upstream_events(sc.audio(40))
     assert len(base64.b64decode(plain["audio"])) == 16000 * 40 // 1000 * 2
+
+
+def test_a_resumed_upstream_keeps_the_float_it_was_given() -> None:
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False)
+    session = GaRelaySession("sess_0123456789abcdef", "m", settings, {})
+    session.bind_upstream({"type": "session.created", "session": {"id": "up-1", **FLOAT_24K}})
+    restored = GaRelaySession("sess_0123456789abcdef", "m", settings, {})
+    restored.last_update = session.last_update
+    restored.bind_upstream({"type": "session.resumed", "session_id": "up-1"})
+    [sent] = upstream_events(Script(restored).audio(40))
+    assert len(base64.b64decode(sent["audio"])) == 24000 * 40 // 1000 * 4

@@ -76,7 +76,9 @@ class GaRelaySession(BargeInRelaySession):
         self.reports.proxy_acked = True  # its playback is owned by acks from the start
         session = event.get("session")
         if event.get("type") != "session.created" or not isinstance(session, Mapping):
-            return
+            # Its own session back (a resume, maybe in a restored session): it reads
+            # what the proxy last stated to it.
+            session = self.last_update["session"] if self.last_update is not None else None
         pinned = declared_float_input(session)
         if pinned is None:
             self.converter = None
