@@ -16,14 +16,16 @@ barge-in decision stays the proxy's.
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
-from shim.audio import PCM16
+from shim.audio import PCM16, AudioFormat
 from shim.session_config import (
     ClientSessionConfig,
     SessionConfigError,
     apply_session_update,
 )
+from shim.upstream_input import declared_float_input, state_input
 from shim.vad_gate import VadParams
 
 
@@ -52,11 +54,16 @@ def _mentions_input_format(session: dict[str, Any]) -> bool:
 
 
 def upstream_session(
-    session: dict[str, Any], cfg: ClientSessionConfig, opening: bool
+    session: dict[str, Any],
+    cfg: ClientSessionConfig,
+    opening: bool,
+    pinned: AudioFormat | None = None,
 ) -> dict[str, Any]:
     """The session object the upstream gets for a GA client's ``session``, given the
     client's config after it (``cfg``). At the opening the GA defaults are stated even
-    when the client left them out; later updates state only what they change."""
+    when the client left them out; later updates state only what they change. A
+    ``pinned`` input format (``shim/upstream_input.py``) is stated instead of the
+    client's: the proxy converts the client's audio to it."""
     out = copy.deepcopy(session)
     out.pop("type", None)
     out.pop("turn_detection", None)
@@ -74,7 +81,9 @@ def upstream_session(
         # Server VAD: the upstream detects turns and answers them; null: the client
         # commits and asks for the response itself.
         out["turn_detection"] = {"type": "server_vad"} if cfg.turn.vad is not None else None
-    if opening or _mentions_input_format(session):
+    if pinned is not None and (opening or _mentions_input_format(session)):
+        state_input(out, pinned)
+    elif opening or _mentions_input_format(session):
         fmt = cfg.input_format
         spec = {"type": "audio/pcm" if fmt.encoding == PCM16 else "audio/pcm_f32le"}
         out["input_audio_format"] = spec["type"]
@@ -91,13 +100,16 @@ def upstream_update(ev: dict[str, Any], cfg: ClientSessionConfig) -> dict[str, A
     return out
 
 
-def opening_session(session: dict[str, Any] | None) -> dict[str, Any]:
+def opening_session(
+    session: dict[str, Any] | None, route_defaults: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The session a GA client's connection opens the upstream with: its own opening
-    update if it spoke first (else GA defaults), as the upstream reads it. An update
-    the proxy would refuse is left as it is (the proxy refuses it again later)."""
+    update if it spoke first (else GA defaults), as the upstream reads it, keeping a
+    float input format the route declares (``route_defaults``: its ``session_defaults``).
+    An update the proxy would refuse is left as it is (the proxy refuses it again later)."""
     raw = session or {}
     try:
         cfg = apply_session_update(ClientSessionConfig(), {"session": raw}, VadParams())
     except SessionConfigError:
         return dict(raw)
-    return upstream_session(raw, cfg, opening=True)
+    return upstream_session(raw, cfg, opening=True, pinned=declared_float_input(route_defaults))

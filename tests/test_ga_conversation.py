@@ -40,6 +40,8 @@ QUIET_BEFORE_TURN_S = 0.6
 SESSION_DEFAULTS = {
     "minicpmo": {"ref_audio": "data:audio/wav;base64,UklGRiQAAABXQVZF"},
     "nemotron": {"extra_body": {"auto_response": True}},
+    # PersonaPlex reads 24 kHz float only: the proxy converts the client's PCM16 to it.
+    "personaplex": {"input_audio_format": "pcm_f32le", "sample_rate_hz": 24000},
 }
 TEN_TURNS = [
     ("utt00_clean.wav", False),
@@ -237,6 +239,8 @@ async def test_ten_turns_with_three_barge_ins(kind: str, profile: str, mode: str
 PROFILES = [
     ("duplex", "minicpmo", "barge_in_emulated"),
     ("duplex-no-barge-in", "nemotron", "barge_in_emulated"),
+    ("duplex", "qwen3omni", "barge_in_emulated"),  # needs nothing, refuses auto_response
+    ("duplex-no-barge-in", "personaplex", "barge_in_emulated"),
 ]
 
 

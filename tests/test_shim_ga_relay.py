@@ -3,8 +3,10 @@ proxy's acks, the microphone held from the upstream during the answer, GA events
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
+import numpy as np
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
@@ -206,3 +208,61 @@ def test_a_truncate_after_the_answer_was_generated_is_acknowledged_at_its_positi
     )
     acks = [e for e in upstream_events(out) if e["type"] == "playback.ack"]
     assert [a["played_ms"] for a in acks] == [250]
+
+
+FLOAT_24K = {"input_audio_format": "pcm_f32le", "sample_rate_hz": 24000}
+
+
+def test_a_float_input_the_route_declares_is_kept_at_the_opening() -> None:
+    opening = opening_session({"type": "realtime", "instructions": "hi"}, FLOAT_24K)
+    assert opening["input_audio_format"] == "pcm_f32le"
+    assert opening["sample_rate_hz"] == 24000
+    assert opening["instructions"] == "hi"
+    # A PCM16 route default pins nothing: the upstream reads the client's format.
+    plain = opening_session(None, {"input_audio_format": "audio/pcm", "sample_rate_hz": 16000})
+    assert plain["input_audio_format"] == "audio/pcm" and plain["sample_rate_hz"] == 24000
+
+
+def test_pcm16_goes_upstream_as_the_float_the_upstream_declares() -> None:
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False)
+    session = GaRelaySession("sess_0123456789abcdef", "m", settings, {})
+    session.bind_upstream({"type": "session.created", "session": {"id": "up-1", **FLOAT_24K}})
+    sc = Script(session, client_rate=16000)
+    # The client speaks 16 kHz PCM16; its session.update never reaches the upstream's format.
+    out = sc.client(
+        {
+            "type": "session.update",
+            "session": {
+                "type": "realtime",
+                "audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}},
+            },
+        }
+    )
+    [sent] = upstream_events(out)
+    assert sent["session"]["input_audio_format"] == "pcm_f32le"
+    assert sent["session"]["sample_rate_hz"] == 24000
+    assert client_events(out)[0]["session"]["audio"]["input"]["format"]["rate"] == 16000
+    got: list[np.ndarray[Any, np.dtype[np.float32]]] = []
+    for _ in range(10):
+        for ev in upstream_events(sc.voice(40)):
+            assert ev["type"] == "input_audio_buffer.append"
+            got.append(np.frombuffer(base64.b64decode(ev["audio"]), dtype="<f4"))
+    floats = np.concatenate(got)
+    # 400 ms at 24 kHz, less what the resampler still holds; a voice, not noise.
+    assert 8400 <= floats.size <= 9600, floats.size
+    assert np.all(np.isfinite(floats)) and 0.05 < float(np.max(np.abs(floats))) <= 4000 / 32768
+    # A fresh upstream session that declares no float input: the client's PCM16 again.
+    session.bind_upstream({"type": "session.created", "session": {"id": "up-2"}})
+    [plain] = upstream_events(sc.audio(40))
+    assert len(base64.b64decode(plain["audio"])) == 16000 * 40 // 1000 * 2
+
+
+def test_a_resumed_upstream_keeps_the_float_it_was_given() -> None:
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False)
+    session = GaRelaySession("sess_0123456789abcdef", "m", settings, {})
+    session.bind_upstream({"type": "session.created", "session": {"id": "up-1", **FLOAT_24K}})
+    restored = GaRelaySession("sess_0123456789abcdef", "m", settings, {})
+    restored.last_update = session.last_update
+    restored.bind_upstream({"type": "session.resumed", "session_id": "up-1"})
+    [sent] = upstream_events(Script(restored).audio(40))
+    assert len(base64.b64decode(sent["audio"])) == 24000 * 40 // 1000 * 4

@@ -60,8 +60,9 @@ async def open_upstream(
             del client_session["type"]  # GA session type, not an upstream field
     url = conn.state.upstream_url(route)
     key = upstream_of(conn.state, route)
-    # A GA client's session (or GA defaults) as a duplex upstream reads it.
-    opening = opening_session(client_session) if ga else client_session
+    # A GA client's session (or GA defaults) as a duplex upstream reads it, in the
+    # input format the route declares for it (shim/upstream_input.py).
+    opening = opening_session(client_session, route.session_defaults) if ga else client_session
 
     async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
         assert conn.state.http is not None

@@ -16,6 +16,8 @@ the GA client:
 * the microphone held back from the upstream while the answer owns the turn or an
   overlap is undecided (``relay_gate.py``): its own overlap rules never see echo or
   backchannels, and a decided barge-in's speech reaches it after the cut;
+* its audio in the float format the upstream reads, when the upstream declares one
+  in its ``session.created`` (``shim/upstream_input.py``: PersonaPlex);
 * only GA events and values for the client (``ga_events.py``), and the upstream's
   errors that answer the proxy's own commands kept from it (``NoteUpstreamError``).
 """
@@ -27,6 +29,7 @@ from typing import Any
 
 from shim import client_events
 from shim.actions import Action, NoteUpstreamError, SendClient, SendUpstream
+from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import AudioGate
@@ -36,6 +39,7 @@ from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
 from shim.settings import VAD_RATE
+from shim.upstream_input import AppendConverter, declared_float_input, state_input
 
 # Commands the proxy sends on its own; their event ids say so, so that an upstream
 # error naming one is known for the proxy's, not the client's.
@@ -61,6 +65,8 @@ class GaRelaySession(BargeInRelaySession):
         self.audio_gate = AudioGate()
         self._own = 0
         self.own_command_errors = 0
+        # The upstream's declared float input, the client's audio converted to it.
+        self.converter: AppendConverter | None = None
         super().__init__(session_id, model, settings, upstream_capabilities)
         self.reports.proxy_acked = True
         self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
@@ -68,14 +74,36 @@ class GaRelaySession(BargeInRelaySession):
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         super().bind_upstream(event)
         self.reports.proxy_acked = True  # its playback is owned by acks from the start
+        session = event.get("session")
+        if event.get("type") != "session.created" or not isinstance(session, Mapping):
+            # Its own session back (a resume, maybe in a restored session): it reads
+            # what the proxy last stated to it.
+            session = self.last_update["session"] if self.last_update is not None else None
+        pinned = declared_float_input(session)
+        if pinned is None:
+            self.converter = None
+            return
+        if self.converter is None or self.converter.target != pinned:
+            self.converter = AppendConverter(pinned)
+        if self.last_update is not None:
+            state_input(self.last_update["session"], pinned)
 
     def handle(self, inp: Input) -> list[Action]:
-        return [self._tagged(a) for a in super().handle(inp)]
+        out: list[Action] = []
+        for action in super().handle(inp):
+            tagged = self._tagged(action)
+            if tagged is not None:
+                out.append(tagged)
+        return out
 
-    def _tagged(self, action: Action) -> Action:
+    def _tagged(self, action: Action) -> Action | None:
         if not isinstance(action, SendUpstream):
             return action
         ev = action.event
+        if ev.get("type") == "input_audio_buffer.append" and self.converter is not None:
+            # Held audio released later passes here too, in the order it goes upstream.
+            converted = self.converter.convert(ev, self.config.input_format)
+            return None if converted is None else SendUpstream(converted)
         if ev.get("type") not in OWN_COMMANDS or "event_id" in ev:
             return action
         self._own += 1
@@ -91,9 +119,12 @@ class GaRelaySession(BargeInRelaySession):
             # (``on_upstream_lost``) gets the same turn detection and format.
             self.last_update = {
                 "type": "session.update",
-                "session": upstream_session(raw, self.config, opening=True),
+                "session": upstream_session(raw, self.config, opening=True, pinned=self._pinned()),
             }
         return error
+
+    def _pinned(self) -> AudioFormat | None:
+        return None if self.converter is None else self.converter.target
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         error = self.apply_update(ev)
