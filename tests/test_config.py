@@ -25,7 +25,7 @@ def test_shipped_config_examples_are_valid_routes_once_uncommented(tmp_path: Pat
     text = (ROOT / "config.toml").read_text()
     examples = text[text.index("# Examples for real deployments") :].splitlines()[1:]
     uncommented = [line.removeprefix("# ") for line in examples if line.startswith("# ")]
-    assert uncommented.count("[[routes]]") >= 3, uncommented
+    assert uncommented.count("[[routes]]") >= 4, uncommented
     path = tmp_path / "examples.toml"
     path.write_text('[auth]\nmode = "none"\n\n' + "\n".join(uncommented) + "\n")
     cfg = load_config(path, environ={})
@@ -34,6 +34,9 @@ def test_shipped_config_examples_are_valid_routes_once_uncommented(tmp_path: Pat
     assert nemotron.session_defaults["extra_body"] == {"auto_response": True}
     minicpm = cfg.route_for("openbmb/MiniCPM-o-4_5")
     assert minicpm is not None and "ref_audio" in minicpm.session_defaults
+    personaplex = cfg.route_for("personaplex")
+    assert personaplex is not None
+    assert personaplex.session_defaults["input_audio_format"] == "pcm_f32le"
 
 
 def test_env_overrides_nested_keys_and_route_entries() -> None:
