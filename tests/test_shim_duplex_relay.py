@@ -230,7 +230,9 @@ def test_barge_in_cancels_upstream_and_drops_the_rest_of_the_response() -> None:
     assert not client_events(later), "the upstream's own end of a cut response is not repeated"
 
 
-def test_session_update_goes_upstream_without_turn_detection() -> None:
+def test_session_update_goes_upstream_with_turn_detection() -> None:
+    """A strict upstream detects turns only under server_vad: the client's choice reaches
+    it, and the proxy's own VAD (for barge-ins) follows it too."""
     sc = make()
     out = sc.client(
         {
@@ -246,7 +248,7 @@ def test_session_update_goes_upstream_without_turn_detection() -> None:
     )
     (forwarded,) = upstream_events(out)
     assert forwarded["session"]["instructions"] == "be brief"
-    assert "turn_detection" not in forwarded["session"]["audio"]["input"]
+    assert forwarded["session"]["audio"]["input"]["turn_detection"]["type"] == "server_vad"
     assert sc.s.config.turn.vad is not None and sc.s.config.turn.vad.silence_duration_ms == 300
 
 

@@ -67,6 +67,8 @@ class ProbeConnection:
         self.ws = ws
         self.url = url
         self.record = record
+        # A connection that took a session over with ``session.resume`` (no session.created).
+        self.resumed = False
         self.loop = asyncio.get_running_loop()
         self.events: list[Event] = []
         self.info: SessionInfo | None = None
@@ -238,7 +240,8 @@ class ProbeConnection:
 
     async def close(self, *, say_goodbye: bool = True) -> None:
         """End the session: ``session.close`` where the endpoint keeps sessions, then close."""
-        if say_goodbye and not self.ws.closed and self.info is not None and self.seqs:
+        keeps = (self.info is not None and bool(self.seqs)) or self.resumed
+        if say_goodbye and not self.ws.closed and keeps:
             await self.send({"type": "session.close"})
         with contextlib.suppress(Exception):
             await asyncio.wait_for(self.ws.close(), 2.0)

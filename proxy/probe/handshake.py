@@ -260,4 +260,7 @@ async def resume_session(
     )
     kinds = ("session.resumed", "session.resync_required", "error", "session.created")
     answer = await conn.wait_for(lambda e: e.type in kinds, timeout_s)
+    # Its session is this connection's now: ending it must close it, or the endpoint
+    # holds it (and its slot) through a disconnect grace.
+    conn.resumed = answer is not None and answer.type == "session.resumed"
     return conn, answer

@@ -119,9 +119,8 @@ class BargeInRelaySession(EmulatedSession):
         error = self.apply_update(ev)
         if error is not None:
             return [self.err(error.code, str(error), ev, error.param)]  # nothing goes upstream
-        # The upstream answers session.updated itself. Turn detection is the proxy's
-        # job here; the upstream would refuse server_vad without barge-in, so it is
-        # not forwarded.
+        # The upstream answers session.updated itself; turn detection goes along (its
+        # turns are its own; the proxy's VAD decides only barge-ins).
         self.last_update = upstream_settings(ev)
         return [SendUpstream(self.last_update), *self.turns.detection_changed(now)]
 

@@ -17,15 +17,8 @@ def response_id(ev: Mapping[str, Any]) -> Any:
 
 
 def upstream_settings(ev: Mapping[str, Any]) -> dict[str, Any]:
-    """A client's ``session.update`` as the upstream gets it: without turn detection,
-    which is the proxy's job in this mode (the upstream would refuse server_vad
-    without barge-in, as its overlap policy must agree)."""
-    upstream = copy.deepcopy(dict(ev))
-    nested = upstream.get("session")
-    session: dict[str, Any] = nested if isinstance(nested, dict) else upstream
-    session.pop("turn_detection", None)
-    audio = session.get("audio")
-    audio_in = audio.get("input") if isinstance(audio, dict) else None
-    if isinstance(audio_in, dict):
-        audio_in.pop("turn_detection", None)
-    return upstream
+    """A client's ``session.update`` as the upstream gets it: whole, turn detection
+    included. The proxy's own VAD reads it too (to decide barge-ins), but a vLLM-Omni
+    upstream detects turns only under ``server_vad`` and answers nothing without it
+    (docs/fidelity.md, row 2), so a native client's choice must reach it."""
+    return copy.deepcopy(dict(ev))

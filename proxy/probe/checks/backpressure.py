@@ -88,11 +88,16 @@ async def run(ctx: ProbeContext) -> CheckResult:
         conn = await ctx.open(record=False)
     except OpenFailed as exc:
         return CheckResult(NAME, "error", f"no session: {exc}")
+    result: CheckResult | None = None
     try:
-        return await _measure(ctx, conn)
+        result = await _measure(ctx, conn)
+        return result
     finally:
+        # A session that was never stalled (nothing to amplify) is ended properly, or
+        # it holds its slot through the endpoint's disconnect grace.
+        idle = result is not None and result.verdict == "unsupported"
         with contextlib.suppress(Exception):
-            await conn.close(say_goodbye=False)
+            await conn.close(say_goodbye=idle)
 
 
 async def _measure(ctx: ProbeContext, conn: ProbeConnection) -> CheckResult:
