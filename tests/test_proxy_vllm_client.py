@@ -40,9 +40,7 @@ from tests.servers import (
     tcp_link,
 )
 from tests.test_resume import replica, store_config, wait_persisted
-from tests.vllm_omni_client import duplex_client_module, recording_connect
-
-__all__ = ["duplex_client_module"]  # the fixture, imported for the tests below
+from tests.vllm_omni_client import recording_connect
 
 pytestmark = pytest.mark.timeout(180)
 

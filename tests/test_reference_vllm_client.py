@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -21,20 +20,8 @@ import pytest
 
 from proxy.reference import ReferenceOptions, running_reference_backend
 from tests.testaudio import silence, vowel
-from tests.vllm_omni_client import fetch_client_sources, load_duplex_client
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture(scope="session")
-def duplex_client_module(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[types.ModuleType]:
-    store = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    name = "vllm-omni-0.30.0"
-    cache = store.mkdir(name) if store is not None else tmp_path_factory.mktemp(name)
-    with load_duplex_client(fetch_client_sources(cache)) as module:
-        yield module
 
 
 def _pcm16(samples: np.ndarray) -> bytes:
