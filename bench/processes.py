@@ -1,13 +1,17 @@
-"""Real processes on loopback for the benchmarks: reference backends and proxy replicas."""
+"""Real processes on loopback for the benchmarks: redis-server, reference backends and
+proxy replicas (and the corpus clips they are fed)."""
 
 from __future__ import annotations
 
 import contextlib
+import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import time
+import wave
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +37,30 @@ def wait_port(port: int, proc: subprocess.Popen[bytes], within_s: float, what: s
             return
         time.sleep(0.05)
     raise RuntimeError(f"{what} did not listen on {port}")
+
+
+def redis_argv(port: int, *extra: str) -> list[str]:
+    """A loopback ``redis-server`` without snapshots (``REDIS_SERVER`` names another binary)."""
+    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
+    if binary is None:
+        raise SystemExit("redis-server not found (apt-get install redis-server, or REDIS_SERVER=)")
+    return [binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "", *extra]
+
+
+def start_redis(*extra: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``redis-server`` listening (append-only file off unless ``extra`` says); its URL."""
+    port = free_port()
+    argv = redis_argv(port, *(extra or ("--appendonly", "no")))
+    proc = subprocess.Popen(argv, **QUIET)
+    wait_port(port, proc, 10, "redis-server")
+    return proc, f"redis://127.0.0.1:{port}/0"
+
+
+def read_clip(path: Path, rate: int = 24000) -> bytes:
+    """A corpus clip's PCM16 mono samples."""
+    with wave.open(str(path)) as w:
+        assert w.getframerate() == rate and w.getsampwidth() == 2 and w.getnchannels() == 1
+        return w.readframes(w.getnframes())
 
 
 def reference_backend(

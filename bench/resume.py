@@ -38,12 +38,10 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-import wave
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -52,25 +50,24 @@ from typing import Any
 
 import aiohttp
 import pybase64
-from processes import QUIET, free_port, proxy_replica, reference_backend, route, stop_all
+from processes import (
+    proxy_replica,
+    read_clip,
+    reference_backend,
+    route,
+    start_redis,
+    stop_all,
+)
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
 KINDS = ("turn", "duplex-no-barge-in")
 CHUNK_MS = 100
 RATE = 24000
 RECV_TIMEOUT_S = 20.0
+MARK_PADDING_MS = 200  # + the turn: each turn's mark (see ``_turn``)
 
 
 # ---------------------------------------------------------------------- processes
-
-
-def _pings(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
-            sock.sendall(b"PING\r\n")
-            return sock.recv(64).startswith(b"+PONG")
-    except OSError:
-        return False
 
 
 @contextlib.contextmanager
@@ -78,37 +75,11 @@ def stack(
     reply_ms: int, workdir: Path, logs: Path | None = None
 ) -> Iterator[tuple[list[str], str]]:
     """redis-server, reference backends, two proxy replicas; yields their ws bases."""
-    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
-    if binary is None:
-        raise SystemExit("redis-server not found (apt-get install redis-server, or REDIS_SERVER=)")
     procs: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
     try:
-        rport = free_port()
-        procs.append(
-            subprocess.Popen(
-                [
-                    binary,
-                    "--port",
-                    str(rport),
-                    "--bind",
-                    "127.0.0.1",
-                    "--save",
-                    "",
-                    "--appendonly",
-                    "no",
-                    "--dir",
-                    str(workdir),
-                ],
-                **QUIET,
-            )
-        )
-        deadline = time.monotonic() + 10
-        while not _pings(rport):
-            if time.monotonic() > deadline or procs[-1].poll() is not None:
-                raise RuntimeError("redis-server did not start")
-            time.sleep(0.02)
-        redis_url = f"redis://127.0.0.1:{rport}/0"
+        redis, redis_url = start_redis("--appendonly", "no", "--dir", str(workdir))
+        procs.append(redis)
         routes = []
         for kind in KINDS:
             proc, url = reference_backend(kind, reply_ms, env)
@@ -140,10 +111,12 @@ def stack(
 # ---------------------------------------------------------------------- one session
 
 
-def read_clip(path: Path) -> bytes:
-    with wave.open(str(path)) as w:
-        assert w.getframerate() == RATE and w.getsampwidth() == 2 and w.getnchannels() == 1
-        return w.readframes(w.getnframes())
+def _padding(ev: dict[str, Any]) -> int | None:
+    """The turn detection's prefix padding a ``session.updated`` reports."""
+    session = ev.get("session") or {}
+    detection = ((session.get("audio") or {}).get("input") or {}).get("turn_detection") or {}
+    padding = detection.get("prefix_padding_ms") if isinstance(detection, dict) else None
+    return padding if isinstance(padding, int) else None
 
 
 @dataclass
@@ -211,6 +184,7 @@ class Session:
         self.seen: dict[int, tuple[str, str]] = {}  # seq -> (event_id, text digest)
         self.ids: set[str] = set()
         self.marks: dict[str, dict[str, Any]] = {}  # event_id -> the session.update
+        self.mark_of: dict[int | None, str] = {}  # prefix padding -> the mark's event_id
         self.unanswered: list[str] = []  # mark event ids with no session.updated seen
         self.answered_last: str | None = None
         self.done_seen = 0
@@ -267,9 +241,8 @@ class Session:
         elif kind == "response.done":
             self.done_seen += 1
         elif kind == "session.updated":
-            mark = (ev.get("session") or {}).get("instructions")
-            if isinstance(mark, str) and mark.startswith("mark "):
-                eid = mark.removeprefix("mark ")
+            eid = self.mark_of.get(_padding(ev))
+            if eid is not None:
                 self.out.applied[eid] += 1
                 if eid in self.unanswered:
                     self.unanswered.remove(eid)
@@ -393,10 +366,15 @@ class Session:
     async def _turn(self) -> None:
         self.out.turns += 1
         eid = f"evt_{self.idx}_{self.out.turns}"
+        # The mark is a setting every upstream kind keeps (a turn-based one takes no
+        # instructions): the turn detection's prefix padding, one value per turn.
+        padding = MARK_PADDING_MS + self.out.turns
+        self.mark_of[padding] = eid
+        detection = {"type": "server_vad", "prefix_padding_ms": padding}
         self.marks[eid] = {
             "type": "session.update",
             "event_id": eid,
-            "session": {"instructions": f"mark {eid}"},
+            "session": {"type": "realtime", "audio": {"input": {"turn_detection": detection}}},
         }
         self.unanswered.append(eid)
         self.out.updates_sent += 1

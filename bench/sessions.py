@@ -23,7 +23,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -33,7 +32,15 @@ from typing import Any
 
 import aiohttp
 from proc_stats import cpu_seconds, load_average, rss_mb, scrub_paths, tree
-from processes import BACKEND_MAX_SESSIONS, QUIET, ROOT, free_port, stop_all, wait_port
+from processes import (
+    BACKEND_MAX_SESSIONS,
+    QUIET,
+    ROOT,
+    free_port,
+    start_redis,
+    stop_all,
+    wait_port,
+)
 from session_load import PROBES, Clips, Observations, run_client
 
 MODES = {
@@ -63,22 +70,9 @@ def start_stack(
     procs: list[subprocess.Popen[bytes]] = []
     store = ""
     if workers > 1:
-        rport = free_port()
-        binary = shutil.which("redis-server") or "redis-server"
-        argv = [
-            binary,
-            "--port",
-            str(rport),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-        ]
-        procs.append(subprocess.Popen(argv, **QUIET))
-        wait_port(rport, procs[-1], 10, "redis-server")
-        store = f'[store]\nurl = "redis://127.0.0.1:{rport}/0"\n'
+        redis, url = start_redis()
+        procs.append(redis)
+        store = f'[store]\nurl = "{url}"\n'
     up_port = free_port()
     argv = ["reference-backend", "--mode", kind, "--port", str(up_port), "--reply-ms", "1000"]
     argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]

@@ -43,7 +43,6 @@ import sys
 import tempfile
 import time
 import traceback
-import wave
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +56,8 @@ from processes import (
     ROOT,
     free_port,
     proxy_replica,
+    read_clip,
+    redis_argv,
     route,
     stop_all,
     wait_port,
@@ -131,17 +132,14 @@ class Stack:
 
 @contextlib.contextmanager
 def stack(reply_ms: int, workdir: Path, logs: Path | None = None) -> Iterator[Stack]:
-    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
-    if binary is None:
-        raise SystemExit("redis-server not found (apt-get install redis-server, or REDIS_SERVER=)")
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
     owned: list[Restartable] = []
     replicas: list[subprocess.Popen[bytes]] = []
     try:
         rport = free_port()
-        redis_argv = [binary, "--port", str(rport), "--bind", "127.0.0.1", "--save", ""]
-        redis_argv += ["--appendonly", "yes", "--appendfsync", "everysec", "--dir", str(workdir)]
-        redis = Restartable("redis-server", redis_argv, rport, env, "redis")
+        argv = redis_argv(rport, "--appendonly", "yes", "--appendfsync", "everysec")
+        argv += ["--dir", str(workdir)]
+        redis = Restartable("redis-server", argv, rport, env, "redis")
         owned.append(redis)
         redis.start()
         backends: dict[str, Restartable] = {}
@@ -273,12 +271,6 @@ async def fault_loop(
 
 
 # ---------------------------------------------------------------------- one client
-
-
-def read_clip(path: Path) -> bytes:
-    with wave.open(str(path)) as w:
-        assert w.getframerate() == RATE and w.getsampwidth() == 2 and w.getnchannels() == 1
-        return w.readframes(w.getnframes())
 
 
 @dataclass
