@@ -34,7 +34,7 @@ from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import AudioGate
 from shim.ga_upstream import upstream_session
-from shim.inputs import Input, UpstreamEvent, VadWindow
+from shim.inputs import Input, UpstreamEvent
 from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
@@ -63,10 +63,6 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
-        # The VAD's current speech run: its onset, and whether it began with nothing
-        # playing (``_note_held_speech``).
-        self._run_onset = -1
-        self._run_clear = False
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
@@ -98,22 +94,7 @@ class GaRelaySession(BargeInRelaySession):
             tagged = self._tagged(action)
             if tagged is not None:
                 out.append(tagged)
-        if isinstance(inp, VadWindow):
-            self._note_held_speech(inp.now_ms)
         return out
-
-    def _note_held_speech(self, now: float) -> None:
-        """A run of speech that began with nothing playing is the next turn, even if it
-        ends before the gate opens (``relay_gate.py``); one that began over the answer
-        is the overlap rules' to decide."""
-        if not self.gate.speaking:
-            return
-        onset = self.gate.onset_sample
-        if onset != self._run_onset:
-            self._run_onset = onset
-            self._run_clear = not self.output.active(now) and not self.overlap.holding
-        if self._run_clear:
-            self.audio_gate.note_user(onset * 1000 // VAD_RATE)
 
     def _tagged(self, action: Action) -> Action | None:
         if not isinstance(action, SendUpstream):
@@ -206,8 +187,6 @@ class GaRelaySession(BargeInRelaySession):
         if self.turns.user_speaking():
             onset = self.gate.onset_sample * 1000 // VAD_RATE
             return self.audio_gate.release(onset)
-        if self.audio_gate.user_onset_ms is not None:
-            return self.audio_gate.release(self.audio_gate.user_onset_ms)
         self.audio_gate.drop()
         return []
 
@@ -217,8 +196,6 @@ class GaRelaySession(BargeInRelaySession):
             # After the cut went upstream (``cancel_response`` came first): the
             # user's words, from the speech's onset.
             out += self.audio_gate.release(step.episode.onset_ms)
-        else:
-            self.audio_gate.user_onset_ms = None  # a backchannel or echo: not a turn
         return out
 
     def on_tick(self, now: float) -> list[Action]:

@@ -10,9 +10,6 @@ undecided, the proxy holds the client's audio back from the upstream:
 * a decided barge-in: the proxy has cut the answer upstream, then the held audio
   from the speech's onset goes on (the user's words, nothing lost);
 * the answer ends with the user speaking: the same, from the speech's onset;
-* the user spoke after the answer's audio ended, but before the gate opened (its echo
-  tail; or the client sends audio faster than real time, as after a resumed answer
-  whose end came in a burst): that speech, from its onset, though it ended already;
 * anything else (echo, a backchannel, noise, silence): the held audio is dropped.
 
 Appends are kept with their place on the input timeline (VAD-rate samples), bounded.
@@ -37,13 +34,6 @@ class AudioGate:
     def __init__(self) -> None:
         # (start sample, end sample, append event) of held appends, oldest first.
         self.held: deque[tuple[int, int, dict[str, Any]]] = deque()
-        # Onset (input ms) of user speech heard in the held audio with nothing playing.
-        self.user_onset_ms: int | None = None
-
-    def note_user(self, onset_ms: int) -> None:
-        """The user spoke in the held audio, not over the answer: that is a turn."""
-        if self.held and (self.user_onset_ms is None or onset_ms < self.user_onset_ms):
-            self.user_onset_ms = onset_ms
 
     def hold(self, start: int, end: int, ev: dict[str, Any]) -> None:
         self.held.append((start, end, ev))
@@ -54,7 +44,6 @@ class AudioGate:
         """Send what was held from ``onset_ms`` (input time) on; drop the rest.
         None: drop everything."""
         held, self.held = list(self.held), deque()
-        self.user_onset_ms = None
         if onset_ms is None:
             return []
         first = ms_to_sample(max(0, onset_ms - PREFIX_MS))
@@ -62,4 +51,3 @@ class AudioGate:
 
     def drop(self) -> None:
         self.held.clear()
-        self.user_onset_ms = None
