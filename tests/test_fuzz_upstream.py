@@ -478,10 +478,12 @@ async def _drive(
         assert ws.close_code == 1011, ws.close_code
         return
     assert first.get("type") == "session.created", first
+    # This session's own upstream connection is counted by now; a redial adds one (read
+    # here: after the script plays, a quick redial may already have happened).
+    dialled = upstream.connections
     if mode == "duplex_emulated":
         assert await _turn(ws), "the session ended"
     assert await wait_played(upstream, STEP_TIMEOUT_S), "the upstream never got to play"
-    dialled = upstream.connections
     alive = await _alive(ws, reader, mode, "after")
     if alive and mode == "barge_in_emulated" and script.ending in ("close", "abort"):
         # For a GA client the proxy answers heartbeats and updates itself while it
