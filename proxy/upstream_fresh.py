@@ -11,7 +11,14 @@ back and opens a fresh one, the old one may still be there:
 * where it cannot (the upstream refused the resume: a journal gap, a token it no
   longer takes), ``dial_fresh`` counts the old session as holding its slot: a
   ``resource_exhausted`` answer is retried until that session's grace has run out,
-  instead of failing the session on its own shadow.
+  instead of failing the session on its own shadow;
+* where the proxy has no credentials for it (no ``store.secret_key``: the token was
+  never stored) and the old session's owner is alive, that owner ends it once it
+  learns the session moved (``proxy/emulated/runner.py``, ``stop``): a takeover
+  tries ``dial_fresh`` once before it moves the lease, and on ``resource_exhausted``
+  moves the lease first and then waits for the slot (``proxy/resume/from_store.py``).
+
+The retries are short, so the fresh session opens soon after the slot frees.
 """
 
 from __future__ import annotations
@@ -37,7 +44,9 @@ from proxy.upstream_book import exhausted
 
 # vLLM-Omni's disconnect_grace_s default: the longest a lost session holds its slot.
 UPSTREAM_GRACE_S = 30.0
-RETRY_EVERY_S = 1.0
+# A refused dial costs the upstream little (an upgrade and one error event); a short
+# interval keeps a waiting client's wait close to the time the slot takes to free.
+RETRY_EVERY_S = 0.25
 
 
 async def dial_fresh(

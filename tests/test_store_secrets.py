@@ -141,7 +141,6 @@ async def test_a_rotated_key_still_opens_what_the_old_one_sealed(redis_url: str)
     assert counts.get("resumed") == 1, counts
 
 
-@GA_UPSTREAM_MOVE
 async def test_without_a_key_no_secret_is_stored_and_a_move_opens_a_fresh_upstream(
     redis_url: str,
 ) -> None:

@@ -177,8 +177,11 @@ class EmulatedRunner(PersistedSession):
             if task is not asyncio.current_task():
                 task.cancel()
         self.ticker.cancel()
-        # Drained (1012) or resumed elsewhere, the upstream session goes on there.
-        await self.upstream.close(end_session=code != 1012 and reason != "session_replaced")
+        # Drained (1012) or resumed elsewhere, the upstream session goes on there when
+        # the store holds its token (sealed); else nobody can resume it, and left in its
+        # grace it would hold the upstream's slot the new owner needs (upstream_fresh.py).
+        moving = code == 1012 or reason == "session_replaced"
+        await self.upstream.close(end_session=not (moving and self.persister.upstream_handed_on()))
         if self.state.live.get(self.session_id) is self:
             del self.state.live[self.session_id]
             self._active().dec()

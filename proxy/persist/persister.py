@@ -129,6 +129,10 @@ class Persister:
         elsewhere finds everything it received in the store)."""
         self._wake.set()
 
+    def upstream_handed_on(self) -> bool:
+        """Whether a new owner can resume the upstream's session from the store."""
+        return self._sealer.sealed and (self.enabled or self.replaced)
+
     def let_go(self) -> None:
         """Another replica holds the session: stop writing, whatever happens next."""
         self.enabled, self.replaced = False, True

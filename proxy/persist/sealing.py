@@ -24,6 +24,11 @@ class TokenSealer:
         self._plain: str | None = None
         self._sealed: str | None = None
 
+    @property
+    def sealed(self) -> bool:
+        """Whether the last token sealed is in the store: a new owner can resume it."""
+        return self._sealed is not None
+
     def seal(self, shim: dict[str, Any]) -> dict[str, Any]:
         """``shim`` as the store may keep it."""
         token = upstream_token(shim)

@@ -29,8 +29,9 @@ from proxy.resume.upstream_reopen import (
     UpstreamSocket,
     connect_upstream,
     discard,
+    fresh_before_move,
+    let_go,
     reattach_upstream,
-    reopen_upstream,
 )
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, hash_token
 from proxy.store.secret_box import secret_box
@@ -60,17 +61,17 @@ async def take_from_store(
         raise gap()
     # The upstream is reached while the owner catches up, and before the lease moves:
     # an unreachable upstream fails the resume but leaves the session where it is. A
-    # fresh upstream session is opened now; an upstream session to resume only gets
+    # fresh upstream session is tried now; an upstream session to resume only gets
     # its socket, because resuming it takes it from the old owner, which only the
-    # holder of the lease may do. (Should the upstream then refuse, the fresh session
-    # it falls back to is opened after the lease moved: if that fails too, the session
-    # is lost.)
+    # holder of the lease may do. (Should the upstream then refuse, or be full of the
+    # old owner's upstream session, the fresh session is opened after the lease moved:
+    # if that fails too, the session is lost. See proxy/resume/upstream_reopen.py.)
     if stored_binding(record, secret_box(state.config.store)) is not None:
         dialling: asyncio.Future[Reached] = asyncio.ensure_future(
             connect_upstream(state, route, record)
         )
     else:
-        dialling = asyncio.ensure_future(reopen_upstream(state, route, record))
+        dialling = asyncio.ensure_future(fresh_before_move(state, route, record))
     try:
         record = await _catch_up(conn, store, record, req)
         reached = await dialling
@@ -78,7 +79,7 @@ async def take_from_store(
             # The client is ahead of what its owner wrote: no resuming the upstream
             # (see reattach_upstream); the fresh session opens before the lease moves.
             await reached.ws.close()
-            reached = await reopen_upstream(state, route, record)
+            reached = await fresh_before_move(state, route, record)
     except BaseException:
         await discard(dialling)
         raise
@@ -102,7 +103,7 @@ async def take_from_store(
         # (A log trimmed past ``last`` by its byte or age bound shows only now.)
         events = replay_events(last, record, logged)
     except BaseException:
-        await reached.ws.close()
+        await let_go(reached)
         raise
     link, resumed = await reattach_upstream(conn, route, record, last, reached)
     state.metrics.upstream_reattach.labels("resumed" if resumed else "fresh").inc()

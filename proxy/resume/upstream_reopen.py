@@ -3,11 +3,20 @@
 A duplex upstream that can resume gets its own session back with its own
 ``session.resume`` (it replays what followed the snapshot, so a response goes on);
 otherwise a fresh upstream session opens with the session's settings.
+
+A fresh session is tried once before the lease moves. An upstream that refuses it
+as full (``resource_exhausted``) is most likely full of this very session: its old
+owner's upstream session holds the slot (vLLM-Omni 0.30.0 takes one session by
+default, docs/fidelity.md, row 8). Only the move frees it: the old owner, fenced
+out, ends that session (``proxy/emulated/runner.py``, ``stop``), so the fresh
+session is dialled again after the move, waiting for the slot
+(``proxy/upstream_fresh.py``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +39,8 @@ from proxy.upstream import (
     resume_over,
     resume_url,
 )
-from proxy.upstream_fresh import dial_fresh, end_over
+from proxy.upstream_book import exhausted
+from proxy.upstream_fresh import UPSTREAM_GRACE_S, dial_fresh, end_over
 from shim.snapshot import opening_session
 
 
@@ -42,7 +52,18 @@ class UpstreamSocket:
     url: str
 
 
-Reached = UpstreamLink | UpstreamSocket
+@dataclass
+class SlotHeld:
+    """The upstream refused a fresh session as full: it opens after the lease moved."""
+
+
+Reached = UpstreamLink | UpstreamSocket | SlotHeld
+
+
+async def let_go(reached: Reached) -> None:
+    """Close what was reached for a takeover that does not happen."""
+    if isinstance(reached, UpstreamLink | UpstreamSocket):
+        await reached.ws.close()
 
 
 async def discard(dialling: asyncio.Future[Reached]) -> None:
@@ -52,8 +73,26 @@ async def discard(dialling: asyncio.Future[Reached]) -> None:
         await result.ws.close()
 
 
-async def reopen_upstream(state: ProxyState, route: Route, record: SessionRecord) -> UpstreamLink:
-    """A fresh upstream session for a session taken over from the store."""
+class SlotFull(Exception):
+    """The upstream refused a fresh session as full, and no wait was allowed."""
+
+
+async def fresh_before_move(
+    state: ProxyState, route: Route, record: SessionRecord
+) -> UpstreamLink | SlotHeld:
+    """A fresh upstream session tried once, before the lease moves; ``SlotHeld`` when
+    the upstream is full (the session's own upstream session may be what fills it)."""
+    try:
+        return await reopen_upstream(state, route, record, hold_s=0.0)
+    except SlotFull:
+        return SlotHeld()
+
+
+async def reopen_upstream(
+    state: ProxyState, route: Route, record: SessionRecord, hold_s: float = UPSTREAM_GRACE_S
+) -> UpstreamLink:
+    """A fresh upstream session for a session taken over from the store, a capacity
+    refusal retried for ``hold_s`` (then ``SlotFull`` if ``hold_s`` is 0)."""
     assert state.http is not None
     up = record.upstream
     cfg = state.config.server
@@ -76,8 +115,16 @@ async def reopen_upstream(state: ProxyState, route: Route, record: SessionRecord
             cfg.upstream_connect_timeout_s,
             cfg.classify_timeout_s,
             heartbeat_s=cfg.upstream_heartbeat_s,
+            hold_s=hold_s,
         )
-    except (UpstreamUnavailable, UpstreamRefused):
+    except UpstreamRefused as exc:
+        if hold_s <= 0 and exhausted(exc.event):
+            raise SlotFull() from None
+        state.metrics.upstream_errors.labels("connect").inc()
+        raise ResumeFailed(
+            "upstream_unavailable", "cannot reopen the upstream session; start a new session"
+        ) from None
+    except UpstreamUnavailable:
         state.metrics.upstream_errors.labels("connect").inc()
         raise ResumeFailed(
             "upstream_unavailable", "cannot reopen the upstream session; start a new session"
@@ -123,7 +170,16 @@ async def reattach_upstream(
     state = conn.state
     cp = checkpoint_of(record)
     binding = stored_binding(record, secret_box(state.config.store))
-    if binding is not None and last <= cp.seq:
+    if isinstance(reached, SlotHeld):
+        # The move fenced the old owner out. Without the upstream's token it ends its
+        # upstream session itself; with it, that session is ended here (the old owner
+        # leaves it for the new one). The fresh one opens as soon as the slot frees.
+        conn.log.info("upstream_slot_held", effect="fresh session once the slot frees")
+        if binding is not None:
+            with contextlib.suppress(ResumeFailed):
+                sock = await connect_upstream(state, route, record)
+                await end_over(sock.ws, sock.url, *binding, state.config.server.classify_timeout_s)
+    elif binding is not None and last <= cp.seq:
         up_sid, up_token, up_seq = binding
         try:
             link = await resume_over(
