@@ -717,12 +717,41 @@ async def _text(base: str, path: str) -> str:
 # ---------------------------------------------------------------------- passthrough
 
 
+# What vLLM-Omni 0.30.0's own DuplexClient opens a session with (clients/duplex.py):
+# no server turn detection, answers on each commit (auto_response), and the input rate
+# it sends declared. A passthrough client talks to the upstream as it is, so it says
+# this itself; the strict stand-in, like the real server, answers nothing without it.
+NATIVE_SESSION = {
+    "turn_detection": None,
+    "extra_body": {"auto_response": True},
+    "sample_rate_hz": 24000,
+}
+
+
+async def speak_native(c: Client) -> None:
+    """A native client's turn: the audio, then its end (``commit{final: true}``)."""
+    await speak(c)
+    await c.send({"type": "input_audio_buffer.commit", "final": True})
+
+
+async def ack_heard(c: Client, events: list[dict[str, Any]], response_id: str) -> None:
+    """``playback.ack`` of every audio delta of a response (the upstream owns playback
+    by acks: until then the answer holds the turn and the next commit is not answered)."""
+    ms = 0.0
+    for e in events:
+        if e.get("type") == "response.output_audio.delta" and e["response_id"] == response_id:
+            ms += len(base64.b64decode(e["delta"])) / 2 * 1000 / e["sample_rate_hz"]
+    await c.send(
+        {
+            "type": "playback.ack",
+            "response_id": response_id,
+            "played_ms": int(ms),
+            "committed_ms": int(ms),
+        }
+    )
+
+
 @pytest.mark.redis
-@pytest.mark.xfail(
-    strict=False,
-    reason="known defect, cause not established: over a strict duplex upstream in passthrough"
-    " the turn spoken after the resume gets no answer (its client may ask for no turn detection)",
-)
 async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_once(
     redis_url: str,
 ) -> None:
@@ -732,14 +761,15 @@ async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_on
         replica(store_config(up, redis_url), "b") as b,
     ):
         update = {"type": "session.update", "event_id": "evt_pt_" + secrets.token_hex(4)}
+        first = {"instructions": "first", **NATIVE_SESSION}
         async with connect(ws_url(a, duplex="1")) as c1:  # a native client is relayed
             s = await created(c1)
             assert c1.of("session.created")[0]["session"]["capabilities"]["proxy"]["mode"] == (
                 "passthrough"
             )
-            await c1.send({**update, "session": {"instructions": "first"}})
+            await c1.send({**update, "session": first})
             await c1.until("session.updated")
-            await speak(c1)
+            await speak_native(c1)
             await until_deltas(c1, 3)
             s.take(c1)
         # The relay leaves the applied client event ids in the store as it ends.
@@ -751,9 +781,10 @@ async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_on
                 await asyncio.sleep(0.02)
         async with connect(ws_url(b)) as c2:
             await resumed(c2, s)
-            await c2.send({**update, "session": {"instructions": "first"}})  # re-sent: dropped
+            await c2.send({**update, "session": first})  # re-sent: dropped
             done = await c2.until("response.done", timeout=20)
             assert done["response"]["status"] == "completed", "the upstream kept its session"
+            await ack_heard(c2, s.events + c2.events, done["response"]["id"])
             await c2.send({"type": "session.update", "session": {"instructions": "second"}})
             while c2.events[-1].get("session", {}).get("instructions") != "second":
                 await c2.until("session.updated")
@@ -762,8 +793,10 @@ async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_on
             s.take(c2)
         async with connect(ws_url(a)) as c3:  # and back: the binding followed the token
             await resumed(c3, s)
-            await speak(c3)
-            await c3.until("response.done", timeout=20)
+            await speak_native(c3)
+            again = await c3.until("response.done", timeout=20)
+            assert again["response"]["status"] == "completed"
+            assert again["response"]["id"] != done["response"]["id"], "the new turn's answer"
             s.take(c3)
         seqs = [e["server_event_seq"] for e in s.events]
         assert seqs == list(range(seqs[0], seqs[0] + len(seqs))), seqs
