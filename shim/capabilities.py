@@ -21,6 +21,7 @@ GA_REASON = (
     "GA client: the proxy decides barge-in and acknowledges playback "
     "(GA clients send no playback.ack and stop playback on every speech_started)"
 )
+GA_PASSTHROUGH_REASON = "GA client relayed byte for byte: the route sets ga_passthrough"
 
 # Capabilities the proxy itself provides in the emulated modes.
 EMULATED_FLAGS = (
@@ -106,6 +107,9 @@ def classify(
         if client == "ga" and not ga_passthrough:
             reasons.append(GA_REASON)
             auto = "barge_in_emulated"
+        elif client == "ga":
+            # The route's ga_passthrough key (proxy/config_route.py).
+            reasons.append(GA_PASSTHROUGH_REASON)
     mode = auto
     if forced != "auto" and forced != auto:
         if kind == "turn" and forced != "duplex_emulated":
