@@ -47,7 +47,7 @@ class Classification:
 
 def client_of(reasons: tuple[str, ...] | list[str]) -> ClientKind:
     """The client kind a stored classification was made for (its reasons say it)."""
-    return "ga" if GA_REASON in reasons else "native"
+    return "ga" if GA_REASON in reasons or GA_PASSTHROUGH_REASON in reasons else "native"
 
 
 def upstream_kind(created: Mapping[str, Any]) -> UpstreamKind | None:
@@ -93,6 +93,8 @@ def classify(
     if kind == "turn":
         reasons.append("upstream is turn-based: flat session.created without session object")
         auto: ProxyMode = "duplex_emulated"
+        if client == "ga":  # said, so a session resumed from the store knows its client
+            reasons.append(GA_REASON)
     elif caps is None:
         reasons.append("upstream session.created declares no capabilities")
         auto = "barge_in_emulated"

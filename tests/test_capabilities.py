@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from shim.capabilities import GA_PASSTHROUGH_REASON, classify, proxy_capabilities
+from shim.capabilities import GA_PASSTHROUGH_REASON, classify, client_of, proxy_capabilities
 from tests.servers import connect, proxy, proxy_config, reference, ws_url
 
 TURN_CREATED = {"type": "session.created", "id": "sess-0123456789abcdef", "created": 1}
@@ -95,6 +95,17 @@ def test_a_ga_client_is_emulated_unless_the_route_keeps_passthrough() -> None:
         "barge_in_emulated"
     )
     assert classify(TURN_CREATED, client="ga", ga_passthrough=True).mode == "duplex_emulated"
+
+
+@pytest.mark.parametrize("created", [duplex_created(True), duplex_created(False), TURN_CREATED])
+@pytest.mark.parametrize("client", ["ga", "native"])
+def test_the_client_kind_survives_in_the_reasons(created: dict[str, object], client: str) -> None:
+    """A session resumed from the store rebuilds its client kind from the stored reasons
+    (``proxy/resume/from_store.py``); over a turn-based upstream it decides the empty
+    commit's error code."""
+    for kept in (False, True):
+        cls = classify(created, client=client, ga_passthrough=kept)  # type: ignore[arg-type]
+        assert client_of(cls.reasons) == client
 
 
 @pytest.mark.parametrize("ga_passthrough", [None, False, True])
