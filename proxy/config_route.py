@@ -49,6 +49,13 @@ class Route:
         gt=0,
         description="Rate the upstream produces; unset: as declared, else 24000.",
     )
+    ga_passthrough: bool = Field(
+        default=False,
+        description="Relay GA clients (no ?duplex=1) byte for byte to a duplex upstream that"
+        " can barge in, instead of barge_in_emulated. Warning: a vLLM-Omni duplex upstream"
+        " owns playback by playback.ack, which GA clients never send, so such a session"
+        " stalls after its first answer (docs/fidelity.md, row 1).",
+    )
     max_sessions: int | None = Field(
         default=None, gt=0, description="Sessions at once on this route; unset: no route limit."
     )

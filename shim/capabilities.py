@@ -21,6 +21,7 @@ GA_REASON = (
     "GA client: the proxy decides barge-in and acknowledges playback "
     "(GA clients send no playback.ack and stop playback on every speech_started)"
 )
+GA_PASSTHROUGH_REASON = "GA client relayed byte for byte: the route sets ga_passthrough"
 
 # Capabilities the proxy itself provides in the emulated modes.
 EMULATED_FLAGS = (
@@ -46,7 +47,7 @@ class Classification:
 
 def client_of(reasons: tuple[str, ...] | list[str]) -> ClientKind:
     """The client kind a stored classification was made for (its reasons say it)."""
-    return "ga" if GA_REASON in reasons else "native"
+    return "ga" if GA_REASON in reasons or GA_PASSTHROUGH_REASON in reasons else "native"
 
 
 def upstream_kind(created: Mapping[str, Any]) -> UpstreamKind | None:
@@ -92,6 +93,8 @@ def classify(
     if kind == "turn":
         reasons.append("upstream is turn-based: flat session.created without session object")
         auto: ProxyMode = "duplex_emulated"
+        if client == "ga":  # said, so a session resumed from the store knows its client
+            reasons.append(GA_REASON)
     elif caps is None:
         reasons.append("upstream session.created declares no capabilities")
         auto = "barge_in_emulated"
@@ -106,6 +109,9 @@ def classify(
         if client == "ga" and not ga_passthrough:
             reasons.append(GA_REASON)
             auto = "barge_in_emulated"
+        elif client == "ga":
+            # The route's ga_passthrough key (proxy/config_route.py).
+            reasons.append(GA_PASSTHROUGH_REASON)
     mode = auto
     if forced != "auto" and forced != auto:
         if kind == "turn" and forced != "duplex_emulated":

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from shim.capabilities import classify, proxy_capabilities
+from shim.capabilities import GA_PASSTHROUGH_REASON, classify, client_of, proxy_capabilities
+from tests.servers import connect, proxy, proxy_config, reference, ws_url
 
 TURN_CREATED = {"type": "session.created", "id": "sess-0123456789abcdef", "created": 1}
 
@@ -82,3 +83,72 @@ def test_passthrough_capabilities_are_the_upstreams() -> None:
 def test_not_a_session_created_is_refused() -> None:
     with pytest.raises(ValueError):
         classify({"type": "error"})
+
+
+def test_a_ga_client_is_emulated_unless_the_route_keeps_passthrough() -> None:
+    default = classify(duplex_created(True), client="ga")
+    assert default.mode == "barge_in_emulated" and default.ga_client
+    kept = classify(duplex_created(True), client="ga", ga_passthrough=True)
+    assert kept.mode == "passthrough" and GA_PASSTHROUGH_REASON in kept.reasons
+    # Nothing to keep over an upstream that cannot barge in, or a turn-based one.
+    assert classify(duplex_created(False), client="ga", ga_passthrough=True).mode == (
+        "barge_in_emulated"
+    )
+    assert classify(TURN_CREATED, client="ga", ga_passthrough=True).mode == "duplex_emulated"
+
+
+@pytest.mark.parametrize("created", [duplex_created(True), duplex_created(False), TURN_CREATED])
+@pytest.mark.parametrize("client", ["ga", "native"])
+def test_the_client_kind_survives_in_the_reasons(created: dict[str, object], client: str) -> None:
+    """A session resumed from the store rebuilds its client kind from the stored reasons
+    (``proxy/resume/from_store.py``); over a turn-based upstream it decides the empty
+    commit's error code."""
+    for kept in (False, True):
+        cls = classify(created, client=client, ga_passthrough=kept)  # type: ignore[arg-type]
+        assert client_of(cls.reasons) == client
+
+
+@pytest.mark.parametrize("ga_passthrough", [None, False, True])
+async def test_route_key_ga_passthrough_relays_a_ga_client_byte_for_byte(
+    ga_passthrough: bool | None,
+) -> None:
+    """``routes[].ga_passthrough``: a GA client (no ?duplex=1) over a duplex upstream
+    that can barge in is passed through; unset or false it is ``barge_in_emulated``."""
+    async with reference("duplex") as upstream:
+        route: dict[str, object] = {"model": "m", "upstream": upstream}
+        if ga_passthrough is not None:
+            route["ga_passthrough"] = ga_passthrough
+        async with proxy(proxy_config({}, routes=[route])) as base, connect(ws_url(base)) as c:
+            created = await c.until("session.created", timeout=5)
+            proxied = created["session"]["capabilities"]["proxy"]
+            await c.send({"type": "input_audio_buffer.commit"})
+            error = await c.until("error", timeout=5)
+    if ga_passthrough:
+        assert proxied["mode"] == "passthrough"
+        assert GA_PASSTHROUGH_REASON in proxied["reasons"]
+        # The upstream's own answer, unchanged: vLLM-Omni's code, not GA's.
+        assert error["error"]["code"] == "input_audio_buffer_empty"
+    else:
+        assert proxied["mode"] == "barge_in_emulated"
+        assert any("GA client" in reason for reason in proxied["reasons"])
+
+
+@pytest.mark.parametrize(
+    ("query", "code"),
+    [({}, "input_audio_buffer_commit_empty"), ({"duplex": "1"}, "input_audio_buffer_empty")],
+)
+async def test_over_a_turn_upstream_an_empty_commit_is_refused_in_the_clients_protocol(
+    query: dict[str, str], code: str
+) -> None:
+    """The client kind reaches ``duplex_emulated``: GA's code to a GA client, vLLM-Omni's
+    own to a native one (``?duplex=1``)."""
+    async with (
+        reference("turn") as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **query)) as c,
+    ):
+        created = await c.until("session.created", timeout=5)
+        assert created["session"]["capabilities"]["proxy"]["mode"] == "duplex_emulated"
+        await c.send({"type": "input_audio_buffer.commit", "event_id": "evt_1"})
+        error = await c.until("error", timeout=5)
+    assert error["error"]["code"] == code and error["error"]["event_id"] == "evt_1"

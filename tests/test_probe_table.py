@@ -29,8 +29,9 @@ def _verdicts(**over: Verdict) -> tuple[Verdict, ...]:
 
 def test_exit_status_needs_every_required_check_and_a_duplex_endpoint() -> None:
     assert _report().exit_code == 0
-    failing = _report(False, *_verdicts(barge_in="fail", resume="unsupported"))
-    assert failing.exit_code == 1 and failing.failing == ["barge_in", "resume"]
+    failing = _report(False, *_verdicts(barge_in="fail", resume="unsupported", dedup="error"))
+    assert failing.exit_code == 1 and failing.failing == ["barge_in", "dedup"]
+    assert failing.not_applicable == ["resume"]
     failing.required = ("declared", "fairness")
     assert failing.exit_code == 0
     turn = _report(True)
@@ -38,9 +39,26 @@ def test_exit_status_needs_every_required_check_and_a_duplex_endpoint() -> None:
     assert turn.exit_code == 1, "a turn-based endpoint never exits 0"
 
 
+def test_a_check_that_cannot_apply_fails_the_run_only_when_asked_for_by_name() -> None:
+    # Nothing to amplify is no defect: the run passes and says what it could not check.
+    report = _report(False, *_verdicts(backpressure="unsupported"))
+    assert report.exit_code == 0 and report.failing == []
+    assert report.not_applicable == ["backpressure"]
+    assert "PASS: 9/10 required checks passed, backpressure unsupported" in render_table(
+        report, colour=False, width=100
+    )
+    data = orjson.loads(to_json(report))
+    assert data["exit_code"] == 0 and data["not_applicable"] == ["backpressure"]
+    # --require / --checks named it: it had to pass.
+    report.named = True
+    assert report.exit_code == 1 and report.failing == ["backpressure"]
+    assert report.not_applicable == []
+
+
 def test_table_and_json() -> None:
     verdicts = _verdicts(barge_in="fail", resume="unsupported", backpressure="error")
     report = _report(False, *verdicts)
+    report.named = True  # as with --require: the unsupported resume fails too
     plain = render_table(report, colour=False, width=100)
     assert "barge_in" in plain and "✗ fail" in plain and "\x1b[" not in plain
     assert (

@@ -13,11 +13,12 @@ from proxy.probe.checks import backpressure, barge_in, full_duplex_input
 from proxy.probe.checks.resume import seq_problems
 from proxy.probe.checks.truncation import chars_heard
 from proxy.probe.client import Event, error_event_id
+from proxy.probe.handshake import realtime_session, session_info
 from proxy.probe.runner import parse_checks
 from proxy.probe.scenarios import OverlapTrace
 from proxy.probe.stimulus import StimulusError, load_stimulus, split_utterances
 from proxy.probe.tracks import ResponseTrack, Tracker, b64_size
-from shim.audio import b64encode
+from shim.audio import PCM_F32, AudioFormat, b64encode
 from shim.wire import error_code
 
 # ---- stimulus ----
@@ -288,3 +289,55 @@ def test_full_duplex_input_setup_error_only_when_the_answer_ended_before_the_ons
     assert cut.events is not None
     cut.events.append(Event(10.1, "input_audio_buffer.speech_started", {}, 0))
     assert full_duplex_input.analyse(cut).verdict == "pass"
+
+
+def test_barge_in_over_coarse_chunks_is_timed_by_the_report() -> None:
+    """MiniCPM-o-like 1000 ms chunks: every delta came before the onset, still playing."""
+    cut = _trace(
+        last_audio_t=9.9,
+        audio_ms=1000.0,
+        audio_log=[(9.9, 1000.0)],
+        status="cancelled",
+        done_t=10.3,
+        done_count=1,
+    )
+    assert cut.response is not None and cut.response.playing_until() == pytest.approx(10.9)
+    result = barge_in.analyse(cut, 1000)
+    assert result.verdict == "pass", result.summary
+    assert result.data["latency_ms"] == 300 and result.data["stopped_by"] == "response.done"
+    assert result.summary.startswith("no audio after speech onset; reported cancelled 300 ms")
+    late = _trace(
+        last_audio_t=9.9,
+        audio_ms=1000.0,
+        audio_log=[(9.9, 1000.0)],
+        status="cancelled",
+        done_t=10.6,
+        done_count=1,
+    )
+    assert "limit 400 ms, declared target" in barge_in.analyse(late, 1000).summary
+    # Its audio had played out before the probe spoke: nothing was talked over.
+    over = _trace(
+        last_audio_t=9.0,
+        audio_ms=500.0,
+        audio_log=[(9.0, 500.0)],
+        status="completed",
+        done_t=9.1,
+        done_count=1,
+    )
+    assert barge_in.analyse(over, 1000).verdict == "error"
+
+
+def test_a_session_opened_with_float_input_is_spoken_to_in_it() -> None:
+    """A PersonaPlex route opens its session with pcm_f32le at 24 kHz: the probe keeps it."""
+    created = {
+        "type": "session.created",
+        "session": {"id": "s", "input_audio_format": "pcm_f32le", "sample_rate_hz": 24000},
+    }
+    info = session_info(created, "ws://x")
+    assert info.input_format == AudioFormat(PCM_F32, 24000)
+    update = realtime_session("m", True, info.input_format)
+    assert update["input_audio_format"] == "pcm_f32le" and update["sample_rate_hz"] == 24000
+    assert update["audio"]["input"]["format"] == {"type": "audio/pcm_f32le", "rate": 24000}
+    plain = session_info({"type": "session.created", "session": {"id": "s"}}, "ws://x")
+    assert plain.input_format is None
+    assert realtime_session("m", True)["audio"]["input"]["format"]["type"] == "audio/pcm"

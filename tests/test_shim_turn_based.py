@@ -537,3 +537,60 @@ def test_a_text_item_or_response_options_during_an_answer_are_refused_and_it_goe
     done = sc.upstream({"type": "response.output_audio.done", "has_audio": True})
     ended = next(e for e in client_events(done) if e["type"] == "response.done")
     assert ended["response"]["status"] == "completed"
+
+
+@pytest.mark.parametrize(
+    ("native_client", "code", "message"),
+    [
+        (False, "input_audio_buffer_commit_empty", "the input audio buffer is empty"),
+        (
+            True,
+            "input_audio_buffer_empty",
+            "input_audio_buffer.commit requires a non-empty input audio buffer",
+        ),
+    ],
+)
+def test_an_empty_commit_is_refused_in_the_clients_own_protocol(
+    native_client: bool, code: str, message: str
+) -> None:
+    """GA's code to a GA client; vLLM-Omni's own (its ``resolve_commit``) to a native one."""
+    session = TurnBasedSession(
+        "sess_0123456789abcdef", "demo", "demo-up", ShimSettings(), native_client=native_client
+    )
+    sc = Script(session)
+    sc.client({"type": "session.update", "session": {"turn_detection": None}})
+    out = sc.client({"type": "input_audio_buffer.commit", "final": True, "event_id": "evt_9"})
+    err = client_events(out)[0]
+    assert err == {
+        "type": "error",
+        "error": {
+            "type": "invalid_request_error",
+            "code": code,
+            "message": message,
+            "event_id": "evt_9",
+            "param": None,
+        },
+    }
+    assert not upstream_events(out)
+
+
+@pytest.mark.parametrize("auto", [True, False])
+def test_a_non_final_commit_is_a_commit_like_any_other(auto: bool) -> None:
+    """vLLM-Omni 0.30.0 reads ``final`` into the commit and then submits the turn
+    whatever it says: ``final: false`` commits and answers exactly as ``final: true``."""
+    seen = {}
+    for final in (True, False):
+        sc = make()
+        sc.client(
+            {
+                **NATIVE_OPEN,
+                "session": {**NATIVE_OPEN["session"], "extra_body": {"auto_response": auto}},
+            }
+        )
+        sc.client(native_append(500))
+        out = sc.client({"type": "input_audio_buffer.commit", "final": final})
+        sent = upstream_events(out)
+        seen[final] = (types(out), [e for e in sent if e["type"] != "input_audio_buffer.append"])
+    assert seen[False] == seen[True]
+    assert seen[False][0][0] == "input_audio_buffer.committed"
+    assert ("response.created" in seen[False][0]) is auto

@@ -37,7 +37,8 @@ def new_shim(
     """The turn-based dialect for a turn upstream, else the barge-in relay."""
     settings = shim_settings(state)
     if cls.kind == "turn":
-        return TurnBasedSession(session_id, model, upstream_model, settings)
+        native = not cls.ga_client
+        return TurnBasedSession(session_id, model, upstream_model, settings, native_client=native)
     if cls.ga_client:
         return GaRelaySession(session_id, model, settings, cls.upstream_capabilities)
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)

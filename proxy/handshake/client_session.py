@@ -171,6 +171,7 @@ class ClientSession:
             forced=route.mode,
             duplex_refused=link.duplex_refused,
             client=kind,
+            ga_passthrough=route.ga_passthrough,
         )
         self.mode = cls.mode
         state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()

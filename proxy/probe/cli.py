@@ -1,10 +1,12 @@
 """``duplex-proxy probe URL``: arguments -> run the checks -> table or JSON (+ HTML) -> exit status.
 
-Exit status 0 only when every required check passed (all the checks run unless
-``--require`` names some; ``gpu_memory`` is required only with ``--metrics-url``)
-and the endpoint is not turn-based; 1 otherwise; 2 for bad arguments (an
-unreadable ``--speech`` file, an unknown check name). With ``--compare`` the status
-is that of the run through the proxy (URL).
+Exit status 0 when no required check failed or could not measure (all the checks
+run unless ``--require`` names some; ``gpu_memory`` is required only with
+``--metrics-url``) and the endpoint is not turn-based; 1 otherwise; 2 for bad
+arguments (an unreadable ``--speech`` file, an unknown check name). A check that
+cannot apply (``unsupported``) does not fail the run unless ``--require`` or
+``--checks`` names it. With ``--compare`` the status is that of the run through
+the proxy (URL).
 """
 
 from __future__ import annotations

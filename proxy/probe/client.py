@@ -21,6 +21,7 @@ import aiohttp
 import orjson
 
 from proxy.probe.tracks import AUDIO_BYTES, AUDIO_DELTAS, Tracker, b64_size
+from shim.audio import AudioFormat
 
 ACK_EVERY = 8
 
@@ -56,6 +57,9 @@ class SessionInfo:
     resume_token: str | None = None
     capabilities: dict[str, Any] | None = None
     output_rate: int = 24000
+    #: The float input the session declares (``pcm_f32le``, as a PersonaPlex route's
+    #: defaults do); None: the probe speaks PCM16 at 24 kHz.
+    input_format: AudioFormat | None = None
     url: str = ""
     duplex_refused: dict[str, Any] | None = None
     update_error: dict[str, Any] | None = None

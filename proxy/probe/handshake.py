@@ -11,7 +11,10 @@ How vLLM-Omni 0.30 and GA servers open sessions:
 * a flat ``session.created {id, created}`` is the turn-based dialect, which takes
   ``session.update{model}`` at the top level and nothing else;
 * resume: ``session.resume`` must be the first event of a new connection
-  (``autostart=0`` so a vLLM-Omni server does not open a fresh session first).
+  (``autostart=0`` so a vLLM-Omni server does not open a fresh session first);
+* input format: PCM16 at 24 kHz, unless a session opened before the probe spoke
+  declares ``pcm_f32le`` input (a model that reads only float, such as PersonaPlex,
+  behind a route that opens it so): then the probe keeps that format and speaks it.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import aiohttp
 
 from proxy.probe.client import Event, ProbeConnection, SessionInfo, error_message
+from shim.audio import AudioFormat
+from shim.upstream_input import declared_float_input
 from shim.wire import error_code
 
 SERVER_FIRST_WAIT_S = 0.25
@@ -62,10 +67,13 @@ def with_query(url: str, extra: dict[str, str]) -> str:
     return urlunsplit(parts._replace(query=urlencode(query)))
 
 
-def realtime_session(model: str | None, turn_detection: bool) -> dict[str, Any]:
-    """pcm16 at 24 kHz declared both ways: GA ``audio.*.format`` and vLLM-Omni's flat keys."""
+def realtime_session(
+    model: str | None, turn_detection: bool, input_format: AudioFormat | None = None
+) -> dict[str, Any]:
+    """pcm16 at 24 kHz (or the float ``input_format``) declared both ways: GA
+    ``audio.*.format`` and vLLM-Omni's flat keys."""
     pcm = {"type": "audio/pcm", "rate": REALTIME_RATE}
-    audio_in: dict[str, Any] = {"format": pcm}
+    audio_in: dict[str, Any] = {"format": dict(pcm)}
     session: dict[str, Any] = {
         "type": "realtime",
         "audio": {"input": audio_in, "output": {"format": dict(pcm)}},
@@ -73,6 +81,10 @@ def realtime_session(model: str | None, turn_detection: bool) -> dict[str, Any]:
         "output_audio_format": "pcm16",
         "sample_rate_hz": REALTIME_RATE,
     }
+    if input_format is not None:
+        audio_in["format"] = {"type": "audio/pcm_f32le", "rate": input_format.rate_hz}
+        session["input_audio_format"] = "pcm_f32le"
+        session["sample_rate_hz"] = input_format.rate_hz
     if turn_detection:
         audio_in["turn_detection"] = {"type": "server_vad"}
         session["turn_detection"] = {"type": "server_vad"}
@@ -108,6 +120,7 @@ def session_info(created: dict[str, Any], url: str) -> SessionInfo:
         resume_token=token if isinstance(token, str) and token else None,
         capabilities=dict(caps) if isinstance(caps, dict) else None,
         output_rate=rate or REALTIME_RATE,
+        input_format=declared_float_input(session),
         url=url,
     )
 
@@ -204,10 +217,13 @@ async def _open(
     conn: ProbeConnection, target: Target, turn_detection: bool, *, listened: bool
 ) -> SessionInfo:
     """``listened``: the server already had its chance to speak first."""
-    update = {"type": "session.update", "session": realtime_session(target.model, turn_detection)}
     created = await conn.wait_for(_is("session.created"), 0.0 if listened else SERVER_FIRST_WAIT_S)
     spoke_first = created is None
     if spoke_first:
+        update = {
+            "type": "session.update",
+            "session": realtime_session(target.model, turn_detection),
+        }
         await conn.send(update)
         created = await conn.wait_for(_is("session.created"), target.open_timeout_s)
     if created is None:
@@ -229,8 +245,12 @@ async def _open(
         await conn.send({"type": "session.update", "model": target.model})
         return info
     index = conn.events.index(created)
-    if not spoke_first:
-        await conn.send(update)
+    if spoke_first:
+        info.input_format = None  # the session took the probe's own PCM16
+    else:
+        # A float input the session opened with is the model's: keep it, speak it.
+        session = realtime_session(target.model, turn_detection, info.input_format)
+        await conn.send({"type": "session.update", "session": session})
     answer = await conn.wait_for(_is("session.updated"), 2.0, since=index + 1)
     if answer is not None and answer.type == "error":
         info.update_error = {

@@ -61,6 +61,8 @@ def _banner(report: ProbeReport) -> str:
     required = [r for r in report.results if r.name in report.required]
     good = sum(1 for r in required if r.verdict == "pass")
     text = f"{good}/{len(required)} required checks passed"
+    if report.not_applicable:
+        text += f", {', '.join(report.not_applicable)} unsupported"
     if report.failing:
         text += f"; not passing: {', '.join(report.failing)}"
     if report.turn_based:

@@ -97,11 +97,15 @@ def _footer(report: ProbeReport, colour: bool) -> str:
     required = [r for r in report.results if r.name in report.required]
     good = sum(1 for r in required if r.verdict == "pass")
     took = f"{report.duration_s:.1f} s"
+    unsupported = report.not_applicable
+    aside = f", {', '.join(unsupported)} unsupported" if unsupported else ""
     if report.ok:
         return paint(
-            f"PASS: {good}/{len(required)} required checks passed ({took})", "32;1", colour
+            f"PASS: {good}/{len(required)} required checks passed{aside} ({took})",
+            "32;1",
+            colour,
         )
-    why = f"{good}/{len(required)} required checks passed"
+    why = f"{good}/{len(required)} required checks passed{aside}"
     if report.failing:
         why += f"; not passing: {', '.join(report.failing)}"
     if report.turn_based:

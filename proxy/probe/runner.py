@@ -4,6 +4,12 @@ Checks run one after another, never side by side: most measure time (barge-in
 latency, first audio), and a real model server may hold one session at a time.
 A check that raises or overruns its time limit is reported as ``error``; if not
 even the first session opens, the rest are skipped.
+
+Exit status: a check that found a defect (``fail``) or could not measure
+(``error``) fails the run; one that cannot apply to this endpoint
+(``unsupported``: it says it cannot, or its dialect offers nothing to measure)
+does not, unless the caller named it (``--require`` / ``--checks``): a check asked
+for by name must pass. A turn-based endpoint never exits 0.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ class ProbeReport:
     results: list[CheckResult] = field(default_factory=list)
     endpoint: dict[str, Any] = field(default_factory=dict)
     duration_s: float = 0.0
+    #: The required checks were named by the caller: ``unsupported`` fails them too.
+    named: bool = False
 
     def result(self, name: str) -> CheckResult:
         for result in self.results:
@@ -63,8 +71,18 @@ class ProbeReport:
 
     @property
     def failing(self) -> list[str]:
-        """Required checks that did not pass."""
-        return [r.name for r in self.results if r.name in self.required and r.verdict != "pass"]
+        """Required checks that fail the run (see the module's exit status rule)."""
+        bad = ("fail", "error", "unsupported") if self.named else ("fail", "error")
+        return [r.name for r in self.results if r.name in self.required and r.verdict in bad]
+
+    @property
+    def not_applicable(self) -> list[str]:
+        """Required checks reported ``unsupported`` that do not fail the run."""
+        if self.named:
+            return []
+        return [
+            r.name for r in self.results if r.name in self.required and r.verdict == "unsupported"
+        ]
 
     @property
     def ok(self) -> bool:
@@ -84,6 +102,7 @@ class ProbeReport:
             "ok": self.ok,
             "exit_code": self.exit_code,
             "failing": self.failing,
+            "not_applicable": self.not_applicable,
             "turn_based": self.turn_based,
             "duration_s": round(self.duration_s, 1),
             "checks": [r.as_dict() for r in self.results],
@@ -157,12 +176,16 @@ async def run_probe_checks(
     only: Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> ProbeReport:
-    """Probe ``settings.url``; ``only`` runs a subset (tests), the rest are not reported."""
+    """Probe ``settings.url``; ``only`` runs a subset (tests), the rest are not reported.
+
+    ``required`` or ``only`` names the checks that must pass, ``unsupported`` included."""
     shown = progress or NoProgress()
     stimulus = load_stimulus(settings.speech)
     names = [n for n in CHECK_NAMES if only is None or n in only or n == "declared"]
     wanted = tuple(required) if required is not None else default_required(settings)
-    report = ProbeReport(settings.url, settings.model, wanted)
+    # Checks asked for by name (``--require``, ``--checks``) must pass, as the CLI has it.
+    named = required is not None or only is not None
+    report = ProbeReport(settings.url, settings.model, wanted, named=named)
     started = time.monotonic()
     key = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else None
     # The key goes only to the endpoint probed; the model server's metrics get a plain session.

@@ -21,7 +21,7 @@ import numpy as np
 from proxy.probe.client import ProbeConnection
 from proxy.probe.stimulus import REALTIME_RATE, TURN_RATE, Utterance
 from proxy.probe.tracks import ResponseTrack
-from shim.audio import Int16Array, b64encode
+from shim.audio import PCM16, AudioFormat, Int16Array, StreamResampler, b64encode, encode_samples
 
 
 @dataclass(slots=True)
@@ -70,6 +70,10 @@ class Mic(Voice):
         self.tag = tag
         self.sent: list[dict[str, object]] = []
         self._step = REALTIME_RATE * chunk_ms // 1000
+        # The format the session reads (handshake.py): PCM16 at 24 kHz, or its float input.
+        declared = conn.info.input_format if conn.info is not None else None
+        self._format = declared or AudioFormat(PCM16, REALTIME_RATE)
+        self._resampler = StreamResampler(REALTIME_RATE, self._format.rate_hz)
         self._queue: deque[tuple[Int16Array, Speech]] = deque()
         self._task = asyncio.create_task(self._run(), name="probe-mic")
 
@@ -106,9 +110,10 @@ class Mic(Voice):
                     if pos >= samples.size:
                         _settle(speech.finished, speech.started.result() + speech.duration_s)
                         current = None
+                wire = encode_samples(self._resampler.process(chunk), self._format)
                 event: dict[str, object] = {
                     "type": "input_audio_buffer.append",
-                    "audio": b64encode(chunk.tobytes()),
+                    "audio": b64encode(wire),
                 }
                 if self.tag:
                     event["event_id"] = f"{self.tag}{index}"

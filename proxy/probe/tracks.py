@@ -91,6 +91,15 @@ class ResponseTrack:
             received = cumulative
         return received
 
+    def playing_until(self) -> float | None:
+        """When a client that plays every delta in real time, from its arrival, is done."""
+        end: float | None = None
+        before = 0.0
+        for at, cumulative in self.audio_log:
+            end = max(at, end or at) + (cumulative - before) / 1000.0
+            before = cumulative
+        return end
+
     def summary(self) -> dict[str, Any]:
         return {
             "id": self.id,

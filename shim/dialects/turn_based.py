@@ -36,9 +36,15 @@ class TurnBasedSession(EmulatedSession):
     mode = "duplex_emulated"
 
     def __init__(
-        self, session_id: str, model: str, upstream_model: str, settings: ShimSettings
+        self,
+        session_id: str,
+        model: str,
+        upstream_model: str,
+        settings: ShimSettings,
+        native_client: bool = False,
     ) -> None:
         self.upstream_model = upstream_model
+        self.empty_commit = turn_limits.empty_commit(native_client)
         self.upstream_busy = False
         self.pending: deque[PendingTurn] = deque(maxlen=4)
         self.commit_from_ms = 0
@@ -86,11 +92,10 @@ class TurnBasedSession(EmulatedSession):
             item_id, start = self.new_id("item"), self.commit_from_ms
         audio = self.history.between(start, end_ms)
         if audio.size == 0:
-            return [
-                self.err("input_audio_buffer_commit_empty", "the input audio buffer is empty", ev)
-            ]
+            return [self.err(*self.empty_commit, ev)]
         # Answered if it asks (response_create) or the session auto-responds (a
         # vLLM-Omni client's extra_body.auto_response); else response.create answers.
+        # ``final: false`` is a commit like any other, as vLLM-Omni's runner has it.
         respond = self.native.commit_answers(ev)
         return self._commit(item_id, audio, end_ms, respond, now, defer=True)
 
@@ -124,20 +129,17 @@ class TurnBasedSession(EmulatedSession):
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
         resp = self.response
         rid = ev.get("response_id")
+        code = "response_cancel_not_active"
         if resp is None or not resp.live:
-            return [
-                self.err("response_cancel_not_active", "there is no active response to cancel", ev)
-            ]
+            return [self.err(code, "there is no active response to cancel", ev)]
         if isinstance(rid, str) and rid != resp.response_id:
-            return [self.err("response_cancel_not_active", f"response {rid!r} is not active", ev)]
+            return [self.err(code, f"response {rid!r} is not active", ev)]
         return self.cancel_response(now, reason="client_cancelled")
 
     # ------------------------------------------------------------ turns
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
-        audio = self.history.between(start_ms, end_ms)
-        return self._commit(
-            item_id, audio, end_ms, respond=self.config.turn.create_response, now=now
-        )
+        respond = self.config.turn.create_response
+        return self._commit(item_id, self.history.between(start_ms, end_ms), end_ms, respond, now)
 
     def _commit(
         self,

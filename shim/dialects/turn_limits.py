@@ -80,3 +80,14 @@ def response_option_message(param: str) -> str:
         f"{param} cannot be honoured over a turn-based upstream (it takes audio turns "
         "only); no response was created"
     )
+
+
+def empty_commit(native_client: bool) -> tuple[str, str]:
+    """The code and message for a commit of an empty buffer: GA's, or, to a native
+    client (``?duplex=1``, ``/v1/duplex``), vLLM-Omni's own (``docs/protocol.md``)."""
+    if native_client:
+        return (
+            "input_audio_buffer_empty",
+            "input_audio_buffer.commit requires a non-empty input audio buffer",
+        )
+    return "input_audio_buffer_commit_empty", "the input audio buffer is empty"

@@ -8,6 +8,12 @@ sessions do), else the probe's default. The response must also be reported ended
 early -- ``response.done`` with ``status: cancelled`` (GA: reason
 ``turn_detected``) -- and no audio of it may follow that report.
 
+An endpoint that sends audio in chunks longer than the probe's lead (MiniCPM-o's
+are 1000 ms) may have sent every delta it will send before the probe spoke,
+while that audio still plays. Then no delta can stop late, and what stops the
+client's playback is the endpoint's report: latency is the time from the speech
+onset to that ``response.done``.
+
 Verdict: ``pass`` when all three hold; ``fail`` when the audio ran on (to its end,
 or past the limit, or after the cancel) or the response was never reported
 cancelled; ``error`` when the scenario could not be set up.
@@ -72,13 +78,26 @@ def _judge(trace: OverlapTrace, default_limit_ms: int) -> CheckResult:
     notes = []
     if caps.get("supports_barge_in") is False:
         notes.append("the endpoint declares supports_barge_in=false")
-    if latency < 0:
-        return CheckResult(
-            NAME,
-            "error",
-            f"the answer ({track.audio_ms:.0f} ms of audio) ended before the probe spoke over it",
-            data,
-            notes,
+    by_report = latency < 0
+    if by_report:
+        playing = track.playing_until()
+        if playing is None or playing <= trace.onset_t:
+            return CheckResult(
+                NAME,
+                "error",
+                f"the answer ({track.audio_ms:.0f} ms of audio) ended before the probe spoke "
+                "over it",
+                data,
+                notes,
+            )
+        # Its last delta came before the onset and still played: the report stops it.
+        reported = track.done_t if track.done_t is not None else trace.observed_until
+        latency = max(0.0, (reported - trace.onset_t) * 1000.0)
+        data["latency_ms"] = round(latency)
+        data["stopped_by"] = "response.done"
+        notes.append(
+            f"every delta ({track.max_delta_ms:.0f} ms long at most) came before the speech "
+            "onset; latency is the time to the response's report"
         )
     reasons: list[str] = []
     if track.status == "completed" or (trace.dialect == "turn" and track.finished):
@@ -100,10 +119,14 @@ def _judge(trace: OverlapTrace, default_limit_ms: int) -> CheckResult:
     if reasons:
         return failed(NAME, reasons, data, notes)
     why = f" ({track.reason})" if track.reason else ""
+    stopped = (
+        f"no audio after speech onset; reported {track.status} {latency:.0f} ms after it"
+        if by_report
+        else f"audio stopped {latency:.0f} ms after speech onset"
+    )
     return passed(
         NAME,
-        f"audio stopped {latency:.0f} ms after speech onset (limit {limit:.0f} ms, {source}); "
-        f"response {track.status}{why}",
+        f"{stopped} (limit {limit:.0f} ms, {source}); response {track.status}{why}",
         data,
         notes,
     )
