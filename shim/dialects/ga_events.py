@@ -79,6 +79,10 @@ REASONS = {
 }
 GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens", "content_filter"})
 
+# vLLM-Omni's error codes that name something OpenAI names otherwise -> OpenAI's code
+# (docs/protocol.md, the empty commit).
+ERROR_CODES = {"input_audio_buffer_empty": "input_audio_buffer_commit_empty"}
+
 
 def _item(item: Any) -> None:
     if isinstance(item, dict) and item.get("status") == "cancelled":
@@ -118,6 +122,14 @@ def _response(resp: dict[str, Any]) -> None:
                 details["error"]["message"] = message
 
 
+def _error(ev: dict[str, Any]) -> dict[str, Any]:
+    error = ev.get("error")
+    code = error.get("code") if isinstance(error, dict) else None
+    if not isinstance(code, str) or code not in ERROR_CODES:
+        return ev
+    return {**ev, "error": {**error, "code": ERROR_CODES[code]}}  # type: ignore[dict-item]
+
+
 def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
     """The event as a GA client gets it (a copy), or None when a GA client must not."""
     kind = ev.get("type")
@@ -127,6 +139,8 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
         # Non-GA extensions; and the upstream's session.updated, whose session object is
         # the upstream's: the proxy answers a GA client's session.update itself.
         return None
+    if kind == "error":
+        return _error(ev)
     if "item" not in ev and "response" not in ev and kind not in PATCHED:
         return ev  # nothing to change (audio deltas above all: no copy)
     out: dict[str, Any] = json.loads(json.dumps(ev))
