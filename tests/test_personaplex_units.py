@@ -328,3 +328,39 @@ async def test_ga_client_turn_reaches_personaplex_whole(tmp_path: Path) -> None:
     assert frames.pending_samples == 0
     assert frames.delivered_samples == frames.appended_samples
     assert frames.unit_sizes == {UNIT_SAMPLES}
+
+
+async def test_ga_client_with_server_vad_sends_personaplex_whole_units() -> None:
+    defaults = shipped_personaplex_defaults()
+    spoken = silence(600) + load_clip("utt02_clean.wav")
+    async with standin(reply_ms=600) as (upstream, inputs):
+        route = {"model": "m", "upstream": upstream, "session_defaults": defaults}
+        config = config_from_dict({"routes": [route], "auth": {"mode": "none"}})
+        async with proxy(config) as base:
+            port = int(base.rsplit(":", 1)[1])
+            client = AsyncOpenAI(api_key="test", websocket_base_url=f"ws://127.0.0.1:{port}/v1")
+            async with client, client.realtime.connect(model="m") as conn:
+                events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
+                await conn.session.update(
+                    session={
+                        "type": "realtime",
+                        "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}},
+                    }
+                )
+                step = 2400 * 2  # 100 ms appends, at the pace of speech
+                speech = spoken + silence(1500)
+                for i in range(0, len(speech), step):
+                    chunk = base64.b64encode(speech[i : i + step]).decode()
+                    await conn.input_audio_buffer.append(audio=chunk)
+                    await asyncio.sleep(0.1)
+                async with asyncio.timeout(30):
+                    while events[-1]["type"] != "response.done":
+                        events.append(json.loads(await conn.recv_bytes()))
+            assert not [e for e in events if e["type"] == "error"], events
+    (frames,) = inputs
+    # Everything up to the end of the speech came before the answer, so it all went up
+    # (all but what the proxy holds of an unfinished unit), one whole unit per append.
+    assert frames.appended_samples >= len(spoken) // 2 - UNIT_SAMPLES
+    assert frames.longest_append == UNIT_SAMPLES
+    assert frames.pending_samples == 0 and frames.delivered_samples == frames.appended_samples
+    assert frames.unit_sizes == {UNIT_SAMPLES}
