@@ -7,6 +7,12 @@ declares that format in its ``session_defaults``; the upstream session opens wit
 says so in its ``session.created``, and the proxy converts the client's audio to it.
 A float input format so declared is pinned: the client's own format (a GA client's
 PCM16) stays the client's, and never reaches the upstream's session.
+
+PersonaPlex also hands its model one 80 ms unit (``capabilities.chunk_period_ms``) per
+append and keeps the rest of a longer append waiting, so converted audio goes up in
+whole units, one per append; the part of a unit not yet complete waits here for the
+next append, and goes up ahead of a commit, whose unit the upstream pads out
+(``docs/fidelity.md``, row 11a).
 """
 
 from __future__ import annotations
@@ -53,6 +59,14 @@ def declared_float_input(session: Mapping[str, Any] | None) -> AudioFormat | Non
     return AudioFormat(PCM_F32, rate or DEFAULT_RATE_HZ)
 
 
+def unit_samples(fmt: AudioFormat, capabilities: Mapping[str, Any] | None) -> int | None:
+    """Samples of ``fmt`` in one model unit of an upstream with these capabilities."""
+    chunk_ms = (capabilities or {}).get("chunk_period_ms")
+    if isinstance(chunk_ms, bool) or not isinstance(chunk_ms, int) or chunk_ms <= 0:
+        return None
+    return fmt.rate_hz * chunk_ms // 1000 or None
+
+
 def state_input(session: dict[str, Any], fmt: AudioFormat) -> None:
     """Write ``fmt`` into an upstream session object as vLLM-Omni reads it."""
     session["input_audio_format"] = "pcm_f32le" if fmt.encoding == PCM_F32 else "audio/pcm"
@@ -63,11 +77,48 @@ class AppendConverter:
     """A client's ``input_audio_buffer.append`` events in the upstream's format,
     resampled as one stream (soxr keeps its filter state between appends)."""
 
-    __slots__ = ("_resampler", "target")
+    __slots__ = ("_last", "_pending", "_resampler", "target", "unit_bytes")
 
-    def __init__(self, target: AudioFormat) -> None:
+    def __init__(self, target: AudioFormat, unit_samples: int | None = None) -> None:
         self.target = target
+        #: None: appends go up as they come; else in whole units of this many bytes.
+        self.unit_bytes = None if unit_samples is None else unit_samples * target.bytes_per_sample
         self._resampler: StreamResampler | None = None
+        self._pending = bytearray()
+        self._last: dict[str, Any] = {}
+
+    @property
+    def pending_bytes(self) -> int:
+        return len(self._pending)
+
+    def appends(self, event: Mapping[str, Any], source: AudioFormat) -> list[dict[str, Any]]:
+        """The append as the upstream takes it: converted, and cut into whole units
+        (none while the unit is incomplete; the rest waits for the next append)."""
+        converted = self.convert(event, source)
+        if converted is None or self.unit_bytes is None:
+            return [] if converted is None else [converted]
+        audio = converted.get("audio")
+        if not isinstance(audio, str):
+            return [converted]
+        self._pending += b64decode(audio)
+        self._last = {k: v for k, v in converted.items() if k not in ("audio", "event_id")}
+        out: list[dict[str, Any]] = []
+        while len(self._pending) >= self.unit_bytes:
+            unit = bytes(self._pending[: self.unit_bytes])
+            del self._pending[: self.unit_bytes]
+            out.append({**converted, "audio": b64encode(unit)})
+        return out
+
+    def flush(self) -> dict[str, Any] | None:
+        """The incomplete unit as one last append, ahead of a commit (which pads it)."""
+        if not self._pending:
+            return None
+        unit, self._pending = bytes(self._pending), bytearray()
+        return {**self._last, "type": "input_audio_buffer.append", "audio": b64encode(unit)}
+
+    def drop(self) -> None:
+        """The client cleared its buffer: the incomplete unit goes with it."""
+        self._pending.clear()
 
     def convert(self, event: Mapping[str, Any], source: AudioFormat) -> dict[str, Any] | None:
         """The append in the target format; None when it holds no whole sample yet

@@ -29,6 +29,7 @@ from proxy.reference.duplex_session import DuplexSession
 from proxy.reference.gate import AudioGate
 from proxy.reference.options import FAULT_STARVE_SESSIONS, FAULT_UNBOUNDED_BUFFER, ReferenceOptions
 from proxy.reference.outbound import Outbound
+from proxy.reference.personaplex_frames import PersonaPlexFrames
 from proxy.reference.wire import (
     AUTOSTART_FALSE,
     DUPLEX_TRUE,
@@ -59,6 +60,7 @@ class DuplexBackend:
             AudioGate(starve=options.has(FAULT_STARVE_SESSIONS))
         )
         self.sockets: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
+        self.model_inputs: list[PersonaPlexFrames] = []  # kept after their sessions end
 
     # ---- routes ----
 
@@ -172,6 +174,7 @@ class DuplexBackend:
             settings=settings,
             defaults=defaults,
         )
+        self.model_inputs += [session.frames] if session.frames is not None else []
         session.open(out)
         return session
 

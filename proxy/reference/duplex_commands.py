@@ -11,6 +11,7 @@ from __future__ import annotations
 import uuid
 
 from proxy.reference import duplex_controls as controls
+from proxy.reference import personaplex_append
 from proxy.reference.duplex_formats import OUTPUT_FORMATS, parse_format
 from proxy.reference.duplex_input import CommandError
 from proxy.reference.duplex_session import DuplexSession
@@ -91,6 +92,9 @@ def dispatch(session: DuplexSession, event: dict[str, object]) -> None:
 
 
 def _append(session: DuplexSession, event: dict[str, object]) -> None:
+    if session.frames is not None:
+        personaplex_append.append(session, event, session.frames)
+        return
     profile = session.options.model_profile
     decoded = session.decoder.decode(event, session.defaults, f32_rate_hz=profile.f32_rate_hz)
     if not profile.accepts_converted_pcm and not decoded.native_float:

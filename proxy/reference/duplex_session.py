@@ -31,6 +31,7 @@ from proxy.reference.options import (
     ReferenceOptions,
 )
 from proxy.reference.outbound import Outbound
+from proxy.reference.personaplex_frames import PersonaPlexFrames
 from proxy.reference.wire import dumps, duplex_error, new_event_id
 
 
@@ -55,6 +56,12 @@ class DuplexSession:
         self.capabilities = capabilities(kind, options)
         self.journal = EventJournal(max_bytes=options.replay_max_bytes, ttl_s=options.replay_ttl_s)
         self.decoder = AppendDecoder()
+        #: PersonaPlex's input buffer, when the model takes its input in units.
+        self.frames = (
+            PersonaPlexFrames()
+            if options.profile == "personaplex" and options.strict("model_input_units")
+            else None
+        )
         self.model = DuplexModel(self)
         self.outbound: Outbound | None = None
         self.generation = 0
@@ -97,6 +104,11 @@ class DuplexSession:
         return self.options.model_profile.session_resume
 
     def emit(self, event_type: str, fields: dict[str, object]) -> None:
+        if self.frames is not None:
+            if event_type == "input_audio_buffer.committed":
+                self.frames.commit()  # the commit's unit goes to the model
+            elif event_type == "input_audio_buffer.cleared":
+                self.frames.clear()
         self._pump({"type": event_type, "event_id": new_event_id(), **fields})
 
     def emit_error(

@@ -64,6 +64,7 @@ STRICT_FLAGS = (
     "opt_in_barge_in",
     "require_model_extras",
     "ignore_model_name",
+    "model_input_units",
 )
 
 _CHUNK_MS = {KIND_DUPLEX: 200, KIND_NO_BARGE_IN: 80, KIND_TURN: 100}
@@ -133,6 +134,9 @@ class ReferenceOptions:
     #: Accept any model name at open, as the real server does.  Lenient: a
     #: ``served_model`` refuses other names with ``model_not_found``.
     ignore_model_name: bool | None = None
+    #: PersonaPlex hands its model one 80 ms unit per append through its input buffer
+    #: (``personaplex_frames.py``).  Lenient: the model takes every append as it comes.
+    model_input_units: bool | None = None
     #: Live sessions (a detached one in its grace included) before an open is refused
     #: with ``resource_exhausted``; ``None``: 1 when strict, unlimited when lenient.
     max_sessions: int | None = None

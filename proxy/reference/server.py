@@ -20,6 +20,9 @@ from proxy.reference.options import KIND_TURN, ReferenceOptions, check_kind
 from proxy.reference.turn_app import TurnBackend, add_turn_routes
 from proxy.reference.warmup import add_warmup
 
+#: The app's duplex backend, for tests that look at what its sessions received.
+DUPLEX_BACKEND = web.AppKey("duplex_backend", DuplexBackend)
+
 
 async def _healthz(_: web.Request) -> web.Response:
     return web.json_response({"status": "ok"})
@@ -46,6 +49,7 @@ def build_reference_app(
     else:
         backend = DuplexBackend(kind, options=opts, reply_ms=reply_ms, served_model=served_model)
         add_duplex_routes(app, backend)
+        app[DUPLEX_BACKEND] = backend
         add_warmup(app, opts.warmup_s)
     return app
 

@@ -28,18 +28,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim import client_events
-from shim.actions import Action, NoteUpstreamError, SendClient, SendUpstream
+from shim.actions import (
+    Action,
+    ForwardUpstream,
+    NoteUpstreamError,
+    SendClient,
+    SendUpstream,
+)
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import AudioGate
 from shim.ga_upstream import upstream_session
-from shim.inputs import Input, UpstreamEvent
+from shim.inputs import ClientEvent, Input, UpstreamEvent
 from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
 from shim.settings import VAD_RATE
-from shim.upstream_input import AppendConverter, declared_float_input, state_input
+from shim.upstream_input import (
+    AppendConverter,
+    declared_float_input,
+    state_input,
+    unit_samples,
+)
 
 # Commands the proxy sends on its own; their event ids say so, so that an upstream
 # error naming one is known for the proxy's, not the client's.
@@ -67,6 +78,7 @@ class GaRelaySession(BargeInRelaySession):
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
         self.converter: AppendConverter | None = None
+        self.upstream_caps: Mapping[str, Any] = upstream_capabilities or {}
         super().__init__(session_id, model, settings, upstream_capabilities)
         self.reports.proxy_acked = True
         self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
@@ -83,31 +95,47 @@ class GaRelaySession(BargeInRelaySession):
         if pinned is None:
             self.converter = None
             return
-        if self.converter is None or self.converter.target != pinned:
-            self.converter = AppendConverter(pinned)
+        caps = session.get("capabilities") if isinstance(session, Mapping) else None
+        unit = unit_samples(pinned, caps if isinstance(caps, Mapping) else self.upstream_caps)
+        if self.converter is None or (self.converter.target, self.converter.unit_bytes) != (
+            pinned,
+            None if unit is None else unit * pinned.bytes_per_sample,
+        ):
+            self.converter = AppendConverter(pinned, unit)
         if self.last_update is not None:
             state_input(self.last_update["session"], pinned)
 
     def handle(self, inp: Input) -> list[Action]:
         out: list[Action] = []
         for action in super().handle(inp):
-            tagged = self._tagged(action)
-            if tagged is not None:
-                out.append(tagged)
+            out += self._tagged(action, inp)
         return out
 
-    def _tagged(self, action: Action) -> Action | None:
+    def _tagged(self, action: Action, inp: Input) -> list[Action]:
+        if isinstance(action, ForwardUpstream) and isinstance(inp, ClientEvent):
+            return self._forwarded(action, inp.event.get("type"))
         if not isinstance(action, SendUpstream):
-            return action
+            return [action]
         ev = action.event
         if ev.get("type") == "input_audio_buffer.append" and self.converter is not None:
             # Held audio released later passes here too, in the order it goes upstream.
-            converted = self.converter.convert(ev, self.config.input_format)
-            return None if converted is None else SendUpstream(converted)
+            return [SendUpstream(a) for a in self.converter.appends(ev, self.config.input_format)]
         if ev.get("type") not in OWN_COMMANDS or "event_id" in ev:
-            return action
+            return [action]
         self._own += 1
-        return SendUpstream({"event_id": f"{OWN_PREFIX}{self._own:08d}", **ev})
+        return [SendUpstream({"event_id": f"{OWN_PREFIX}{self._own:08d}", **ev})]
+
+    def _forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
+        """A client event relayed as it came; a commit takes the converted audio not yet
+        sent along (``upstream_input.py``), a clear drops it."""
+        if self.converter is None:
+            return [action]
+        if kind == "input_audio_buffer.commit":
+            rest = self.converter.flush()
+            return [SendUpstream(rest), action] if rest is not None else [action]
+        if kind == "input_audio_buffer.clear":
+            self.converter.drop()
+        return [action]
 
     # ------------------------------------------------------------ client events
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
