@@ -40,8 +40,13 @@ QUIET_BEFORE_TURN_S = 0.6
 SESSION_DEFAULTS = {
     "minicpmo": {"ref_audio": "data:audio/wav;base64,UklGRiQAAABXQVZF"},
     "nemotron": {"extra_body": {"auto_response": True}},
-    # PersonaPlex reads 24 kHz float only: the proxy converts the client's PCM16 to it.
-    "personaplex": {"input_audio_format": "pcm_f32le", "sample_rate_hz": 24000},
+    # PersonaPlex reads 24 kHz float only (the proxy converts the client's PCM16 to it), and
+    # hands its model the audio of each append only with auto_response (row 11a).
+    "personaplex": {
+        "input_audio_format": "pcm_f32le",
+        "sample_rate_hz": 24000,
+        "extra_body": {"auto_response": True},
+    },
 }
 TEN_TURNS = [
     ("utt00_clean.wav", False),
