@@ -32,13 +32,14 @@ from shim.actions import Action, NoteUpstreamError, SendClient, SendUpstream
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.dialects.relay_gate import AudioGate
+from shim.dialects.relay_gate import ECHO_TAIL_MS, WINDOW, AudioGate
+from shim.fault import fault_actions
 from shim.ga_upstream import upstream_session
-from shim.inputs import Input, UpstreamEvent
+from shim.input_history import ms_to_sample
+from shim.inputs import Input, UpstreamEvent, VadWindow
 from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
-from shim.settings import VAD_RATE
 from shim.upstream_input import AppendConverter, declared_float_input, state_input
 
 # Commands the proxy sends on its own; their event ids say so, so that an upstream
@@ -50,8 +51,6 @@ OWN_PREFIX = "proxy_"
 SPEECH_EVENTS = frozenset(
     {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
 )
-# After the answer's audio ends, its echo may still reach the microphone this long.
-ECHO_TAIL_MS = 300
 
 
 class GaRelaySession(BargeInRelaySession):
@@ -89,8 +88,13 @@ class GaRelaySession(BargeInRelaySession):
             state_input(self.last_update["session"], pinned)
 
     def handle(self, inp: Input) -> list[Action]:
+        actions = super().handle(inp)
+        try:
+            actions += self._follow_gate(inp)
+        except Exception as exc:
+            actions += fault_actions(inp, exc)
         out: list[Action] = []
-        for action in super().handle(inp):
+        for action in actions:
             tagged = self._tagged(action)
             if tagged is not None:
                 out.append(tagged)
@@ -156,10 +160,12 @@ class GaRelaySession(BargeInRelaySession):
         out = client_events.input_audio(self, ev, now)
         if client_events.is_refusal(out):
             return out
-        if self._gated(now):
+        self.audio_gate.clock.on_audio(start, now)
+        if self.audio_gate.held or self._gated(now):
+            # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
-            return out
-        return [*self._gate_opens(), SendUpstream(ev), *out]
+            return [*self._gate_opens(now), *out]
+        return [SendUpstream(ev), *out]
 
     # ------------------------------------------------------------ the gate
     def _gated(self, now: float) -> bool:
@@ -181,14 +187,36 @@ class GaRelaySession(BargeInRelaySession):
             and now < latest.play_end_ms + ECHO_TAIL_MS
         )
 
-    def _gate_opens(self) -> list[Action]:
-        if not self.audio_gate.held:
+    def _gate_opens(self, now: float) -> list[Action]:
+        """The upstream may hear the microphone again: what was held goes on from where
+        the gate judges it (``relay_gate.py``), once the VAD has heard enough of it."""
+        self._follow_answer(now)
+        if not self.audio_gate.held or self._gated(now):
             return []
-        if self.turns.user_speaking():
-            onset = self.gate.onset_sample * 1000 // VAD_RATE
-            return self.audio_gate.release(onset)
-        self.audio_gate.drop()
-        return []
+        vad = self.vad_enabled and self.config.turn.vad is not None
+        slack = WINDOW + self.evidence.latency
+        start = self.audio_gate.judge(vad, self._min_speech(), slack)
+        return [] if start is None else self.audio_gate.release_from(start)
+
+    def _min_speech(self) -> int:
+        return ms_to_sample(self.gate.params.min_speech_ms)
+
+    def _follow_answer(self, now: float) -> None:
+        live = self.response is not None and self.response.live
+        self.audio_gate.follow_answer(live, self.ledger.latest(), now)
+
+    def _follow_gate(self, inp: Input) -> list[Action]:
+        """After every input: the answer's end; and a VAD window's word on held audio."""
+        self._follow_answer(inp.now_ms)
+        if not isinstance(inp, VadWindow) or self.config.turn.vad is None:
+            return []
+        # The VAD's timeline lags the microphone's by the echo suppressor's latency.
+        lag = self.evidence.latency
+        speaking = self.gate.speaking
+        speech = speaking and inp.prob >= self.gate.params.deactivation
+        onset = self.gate.onset_sample - lag
+        self.audio_gate.heard(inp.end_sample - lag, speech, speaking, onset, self._min_speech())
+        return self._gate_opens(inp.now_ms) if self.audio_gate.held else []
 
     def overlap_ended(self, step: Step, now: float) -> list[Action]:
         out = super().overlap_ended(step, now)
@@ -201,7 +229,7 @@ class GaRelaySession(BargeInRelaySession):
     def on_tick(self, now: float) -> list[Action]:
         out = super().on_tick(now)
         if self.audio_gate.held and not self._gated(now):
-            out += self._gate_opens()
+            out += self._gate_opens(now)
         return out
 
     def wants_ticks(self, now: float) -> bool:
@@ -212,7 +240,9 @@ class GaRelaySession(BargeInRelaySession):
             and not resp.cancelled
             and not self.reports.end_reported
         )  # its end is still to be acknowledged upstream (``on_tick``)
-        return super().wants_ticks(now) or unreported or bool(self.audio_gate.held)
+        # Held audio waits for the gate to open; once open, for the VAD (its windows).
+        gated = bool(self.audio_gate.held) and self._gated(now)
+        return super().wants_ticks(now) or unreported or gated
 
     # ------------------------------------------------------------ upstream events
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
