@@ -125,3 +125,31 @@ def test_a_turn_that_begins_in_the_tail_and_goes_on_past_it_goes_on_from_its_ons
     out += vad_behind(sc, probs)
     order = released(events, out)
     assert order and order[0] <= 8 and order == list(range(order[0], len(events))), order
+
+
+def detection(sc: Script, on: bool) -> None:
+    td = {"type": "server_vad"} if on else None
+    sc.client(
+        {
+            "type": "session.update",
+            "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
+        }
+    )
+
+
+def test_audio_the_vad_never_heard_does_not_move_the_judgement() -> None:
+    """Push-to-talk for a while (nothing goes to the VAD), then server VAD again: the
+    VAD's windows count only what it was given, the input timeline everything."""
+    sc = make()
+    first_turn(sc)
+    detection(sc, on=False)
+    for _ in range(50):  # 2 s in real time
+        sc.audio(40)
+        sc.tick(40)
+    detection(sc, on=True)
+    answer_in_real_time(sc)
+    probs = [SILENCE] * 16 + [SPEECH] * 31 + [SILENCE] * 28
+    events, out = burst(sc, probs)
+    out += vad_behind(sc, probs)
+    order = released(events, out)
+    assert order and 8 <= order[0] <= 16 and order == list(range(order[0], len(events))), order

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim import client_events
-from shim.actions import Action, NoteUpstreamError, SendClient, SendUpstream
+from shim.actions import Action, AnalyzeAudio, NoteUpstreamError, SendClient, SendUpstream
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
@@ -62,6 +62,7 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
+        self._unheard = 0  # input samples never given to the VAD (turn detection off)
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
@@ -161,6 +162,8 @@ class GaRelaySession(BargeInRelaySession):
         if client_events.is_refusal(out):
             return out
         self.audio_gate.clock.on_audio(start, now)
+        if not any(isinstance(a, AnalyzeAudio) for a in out):
+            self._unheard += self.history.end - start  # the VAD's own count skips it
         if self.audio_gate.held or self._gated(now):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
@@ -210,8 +213,9 @@ class GaRelaySession(BargeInRelaySession):
         self._follow_answer(inp.now_ms)
         if not isinstance(inp, VadWindow) or self.config.turn.vad is None:
             return []
-        # The VAD's timeline lags the microphone's by the echo suppressor's latency.
-        lag = self.evidence.latency
+        # The VAD's timeline lags the microphone's by the echo suppressor's latency, and
+        # counts only what it was given.
+        lag = self.evidence.latency - self._unheard
         speaking = self.gate.speaking
         speech = speaking and inp.prob >= self.gate.params.deactivation
         onset = self.gate.onset_sample - lag
