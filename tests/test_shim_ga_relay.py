@@ -92,9 +92,9 @@ def test_session_update_is_answered_by_the_proxy_and_sent_upstream_as_ga_implies
 
 def test_the_microphone_is_held_during_the_answer_and_the_end_is_acked() -> None:
     sc = make()
-    assert upstream_events(sc.audio(40)), "nothing plays: the audio goes upstream"
+    assert upstream_events(sc.speak([0.1])), "nothing plays: the audio goes upstream"
     answer(sc)
-    assert not upstream_events(sc.audio(40)), "the answer plays: held"
+    assert not upstream_events(sc.speak([0.1] * 2)), "the answer plays: held"
     sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
     acks: list[dict[str, Any]] = []
     for _ in range(40):
@@ -102,8 +102,8 @@ def test_the_microphone_is_held_during_the_answer_and_the_end_is_acked() -> None
     assert [a["played_ms"] for a in acks] == [500], "the answer acked in full once played"
     assert acks[0]["event_id"].startswith("proxy_")
     sc.tick(400)
-    after = upstream_events(sc.audio(40))
-    assert [e["type"] for e in after] == ["input_audio_buffer.append"], "held echo dropped"
+    after = upstream_events(sc.speak([0.1] * 3))
+    assert [e["type"] for e in after] == ["input_audio_buffer.append"] * 3, "held echo dropped"
 
 
 def test_an_error_answering_the_proxys_own_command_is_not_relayed() -> None:

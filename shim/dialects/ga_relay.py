@@ -30,6 +30,7 @@ from typing import Any
 from shim import client_events
 from shim.actions import (
     Action,
+    AnalyzeAudio,
     ForwardUpstream,
     NoteUpstreamError,
     SendClient,
@@ -38,19 +39,15 @@ from shim.actions import (
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.dialects.relay_gate import AudioGate
+from shim.dialects.relay_gate import ECHO_TAIL_MS, WINDOW, AudioGate
+from shim.dialects.relay_upstream_audio import UpstreamAudio
+from shim.fault import fault_actions
 from shim.ga_upstream import upstream_session
-from shim.inputs import ClientEvent, Input, UpstreamEvent
+from shim.input_history import ms_to_sample
+from shim.inputs import ClientEvent, Input, UpstreamEvent, VadWindow
 from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
-from shim.settings import VAD_RATE
-from shim.upstream_input import (
-    AppendConverter,
-    declared_float_input,
-    state_input,
-    unit_samples,
-)
 
 # Commands the proxy sends on its own; their event ids say so, so that an upstream
 # error naming one is known for the proxy's, not the client's.
@@ -61,8 +58,6 @@ OWN_PREFIX = "proxy_"
 SPEECH_EVENTS = frozenset(
     {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
 )
-# After the answer's audio ends, its echo may still reach the microphone this long.
-ECHO_TAIL_MS = 300
 
 
 class GaRelaySession(BargeInRelaySession):
@@ -74,11 +69,11 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
+        self._unheard = 0  # input samples never given to the VAD (turn detection off)
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
-        self.converter: AppendConverter | None = None
-        self.upstream_caps: Mapping[str, Any] = upstream_capabilities or {}
+        self.upstream_audio = UpstreamAudio(upstream_capabilities)
         super().__init__(session_id, model, settings, upstream_capabilities)
         self.reports.proxy_acked = True
         self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
@@ -91,51 +86,33 @@ class GaRelaySession(BargeInRelaySession):
             # Its own session back (a resume, maybe in a restored session): it reads
             # what the proxy last stated to it.
             session = self.last_update["session"] if self.last_update is not None else None
-        pinned = declared_float_input(session)
-        if pinned is None:
-            self.converter = None
-            return
-        caps = session.get("capabilities") if isinstance(session, Mapping) else None
-        unit = unit_samples(pinned, caps if isinstance(caps, Mapping) else self.upstream_caps)
-        if self.converter is None or (self.converter.target, self.converter.unit_bytes) != (
-            pinned,
-            None if unit is None else unit * pinned.bytes_per_sample,
-        ):
-            self.converter = AppendConverter(pinned, unit)
-        if self.last_update is not None:
-            state_input(self.last_update["session"], pinned)
+        self.upstream_audio.bind(session, self.last_update)
 
     def handle(self, inp: Input) -> list[Action]:
+        actions = super().handle(inp)
+        try:
+            actions += self._follow_gate(inp)
+        except Exception as exc:
+            actions += fault_actions(inp, exc)
         out: list[Action] = []
-        for action in super().handle(inp):
+        for action in actions:
             out += self._tagged(action, inp)
         return out
 
     def _tagged(self, action: Action, inp: Input) -> list[Action]:
         if isinstance(action, ForwardUpstream) and isinstance(inp, ClientEvent):
-            return self._forwarded(action, inp.event.get("type"))
+            return self.upstream_audio.forwarded(action, inp.event.get("type"))
         if not isinstance(action, SendUpstream):
             return [action]
         ev = action.event
-        if ev.get("type") == "input_audio_buffer.append" and self.converter is not None:
-            # Held audio released later passes here too, in the order it goes upstream.
-            return [SendUpstream(a) for a in self.converter.appends(ev, self.config.input_format)]
+        if ev.get("type") == "input_audio_buffer.append":
+            converted = self.upstream_audio.appends(ev, self.config.input_format)
+            if converted is not None:
+                return converted
         if ev.get("type") not in OWN_COMMANDS or "event_id" in ev:
             return [action]
         self._own += 1
         return [SendUpstream({"event_id": f"{OWN_PREFIX}{self._own:08d}", **ev})]
-
-    def _forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
-        """A client event relayed as it came; a commit takes the converted audio not yet
-        sent along (``upstream_input.py``), a clear drops it."""
-        if self.converter is None:
-            return [action]
-        if kind == "input_audio_buffer.commit":
-            rest = self.converter.flush()
-            return [SendUpstream(rest), action] if rest is not None else [action]
-        if kind == "input_audio_buffer.clear":
-            self.converter.drop()
-        return [action]
 
     # ------------------------------------------------------------ client events
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
@@ -152,7 +129,7 @@ class GaRelaySession(BargeInRelaySession):
         return error
 
     def _pinned(self) -> AudioFormat | None:
-        return None if self.converter is None else self.converter.target
+        return self.upstream_audio.pinned
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         error = self.apply_update(ev)
@@ -184,10 +161,14 @@ class GaRelaySession(BargeInRelaySession):
         out = client_events.input_audio(self, ev, now)
         if client_events.is_refusal(out):
             return out
-        if self._gated(now):
+        self.audio_gate.clock.on_audio(start, now)
+        if not any(isinstance(a, AnalyzeAudio) for a in out):
+            self._unheard += self.history.end - start  # the VAD's own count skips it
+        if self.audio_gate.held or self._gated(now):
+            # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
-            return out
-        return [*self._gate_opens(), SendUpstream(ev), *out]
+            return [*self._gate_opens(now), *out]
+        return [SendUpstream(ev), *out]
 
     # ------------------------------------------------------------ the gate
     def _gated(self, now: float) -> bool:
@@ -209,14 +190,37 @@ class GaRelaySession(BargeInRelaySession):
             and now < latest.play_end_ms + ECHO_TAIL_MS
         )
 
-    def _gate_opens(self) -> list[Action]:
-        if not self.audio_gate.held:
+    def _gate_opens(self, now: float) -> list[Action]:
+        """The upstream may hear the microphone again: what was held goes on from where
+        the gate judges it (``relay_gate.py``), once the VAD has heard enough of it."""
+        self._follow_answer(now)
+        if not self.audio_gate.held or self._gated(now):
             return []
-        if self.turns.user_speaking():
-            onset = self.gate.onset_sample * 1000 // VAD_RATE
-            return self.audio_gate.release(onset)
-        self.audio_gate.drop()
-        return []
+        vad = self.vad_enabled and self.config.turn.vad is not None
+        slack = WINDOW + self.evidence.latency
+        start = self.audio_gate.judge(vad, self._min_speech(), slack)
+        return [] if start is None else self.audio_gate.release_from(start)
+
+    def _min_speech(self) -> int:
+        return ms_to_sample(self.gate.params.min_speech_ms)
+
+    def _follow_answer(self, now: float) -> None:
+        live = self.response is not None and self.response.live
+        self.audio_gate.follow_answer(live, self.ledger.latest(), now)
+
+    def _follow_gate(self, inp: Input) -> list[Action]:
+        """After every input: the answer's end; and a VAD window's word on held audio."""
+        self._follow_answer(inp.now_ms)
+        if not isinstance(inp, VadWindow) or self.config.turn.vad is None:
+            return []
+        # The VAD's timeline lags the microphone's by the echo suppressor's latency, and
+        # counts only what it was given.
+        lag = self.evidence.latency - self._unheard
+        speaking = self.gate.speaking
+        speech = speaking and inp.prob >= self.gate.params.deactivation
+        onset = self.gate.onset_sample - lag
+        self.audio_gate.heard(inp.end_sample - lag, speech, speaking, onset, self._min_speech())
+        return self._gate_opens(inp.now_ms) if self.audio_gate.held else []
 
     def overlap_ended(self, step: Step, now: float) -> list[Action]:
         out = super().overlap_ended(step, now)
@@ -229,7 +233,7 @@ class GaRelaySession(BargeInRelaySession):
     def on_tick(self, now: float) -> list[Action]:
         out = super().on_tick(now)
         if self.audio_gate.held and not self._gated(now):
-            out += self._gate_opens()
+            out += self._gate_opens(now)
         return out
 
     def wants_ticks(self, now: float) -> bool:
@@ -240,7 +244,9 @@ class GaRelaySession(BargeInRelaySession):
             and not resp.cancelled
             and not self.reports.end_reported
         )  # its end is still to be acknowledged upstream (``on_tick``)
-        return super().wants_ticks(now) or unreported or bool(self.audio_gate.held)
+        # Held audio waits for the gate to open; once open, for the VAD (its windows).
+        gated = bool(self.audio_gate.held) and self._gated(now)
+        return super().wants_ticks(now) or unreported or gated
 
     # ------------------------------------------------------------ upstream events
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:

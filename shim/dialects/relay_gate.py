@@ -5,14 +5,22 @@ a GA client's: under server VAD it barges in on any speech (the assistant's echo
 backchannel), and under ``listen_only`` it keeps that speech as the next turn and
 answers it (``docs/fidelity.md``, rows 1a and 4). So while the assistant's answer owns
 the turn (it plays, or its end is not yet acknowledged upstream) or an overlap is
-undecided, the proxy holds the client's audio back from the upstream:
+undecided, the proxy holds the client's audio back from the upstream. What goes on
+once the gate opens is judged on the input timeline, not by when the audio arrived:
 
 * a decided barge-in: the proxy has cut the answer upstream, then the held audio
   from the speech's onset goes on (the user's words, nothing lost);
-* the answer ends with the user speaking: the same, from the speech's onset;
-* anything else (echo, a backchannel, noise, silence): the held audio is dropped.
+* audio after the answer's end, as the client plays it, and its echo tail (the
+  answer's end mapped onto the input timeline by ``relay_input_clock.py``): it goes
+  on, in order, as it would have with the gate open; a run of speech that began
+  before that end and goes on past it goes on from its onset;
+* anything before that end (echo, a backchannel, noise, silence): dropped.
 
-Appends are kept with their place on the input timeline (VAD-rate samples), bounded.
+Whether a run of speech goes on past the answer's end is the VAD's to say, so held
+audio is not judged before the VAD has heard it: a client sending faster than real
+time (a turn sent at once after ``response.done``) is ahead of the VAD, and its
+turn, over before the gate opened, is still a turn. Appends are kept with their
+place on the input timeline (VAD-rate samples), bounded.
 """
 
 from __future__ import annotations
@@ -21,19 +29,105 @@ from collections import deque
 from typing import Any
 
 from shim.actions import Action, SendUpstream
+from shim.dialects.relay_input_clock import InputClock
 from shim.input_history import ms_to_sample
+from shim.playback import ItemPlayback
+from shim.vad_gate import WINDOW_MS
+
+# After the answer's audio ends, its echo may still reach the microphone this long.
+ECHO_TAIL_MS = 300
 
 # Audio kept at most while the gate is closed; an answer longer than this loses only
 # the oldest audio, which is echo or silence unless a barge-in is decided on it.
 KEEP_MS = 12_000
 # Audio before a speech's onset that goes with it (the VAD's own padding is in onset).
 PREFIX_MS = 100
+WINDOW = ms_to_sample(WINDOW_MS)
 
 
 class AudioGate:
     def __init__(self) -> None:
         # (start sample, end sample, append event) of held appends, oldest first.
         self.held: deque[tuple[int, int, dict[str, Any]]] = deque()
+        self.clock = InputClock()
+        # Until when (ms, the playback clock) the answer or its echo may sound.
+        self.answer_until_ms: float | None = None
+        self._cut_item: str | None = None  # the last answer whose playback was cut
+        # The VAD's reading of the input timeline (samples): how far it heard, the
+        # current run of speech, where its last speech window ended.
+        self._heard = 0
+        self._speaking = False
+        self._onset = 0
+        self._speech_end = 0
+        # Decided for the answer's end at sample _decided_for: held audio from _from on.
+        self._decided_for: int | None = None
+        self._from = 0
+
+    def follow_answer(self, live: bool, latest: ItemPlayback | None, now: float) -> None:
+        """Until when the answer, as the client plays it, or its echo may sound: while
+        its response is ``live`` it owns the turn; then its audio's playback clock
+        (``latest``, the newest answer item), or where that playback was cut."""
+        if live:
+            self.note_answer(now)
+        if latest is None or latest.sent_samples == 0:
+            return
+        if latest.truncated_ms is None:
+            self.note_answer(latest.play_end_ms + ECHO_TAIL_MS)
+        elif latest.item_id != self._cut_item:
+            self._cut_item = latest.item_id  # its playback stopped now
+            self.cap_answer(now + ECHO_TAIL_MS)
+
+    def note_answer(self, until_ms: float) -> None:
+        """The answer, or its echo, may sound until ``until_ms``."""
+        if self.answer_until_ms is None or until_ms > self.answer_until_ms:
+            self.answer_until_ms = until_ms
+
+    def cap_answer(self, until_ms: float) -> None:
+        """The client's playback was cut: nothing of the answer sounds after ``until_ms``."""
+        if self.answer_until_ms is not None and until_ms < self.answer_until_ms:
+            self.answer_until_ms = until_ms
+
+    def answer_end(self) -> int:
+        """The answer's end (its echo tail included) on the input timeline."""
+        if self.answer_until_ms is None:
+            return 0
+        return self.clock.sample_at(self.answer_until_ms)
+
+    def heard(self, end: int, speech: bool, speaking: bool, onset: int, min_speech: int) -> None:
+        """The VAD's window ending at input sample ``end``: ``speech`` in it, a run
+        ``speaking`` since ``onset``. Past the answer's end by ``min_speech``, it
+        decides whether a run goes on across that end."""
+        self._heard, self._speaking, self._onset = end, speaking, onset
+        if speech:
+            self._speech_end = end
+        end_of_answer = self.answer_end()
+        if self._decided_for != end_of_answer and end >= end_of_answer + min_speech:
+            self._decide(end_of_answer)
+
+    def judge(self, vad: bool, min_speech: int, slack: int) -> int | None:
+        """Where the held audio that goes upstream begins (input sample), once known.
+
+        ``vad``: the VAD hears the input (else the answer's end alone decides);
+        ``slack``: input not yet in a full VAD window. None: wait for the VAD."""
+        end_of_answer = self.answer_end()
+        if not vad:
+            return end_of_answer
+        if self._decided_for == end_of_answer:
+            return self._from
+        heard_all = bool(self.held) and self._heard + slack >= self.held[-1][1]
+        if self._heard >= end_of_answer + min_speech or (heard_all and not self._speaking):
+            self._decide(end_of_answer)
+            return self._from
+        return None
+
+    def _decide(self, end_of_answer: int) -> None:
+        goes_on = (
+            self._speaking
+            and self._onset < end_of_answer
+            and self._speech_end >= end_of_answer + WINDOW
+        )
+        self._from = self._onset - ms_to_sample(PREFIX_MS) if goes_on else end_of_answer
+        self._decided_for = end_of_answer
 
     def hold(self, start: int, end: int, ev: dict[str, Any]) -> None:
         self.held.append((start, end, ev))
@@ -43,11 +137,21 @@ class AudioGate:
     def release(self, onset_ms: int | None) -> list[Action]:
         """Send what was held from ``onset_ms`` (input time) on; drop the rest.
         None: drop everything."""
-        held, self.held = list(self.held), deque()
         if onset_ms is None:
+            self.drop()
             return []
-        first = ms_to_sample(max(0, onset_ms - PREFIX_MS))
-        return [SendUpstream(ev) for start, end, ev in held if end > first]
+        return self.release_from(ms_to_sample(onset_ms - PREFIX_MS))
+
+    def release_from(self, first: int) -> list[Action]:
+        """Send what was held from input sample ``first`` on, in order; drop the rest."""
+        held, self.held = list(self.held), deque()
+        # An append the resampler has not yet given samples for (start == end) is
+        # part of whatever follows it.
+        return [
+            SendUpstream(ev)
+            for start, end, ev in held
+            if end > first or (start == end and start >= first)
+        ]
 
     def drop(self) -> None:
         self.held.clear()

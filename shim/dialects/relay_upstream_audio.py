@@ -1,0 +1,64 @@
+"""The client's audio as a duplex upstream reads it, for the GA relay.
+
+A route may declare that its upstream reads float input (PersonaPlex:
+``pcm_f32le`` at 24 kHz, ``docs/fidelity.md`` rows 11 and 11a). Once the upstream's
+``session.created`` confirms it, every append goes upstream converted to it, in whole
+model frames (``chunk_period_ms``), the remainder carried to the next append; a
+relayed commit takes the remainder along, a clear drops it (``shim/upstream_input.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.audio import AudioFormat
+from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
+
+
+class UpstreamAudio:
+    __slots__ = ("caps", "converter")
+
+    def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
+        self.caps: Mapping[str, Any] = upstream_capabilities or {}
+        self.converter: AppendConverter | None = None
+
+    @property
+    def pinned(self) -> AudioFormat | None:
+        return None if self.converter is None else self.converter.target
+
+    def bind(self, session: Mapping[str, Any] | None, last_update: dict[str, Any] | None) -> None:
+        """Follow the upstream's session (created, or the one it resumed)."""
+        pinned = declared_float_input(session)
+        if pinned is None:
+            self.converter = None
+            return
+        caps = session.get("capabilities") if isinstance(session, Mapping) else None
+        unit = unit_samples(pinned, caps if isinstance(caps, Mapping) else self.caps)
+        unit_bytes = None if unit is None else unit * pinned.bytes_per_sample
+        if self.converter is None or (self.converter.target, self.converter.unit_bytes) != (
+            pinned,
+            unit_bytes,
+        ):
+            self.converter = AppendConverter(pinned, unit)
+        if last_update is not None:
+            state_input(last_update["session"], pinned)
+
+    def appends(self, ev: dict[str, Any], client_format: AudioFormat) -> list[Action] | None:
+        """The append as it goes upstream (none, one or several), or None when it goes
+        as it is. Held audio released later passes here too, in upstream order."""
+        if self.converter is None:
+            return None
+        return [SendUpstream(a) for a in self.converter.appends(ev, client_format)]
+
+    def forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
+        """A client event relayed as it came."""
+        if self.converter is None:
+            return [action]
+        if kind == "input_audio_buffer.commit":
+            rest = self.converter.flush()
+            return [SendUpstream(rest), action] if rest is not None else [action]
+        if kind == "input_audio_buffer.clear":
+            self.converter.drop()
+        return [action]

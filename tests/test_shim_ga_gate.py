@@ -1,0 +1,155 @@
+"""The GA relay's microphone gate on the input timeline (``shim/dialects/relay_gate.py``).
+
+A client that sends nothing while the answer plays, then its next turn at once (faster
+than real time) right after ``response.done``: the turn arrives while the microphone is
+held, and the VAD hears it only later (it runs behind a burst). Whether held audio is
+the user's turn or the answer's echo is judged where the audio lies on the input
+timeline against the answer's end as the client plays it, not by when it arrived or
+when the VAD got to it. By script: no sockets, no clock.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from shim.actions import Action, SendUpstream
+from shim.audio import b64encode
+from shim.inputs import VadWindow
+from tests.shim_script import WINDOW, Script, pcm_b64, upstream_events
+from tests.test_shim_ga_relay import AID, RID, make
+
+SILENCE, SPEECH = 0.05, 0.95
+
+
+def answer_in_real_time(sc: Script, chunks: int = 10) -> None:
+    """An answer of ``chunks`` x 100 ms, each delta as the previous one ends; its
+    ``response.done`` with the last. The client sends nothing meanwhile."""
+    sc.upstream({"type": "response.created", "response": {"id": RID}})
+    for n in range(chunks):
+        if n:
+            sc.tick(100)
+        sc.upstream(
+            {
+                "type": "response.output_audio.delta",
+                "response_id": RID,
+                "item_id": AID,
+                "output_index": 0,
+                "content_index": 0,
+                "delta": pcm_b64(100, 24000),
+            }
+        )
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+
+
+def burst(
+    sc: Script, probs: list[float], peak: int = 4000
+) -> tuple[list[dict[str, Any]], list[Action]]:
+    """One 32 ms append per window, all at once: a voice where the VAD will say speech."""
+    events, out = [], []
+    for p in probs:
+        n = sc.rate * 32 // 1000
+        t = np.arange(n) / sc.rate
+        wave = np.sin(2 * np.pi * 140 * t) * (peak if p >= 0.5 else 0)
+        ev = {"type": "input_audio_buffer.append", "audio": b64encode(wave.astype("<i2").tobytes())}
+        events.append(ev)
+        out += sc.client(ev)
+    return events, out
+
+
+def vad_behind(sc: Script, probs: list[float], step_ms: float = 8.0) -> list[Action]:
+    """The VAD's windows for that audio, coming back ``step_ms`` apart (a VAD behind a
+    burst), with the edge's ticks between them."""
+    out: list[Action] = []
+    for p in probs:
+        sc.now += step_ms
+        sc.vad_end += WINDOW
+        out += sc.s.handle(VadWindow(p, sc.vad_end, sc.now))
+        out += sc.tick(0)
+    while sc.s.wants_ticks(sc.now):  # the edge ticks while time can change something
+        out += sc.tick(50)
+    return out
+
+
+def first_turn(sc: Script) -> None:
+    sent = upstream_events(sc.speak([SPEECH] * 20 + [SILENCE] * 20))
+    assert sent, "nothing plays: the first turn goes upstream"
+
+
+def released(events: list[dict[str, Any]], out: list[Action]) -> list[int]:
+    """Which of ``events`` went upstream, by index, in the order they went."""
+    ids = {id(ev): n for n, ev in enumerate(events)}
+    return [ids[id(a.event)] for a in out if isinstance(a, SendUpstream) and id(a.event) in ids]
+
+
+def test_a_turn_sent_at_once_after_the_answer_reaches_the_upstream_whole_and_in_order() -> None:
+    sc = make()
+    first_turn(sc)
+    answer_in_real_time(sc)
+    # The answer plays 100 ms more, then its echo tail (relay_gate.ECHO_TAIL_MS): the
+    # turn's speech, 512 ms into the burst, is after it on the input timeline.
+    probs = [SILENCE] * 16 + [SPEECH] * 31 + [SILENCE] * 28
+    events, out = burst(sc, probs)
+    assert not upstream_events(out), "the answer still plays: held"
+    out += vad_behind(sc, probs)
+    order = released(events, out)
+    assert order, "the turn reaches the upstream"
+    first = order[0]
+    assert order == list(range(first, len(events))), "in order, nothing lost from its start"
+    assert first <= 16, "from before the speech's onset"
+    assert first >= 8, "what lies within the answer's echo tail stays held back"
+
+
+def test_speech_within_the_answers_echo_tail_never_reaches_the_upstream() -> None:
+    sc = make()
+    first_turn(sc)
+    answer_in_real_time(sc)
+    # Speech 96-288 ms into the burst: the answer's last 100 ms and its tail on the
+    # input timeline, and far quieter than the user (its echo, heard late): dropped;
+    # what follows the tail goes on.
+    probs = [SILENCE] * 3 + [SPEECH] * 6 + [SILENCE] * 40
+    events, out = burst(sc, probs, peak=300)
+    out += vad_behind(sc, probs)
+    order = released(events, out)
+    assert order and not set(order) & set(range(9)), order
+    assert order == list(range(order[0], len(events)))
+
+
+def test_a_turn_that_begins_in_the_tail_and_goes_on_past_it_goes_on_from_its_onset() -> None:
+    sc = make()
+    first_turn(sc)
+    answer_in_real_time(sc)
+    probs = [SILENCE] * 8 + [SPEECH] * 31 + [SILENCE] * 28  # onset 256 ms: within the tail
+    events, out = burst(sc, probs)
+    out += vad_behind(sc, probs)
+    order = released(events, out)
+    assert order and order[0] <= 8 and order == list(range(order[0], len(events))), order
+
+
+def detection(sc: Script, on: bool) -> None:
+    td = {"type": "server_vad"} if on else None
+    sc.client(
+        {
+            "type": "session.update",
+            "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
+        }
+    )
+
+
+def test_audio_the_vad_never_heard_does_not_move_the_judgement() -> None:
+    """Push-to-talk for a while (nothing goes to the VAD), then server VAD again: the
+    VAD's windows count only what it was given, the input timeline everything."""
+    sc = make()
+    first_turn(sc)
+    detection(sc, on=False)
+    for _ in range(50):  # 2 s in real time
+        sc.audio(40)
+        sc.tick(40)
+    detection(sc, on=True)
+    answer_in_real_time(sc)
+    probs = [SILENCE] * 16 + [SPEECH] * 31 + [SILENCE] * 28
+    events, out = burst(sc, probs)
+    out += vad_behind(sc, probs)
+    order = released(events, out)
+    assert order and 8 <= order[0] <= 16 and order == list(range(order[0], len(events))), order
