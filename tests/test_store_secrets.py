@@ -30,14 +30,6 @@ from tests.test_resume import (
 pytestmark = [pytest.mark.redis]
 
 
-GA_UPSTREAM_MOVE = pytest.mark.xfail(
-    strict=False,
-    reason="known defect: without a key the new replica's fresh upstream dial is refused while"
-    " the old replica's upstream session holds the strict upstream's one session slot, and the"
-    " client's session.resume gets no answer",
-)
-
-
 def new_key() -> str:
     return base64.b64encode(secrets.token_bytes(32)).decode()
 
