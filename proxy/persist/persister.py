@@ -16,7 +16,6 @@ from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavai
 from proxy.store.secret_box import secret_box
 from shim.snapshot import split_static, upstream_position
 
-PERSIST_INTERVAL_S = 0.05
 # The record fields a checkpoint writes when they changed (owner: moved by the lease;
 # the seqs: by the log).
 CHECKPOINT_FIELDS: tuple[str, ...] = ("token_hash", "model", "mode", "state", "static")
@@ -54,6 +53,8 @@ class Persister:
         self.idle = asyncio.Event()
         self.idle.set()
         self._wake = asyncio.Event()
+        # Set to skip what is left of the interval between two checkpoints.
+        self._now = asyncio.Event()
         # Each record field as last written at this epoch (empty: write them all).
         self._written: dict[str, bytes] = {}
         self._sealer = TokenSealer(secret_box(state.config.store), session.session_id)
@@ -125,9 +126,14 @@ class Persister:
         self._written = {}
 
     def poke(self) -> None:
-        """Flush now rather than at the next interval (the client just left: a resume
-        elsewhere finds everything it received in the store)."""
+        """Something changed: checkpoint it (within ``checkpoint_interval_s``: coalesced)."""
         self._wake.set()
+
+    def flush_now(self) -> None:
+        """Checkpoint without waiting out the interval: the client just left, and a
+        resume elsewhere must find everything it received in the store."""
+        self._wake.set()
+        self._now.set()
 
     def let_go(self) -> None:
         """Another replica holds the session: stop writing, whatever happens next."""
@@ -148,7 +154,11 @@ class Persister:
                 await self.flush()
             else:
                 await self._touch()  # nothing handled since: no record to build
-            await asyncio.sleep(PERSIST_INTERVAL_S)  # at most one checkpoint per interval
+            # At most one checkpoint per interval, unless the client left.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.state.config.store.checkpoint_interval_s):
+                    await self._now.wait()
+            self._now.clear()
 
     async def finish(self, final: bool) -> None:
         """The session stops here: persist it, or forget it if it ended for good.
