@@ -9,6 +9,7 @@ import time
 import orjson
 
 from proxy.persist.checkpoint import checkpoint_of, pack_state
+from proxy.persist.lease_pace import lease_check_interval
 from proxy.persist.port import MirroredSession
 from proxy.persist.sealing import TokenSealer
 from proxy.state import ProxyState
@@ -20,10 +21,6 @@ from shim.snapshot import split_static, upstream_position
 # the seqs: by the log).
 CHECKPOINT_FIELDS: tuple[str, ...] = ("token_hash", "model", "mode", "state", "static")
 CHECKPOINT_FIELDS += ("conversation", "upstream", "recent_event_ids")
-# A fenced write at least this often, even when nothing changed: it refreshes the
-# keys' expiry, and an owner that lost the session to another replica learns it
-# within this (so its still-open client gets session.replaced).
-LEASE_CHECK_S = 1.0
 # While the store is down, try again this often rather than at every interval (a
 # checkpoint after a long outage carries every event since, and serialising it
 # for a store that refuses it only costs CPU).
@@ -53,6 +50,7 @@ class Persister:
         self.idle = asyncio.Event()
         self.idle.set()
         self._wake = asyncio.Event()
+        self._changed_at = time.monotonic()  # the last poke: the lease check's pace
         # Set to skip what is left of the interval between two checkpoints.
         self._now = asyncio.Event()
         # Each record field as last written at this epoch (empty: write them all).
@@ -127,6 +125,7 @@ class Persister:
 
     def poke(self) -> None:
         """Something changed: checkpoint it (within ``checkpoint_interval_s``: coalesced)."""
+        self._changed_at = time.monotonic()
         self._wake.set()
 
     def flush_now(self) -> None:
@@ -259,7 +258,8 @@ class Persister:
         self.session.upstream_checkpointed(*position)
 
     def _touch_interval(self) -> float:
-        return min(LEASE_CHECK_S, self.state.config.store.disconnect_grace_s / 3)
+        quiet = time.monotonic() - self._changed_at
+        return lease_check_interval(quiet, self.state.config.store.disconnect_grace_s)
 
     async def _lease_lost(self, store: SessionStore) -> bool:
         """A fenced write failed: replaced elsewhere (True), or the store lost the keys."""
