@@ -27,6 +27,8 @@ CREATED = json.dumps(
                 "supports_playback_ack": True,
                 "supports_audio_truncate": True,
                 "supports_session_resume": False,
+                # Else the proxy takes it for a one-session server (proxy/upstream_book.py).
+                "supports_multi_session": True,
                 "implementation_level": "model_native_duplex",
             },
         },

@@ -3,6 +3,7 @@
     uv run python bench/idle_cost.py                       # 90 idle sessions per mode
     uv run python bench/idle_cost.py --sessions 200 --window 20 --json
     uv run python bench/idle_cost.py --root OTHER_CHECKOUT # the same, another version
+    uv run python bench/idle_cost.py --redis               # sessions kept in Redis
 
 Starts a reference backend and a proxy (``duplex-proxy serve``) as processes, opens
 ``--sessions`` sessions that get ``session.created`` and then send nothing, waits
@@ -27,7 +28,7 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.processes import BACKEND_MAX_SESSIONS, QUIET, free_port, stop_all, wait_port
+from bench.processes import BACKEND_MAX_SESSIONS, QUIET, free_port, start_redis, stop_all, wait_port
 
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
 
@@ -70,7 +71,12 @@ def run_mode(root: Path, kind: str, args: argparse.Namespace) -> dict[str, float
     py = [sys.executable, "-m", "proxy"]
     up_port, port = free_port(), free_port()
     procs: list[subprocess.Popen[bytes]] = []
+    store = ""
     try:
+        if args.redis:  # each session's lease checks then go to Redis
+            redis, url = start_redis()
+            procs.append(redis)
+            store = f'[store]\nurl = "{url}"\n'
         argv = ["reference-backend", "--mode", kind, "--port", str(up_port)]
         argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]
         procs.append(
@@ -80,10 +86,11 @@ def run_mode(root: Path, kind: str, args: argparse.Namespace) -> dict[str, float
         with tempfile.NamedTemporaryFile("w", suffix=".toml", delete=False) as f:
             f.write(
                 '[server]\nhost = "127.0.0.1"\nlog_level = "warning"\n[auth]\nmode = "none"\n'
-                '\n[[routes]]\nmodel = "m"\n'
-                f'upstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
+                + store
+                + '\n[[routes]]\nmodel = "m"\n'
+                + f'upstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
             )
-        argv = ["serve", "--config", f.name, "--port", str(port)]
+        argv = ["serve", "--config", f.name, "--port", str(port), "--workers", "1"]
         procs.append(subprocess.Popen([*py, *argv], cwd=root, env=env, **QUIET))
         wait_port(port, procs[-1], 60, "proxy")
         url = f"ws://127.0.0.1:{port}/v1/realtime?model=m"
@@ -99,6 +106,7 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=10.0, help="seconds measured")
     parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--redis", action="store_true", help="a redis-server as the store")
     args = parser.parse_args()
     for mode, kind in MODES.items():
         row = {"mode": mode, "sessions": args.sessions, **run_mode(args.root, kind, args)}

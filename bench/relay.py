@@ -156,7 +156,9 @@ async def load(
     await asyncio.sleep(max(0.0, warm_until - time.perf_counter()))
     cpu0 = cpu_seconds(pids) if pids else 0.0
     if profile is not None:  # py-spy samples the relay over the window (a dev dependency)
-        argv = ["py-spy", "record", "--format", "flamegraph", "-o", str(profile), "-r", "200"]
+        # A .txt path gets py-spy's collapsed stacks (for grep and sort), else an SVG.
+        fmt = "raw" if profile.suffix == ".txt" else "flamegraph"
+        argv = ["py-spy", "record", "--format", fmt, "-o", str(profile), "-r", "200"]
         argv += ["-d", str(int(seconds)), "--nonblocking", "-p", str(pids[0])]
         spy = await asyncio.create_subprocess_exec(*argv, **QUIET)
     await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
@@ -284,7 +286,11 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--smoke", action="store_true", help="2 sessions, 2 s: does it work")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--profile", type=Path, help="py-spy flame graph (SVG) of the proxy")
+    parser.add_argument(
+        "--profile",
+        type=Path,
+        help="py-spy profile of the proxy: a flame graph (.svg), or collapsed stacks (.txt)",
+    )
     parser.add_argument(
         "--event-loops",
         default="asyncio,uvloop",

@@ -40,7 +40,9 @@ async def _shared_resources(app: web.Application) -> AsyncIterator[None]:
     state.store = await open_store(state.config.store, state.metrics)
     # Load the VAD model before the first session needs it, off the event loop.
     await asyncio.to_thread(state.vad_runner)
+    state.metrics.start_sampling()
     yield
+    state.metrics.stop_sampling()
     await state.store.close()
     if state.vad is not None:
         await state.vad.close()

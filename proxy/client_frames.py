@@ -1,7 +1,10 @@
 """One client frame read: a JSON object with a string ``type``, or why it is not one.
 
 Parsed once on arrival (``proxy/client_io.py``); the raw text travels with the event
-so that a relay can forward it unchanged.
+so that a relay can forward it unchanged. orjson parses a 20 ms audio append in about
+a microsecond, less than a scan of its text that would be as strict (every character
+checked for what JSON forbids), so every frame is parsed, and a relayed frame is as
+valid as one the proxy handles itself.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ def parse_client_frame(raw: str, max_depth: int = 64) -> ClientFrame | BadFrame:
         event = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return BadFrame("invalid_event", f"frame is not valid JSON: {exc}")
-    if nests_deeper_than(raw, event, max_depth):
+    if _nested(event) and nests_deeper_than(raw, event, max_depth):
         return BadFrame("invalid_event", f"event nested too deeply (over {max_depth} levels)")
     if not isinstance(event, dict):
         return BadFrame("invalid_event", "an event must be a JSON object")
@@ -40,3 +43,14 @@ def parse_client_frame(raw: str, max_depth: int = 64) -> ClientFrame | BadFrame:
     if not isinstance(kind, str) or not kind:
         return BadFrame("invalid_event", "an event needs a string 'type'")
     return ClientFrame(raw, event)
+
+
+def _nested(event: object) -> bool:
+    """Whether an object holds any container: a flat one (an audio append) is one
+    level deep, known without counting the brackets of its text."""
+    if not isinstance(event, dict):
+        return True
+    for value in event.values():
+        if isinstance(value, (dict, list)):
+            return True
+    return False

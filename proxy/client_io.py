@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
@@ -19,12 +20,15 @@ import orjson
 from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
-from proxy.client_limits import InputRate, Lifetime, Rate, audio_bytes
+from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
 from proxy.config import ServerConfig
-from proxy.metrics import Metrics
+from proxy.metrics import FrameTally, Metrics
 from shim import wire
 
 CLOSED = object()  # inbox sentinel: the client went away
+# ``send_now`` writes a frame up to this size from the sender's task: into an empty
+# socket buffer it stays under aiohttp's high-water mark, so the write never waits.
+DIRECT_MAX_BYTES = 32 * 1024
 
 
 class ClientChannel:
@@ -40,9 +44,10 @@ class ClientChannel:
     ) -> None:
         self.ws = ws
         self.metrics = metrics
-        # Label lookups done once, not per frame.
-        self._frames_in = metrics.frames.labels("client_to_upstream")
-        self._bytes_in = metrics.bytes.labels("client_to_upstream")
+        self._tally_in = FrameTally(metrics, "client_to_upstream")
+        # Set by a consumer that takes frames from the reader itself (passthrough):
+        # no queue and no task switch per frame; the reader waits while it sends.
+        self.sink: Callable[[ClientFrame], Awaitable[None]] | None = None
         self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
@@ -73,11 +78,8 @@ class ClientChannel:
             asyncio.create_task(self._watch(), name="client-watch"),
         ]
 
-    async def _admit(self, frame: ClientFrame) -> bool:
-        """Charge an append to the client's audio allowance; False once it is closed."""
-        now = asyncio.get_running_loop().time()
-        self.lifetime.heard(now)
-        verdict = self.rate.charge(audio_bytes(frame.event), now)
+    async def _admit(self, verdict: Verdict) -> bool:
+        """Act on an append over the client's audio allowance; False once it is closed."""
         if verdict.rate is Rate.CLOSE:
             await self.end("input_rate_exceeded", 1008, "input_rate_exceeded")
             return False
@@ -109,8 +111,7 @@ class ClientChannel:
         try:
             async for msg in self.ws:
                 if msg.type == aiohttp.WSMsgType.TEXT:
-                    self._frames_in.inc()
-                    self._bytes_in.inc(len(msg.data))
+                    self._tally_in.add(len(msg.data))
                     if len(msg.data) > self.limits.max_frame_bytes:
                         limit = self.limits.max_frame_bytes
                         self.metrics.client_errors.labels("frame_too_large").inc()
@@ -120,9 +121,15 @@ class ClientChannel:
                     if isinstance(parsed, BadFrame):
                         self.send_error(parsed.code, parsed.message)
                         continue
-                    if not await self._admit(parsed):
+                    now = asyncio.get_running_loop().time()
+                    self.lifetime.heard(now)
+                    verdict = self.rate.charge(audio_bytes(parsed.event), now)
+                    if verdict.rate is not Rate.OK and not await self._admit(verdict):
                         break
-                    await self.inbox.put(parsed)
+                    if self.sink is None:
+                        await self.inbox.put(parsed)
+                    if self.sink is not None:  # set now, or while the put waited for room
+                        await self._to_sink(parsed)
                 elif msg.type == aiohttp.WSMsgType.BINARY:
                     self.send_error(
                         "invalid_event", "binary frames are not accepted: send JSON text events"
@@ -130,11 +137,23 @@ class ClientChannel:
                 elif msg.type == aiohttp.WSMsgType.ERROR:
                     break
         finally:
+            self._tally_in.flush()
             if not self._reader_stopped:  # else close() says CLOSED once its frame is out
                 if self.ended_by_proxy is None:  # else the watcher may be the one closing
                     self._tasks[2].cancel()
                 self.close_code = self.ws.close_code
                 await self.inbox.put(CLOSED)
+
+    async def _to_sink(self, frame: ClientFrame) -> None:
+        """``frame`` to the sink, after what the inbox holds (put as the sink was set)."""
+        queued = False
+        while self.sink is not None and not self.inbox.empty():
+            item = self.inbox.get_nowait()
+            assert isinstance(item, ClientFrame)
+            queued = queued or item is frame
+            await self.sink(item)
+        if self.sink is not None and not queued:
+            await self.sink(frame)
 
     async def _watch(self) -> None:
         """Warn an idle client, then close it; end a session that lasted too long.
@@ -182,15 +201,21 @@ class ClientChannel:
                 self._drained.set()
                 return
 
-    def send_bytes(self, data: bytes) -> bool:
-        return self.send_text(data)
+    async def send_now(self, text: str) -> bool:
+        """``send_text``, but written from the caller's task (no queue, no writer wakeup)
+        when nothing is queued and the socket takes it at once; else queued, bounded."""
+        t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
+        if busy or t is None or t.get_write_buffer_size() or len(text) > DIRECT_MAX_BYTES:
+            return self.send_text(text)
+        try:
+            await self.ws.send_str(text)
+        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+            return False
+        return True
 
     def send_text(self, text: str | bytes) -> bool:
-        """Queue a frame; False (and the client is dropped) if the client is too slow.
-
-        The queue is bounded in frames and in bytes: a client that stops reading is
-        closed with 1008 rather than buffered without bound.
-        """
+        """Queue a frame; False (and the client is dropped) if the client is too slow:
+        the queue is bounded in frames and bytes, past them the client is closed (1008)."""
         if self.ws.closed or self._slow or self._finishing:
             return False
         self._out.append(text)

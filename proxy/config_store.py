@@ -51,6 +51,13 @@ class StoreConfig:
     disconnect_grace_s: float = Field(
         default=30.0, gt=0, description="How long a dropped session waits to be resumed."
     )
+    checkpoint_interval_s: float = Field(
+        default=0.25,
+        gt=0,
+        le=2.0,
+        description="Fewest seconds between two checkpoints of a busy session (its changes "
+        "are coalesced); a client that leaves is checkpointed at once.",
+    )
     replay_max_bytes: int = Field(
         default=8 * 1024 * 1024,
         gt=0,

@@ -10,6 +10,7 @@ show the highest value of any worker.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from dataclasses import dataclass, field
 
@@ -27,6 +28,9 @@ LATENCY_BUCKETS = (0.025, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.
 # One VAD inference, or the wait for it: well under a window (32 ms) when healthy.
 # 0.1: the decision lag a live session can take (bench/sessions.py's limit).
 VAD_BUCKETS = (0.0005, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064, 0.1, 0.128, 0.256)
+# How often each process sets its asyncio tasks gauge (the /metrics answer of the
+# process asked is always fresh; the other workers' figures are at most this old).
+TASKS_SAMPLE_S = 5.0
 
 
 @dataclass
@@ -172,10 +176,15 @@ class Metrics:
             registry=r,
             multiprocess_mode="livemax",
         )
+        # Set by sampling (``sample_tasks``), not read at scrape time: a callback gauge
+        # is not written to the multiprocess files, so under workers it was missing.
         self.tasks = Gauge(
-            "duplex_proxy_asyncio_tasks", "asyncio tasks alive now (a leak grows).", registry=r
+            "duplex_proxy_asyncio_tasks",
+            "asyncio tasks alive now (a leak grows), summed over the workers.",
+            registry=r,
+            multiprocess_mode="livesum",
         )
-        self.tasks.set_function(_tasks_alive)
+        self._sampler: asyncio.TimerHandle | None = None
         self.config_reloads = Counter(
             "duplex_proxy_config_reloads_total",
             "Config reloads (SIGHUP or a changed file), by outcome (applied, refused).",
@@ -183,7 +192,22 @@ class Metrics:
             registry=r,
         )
 
+    def start_sampling(self, every_s: float = TASKS_SAMPLE_S) -> None:
+        """Set the tasks gauge now and every ``every_s`` until ``stop_sampling`` (a
+        timer, not a task: the sampler does not count itself)."""
+        self.tasks.set(_tasks_alive())
+        loop = asyncio.get_running_loop()
+        self._sampler = loop.call_later(every_s, self.start_sampling, every_s)
+
+    def stop_sampling(self) -> None:
+        if self._sampler is not None:
+            self._sampler.cancel()
+            self._sampler = None
+
     def render(self) -> bytes:
+        with contextlib.suppress(RuntimeError):  # this process's figure, fresh
+            asyncio.get_running_loop()
+            self.tasks.set(_tasks_alive())
         path = os.environ.get(MULTIPROC_ENV)
         if not path:
             return generate_latest(self.registry)
@@ -193,7 +217,32 @@ class Metrics:
 
 
 def _tasks_alive() -> float:
-    try:
-        return float(len(asyncio.all_tasks()))
-    except RuntimeError:  # read outside the event loop
-        return 0.0
+    return float(len(asyncio.all_tasks()))
+
+
+class FrameTally:
+    """Frames and bytes relayed in one direction, added to the counters in batches.
+
+    A counter increment takes a lock; two per frame were a measurable share of a
+    relayed frame's cost (bench/relay.py). The tally is added every ``every`` frames
+    and at ``flush()``, which the owner calls when its session ends."""
+
+    __slots__ = ("_bytes", "_every", "_frames", "_n", "_size")
+
+    def __init__(self, metrics: Metrics, direction: str, every: int = 32) -> None:
+        self._frames = metrics.frames.labels(direction)
+        self._bytes = metrics.bytes.labels(direction)
+        self._n = self._size = 0
+        self._every = every
+
+    def add(self, size: int) -> None:
+        self._n += 1
+        self._size += size
+        if self._n >= self._every:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._n:
+            self._frames.inc(self._n)
+            self._bytes.inc(self._size)
+            self._n = self._size = 0

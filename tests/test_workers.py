@@ -132,6 +132,8 @@ async def test_two_workers_share_the_port_the_store_and_the_metrics(
         for _ in range(4):
             assert await w.metric("duplex_proxy_sessions_total") == 12
             assert await w.metric("duplex_proxy_sessions_active") == 12
+            # Tasks too: every session runs tasks on its worker, summed over both.
+            assert await w.metric("duplex_proxy_asyncio_tasks") >= 12
 
         # A session talks, its client goes, and it resumes on whichever worker the new
         # connection lands on, until it has landed on the other one.

@@ -273,7 +273,7 @@ class EmulatedRunner(PersistedSession):
             return
         grace_s = self.state.config.store.disconnect_grace_s
         if self.out.detach(client, grace_s):
-            self.persister.poke()  # a resume elsewhere finds everything the client received
+            self.persister.flush_now()  # a resume elsewhere finds all the client received
             self.ticker.wake_in(grace_s)  # the loop sees the grace end, with no ticks
             self.log.info("client_detached", grace_s=grace_s)
 

@@ -5,7 +5,10 @@ event whose id it has seen. The ids live in memory per session and in the sessio
 store record, where each relay adds them as it applies them (``IdsWriter``): a
 resume on another replica a moment after a drop finds every id applied before it.
 The writes are fenced by the relay's lease epoch and carry only the new ids, never
-the token: a relay that a resume replaced cannot put its stale binding back.
+the token: a relay that a resume replaced cannot put its stale binding back. They are
+coalesced like checkpoints (at most one per ``[store] checkpoint_interval_s``; a
+client streaming audio with an id on every append is a few writes a second, not one
+per frame), and what is pending is written when the relay ends.
 """
 
 from __future__ import annotations
@@ -53,8 +56,10 @@ def ids_writer(session: ClientConnection, epoch: int | None) -> IdsWriter | None
     store, sid = session.state.store, session.passthrough_sid
     if store is None or sid is None or epoch is None:
         return None
-    limit = session.state.config.store.recent_event_ids
-    return IdsWriter(store, sid, epoch, limit, session.log)
+    cfg = session.state.config.store
+    return IdsWriter(
+        store, sid, epoch, cfg.recent_event_ids, session.log, cfg.checkpoint_interval_s
+    )
 
 
 class IdsWriter:
@@ -65,10 +70,16 @@ class IdsWriter:
     """
 
     def __init__(
-        self, store: SessionStore, session_id: str, epoch: int, limit: int, log: Logger
+        self,
+        store: SessionStore,
+        session_id: str,
+        epoch: int,
+        limit: int,
+        log: Logger,
+        interval_s: float = 0.0,
     ) -> None:
         self.store, self.session_id, self.epoch = store, session_id, epoch
-        self.limit, self.log = limit, log
+        self.limit, self.log, self.interval_s = limit, log, interval_s
         self._pending: list[str] = []
         self._wake = asyncio.Event()
         self._stopped = False
@@ -102,6 +113,8 @@ class IdsWriter:
             except (LeaseLost, ValueError):
                 self._stopped = True
                 self.log.info("passthrough_ids_stopped", reason="the session moved on")
+            else:
+                await asyncio.sleep(self.interval_s)  # the ids of that long go in one write
 
     async def _write(self) -> None:
         batch, self._pending = self._pending, []

@@ -9,8 +9,9 @@ from typing import Any
 import aiohttp
 
 from proxy.client_frames import ClientFrame
-from proxy.client_io import CLOSED
+from proxy.client_io import CLOSED, DIRECT_MAX_BYTES
 from proxy.connection import ClientConnection
+from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
@@ -65,35 +66,43 @@ async def relay(
     (the applied client event ids are added to the store under it)."""
     client = session.client
     metrics = session.state.metrics
-    to_client = metrics.frames.labels("upstream_to_client")
-    to_client_bytes = metrics.bytes.labels("upstream_to_client")
+    to_client = FrameTally(metrics, "upstream_to_client")
     applied = await applied_ids(session)
     writer = ids_writer(session, epoch)
     send_timeout = session.state.config.server.upstream_send_timeout_s
     stalled = False
-
-    def fresh(frame: ClientFrame) -> bool:
-        """False for an event re-sent after a reconnect: it was applied already."""
-        event_id = frame.event.get("event_id")
-        return applied is None or not isinstance(event_id, str) or not applied.seen(event_id)
+    # A send that failed in the client's reader (the sink), for the relay to act on.
+    failed: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
 
     async def forward(frame: ClientFrame) -> None:
-        await send_within(up, frame.raw, send_timeout)
         event_id = frame.event.get("event_id")
+        if isinstance(event_id, str) and applied is not None and applied.seen(event_id):
+            return  # re-sent after a reconnect: it was applied already
+        if upstream_buffered(up) == 0 and len(frame.raw) <= DIRECT_MAX_BYTES:
+            await up.send_str(frame.raw)  # cannot wait (see DIRECT_MAX_BYTES): no timer
+        else:
+            await send_within(up, frame.raw, send_timeout)
         if writer is not None and isinstance(event_id, str):
             writer.applied(event_id)
+
+    async def sink(frame: ClientFrame) -> None:
+        """Forward from the client's reader task; a failure ends the relay."""
+        if failed.done():
+            return
+        try:
+            await forward(frame)
+        except Exception as exc:  # the upstream stopped reading, or its socket closed
+            failed.set_result(exc)
 
     async def upstream_to_client() -> None:
         async for msg in up:
             if msg.type == aiohttp.WSMsgType.TEXT:
-                to_client.inc()
-                to_client_bytes.inc(len(msg.data))
-                if not client.send_text(msg.data):
+                to_client.add(len(msg.data))
+                if not await client.send_now(msg.data):
                     return
             elif msg.type == aiohttp.WSMsgType.BINARY:
-                to_client.inc()
-                to_client_bytes.inc(len(msg.data))
-                client.send_bytes(msg.data)
+                to_client.add(len(msg.data))
+                client.send_text(msg.data)
             else:
                 break
 
@@ -101,18 +110,35 @@ async def relay(
         nonlocal stalled
         try:
             for frame in session.pending:
-                if fresh(frame) and frame is not skip:  # the opener was applied: remember it
+                if frame is not skip:  # the opener was applied: remember it
                     await forward(frame)
+                elif applied is not None and isinstance(frame.event.get("event_id"), str):
+                    applied.seen(frame.event["event_id"])
             session.pending.clear()
-            while True:
-                item = await client.inbox.get()
+            while not client.inbox.empty():  # read before the relay began
+                item = client.inbox.get_nowait()
                 if item is CLOSED:
                     return
                 assert isinstance(item, ClientFrame)
-                if fresh(item):
-                    await forward(item)
+                await forward(item)
+            # From here the reader forwards each frame itself, in order.
+            client.sink = sink
+            while True:
+                waiting = asyncio.ensure_future(client.inbox.get())
+                either: set[asyncio.Future[Any]] = {waiting, failed}
+                await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+                if failed.done():
+                    waiting.cancel()
+                    raise failed.result()
+                item = waiting.result()
+                if item is CLOSED:
+                    return
+                if isinstance(item, ClientFrame):  # the reader hands them over itself
+                    await sink(item)
         except TimeoutError:
             stalled = True  # the upstream stopped reading
+        finally:
+            client.sink = None
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
@@ -124,6 +150,7 @@ async def relay(
             await asyncio.wait({down}, timeout=1.0)
             done = {upw, down}
     finally:
+        to_client.flush()
         for task in (down, upw):
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -151,3 +178,14 @@ async def relay(
     if writer is not None:
         await writer.close()
     await close_within(up)
+
+
+def upstream_buffered(up: aiohttp.ClientWebSocketResponse) -> int:
+    """Bytes waiting in the upstream socket's buffer (-1: unknown, send with a timer).
+
+    aiohttp keeps the transport on the socket's writer; without it every send takes
+    the timed path, which is correct, only slower."""
+    transport = getattr(getattr(up, "_writer", None), "transport", None)
+    if not isinstance(transport, asyncio.WriteTransport):
+        return -1
+    return transport.get_write_buffer_size()

@@ -1,8 +1,9 @@
 """Mirror an emulated session into the store so any replica can resume it.
 
-How a resume reads it back: docs/architecture.md. Every ``PERSIST_INTERVAL_S``
-(and when the session stops) a *checkpoint* goes to the store in two fenced
-writes, always in this order:
+How a resume reads it back: docs/architecture.md. When the session changed, at most
+every ``[store] checkpoint_interval_s`` (at once when its client leaves, and when the
+session stops) a *checkpoint* goes to the store in two fenced writes, always in this
+order:
 
 1. ``save``: the record. Its ``state`` holds the shim snapshot, the
    ``server_event_seq`` it was taken at, and the *tail*: the events stamped since the

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from proxy.store.base import SessionRecord
 from shim.capabilities import Classification
 from shim.snapshot import join_static
@@ -63,3 +65,18 @@ def upstream_facts(
         "reasons": list(cls.reasons),
         "created": created,
     }
+
+
+# The record fields a checkpoint writes when they changed (owner: moved by the lease;
+# the seqs: by the log).
+CHECKPOINT_FIELDS: tuple[str, ...] = ("token_hash", "model", "mode", "state", "static")
+CHECKPOINT_FIELDS += ("conversation", "upstream", "recent_event_ids")
+
+
+def serialised(record: SessionRecord) -> dict[str, bytes]:
+    """Each field a checkpoint writes, serialised, to tell what changed since.
+
+    The bytes themselves rather than a hash of them: comparing megabytes of
+    instructions costs a fraction of hashing them, at every flush.
+    """
+    return {name: orjson.dumps(getattr(record, name)) for name in CHECKPOINT_FIELDS}

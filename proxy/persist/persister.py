@@ -6,9 +6,8 @@ import asyncio
 import contextlib
 import time
 
-import orjson
-
-from proxy.persist.checkpoint import checkpoint_of, pack_state
+from proxy.persist.checkpoint import checkpoint_of, pack_state, serialised
+from proxy.persist.lease_pace import lease_check_interval
 from proxy.persist.port import MirroredSession
 from proxy.persist.sealing import TokenSealer
 from proxy.state import ProxyState
@@ -16,15 +15,6 @@ from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavai
 from proxy.store.secret_box import secret_box
 from shim.snapshot import split_static, upstream_position
 
-PERSIST_INTERVAL_S = 0.05
-# The record fields a checkpoint writes when they changed (owner: moved by the lease;
-# the seqs: by the log).
-CHECKPOINT_FIELDS: tuple[str, ...] = ("token_hash", "model", "mode", "state", "static")
-CHECKPOINT_FIELDS += ("conversation", "upstream", "recent_event_ids")
-# A fenced write at least this often, even when nothing changed: it refreshes the
-# keys' expiry, and an owner that lost the session to another replica learns it
-# within this (so its still-open client gets session.replaced).
-LEASE_CHECK_S = 1.0
 # While the store is down, try again this often rather than at every interval (a
 # checkpoint after a long outage carries every event since, and serialising it
 # for a store that refuses it only costs CPU).
@@ -54,6 +44,9 @@ class Persister:
         self.idle = asyncio.Event()
         self.idle.set()
         self._wake = asyncio.Event()
+        self._changed_at = time.monotonic()  # the last poke: the lease check's pace
+        # Set to skip what is left of the interval between two checkpoints.
+        self._now = asyncio.Event()
         # Each record field as last written at this epoch (empty: write them all).
         self._written: dict[str, bytes] = {}
         self._sealer = TokenSealer(secret_box(state.config.store), session.session_id)
@@ -112,7 +105,7 @@ class Persister:
             )
             return False
         self.enabled = True
-        self._written = _serialised(record)
+        self._written = serialised(record)
         self._last_write = time.monotonic()
         return True
 
@@ -125,13 +118,19 @@ class Persister:
         self._written = {}
 
     def poke(self) -> None:
-        """Flush now rather than at the next interval (the client just left: a resume
-        elsewhere finds everything it received in the store)."""
+        """Something changed: checkpoint it (within ``checkpoint_interval_s``: coalesced)."""
+        self._changed_at = time.monotonic()
         self._wake.set()
 
     def upstream_handed_on(self) -> bool:
         """Whether a new owner can resume the upstream's session from the store."""
         return self._sealer.sealed and (self.enabled or self.replaced)
+
+    def flush_now(self) -> None:
+        """Checkpoint without waiting out the interval: the client just left, and a
+        resume elsewhere must find everything it received in the store."""
+        self._wake.set()
+        self._now.set()
 
     def let_go(self) -> None:
         """Another replica holds the session: stop writing, whatever happens next."""
@@ -152,7 +151,11 @@ class Persister:
                 await self.flush()
             else:
                 await self._touch()  # nothing handled since: no record to build
-            await asyncio.sleep(PERSIST_INTERVAL_S)  # at most one checkpoint per interval
+            # At most one checkpoint per interval, unless the client left.
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.state.config.store.checkpoint_interval_s):
+                    await self._now.wait()
+            self._now.clear()
 
     async def finish(self, final: bool) -> None:
         """The session stops here: persist it, or forget it if it ended for good.
@@ -196,7 +199,7 @@ class Persister:
             return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
-        fields = _serialised(record)
+        fields = serialised(record)
         changed = {k: getattr(record, k) for k, v in fields.items() if self._written.get(k) != v}
         due = time.monotonic() - self._last_write >= self._touch_interval()
         try:
@@ -253,7 +256,8 @@ class Persister:
         self.session.upstream_checkpointed(*position)
 
     def _touch_interval(self) -> float:
-        return min(LEASE_CHECK_S, self.state.config.store.disconnect_grace_s / 3)
+        quiet = time.monotonic() - self._changed_at
+        return lease_check_interval(quiet, self.state.config.store.disconnect_grace_s)
 
     async def _lease_lost(self, store: SessionStore) -> bool:
         """A fenced write failed: replaced elsewhere (True), or the store lost the keys."""
@@ -279,16 +283,7 @@ class Persister:
             await store.create(record)
         except (StoreUnavailable, LeaseLost):
             return False
-        self._written = _serialised(record)
+        self._written = serialised(record)
         self._last_write = time.monotonic()
         r.log.info("session_reregistered", reason="the session store had lost it")
         return False
-
-
-def _serialised(record: SessionRecord) -> dict[str, bytes]:
-    """Each field a checkpoint writes, serialised, to tell what changed since.
-
-    The bytes themselves rather than a hash of them: comparing megabytes of
-    instructions costs a fraction of hashing them, at every flush.
-    """
-    return {name: orjson.dumps(getattr(record, name)) for name in CHECKPOINT_FIELDS}

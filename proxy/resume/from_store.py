@@ -41,8 +41,9 @@ from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
 
 # A client may have received events its session's owner has not persisted yet (it
-# flushes every PERSIST_INTERVAL_S). A resume elsewhere waits this long for a live
-# owner to catch up before it carries on from what the store has.
+# checkpoints at most every [store] checkpoint_interval_s, and at once when its client
+# leaves). A resume elsewhere waits this long past that interval for a live owner to
+# catch up before it carries on from what the store has.
 OWNER_CATCH_UP_S = 0.3
 
 
@@ -149,7 +150,8 @@ async def _catch_up(
         return record
     loop = asyncio.get_running_loop()
     start = loop.time()
-    while checkpoint_of(record).seq < req.last_seq and loop.time() < start + OWNER_CATCH_UP_S:
+    until = start + conn.state.config.store.checkpoint_interval_s + OWNER_CATCH_UP_S
+    while checkpoint_of(record).seq < req.last_seq and loop.time() < until:
         await asyncio.sleep(CATCH_UP_POLL_S)
         current = await load_record(store, req.session_id)
         if current is None:
