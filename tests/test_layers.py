@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.settings",
             "shim.playback",
             "shim.echo_far",
+            "shim.echo_ola",
             "shim.echo",
             "shim.overlap_evidence",
             "shim.overlap_decision",
