@@ -222,3 +222,49 @@ async def test_inference_errors_reach_the_caller_and_the_stream_goes_on() -> Non
         ]
     finally:
         await live.close()
+
+
+async def test_submitted_windows_report_in_order_as_process_would(runner: VadRunner) -> None:
+    names = [c["file"] for c in SPEECH[:3]]
+    expected = [runner.process_sync(runner.new_stream(), load16k(n)) for n in names]
+    live = VadRunner(max_batch=64)
+    got: list[list[tuple[float, int]]] = [[] for _ in names]
+    try:
+        streams = [live.new_stream() for _ in names]
+        xs = [load16k(n) for n in names]
+        for lo in range(0, max(x.size for x in xs), 320):  # 20 ms appends, interleaved
+            for i, (stream, x) in enumerate(zip(streams, xs, strict=True)):
+                if lo < x.size:
+                    live.submit(stream, x[lo : lo + 320], lambda p, e, i=i: got[i].append((p, e)))
+            await asyncio.sleep(0)
+        for stream in streams:
+            await asyncio.wait_for(stream.wait_for_room(1), 30)  # every window reported
+    finally:
+        await live.close()
+    for want, have in zip(expected, got, strict=True):
+        assert [e for _, e in have] == [e for _, e in want]
+        np.testing.assert_allclose([p for p, _ in have], [p for p, _ in want], atol=1e-5)
+
+
+async def test_a_reset_drops_submitted_windows_and_frees_a_waiting_producer() -> None:
+    live = VadRunner(max_batch=1)
+    heard: list[int] = []
+    try:
+        stream = live.new_stream()
+        assert live.submit(stream, np.zeros(WINDOW * 40, np.float32), lambda p, e: heard.append(e))
+        assert stream.backlog == 40
+        waiting = asyncio.create_task(stream.wait_for_room(10))
+        await asyncio.sleep(0)
+        assert not waiting.done(), "a producer past the limit waits"
+        stream.reset()  # as a session ending does
+        await asyncio.wait_for(waiting, 5)
+        assert stream.backlog == 0
+        await asyncio.sleep(0.2)
+        assert len(heard) < 40, "windows dropped by the reset never report"
+        assert heard == sorted(heard)
+        # The stream starts over: its windows count from zero again.
+        live.submit(stream, np.zeros(WINDOW, np.float32), lambda p, e: heard.append(-e))
+        await asyncio.wait_for(stream.wait_for_room(1), 30)
+        assert heard[-1] == -WINDOW
+    finally:
+        await live.close()
