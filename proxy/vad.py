@@ -224,7 +224,6 @@ class VadRunner:
             # already hold new windows, which still need a batch.
             if gen == s._generation and s._pending and s._pending[0] is w:
                 s._pending.popleft()
-                s.made_room()
                 if result is not None:
                     probs, states = result
                     s._advance(states[:, i : i + 1, :].copy(), w.samples)
@@ -250,7 +249,6 @@ class VadRunner:
         for stream in [*self._ready, *(s for s, _, _ in self._inflight)]:
             for w in stream._pending:
                 w.dropped()
-            stream.made_room()
         self._ready.clear()
         self._queued.clear()
         if self._executor is not None:

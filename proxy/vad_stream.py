@@ -43,18 +43,22 @@ class Window:
 class VadStream:
     """One session's Silero state. Create with ``VadRunner.new_stream()``."""
 
-    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_room", "_state")
+    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_state")
 
     def __init__(self) -> None:
         self._generation = 0  # bumped by reset(): results of older windows are dropped
         self._pending: deque[Window] = deque()
-        self._room: asyncio.Event | None = None  # set as windows leave (``wait_for_room``)
         self.reset()
 
     @property
     def backlog(self) -> int:
         """Windows waiting for (or in) a batch."""
         return len(self._pending)
+
+    @property
+    def fed(self) -> int:
+        """The end sample of the last window cut (0 after a reset)."""
+        return self._fed
 
     def reset(self) -> None:
         """Forget everything: state, context, leftover samples, the sample count.
@@ -69,20 +73,6 @@ class VadStream:
         self._fed = 0  # samples cut into windows since creation/reset
         while self._pending:
             self._pending.popleft().dropped()
-        self.made_room()
-
-    def made_room(self) -> None:
-        if self._room is not None:
-            self._room.set()
-            self._room = None
-
-    async def wait_for_room(self, limit: int) -> None:
-        """Until fewer than ``limit`` windows wait: a session whose audio comes faster
-        than the VAD keeps up with waits here (and so does its client)."""
-        while len(self._pending) >= limit:
-            if self._room is None:
-                self._room = asyncio.Event()
-            await self._room.wait()
 
     def _cut(self, samples: npt.NDArray[np.generic]) -> list[tuple[Float32Array, int]]:
         """Buffer ``samples``; return the complete windows with their end samples."""

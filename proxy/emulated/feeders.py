@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 from proxy.client_frames import ClientFrame
@@ -81,9 +82,9 @@ async def feed_attachment(
             await reader
 
 
-# Windows waiting for the VAD before the session's loop waits for them (~5 s of audio):
-# if the VAD falls behind, the loop waits, and so does the client.
-VAD_BACKLOG_WINDOWS = 160
+# Audio chunks waiting for the VAD before the session's loop waits for them (~5 s of
+# 20 ms appends): if the VAD falls behind, the loop waits, and so does the client.
+VAD_BACKLOG = 256
 
 
 class VadFeed:
@@ -94,14 +95,26 @@ class VadFeed:
     def __init__(self, vad: VadRunner, inputs: asyncio.Queue[object]) -> None:
         self.vad, self.inputs = vad, inputs
         self.stream = vad.new_stream()
+        self._chunks: deque[int] = deque()  # the last window's end of each chunk waiting
+        self._room = asyncio.Event()  # set while fewer than VAD_BACKLOG chunks wait
+        self._room.set()
 
     async def analyze(self, job: AnalyzeAudio) -> None:
-        await self.stream.wait_for_room(VAD_BACKLOG_WINDOWS)
-        self.vad.submit(self.stream, job.samples, self._deliver)
+        await self._room.wait()
+        if self.vad.submit(self.stream, job.samples, self._deliver):
+            self._chunks.append(self.stream.fed)
+            if len(self._chunks) >= VAD_BACKLOG:
+                self._room.clear()
 
     def _deliver(self, prob: float, end_sample: int) -> None:
         self.inputs.put_nowait(VadWindow(prob, end_sample, now_ms()))
+        while self._chunks and self._chunks[0] <= end_sample:
+            self._chunks.popleft()
+        if len(self._chunks) < VAD_BACKLOG:
+            self._room.set()
 
     def close(self) -> None:
         """The session ended: its windows still waiting are dropped, not run."""
         self.stream.reset()
+        self._chunks.clear()
+        self._room.set()

@@ -85,7 +85,10 @@ class EmulatedRunner(PersistedSession):
         self.credits = asyncio.Semaphore(state.config.server.session_queue_frames)
         self.vad = VadFeed(state.vad_runner(), self.inputs)
         keep_ms = self.shim.settings.max_hold_ms + 1000
-        self.ticker = Ticker(self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now))
+        self.loop = InputLoop(self.inputs, self._step, self._failed)
+        self.ticker = Ticker(
+            self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now), self.loop.offer
+        )
         # The session's end (server.max_session_s), across every attachment.
         loop = asyncio.get_running_loop()
         self.ends_at = loop.time() + state.config.server.max_session_s
@@ -103,7 +106,6 @@ class EmulatedRunner(PersistedSession):
             log,
         )
         self._tasks: list[asyncio.Task[None]] = []
-        self.loop = InputLoop(self.inputs, self._step, self._failed)
         self.finished = asyncio.Event()
         self.persister = Persister(self, state)
         self._ended = False

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from proxy.emulated.queue_items import FromClient, Stop
+from proxy.emulated.queue_items import Stop
 
 # Handles one input; False: the session ends.
 Step = Callable[[object], Awaitable[bool]]
@@ -47,15 +47,16 @@ class InputLoop:
         finally:
             self.closed = True
 
-    async def offer(self, frame: FromClient) -> bool:
-        """Handle ``frame`` now if nothing is queued or in hand; False: queue it."""
+    async def offer(self, item: object) -> bool:
+        """Handle ``item`` (a client frame, a tick) now if nothing is queued or in hand;
+        False: queue it."""
         if self.closed or self._in_hand or self._lock.locked() or not self.inputs.empty():
             return False
         self.inline = asyncio.current_task()
         try:
             async with self._lock:
                 try:
-                    go_on = await self._step(frame)
+                    go_on = await self._step(item)
                 except Exception:
                     self._failed()
                     go_on = False
