@@ -1,10 +1,10 @@
 """Silero VAD on onnxruntime, batched across every session of the process.
 
 One ``VadRunner`` per process owns one ONNX session. Each client session owns a
-``VadStream``: Silero's recurrent state, the 64-sample context Silero v5+ expects
-in front of each 512-sample window (see ``OnnxWrapper.__call__`` in
-``silero_vad/utils_vad.py``), and the samples left over that do not yet fill a
-window.
+``VadStream`` (``proxy/vad_stream.py``): Silero's recurrent state and context, and
+the samples that do not yet fill a window. A window's result comes back either to
+an awaiting ``process`` call or, with ``submit``, to a callback as its batch ends
+(no task or future per window: what the emulated sessions use).
 
 Why batch: one window costs far more in per-call overhead than in arithmetic, so
 running the windows of many sessions as rows of one call is much cheaper than
@@ -36,15 +36,10 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from proxy.metrics import Metrics
-from shim.audio import int16_to_float
+from proxy.vad_stream import RATE_HZ, WINDOW, Deliver, Float32Array, VadStream, Window
 
-RATE_HZ = 16000
-WINDOW = 512  # samples per Silero window at 16 kHz (32 ms)
-CONTEXT = 64  # samples of the previous window Silero v5+ prepends
-STATE_SHAPE = (2, 1, 128)
-
-Float32Array = npt.NDArray[np.float32]
 _SR = np.array(RATE_HZ, dtype=np.int64)
+__all__ = ["RATE_HZ", "WINDOW", "VadRunner", "VadStream", "default_model_path"]
 
 
 def default_model_path() -> str:
@@ -58,60 +53,6 @@ class VadStats:
     windows_total: int = 0
     batches_total: int = 0
     infer_seconds_total: float = 0.0  # wall time inside onnxruntime
-
-
-@dataclass(slots=True)
-class _Window:
-    samples: Float32Array  # WINDOW samples
-    end_sample: int
-    done: asyncio.Future[float | None]  # None: dropped by a reset
-    queued_at: float = 0.0  # perf_counter when queued, for the decision-lag metric
-
-
-class VadStream:
-    """One session's Silero state. Create with ``VadRunner.new_stream()``."""
-
-    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_state")
-
-    def __init__(self) -> None:
-        self._generation = 0  # bumped by reset(): results of older windows are dropped
-        self._pending: deque[_Window] = deque()
-        self.reset()
-
-    def reset(self) -> None:
-        """Forget everything: state, context, leftover samples, the sample count.
-
-        Windows still queued or in flight are dropped: their ``process`` calls
-        return without them, and an in-flight result no longer touches the state.
-        """
-        self._generation += 1
-        self._state = np.zeros(STATE_SHAPE, dtype=np.float32)
-        self._context = np.zeros(CONTEXT, dtype=np.float32)
-        self._buf = np.zeros(0, dtype=np.float32)
-        self._fed = 0  # samples cut into windows since creation/reset
-        while self._pending:
-            window = self._pending.popleft()
-            if not window.done.done():
-                window.done.set_result(None)
-
-    def _cut(self, samples: npt.NDArray[np.generic]) -> list[tuple[Float32Array, int]]:
-        """Buffer ``samples``; return the complete windows with their end samples."""
-        if samples.dtype == np.int16:
-            chunk = int16_to_float(samples.astype(np.int16, copy=False))
-        else:
-            chunk = np.asarray(samples, dtype=np.float32).reshape(-1)
-        data = np.concatenate((self._buf, chunk)) if self._buf.size else chunk
-        n = data.size // WINDOW
-        windows = []
-        for i in range(n):
-            self._fed += WINDOW
-            windows.append((np.ascontiguousarray(data[i * WINDOW : (i + 1) * WINDOW]), self._fed))
-        self._buf = data[n * WINDOW :].copy()
-        return windows
-
-    def _advance(self, state: Float32Array, window: Float32Array) -> None:
-        self._state = state
-        self._context = window[-CONTEXT:].copy()
 
 
 class VadRunner:
@@ -148,7 +89,7 @@ class VadRunner:
         self._worker: asyncio.Task[None] | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._closed = False
-        self._inflight: list[tuple[VadStream, _Window, int]] = []
+        self._inflight: list[tuple[VadStream, Window, int]] = []
 
     def new_stream(self) -> VadStream:
         return VadStream()
@@ -195,31 +136,46 @@ class VadRunner:
         loop = asyncio.get_running_loop()
         mine = []
         for window, end in stream._cut(samples):
-            item = _Window(window, end, loop.create_future(), time.perf_counter())
+            item = Window(window, end, loop.create_future(), time.perf_counter())
             stream._pending.append(item)
             mine.append(item)
         if not mine:
             return []
         self._enqueue(stream)
-        if self._worker is None or self._worker.done():
-            # Started on first use, inside the running loop (the event binds to it).
-            self._wake = asyncio.Event()
-            self._wake.set()
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silero")
-            self._worker = asyncio.create_task(self._run(), name="vad-runner")
         out = []
         for item in mine:
+            assert item.done is not None
             prob = await item.done
             if prob is not None:
                 out.append((prob, item.end_sample))
         return out
 
+    def submit(self, stream: VadStream, samples: npt.NDArray[np.generic], deliver: Deliver) -> int:
+        """Like ``process``, but each window's result goes to ``deliver(prob, end)``
+        when its batch ends, in order; windows dropped by a reset never report.
+        Returns the windows queued."""
+        if self._closed:
+            raise RuntimeError("VadRunner is closed")
+        now = time.perf_counter()
+        n = 0
+        for window, end in stream._cut(samples):
+            stream._pending.append(Window(window, end, None, now, deliver))
+            n += 1
+        if n:
+            self._enqueue(stream)
+        return n
+
     def _enqueue(self, stream: VadStream) -> None:
+        if self._worker is None or self._worker.done():
+            # Started on first use, inside the running loop (the event binds to it).
+            self._wake = asyncio.Event()
+            if self._executor is None:
+                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silero")
+            self._worker = asyncio.create_task(self._run(), name="vad-runner")
         if id(stream) not in self._queued:
             self._queued.add(id(stream))
             self._ready.append(stream)
-            self._wake.set()
+        self._wake.set()
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -245,9 +201,9 @@ class VadRunner:
                     self._scatter(batch, result, None)
                 self._inflight = []
 
-    def _take_batch(self) -> list[tuple[VadStream, _Window, int]]:
+    def _take_batch(self) -> list[tuple[VadStream, Window, int]]:
         """The head window of up to ``max_batch`` ready streams, oldest first."""
-        batch: list[tuple[VadStream, _Window, int]] = []
+        batch: list[tuple[VadStream, Window, int]] = []
         while self._ready and len(batch) < self.max_batch:
             stream = self._ready.popleft()
             if stream._pending:
@@ -258,7 +214,7 @@ class VadRunner:
 
     def _scatter(
         self,
-        batch: list[tuple[VadStream, _Window, int]],
+        batch: list[tuple[VadStream, Window, int]],
         result: tuple[Float32Array, Float32Array] | None,
         error: Exception | None,
     ) -> None:
@@ -271,12 +227,14 @@ class VadRunner:
                 if result is not None:
                     probs, states = result
                     s._advance(states[:, i : i + 1, :].copy(), w.samples)
-                    if not w.done.done():  # done if its caller was cancelled
+                    if w.deliver is not None:
+                        w.deliver(float(probs[i, 0]), w.end_sample)
+                    elif w.done is not None and not w.done.done():  # done: caller cancelled
                         w.done.set_result(float(probs[i, 0]))
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
-                elif error is not None and not w.done.done():
-                    w.done.set_exception(error)
+                elif error is not None and w.done is not None and not w.done.done():
+                    w.done.set_exception(error)  # (a submitted window is dropped)
             if s._pending:
                 self._enqueue(s)
 
@@ -290,8 +248,7 @@ class VadRunner:
             self._worker = None
         for stream in [*self._ready, *(s for s, _, _ in self._inflight)]:
             for w in stream._pending:
-                if not w.done.done():
-                    w.done.set_result(None)
+                w.dropped()
         self._ready.clear()
         self._queued.clear()
         if self._executor is not None:

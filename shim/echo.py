@@ -42,12 +42,11 @@ import numpy as np
 import numpy.typing as npt
 
 from shim.echo_far import FRAME, HOP, MAX_FRAMES, WIN, FarReference
+from shim.echo_ola import overlap_add, pass_through
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 Float64Array = npt.NDArray[np.float64]
-
-_WIN2 = WIN * WIN
 
 
 class EchoSuppressor:
@@ -108,7 +107,6 @@ class EchoSuppressor:
         self._ola = np.zeros(HOP, dtype=np.float32)  # overlap-add tail of the last frame
         self._start_frames(0)
 
-    # -- far reference ------------------------------------------------------
     # -- far reference ------------------------------------------------------
 
     def add_far(self, samples: Int16Array, at_sample: int) -> None:
@@ -191,31 +189,30 @@ class EchoSuppressor:
         overlap-add to one it is computed in the time domain, with no FFT at all.
         """
         k = min(MAX_FRAMES, (self._xbuf.size - FRAME) // HOP + 1)
-        idx = np.arange(k)[:, None] * HOP + np.arange(FRAME)
-        xf = self._xbuf[idx]
         if suppress and self.delay is not None:
-            xs = np.fft.rfft(xf * WIN, axis=1)
-            rs = np.fft.rfft(self._rbuf[idx] * WIN, axis=1)
-            px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
-            spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
-            starts = self._frame_start + HOP * np.arange(k) - self.delay
-            p_echo = self.coupling * self.far.power(starts)
-            # Where subtraction worked only its leak remains; where it did not (the
-            # delay just jumped, say), the whole echo may still be there.
-            p_echo = np.where(pr < 0.5 * px, self.leak * p_echo, p_echo)
-            gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
-            y = np.fft.irfft(spec * np.clip(gain, self.floor, 1.0), FRAME, axis=1) * WIN
+            out, self._ola = overlap_add(self._suppressed(k, self.delay), self._ola)
         else:
-            y = xf * _WIN2
-        acc = np.zeros((k + 1) * HOP, dtype=np.float32)
-        acc[:HOP] = self._ola
-        for i in range(k):
-            acc[i * HOP : i * HOP + FRAME] += y[i]
-        self._out = np.concatenate((self._out, acc[: k * HOP]))
-        self._ola = acc[k * HOP :]
+            out, self._ola = pass_through(self._xbuf, k, self._ola)
+        self._out = np.concatenate((self._out, out))
         self._xbuf = self._xbuf[k * HOP :]
         self._rbuf = self._rbuf[k * HOP :]
         self._frame_start += k * HOP
+
+    def _suppressed(self, k: int, delay: int) -> Float64Array:
+        """The next ``k`` frames, residual echo attenuated per bin (windowed again)."""
+        idx = np.arange(k)[:, None] * HOP + np.arange(FRAME)
+        xs = np.fft.rfft(self._xbuf[idx] * WIN, axis=1)
+        rs = np.fft.rfft(self._rbuf[idx] * WIN, axis=1)
+        px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
+        spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
+        starts = self._frame_start + HOP * np.arange(k) - delay
+        p_echo = self.coupling * self.far.power(starts)
+        # Where subtraction worked only its leak remains; where it did not (the
+        # delay just jumped, say), the whole echo may still be there.
+        p_echo = np.where(pr < 0.5 * px, self.leak * p_echo, p_echo)
+        gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
+        y: Float64Array = np.fft.irfft(spec * np.clip(gain, self.floor, 1.0), FRAME, axis=1) * WIN
+        return y
 
     def _estimate(self, end: int) -> None:
         """Lock (or follow) the echo delay and gain; measure coupling and leak.

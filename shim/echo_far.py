@@ -45,6 +45,9 @@ class FarReference:
         self._ahead: deque[tuple[int, Float32Array]] = deque()  # far beyond the ring's end
         self.ahead_samples = 0
         self.dropped_samples = 0
+        # After the last nonzero far sample ever recorded: past it (and the delay range)
+        # nothing can echo, and ``active`` answers without reading the ring.
+        self._loud_end = 0
 
     @property
     def ring_bytes(self) -> int:
@@ -56,6 +59,8 @@ class FarReference:
         if self.ahead_samples + far.size > self.max_ahead:
             self.dropped_samples += far.size  # bounded memory beats a perfect reference
             return
+        if far.size and np.any(far):
+            self._loud_end = max(self._loud_end, at_sample + far.size)
         if self._ahead and at_sample < self._ahead[-1][0]:  # out of order: rare
             self._ahead = deque(sorted([*self._ahead, (at_sample, far)], key=lambda e: e[0]))
         else:
@@ -76,6 +81,8 @@ class FarReference:
     def active(self, start_sample: int, end_sample: int) -> bool:
         """Could mic samples [start, end) hold echo? (far audio within the delay range)"""
         lo = start_sample - self.max_delay
+        if self._loud_end <= lo:  # most of the time: nothing plays
+            return False
         far = self.samples(lo, end_sample)
         if far.size and float(np.max(np.abs(far))) > SILENT:
             return True

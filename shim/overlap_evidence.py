@@ -26,7 +26,7 @@ sample index of the window's end (no clock).
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -50,7 +50,18 @@ class WindowEvidence:
     level_db: float
     kept_db: float
     coherence: float
-    voicing: float
+    # The window's echo-suppressed audio: its voicing is measured when first read, as
+    # only a loud speech window's class needs it (most windows are silence).
+    clean: Float32Array = field(repr=False, compare=False)
+    _voicing: float | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def voicing(self) -> float:
+        v = self._voicing
+        if v is None:
+            v = voicing(self.clean)
+            object.__setattr__(self, "_voicing", v)  # a cache, not state
+        return v
 
 
 def _db(energy: float) -> float:
@@ -150,7 +161,8 @@ class OverlapEvidence:
         # it; a caller whose window clock does is measured on the newest audio instead.
         end = min(end_sample, self._clean.end) if self._clean.end >= WINDOW else end_sample
         lo = end - WINDOW
-        clean = self._clean.get(lo, end).astype(np.float64)
+        clean32 = self._clean.get(lo, end)
+        clean = clean32.astype(np.float64)
         mic = self._mic.get(lo, end).astype(np.float64)
         e_clean, e_mic = float(np.dot(clean, clean)), float(np.dot(mic, mic))
         kept = 0.0 if e_mic <= 1e-9 else _db(max(e_clean, 1e-12) / e_mic)
@@ -166,7 +178,7 @@ class OverlapEvidence:
             level_db=_db(e_clean / WINDOW),
             kept_db=min(0.0, kept),
             coherence=coherence,
-            voicing=voicing(clean.astype(np.float32)),
+            clean=clean32,
         )
 
     def mic_window(self, end_sample: int) -> tuple[int, int]:

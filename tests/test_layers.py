@@ -33,6 +33,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.settings",
             "shim.playback",
             "shim.echo_far",
+            "shim.echo_ola",
             "shim.echo",
             "shim.overlap_evidence",
             "shim.overlap_decision",
@@ -88,6 +89,7 @@ LAYERS: list[tuple[str, list[str]]] = [
     (
         "proxy: adapters (client, upstream, store, VAD) and the tools beside the proxy",
         [
+            "proxy.vad_stream",
             "proxy.vad",
             "proxy.client_limits",
             "proxy.client_frames",

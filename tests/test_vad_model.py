@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import wave
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -222,3 +223,50 @@ async def test_inference_errors_reach_the_caller_and_the_stream_goes_on() -> Non
         ]
     finally:
         await live.close()
+
+
+async def test_submitted_windows_report_in_order_as_process_would(runner: VadRunner) -> None:
+    names = [c["file"] for c in SPEECH[:3]]
+    expected = [runner.process_sync(runner.new_stream(), load16k(n)) for n in names]
+    live = VadRunner(max_batch=64)
+    got: list[list[tuple[float, int]]] = [[] for _ in names]
+    try:
+        streams = [live.new_stream() for _ in names]
+        xs = [load16k(n) for n in names]
+        for lo in range(0, max(x.size for x in xs), 320):  # 20 ms appends, interleaved
+            for i, (stream, x) in enumerate(zip(streams, xs, strict=True)):
+                if lo < x.size:
+                    live.submit(stream, x[lo : lo + 320], lambda p, e, i=i: got[i].append((p, e)))
+            await asyncio.sleep(0)
+        want = sum(len(w) for w in expected)
+        await eventually(lambda: sum(len(g) for g in got) == want)  # every window reported
+    finally:
+        await live.close()
+    for want, have in zip(expected, got, strict=True):
+        assert [e for _, e in have] == [e for _, e in want]
+        np.testing.assert_allclose([p for p, _ in have], [p for p, _ in want], atol=1e-5)
+
+
+async def test_a_reset_drops_submitted_windows() -> None:
+    live = VadRunner(max_batch=1)
+    heard: list[int] = []
+    try:
+        stream = live.new_stream()
+        assert live.submit(stream, np.zeros(WINDOW * 40, np.float32), lambda p, e: heard.append(e))
+        assert stream.backlog == 40 and stream.fed == 40 * WINDOW
+        stream.reset()  # as a session ending does
+        assert stream.backlog == 0
+        await asyncio.sleep(0.2)
+        assert len(heard) < 40, "windows dropped by the reset never report"
+        assert heard == sorted(heard)
+        # The stream starts over: its windows count from zero again.
+        live.submit(stream, np.zeros(WINDOW, np.float32), lambda p, e: heard.append(-e))
+        await eventually(lambda: bool(heard) and heard[-1] == -WINDOW)
+    finally:
+        await live.close()
+
+
+async def eventually(ok: Callable[[], bool], within_s: float = 30.0) -> None:
+    async with asyncio.timeout(within_s):
+        while not ok():  # noqa: ASYNC110 (a condition of plain values, polled)
+            await asyncio.sleep(0.01)

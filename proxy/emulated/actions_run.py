@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import orjson
 
@@ -48,7 +49,7 @@ class ActionRunner:
         session_id: str,
         out: ClientSide,
         upstream: UpstreamControl,
-        vad_queue: asyncio.Queue[AnalyzeAudio],
+        analyze: Callable[[AnalyzeAudio], Awaitable[None]],
         inputs: asyncio.Queue[object],
         persister: Persister,
         metrics: Metrics,
@@ -56,7 +57,7 @@ class ActionRunner:
     ) -> None:
         self.session_id = session_id
         self.out, self.upstream, self.persister = out, upstream, persister
-        self.vad_queue, self.inputs = vad_queue, inputs
+        self.analyze, self.inputs = analyze, inputs
         self.metrics, self.log = metrics, log
         # The upstream session moved to another replica: this one lets the session go.
         self.standing_down = False
@@ -87,7 +88,7 @@ class ActionRunner:
             self.out.send(action.event)
         elif isinstance(action, AnalyzeAudio):
             # Bounded: if the VAD falls behind, the loop waits, and so does the client.
-            await self.vad_queue.put(action)
+            await self.analyze(action)
         elif isinstance(action, SendUpstream):
             await self.upstream.send(orjson.dumps(action.event).decode())
         elif isinstance(action, ForwardUpstream):

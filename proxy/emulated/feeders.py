@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections import deque
+from collections.abc import Awaitable, Callable
 
 from proxy.client_frames import ClientFrame
 from proxy.client_io import CLOSED, ClientChannel
@@ -15,24 +17,44 @@ from shim.actions import Action, AnalyzeAudio
 from shim.inputs import VadWindow
 
 
-async def feed_client(
-    client: ClientChannel, inputs: asyncio.Queue[object], credits: asyncio.Semaphore
-) -> None:
-    """Move the client's frames onto the session queue, one credit each: with none
-    left (the session is behind), the client's inbox fills and its reading stops."""
-    while True:
-        item = await client.inbox.get()
-        if item is CLOSED:
-            await inputs.put(Detached(client))
-            return
-        assert isinstance(item, ClientFrame)
-        await credits.acquire()
-        await inputs.put(FromClient(client, item, credited=True))
+class ClientFeed:
+    """Moves one attachment's client frames into the session: handed over at once
+    when the session has nothing queued or in hand (``offer``, see
+    ``session_loop.py``), else onto its queue, one credit each: with none left (the
+    session is behind), the client's inbox fills and its reading stops."""
+
+    def __init__(
+        self,
+        client: ClientChannel,
+        inputs: asyncio.Queue[object],
+        credits: asyncio.Semaphore,
+        offer: Callable[[FromClient], Awaitable[bool]],
+    ) -> None:
+        self.client, self.inputs, self.credits, self.offer = client, inputs, credits, offer
+        self.settled = asyncio.Event()  # clear while a frame is being handed over
+        self.settled.set()
+
+    async def run(self) -> None:
+        while True:
+            item = await self.client.inbox.get()
+            if item is CLOSED:
+                await self.inputs.put(Detached(self.client))
+                return
+            assert isinstance(item, ClientFrame)
+            self.settled.clear()
+            try:
+                if await self.offer(FromClient(self.client, item)):
+                    continue
+            finally:
+                self.settled.set()
+            await self.credits.acquire()
+            await self.inputs.put(FromClient(self.client, item, credited=True))
 
 
 async def feed_attachment(
     inputs: asyncio.Queue[object],
     credits: asyncio.Semaphore,
+    offer: Callable[[FromClient], Awaitable[bool]],
     attach: Attach,
     pending: list[ClientFrame],
     after: list[Action],
@@ -47,23 +69,52 @@ async def feed_attachment(
         await inputs.put(Execute(after))
     for frame in pending:
         await inputs.put(FromClient(attach.client, frame))
-    reader = asyncio.create_task(feed_client(attach.client, inputs, credits), name="feed-client")
+    feed = ClientFeed(attach.client, inputs, credits, offer)
+    reader = asyncio.create_task(feed.run(), name="feed-client")
     try:
         await attach.done.wait()
+        # A frame being handled right now is finished first: cancelling its task
+        # would cut its actions short (stop() cancels it itself when the session ends).
+        await feed.settled.wait()
     finally:
         reader.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await reader
 
 
-async def analyze_audio(
-    vad: VadRunner, jobs: asyncio.Queue[AnalyzeAudio], inputs: asyncio.Queue[object]
-) -> None:
-    """Run the session's audio through the shared VAD; each window's result is an input."""
-    stream = vad.new_stream()
-    while True:
-        job = await jobs.get()
-        results = await vad.process(stream, job.samples)
-        now = now_ms()
-        for prob, end in results:
-            await inputs.put(VadWindow(prob, end, now))
+# Audio chunks waiting for the VAD before the session's loop waits for them (~5 s of
+# 20 ms appends): if the VAD falls behind, the loop waits, and so does the client.
+VAD_BACKLOG = 256
+
+
+class VadFeed:
+    """The session's audio into the shared VAD; each window's probability lands on
+    the session's queue as a ``VadWindow`` the moment its batch ends: no task of its
+    own, no future per window."""
+
+    def __init__(self, vad: VadRunner, inputs: asyncio.Queue[object]) -> None:
+        self.vad, self.inputs = vad, inputs
+        self.stream = vad.new_stream()
+        self._chunks: deque[int] = deque()  # the last window's end of each chunk waiting
+        self._room = asyncio.Event()  # set while fewer than VAD_BACKLOG chunks wait
+        self._room.set()
+
+    async def analyze(self, job: AnalyzeAudio) -> None:
+        await self._room.wait()
+        if self.vad.submit(self.stream, job.samples, self._deliver):
+            self._chunks.append(self.stream.fed)
+            if len(self._chunks) >= VAD_BACKLOG:
+                self._room.clear()
+
+    def _deliver(self, prob: float, end_sample: int) -> None:
+        self.inputs.put_nowait(VadWindow(prob, end_sample, now_ms()))
+        while self._chunks and self._chunks[0] <= end_sample:
+            self._chunks.popleft()
+        if len(self._chunks) < VAD_BACKLOG:
+            self._room.set()
+
+    def close(self) -> None:
+        """The session ended: its windows still waiting are dropped, not run."""
+        self.stream.reset()
+        self._chunks.clear()
+        self._room.set()

@@ -16,10 +16,11 @@ from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
 from proxy.emulated.client_side import ClientSide
-from proxy.emulated.feeders import analyze_audio, feed_attachment
+from proxy.emulated.feeders import VadFeed, feed_attachment
 from proxy.emulated.persisted import PersistedSession
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
 from proxy.emulated.session_controls import answer_control
+from proxy.emulated.session_loop import InputLoop
 from proxy.emulated.shim_setup import created_event, new_shim
 from proxy.emulated.ticker import Ticker
 from proxy.emulated.upstream_control import UpstreamControl
@@ -27,14 +28,12 @@ from proxy.emulated.upstream_redial import InLoop
 from proxy.logging import Logger
 from proxy.persist.persister import Persister
 from proxy.state import ProxyState
-from shim.actions import Action, AnalyzeAudio
+from shim.actions import Action
 from shim.capabilities import Classification
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import ClientEvent, Input, Tick
 from shim.journal import Journal, RecentIds
 from shim.session import EmulatedSession
-
-VAD_BACKLOG = 256  # audio chunks waiting for the VAD (~5 s of 20 ms appends)
 
 
 def live_runner(state: ProxyState, session_id: str) -> EmulatedRunner | None:
@@ -84,9 +83,12 @@ class EmulatedRunner(PersistedSession):
         # then its socket, push back).
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
         self.credits = asyncio.Semaphore(state.config.server.session_queue_frames)
-        self.vad_queue: asyncio.Queue[AnalyzeAudio] = asyncio.Queue(VAD_BACKLOG)
+        self.vad = VadFeed(state.vad_runner(), self.inputs)
         keep_ms = self.shim.settings.max_hold_ms + 1000
-        self.ticker = Ticker(self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now))
+        self.loop = InputLoop(self.inputs, self._step, self._failed)
+        self.ticker = Ticker(
+            self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now), self.loop.offer
+        )
         # The session's end (server.max_session_s), across every attachment.
         loop = asyncio.get_running_loop()
         self.ends_at = loop.time() + state.config.server.max_session_s
@@ -112,7 +114,7 @@ class EmulatedRunner(PersistedSession):
             session_id,
             self.out,
             self.upstream,
-            self.vad_queue,
+            self.vad.analyze,
             self.inputs,
             self.persister,
             state.metrics,
@@ -135,9 +137,6 @@ class EmulatedRunner(PersistedSession):
         self._tasks = [
             asyncio.create_task(self._loop(), name="session-loop"),
             asyncio.create_task(self.ticker.run(), name="tick"),
-            asyncio.create_task(
-                analyze_audio(self.state.vad_runner(), self.vad_queue, self.inputs), name="vad"
-            ),
             asyncio.create_task(self.persister.run(), name="persist"),
         ]
         self.upstream.start()
@@ -150,7 +149,9 @@ class EmulatedRunner(PersistedSession):
     ) -> None:
         """Hand the session a client connection; returns when that attachment ends
         (see ``feed_attachment``)."""
-        await feed_attachment(self.inputs, self.credits, attach, pending or [], after or [])
+        await feed_attachment(
+            self.inputs, self.credits, self.loop.offer, attach, pending or [], after or []
+        )
 
     def created_event(self, resume_token: str | None) -> dict[str, Any]:
         return created_event(
@@ -173,13 +174,14 @@ class EmulatedRunner(PersistedSession):
             attached.done.set()
         # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
         await self.persister.finish(final=code != 1012)
-        for task in self._tasks:
-            if task is not asyncio.current_task():
-                task.cancel()
+        for task in [*self._tasks, self.loop.inline]:
+            if task is not None and task is not asyncio.current_task():
+                task.cancel()  # (a frame being handled by its reader, too)
         self.ticker.cancel()
-        # Drained (1012) or resumed elsewhere, the upstream session goes on there when
-        # the store holds its token (sealed); else nobody can resume it, and left in its
-        # grace it would hold the upstream's slot the new owner needs (upstream_fresh.py).
+        self.vad.close()
+        # Drained (1012) or resumed elsewhere, the upstream session goes on there if the
+        # store holds its (sealed) token; else, left in its grace, it would hold the slot
+        # the new owner needs (upstream_fresh.py).
         moving = code == 1012 or reason == "session_replaced"
         await self.upstream.close(end_session=not (moving and self.persister.upstream_handed_on()))
         if self.state.live.get(self.session_id) is self:
@@ -207,35 +209,36 @@ class EmulatedRunner(PersistedSession):
 
     # ------------------------------------------------------------------ the loop
     async def _loop(self) -> None:
-        try:
-            while True:
-                item = await self.inputs.get()
-                if isinstance(item, Stop):
-                    break
-                # No checkpoint in the middle of one input's actions (e.g. a redial).
-                self.persister.idle.clear()
-                try:
-                    await self._dispatch(item)
-                finally:
-                    self.persister.idle.set()
-                    self.persister.poke()  # checkpoint what changed (no polling)
-                if not self.inputs.empty():
-                    # With a backlog, get() would not yield: a checkpoint (a flush, a
-                    # resume) waiting for this pause between inputs would never run.
-                    await asyncio.sleep(0)
-                if self.actions.standing_down:
-                    break
-                if self.out.grace_over():
-                    self.log.info("session_expired", reason="disconnect grace elapsed")
-                    break
-        except Exception:
-            self.log.exception("session_loop_failed")
-            self.out.error("internal_error", "the proxy failed this session")
+        await self.loop.run()
         if self.actions.standing_down:
             await self.replaced_elsewhere()
         if self._close_reason is not None:
             await self.stop(1000, self._close_reason)
         await self.stop(1011, "session ended")
+
+    def _failed(self) -> None:
+        self.log.exception("session_loop_failed")
+        self.out.error("internal_error", "the proxy failed this session")
+
+    async def _step(self, item: object) -> bool:
+        """Handle one input; False: the session ends."""
+        # No checkpoint in the middle of one input's actions (e.g. a redial).
+        self.persister.idle.clear()
+        try:
+            await self._dispatch(item)
+        finally:
+            self.persister.idle.set()
+            self.persister.poke()  # checkpoint what changed (no polling)
+        if not self.inputs.empty():
+            # With a backlog, get() would not yield: a checkpoint (a flush, a
+            # resume) waiting for this pause between inputs would never run.
+            await asyncio.sleep(0)
+        if self.actions.standing_down:
+            return False
+        if self.out.grace_over():
+            self.log.info("session_expired", reason="disconnect grace elapsed")
+            return False
+        return True
 
     async def _dispatch(self, item: object) -> None:
         if not isinstance(item, Tick):

@@ -13,7 +13,7 @@ single wakeup (``wake_in``).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from proxy.clock import now_ms
 from shim.inputs import Tick
@@ -25,9 +25,15 @@ MIN_KEEP_MS = 5000.0
 
 class Ticker:
     def __init__(
-        self, inputs: asyncio.Queue[object], keep_ms: float, wanted: Callable[[float], bool]
+        self,
+        inputs: asyncio.Queue[object],
+        keep_ms: float,
+        wanted: Callable[[float], bool],
+        offer: Callable[[object], Awaitable[bool]] | None = None,
     ) -> None:
         self.inputs = inputs
+        # Hands a tick to an idle session at once, like a client frame (session_loop.py).
+        self.offer = offer
         self.keep_ms = max(MIN_KEEP_MS, keep_ms)
         self.wanted = wanted
         self._until = 0.0  # tick until then (ms, ``now_ms``)
@@ -70,4 +76,6 @@ class Ticker:
                 continue
             await asyncio.sleep(TICK_S)
             self.fed += 1
-            await self.inputs.put(Tick(now_ms()))
+            tick = Tick(now_ms())
+            if self.offer is None or not await self.offer(tick):
+                await self.inputs.put(tick)

@@ -1,0 +1,94 @@
+"""One session's side of the batched Silero VAD (``proxy/vad.py``): its recurrent
+state, the 64-sample context Silero v5+ expects in front of each 512-sample window
+(see ``OnnxWrapper.__call__`` in ``silero_vad/utils_vad.py``), the samples left over
+that do not yet fill a window, and its windows waiting for a batch."""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from shim.audio import int16_to_float
+
+RATE_HZ = 16000
+WINDOW = 512  # samples per Silero window at 16 kHz (32 ms)
+CONTEXT = 64  # samples of the previous window Silero v5+ prepends
+STATE_SHAPE = (2, 1, 128)
+
+Float32Array = npt.NDArray[np.float32]
+# Where a window submitted with ``VadRunner.submit`` reports: (probability, end sample).
+Deliver = Callable[[float, int], None]
+
+
+@dataclass(slots=True)
+class Window:
+    samples: Float32Array  # WINDOW samples
+    end_sample: int
+    # Its result goes to exactly one of these: a future (``process``; None: dropped by
+    # a reset) or a callback (``submit``; a dropped window never reports).
+    done: asyncio.Future[float | None] | None
+    queued_at: float = 0.0  # perf_counter when queued, for the decision-lag metric
+    deliver: Deliver | None = None
+
+    def dropped(self) -> None:
+        if self.done is not None and not self.done.done():
+            self.done.set_result(None)
+
+
+class VadStream:
+    """One session's Silero state. Create with ``VadRunner.new_stream()``."""
+
+    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_state")
+
+    def __init__(self) -> None:
+        self._generation = 0  # bumped by reset(): results of older windows are dropped
+        self._pending: deque[Window] = deque()
+        self.reset()
+
+    @property
+    def backlog(self) -> int:
+        """Windows waiting for (or in) a batch."""
+        return len(self._pending)
+
+    @property
+    def fed(self) -> int:
+        """The end sample of the last window cut (0 after a reset)."""
+        return self._fed
+
+    def reset(self) -> None:
+        """Forget everything: state, context, leftover samples, the sample count.
+
+        Windows still queued or in flight are dropped: their ``process`` calls
+        return without them, and an in-flight result no longer touches the state.
+        """
+        self._generation += 1
+        self._state = np.zeros(STATE_SHAPE, dtype=np.float32)
+        self._context = np.zeros(CONTEXT, dtype=np.float32)
+        self._buf = np.zeros(0, dtype=np.float32)
+        self._fed = 0  # samples cut into windows since creation/reset
+        while self._pending:
+            self._pending.popleft().dropped()
+
+    def _cut(self, samples: npt.NDArray[np.generic]) -> list[tuple[Float32Array, int]]:
+        """Buffer ``samples``; return the complete windows with their end samples."""
+        if samples.dtype == np.int16:
+            chunk = int16_to_float(samples.astype(np.int16, copy=False))
+        else:
+            chunk = np.asarray(samples, dtype=np.float32).reshape(-1)
+        data = np.concatenate((self._buf, chunk)) if self._buf.size else chunk
+        n = data.size // WINDOW
+        windows = []
+        for i in range(n):
+            self._fed += WINDOW
+            windows.append((np.ascontiguousarray(data[i * WINDOW : (i + 1) * WINDOW]), self._fed))
+        self._buf = data[n * WINDOW :].copy()
+        return windows
+
+    def _advance(self, state: Float32Array, window: Float32Array) -> None:
+        self._state = state
+        self._context = window[-CONTEXT:].copy()

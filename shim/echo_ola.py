@@ -1,0 +1,46 @@
+"""Overlap-add for the echo suppressor's STFT frames (``shim/echo.py``).
+
+Frames are FRAME samples every HOP (half a frame), windowed twice (analysis and
+synthesis) by ``WIN``, whose square sums to one over overlapping frames. Each HOP
+of output is the second half of one frame plus the first half of the next; the
+second half of the last frame waits (``ola``) for the next call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from shim.echo_far import HOP, WIN
+
+Float32Array = npt.NDArray[np.float32]
+FloatArray = npt.NDArray[np.floating]
+
+_WIN2 = WIN * WIN
+_HEAD, _TAIL = _WIN2[:HOP], _WIN2[HOP:]
+
+
+def overlap_add(y: FloatArray, ola: Float32Array) -> tuple[Float32Array, Float32Array]:
+    """Frames ``y`` (k, FRAME) after ``ola``: k * HOP samples out, and the new ``ola``."""
+    k = y.shape[0]
+    acc = np.zeros((k + 1) * HOP, dtype=np.float32)
+    acc[:HOP] = ola
+    for i in range(k):
+        acc[i * HOP : i * HOP + 2 * HOP] += y[i]
+    return acc[: k * HOP], acc[k * HOP :]
+
+
+def pass_through(x: Float32Array, k: int, ola: Float32Array) -> tuple[Float32Array, Float32Array]:
+    """``overlap_add`` of the ``k`` frames of ``x`` unchanged (``x * WIN * WIN``), with
+    no frame matrix: a HOP of output is the previous frame's ``x * tail`` plus the
+    next one's ``x * head``. This runs for every microphone chunk while nothing plays,
+    and gives the very same float32 values: the same products, and the same sums
+    (``overlap_add`` adds each tail to a zeroed buffer first, hence the ``+ 0.0``,
+    which turns a -0.0 into 0.0 as that does)."""
+    heads = x[: k * HOP].reshape(k, HOP) * _HEAD  # the first half of each frame
+    tails = x[HOP : (k + 1) * HOP].reshape(k, HOP) * _TAIL + np.float32(0.0)  # its second
+    before = np.empty((k, HOP), dtype=np.float32)
+    before[0] = ola
+    before[1:] = tails[:-1]
+    out: Float32Array = (before + heads).reshape(-1)
+    return out, tails[-1].copy()
