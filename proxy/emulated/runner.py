@@ -179,9 +179,8 @@ class EmulatedRunner(PersistedSession):
                 task.cancel()  # (a frame being handled by its reader, too)
         self.ticker.cancel()
         self.vad.close()
-        # Drained (1012) or resumed elsewhere, the upstream session goes on there if the
-        # store holds its (sealed) token; else, left in its grace, it would hold the slot
-        # the new owner needs (upstream_fresh.py).
+        # Drained or replaced, the upstream session goes on elsewhere only if its token is
+        # stored; else it would hold the slot the new owner needs (upstream_fresh.py).
         moving = code == 1012 or reason == "session_replaced"
         await self.upstream.close(end_session=not (moving and self.persister.upstream_handed_on()))
         if self.state.live.get(self.session_id) is self:
