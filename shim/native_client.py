@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from shim.audio import PCM16, PCM_F32, AudioError, AudioFormat, Int16Array, StreamResampler
+from shim.audio import PCM16, PCM_F32, AudioError, AudioFormat, Int16Array
+from shim.resample_low_delay import LowDelayResampler
 from shim.session_config import MAX_RATE, MIN_RATE
 from shim.settings import VAD_RATE
 
@@ -94,15 +95,14 @@ class InputRates:
     """The client's audio to the session's 16 kHz timeline, whatever rate each append
     is at: one streaming resampler, replaced (its tail kept) when the rate changes."""
 
-    _stream: StreamResampler = field(
-        default_factory=lambda: StreamResampler(24000, VAD_RATE, quality="MQ")
-    )
+    # Low delay (``shim/resample_low_delay.py``): the VAD, and so barge-in, waits on it.
+    _stream: LowDelayResampler = field(default_factory=lambda: LowDelayResampler(24000, VAD_RATE))
 
     def to_vad_rate(self, samples: Int16Array, rate_hz: int) -> Int16Array:
         if rate_hz == self._stream.in_rate:
             return self._stream.process(samples)
         tail = self._stream.flush()
-        self._stream = StreamResampler(rate_hz, VAD_RATE, quality="MQ")
+        self._stream = LowDelayResampler(rate_hz, VAD_RATE)
         out = self._stream.process(samples)
         if not tail.size:
             return out

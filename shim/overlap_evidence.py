@@ -41,6 +41,13 @@ RING = 24576
 MIN_LAG, MAX_LAG = 40, 256  # pitch lags at 16 kHz: 400 Hz down to 62.5 Hz
 SILENT_DB = -90.0
 USER_LEVELS_KEPT = 200  # voiced windows of the user's turns the level is the median of
+# The voice's onset (``OverlapEvidence.voice_onset``): 10 ms blocks, looked for at most
+# this far before Silero's first speech window, where a block this far below the
+# loudest window is quiet.
+ONSET_BLOCK = 160
+ONSET_LOOKBACK = 2560
+ONSET_DROP_DB = 20.0
+ONSET_FLOOR_DB = 6.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,6 +187,29 @@ class OverlapEvidence:
             coherence=coherence,
             clean=clean32,
         )
+
+    def voice_onset(self, first_end: int, peak_db: float) -> int:
+        """Where the voice of a speech run began, from its energy, ``ONSET_BLOCK`` fine.
+
+        Silero calls a voice speech some 30-140 ms after it starts (it needs context),
+        so an overlap timed from its first speech window would be judged late by that
+        much. ``first_end`` ends that window and ``peak_db`` is the run's loudest
+        window so far. The voice began after the last quiet block before the window:
+        ``ONSET_DROP_DB`` below the peak, or within ``ONSET_FLOOR_DB`` of the floor of
+        what came before it (a hum, an echo's residue), whichever is higher; at most
+        ``ONSET_LOOKBACK`` before the window. A voice all through the look-back is not
+        dated back at all (where it began is not known).
+        """
+        start = first_end - WINDOW
+        n = ONSET_LOOKBACK // ONSET_BLOCK
+        x = self._clean.get(start - n * ONSET_BLOCK, start).astype(np.float64)
+        blocks = x.reshape(n, ONSET_BLOCK)
+        level = 10.0 * np.log10(np.mean(blocks * blocks, axis=1) + 1e-12)
+        floor = float(np.percentile(level, 10)) + ONSET_FLOOR_DB
+        quiet = np.flatnonzero(level < max(peak_db - ONSET_DROP_DB, floor))
+        if not quiet.size:
+            return start
+        return start - (n - 1 - int(quiet[-1])) * ONSET_BLOCK
 
     def mic_window(self, end_sample: int) -> tuple[int, int]:
         """Microphone samples [start, end) under the VAD's window ending at ``end_sample``."""

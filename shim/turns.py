@@ -195,13 +195,16 @@ class Turns:
     def _hold(self, now: float) -> list[Action]:
         """Begin an overlap at the first of the user-like windows: hold the output."""
         s = self._s
-        onset_sample = list(self._recent)[-HOLD_WINDOWS][0].end_sample - WINDOW
+        run = list(self._recent)[-HOLD_WINDOWS:]
+        first = run[0][0].end_sample - WINDOW
+        # Timed from the voice's onset, not Silero's (``OverlapEvidence.voice_onset``).
+        onset_sample = s.evidence.voice_onset(first + WINDOW, max(ev.level_db for ev, _ in run))
         tally = Tally.starting(onset_sample)
         carry, self._carry = self._carry, None
         if carry is not None and onset_sample - carry.last_user_end <= CARRY_MS * VAD_RATE // 1000:
             tally = carry  # the same utterance, after a pause: decided on the whole of it
         for ev, kind in self._recent:
-            if ev.end_sample > onset_sample:
+            if ev.end_sample > first:
                 tally.add(kind, ev)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)

@@ -23,6 +23,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim",
             "shim.wire",
             "shim.audio",
+            "shim.resample_low_delay",
             "shim.upstream_input",
             "shim.actions",
             "shim.inputs",

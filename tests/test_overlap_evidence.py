@@ -181,3 +181,35 @@ def test_a_sentence_is_a_barge_in_at_the_decision_time(name: str) -> None:
 def test_a_backchannel_is_over_by_the_decision_and_released(name: str) -> None:
     verdict, _ = decide(name, 600)
     assert verdict is Verdict.RELEASE
+
+
+@pytest.mark.parametrize(
+    "name", ["utt00_clean.wav", "utt03_clean.wav", "utt05_hum5010.wav", "utt09_white10.wav"]
+)
+def test_the_voice_onset_is_found_before_silero_calls_it_speech(name: str) -> None:
+    import json
+
+    clips = json.loads((ROOT.parent / "shared/corpus/dev/manifest.json").read_text())["clips"]
+    labelled = next(c for c in clips if c["file"] == name)["speech_ms"][0][0] * RATE // 1000
+    x = clip16(name)
+    vad, stream = VadRunner(), None
+    stream = vad.new_stream()
+    first_end = next(end for p, end in vad.process_sync(stream, x) if p >= 0.5)
+    measured = measure_clip(x[: first_end + WINDOW])
+    peak = max(ev.level_db for ev in measured if ev.end_sample >= first_end)
+    ev = OverlapEvidence()
+    ev.add(x[:first_end], x[:first_end].astype(np.float32) / 32768.0, 0)
+    onset = ev.voice_onset(first_end, peak)
+    assert onset <= first_end - WINDOW, "never later than Silero's own"
+    # Within 30 ms of the label (its first 20 ms above -35 dBFS), in noise as well.
+    assert abs(onset - labelled) <= 30 * RATE // 1000, (onset, labelled, first_end - WINDOW)
+
+
+def test_a_voice_that_fills_the_look_back_is_not_dated_back() -> None:
+    # A voice all through the look-back: where it began is not known, so the overlap
+    # is timed from Silero's window, as before.
+    voice = (np.sin(np.arange(RATE) / 5.0) * 6000).astype(np.int16)
+    ev = OverlapEvidence()
+    ev.add(voice, voice.astype(np.float32) / 32768.0, 0)
+    end = 12 * WINDOW
+    assert ev.voice_onset(end, -16.0) == end - WINDOW
