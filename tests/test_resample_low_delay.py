@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import soxr
 
-from shim.resample_low_delay import HALF_TAPS, LowDelayResampler
+from shim.resample_low_delay import HELD_MS, LowDelayResampler
 
 
 def chunked(rate: int, x: np.ndarray, chunk_ms: int = 20) -> tuple[np.ndarray, list[int]]:
@@ -29,15 +29,15 @@ def tone(freq: float, rate: int, seconds: float = 1.0, amp: float = 8000.0) -> n
 
 
 @pytest.mark.parametrize("rate", [8000, 22050, 24000, 44100, 48000])
-def test_holds_back_only_the_filter_half_width(rate: int) -> None:
+def test_holds_back_only_a_few_milliseconds(rate: int) -> None:
     x = tone(440, rate)
     y, counts = chunked(rate, x)
     assert y.size == -(-x.size * 16000 // rate)  # every sample out after the flush
     step = rate // 50
     for n, out in enumerate(counts, start=1):
         fed = min(n * step, x.size)
-        # At most HALF_TAPS input samples (1 ms at 24 kHz) wait for what follows them.
-        assert fed * 16000 / rate - out <= (HALF_TAPS + 1) * 16000 / rate + 1
+        # At most HELD_MS of what was fed waits for what follows it.
+        assert fed * 16000 / rate - out <= HELD_MS * 16
 
 
 @pytest.mark.parametrize("rate", [8000, 24000, 48000])
