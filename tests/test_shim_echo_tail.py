@@ -42,14 +42,14 @@ def make() -> Script:
     return Script(TurnBasedSession("sess_0123456789abcdef", "demo", "demo-up", settings))
 
 
-def answer(sc: Script) -> np.ndarray:
-    """A first turn, then its answer: ``ANSWER_MS`` of audio sent at once (the client
-    plays it over the next second), complete. Returns the answer's audio."""
+def answer(sc: Script, answer_ms: int = ANSWER_MS) -> np.ndarray:
+    """A first turn, then its answer: ``answer_ms`` of audio sent at once (the client
+    plays it as it goes), complete. Returns the answer's audio."""
     sc.speak([0.05] * 5 + [0.9] * 20 + [0.05] * 20)
-    t = np.arange(RATE * ANSWER_MS // 1000) / RATE
+    t = np.arange(RATE * answer_ms // 1000) / RATE
     far = voice(t, 6000)
     pcm = far.astype("<i2")
-    for i in range(10):
+    for i in range(answer_ms // 100):
         chunk = pcm[i * RATE // 10 : (i + 1) * RATE // 10]
         sc.upstream(
             {
@@ -143,3 +143,25 @@ def test_echo_that_ends_with_the_answer_and_its_tail_is_never_a_turn(before_end_
     t = types(out)
     assert "input_audio_buffer.speech_started" not in t
     assert "input_audio_buffer.committed" not in t
+
+
+def test_a_long_run_judged_echo_keeps_all_its_audio_until_it_is_judged_again() -> None:
+    """Between turns only a little input is kept; a run that may yet be the user's turn
+    keeps all of it, so the turn it becomes is whole."""
+    sc = make()
+    answer_ms = 5000
+    far = answer(sc, answer_ms)
+    start_ms = int(sc.s.history.end_ms)
+    onset = answer_ms - 4200
+    out, _ = listen(sc, far, (onset, answer_ms + 1000), user_from=answer_ms + ECHO_DELAY_MS)
+    events = client_events(out)
+    started = next(e for e in events if e["type"] == "input_audio_buffer.speech_started")
+    stopped = next(e for e in events if e["type"] == "input_audio_buffer.speech_stopped")
+    assert started["audio_start_ms"] <= start_ms + onset
+    sent = b"".join(
+        pybase64.b64decode(e["audio"])
+        for e in upstream_events(out)
+        if e["type"] == "input_audio_buffer.append"
+    )
+    turn_ms = len(sent) // 2 * 1000 // 16000
+    assert turn_ms >= stopped["audio_end_ms"] - started["audio_start_ms"] - 40
