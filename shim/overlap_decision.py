@@ -25,12 +25,15 @@ proxy knows (the far end, the user's level), not by waiting.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from shim.overlap_evidence import WindowEvidence, loud_level
 
 RATE = 16000
 WINDOW_MS = 32
+# User-like windows in a row that begin an overlap (and hold the assistant's audio).
+HOLD_WINDOWS = 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,3 +159,22 @@ def judge(
     if not short and paused_ms < p.pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
         return Verdict.WAIT  # the user's voice may come back: one utterance, not over yet
     return Verdict.RELEASE
+
+
+def user_run(
+    recent: Sequence[tuple[WindowEvidence, Kind]],
+    dismissed: bool,
+    user_level_db: float | None,
+    p: DecisionParams,
+) -> bool:
+    """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)
+    and, after an overlap of someone else's in this run (``dismissed``), at the user's
+    own level."""
+    if len(recent) < HOLD_WINDOWS:
+        return False
+    last = list(recent)[-HOLD_WINDOWS:]
+    if not all(k is Kind.USER for _, k in last):
+        return False
+    if dismissed and user_level_db is not None:
+        return all(ev.level_db >= user_level_db - p.level_margin_db for ev, _ in last)
+    return True

@@ -14,15 +14,17 @@ commits a turn and cancels a response in its own way (``commit_turn``,
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import replace
 from typing import Protocol
 
 from shim import wire
 from shim.actions import Action, SendClient
+from shim.echo_run import EchoRun
+from shim.input_history import InputHistory
 from shim.inputs import VadWindow
 from shim.output import AssistantOutput
 from shim.overlap import Cue, Episode, Overlap, OverlapMachine, Step
 from shim.overlap_decision import (
+    HOLD_WINDOWS,
     RELEASE_REASONS,
     DecisionParams,
     Kind,
@@ -30,14 +32,14 @@ from shim.overlap_decision import (
     Verdict,
     classify,
     judge,
+    user_run,
 )
 from shim.overlap_evidence import WINDOW, Float32Array, OverlapEvidence, WindowEvidence
 from shim.session_config import ClientSessionConfig
 from shim.settings import VAD_RATE, ShimSettings
-from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate, VadParams
+from shim.turn_params import decision_params, gate_params
+from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate
 
-# User-like windows in a row that begin an overlap (and hold the assistant's audio).
-HOLD_WINDOWS = 2
 RECENT_KEPT = 8
 # User speech that resumes this soon after an overlap released as a backchannel goes
 # on from it ("wait, ... stop, ..."): the pause was inside one utterance.
@@ -53,6 +55,7 @@ class TurnHost(Protocol):
     overlap: OverlapMachine
     output: AssistantOutput
     evidence: OverlapEvidence
+    history: InputHistory
     announce_turns: bool
 
     def new_id(self, prefix: str) -> str: ...
@@ -82,11 +85,13 @@ class Turns:
         # The current run's overlap was released as someone else's (echo, background):
         # only speech at the user's own level begins another while the run goes on.
         self._dismissed = False
+        self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
 
     @property
     def in_progress(self) -> bool:
-        """A user turn or an overlap is under way (its audio must be kept)."""
-        return self.item is not None or self._s.overlap.episode is not None
+        """A user turn, an overlap or a run that may yet be one is under way (its audio
+        must be kept)."""
+        return self.item is not None or self._s.overlap.episode is not None or self.echo_run.pending
 
     def user_speaking(self) -> bool:
         """The user is speaking right now, as the overlap evidence judges it."""
@@ -94,13 +99,7 @@ class Turns:
         return self._s.gate.speaking and any(k is Kind.USER for _, k in recent)
 
     def decision_params(self) -> DecisionParams:
-        s = self._s
-        td = s.config.turn
-        ms = td.barge_in_decision_ms or s.settings.barge_in_decision_ms
-        vad = td.vad or s.settings.vad
-        return DecisionParams(
-            decision_ms=ms, threshold=vad.threshold, pause_ms=vad.silence_duration_ms
-        )
+        return decision_params(self._s.config, self._s.settings)
 
     def on_vad(self, win: VadWindow) -> list[Action]:
         s = self._s
@@ -109,6 +108,7 @@ class Turns:
             return []
         params = self.decision_params()
         playing = s.output.active(win.now_ms)
+        self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         ev = s.evidence.measure(win.prob, win.end_sample, self._far(win.end_sample))
         kind = classify(ev, s.evidence.user_level_db, params)
         if not playing and s.gate.speaking and win.prob >= td.vad.threshold:
@@ -117,18 +117,27 @@ class Turns:
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
             episode.tally.add(kind, ev)
-        self._tune_gate(td.vad, win.now_ms)
+        want = gate_params(td.vad, s.settings, td.interrupt_response and playing)
+        if s.gate.params != want:
+            s.gate.update(want)
         out: list[Action] = []
         for event in s.gate.push(win.prob, win.end_sample):
             if isinstance(event, SpeechStarted):
                 out += self._speech_started(event, win.now_ms)
             else:
                 out += self._speech_stopped(event, win.now_ms)
+        if self.item is None and s.overlap.episode is None and not self._run_is_turn:
+            speech = s.gate.speaking and win.prob >= td.vad.threshold
+            onset = self.echo_run.window(
+                playing, kind is Kind.ECHO, speech, win.end_sample, td.vad.min_speech_ms
+            )
+            out += self._turn_starts(onset) if onset is not None else []
         overlapping = td.interrupt_response and playing and not self._run_is_turn
         if overlapping and s.gate.speaking and kind is Kind.USER:
             self._run_user_ms += WINDOW_MS
         user_level = s.evidence.user_level_db
-        if overlapping and not s.overlap.holding and self._user_run(user_level, params):
+        held = s.overlap.holding
+        if overlapping and not held and user_run(self._recent, self._dismissed, user_level, params):
             out += self._hold(win.now_ms)
         if s.overlap.holding and s.overlap.episode is not None:
             tally = s.overlap.episode.tally
@@ -148,6 +157,7 @@ class Turns:
     def on_tick(self, now: float) -> list[Action]:
         s = self._s
         resp = s.output.response
+        self.echo_run.follow(s.output.active(now), s.history.end + s.evidence.latency)
         if s.overlap.episode is not None and not s.output.active(now):
             # The assistant finished while the user was talking over its last words:
             # the speech is simply the next turn.
@@ -164,6 +174,7 @@ class Turns:
         """The client cleared its input buffer: no turn, no overlap, in progress (held
         output goes on)."""
         self.item = None
+        self.echo_run.end()
         if not self._s.overlap.holding:
             return []
         return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
@@ -179,18 +190,6 @@ class Turns:
     def _far(self, end_sample: int) -> Float32Array | None:
         lo, hi = self._s.evidence.mic_window(end_sample)
         return self._s.far_for(lo, hi)
-
-    def _user_run(self, user_level: float | None, p: DecisionParams) -> bool:
-        """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)
-        and, after an overlap of someone else's in this run, at the user's own level."""
-        if len(self._recent) < HOLD_WINDOWS:
-            return False
-        last = list(self._recent)[-HOLD_WINDOWS:]
-        if not all(k is Kind.USER for _, k in last):
-            return False
-        if self._dismissed and user_level is not None:
-            return all(ev.level_db >= user_level - p.level_margin_db for ev, _ in last)
-        return True
 
     def _hold(self, now: float) -> list[Action]:
         """Begin an overlap at the first of the user-like windows: hold the output."""
@@ -256,17 +255,6 @@ class Turns:
         return [SendClient(wire.speech_started(step.episode.item_id, step.episode.onset_ms))]
 
     # ------------------------------------------------------------ the VAD's runs
-    def _tune_gate(self, base: VadParams, now: float) -> None:
-        """Quicker onsets while the assistant speaks, else the turn's."""
-        s = self._s
-        want = base
-        if s.config.turn.interrupt_response and s.output.active(now):
-            want = replace(
-                base, min_speech_ms=min(base.min_speech_ms, s.settings.hold_min_speech_ms)
-            )
-        if s.gate.params != want:
-            s.gate.update(want)
-
     def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:
         s = self._s
         resp = s.output.response
@@ -276,8 +264,16 @@ class Turns:
         if s.config.turn.interrupt_response and after_start and s.output.active(now):
             # Over the assistant: nothing is told; the windows decide (on_vad).
             self._run_is_turn = False
+            self.echo_run.begin(ev)
             return []
+        return self._turn_starts(ev)
+
+    def _turn_starts(self, ev: SpeechStarted) -> list[Action]:
+        """The run is the user's turn from its onset, told at once (GA semantics): it
+        began with nothing playing, or outlasted the answer it was judged the echo of."""
+        s = self._s
         self._run_is_turn = True
+        self.echo_run.end()
         if not s.announce_turns or s.overlap.episode is not None:
             return []
         item_id = s.new_id("item")
@@ -287,6 +283,7 @@ class Turns:
     def _speech_stopped(self, ev: SpeechStopped, now: float) -> list[Action]:
         s = self._s
         self._run_is_turn, self._run_user_ms, self._dismissed = False, 0, False
+        self.echo_run.end()
         if s.overlap.holding:
             # Overlapping speech that ended before it was decided: a backchannel. Its
             # start was never told, so neither is its end.

@@ -39,12 +39,13 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.overlap_evidence",
             "shim.overlap_decision",
             "shim.overlap",
+            "shim.echo_run",
             "shim.snapshot",
             "shim.input_history",
             "shim.assistant_audio",
         ],
     ),
-    ("shim: session settings", ["shim.session_config", "shim.ga_upstream"]),
+    ("shim: session settings", ["shim.session_config", "shim.ga_upstream", "shim.turn_params"]),
     (
         "shim: the session's parts",
         [
