@@ -23,12 +23,13 @@ the relay gate's (``shim/dialects/relay_gate.py``). Sans-I/O: samples in, no clo
 
 from __future__ import annotations
 
-from shim.settings import VAD_RATE
+from shim.input_history import ms_to_sample
 from shim.vad_gate import WINDOW_MS, SpeechStarted
 
-# After the answer's audio ends, its echo may still reach the microphone this long.
+# After the answer's audio ends, its echo may still reach the microphone this long (the
+# GA relay's gate holds the microphone as long: shim/dialects/relay_gate.py).
 ECHO_TAIL_MS = 300
-WINDOW = WINDOW_MS * VAD_RATE // 1000
+WINDOW = ms_to_sample(WINDOW_MS)
 
 
 class EchoRun:
@@ -69,7 +70,7 @@ class EchoRun:
         if playing:
             self.echo = self.echo or echo
             return None
-        past = end_sample - WINDOW >= self._answer_end + ECHO_TAIL_MS * VAD_RATE // 1000
+        past = end_sample - WINDOW >= self._answer_end + ms_to_sample(ECHO_TAIL_MS)
         if not (self.echo and speech and past):
             return None
         self._after += 1

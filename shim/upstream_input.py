@@ -93,20 +93,19 @@ class AppendConverter:
 
     def appends(self, event: Mapping[str, Any], source: AudioFormat) -> list[dict[str, Any]]:
         """The append as the upstream takes it: converted, and cut into whole units
-        (none while the unit is incomplete; the rest waits for the next append)."""
-        converted = self.convert(event, source)
-        if converted is None or self.unit_bytes is None:
+        (none while the unit is incomplete; the rest waits for the next append). A unit
+        carries no client ``event_id``: it may hold audio of several appends."""
+        audio = event.get("audio")
+        if self.unit_bytes is None or not isinstance(audio, str):
+            converted = self.convert(event, source)
             return [] if converted is None else [converted]
-        audio = converted.get("audio")
-        if not isinstance(audio, str):
-            return [converted]
-        self._pending += b64decode(audio)
-        self._last = {k: v for k, v in converted.items() if k not in ("audio", "event_id")}
+        self._pending += self._converted(audio, source)
+        self._last = {k: v for k, v in event.items() if k not in ("audio", "event_id")}
         out: list[dict[str, Any]] = []
         while len(self._pending) >= self.unit_bytes:
             unit = bytes(self._pending[: self.unit_bytes])
             del self._pending[: self.unit_bytes]
-            out.append({**converted, "audio": b64encode(unit)})
+            out.append({**self._last, "audio": b64encode(unit)})
         return out
 
     def flush(self) -> dict[str, Any] | None:
@@ -127,10 +126,16 @@ class AppendConverter:
         audio = event.get("audio")
         if not isinstance(audio, str) or source == self.target:
             return dict(event)
-        samples = decode_samples(b64decode(audio), source)
+        data = self._converted(audio, source)
+        return {**event, "audio": b64encode(data)} if data else None
+
+    def _converted(self, audio: str, source: AudioFormat) -> bytes:
+        """The append's audio in the target format (empty: no whole sample out yet)."""
+        data = b64decode(audio)
+        if source == self.target:
+            return data
+        samples = decode_samples(data, source)
         if self._resampler is None or self._resampler.in_rate != source.rate_hz:
             self._resampler = StreamResampler(source.rate_hz, self.target.rate_hz)
         out = self._resampler.process(samples)
-        if not out.size:
-            return None
-        return {**event, "audio": b64encode(encode_samples(out, self.target))}
+        return encode_samples(out, self.target) if out.size else b""

@@ -251,7 +251,10 @@ def test_converter_sends_whole_units_and_the_rest_ahead_of_a_commit() -> None:
     pcm = (np.arange(24000 * 3 // 10 * 7, dtype=np.int64) % 2000 - 1000).astype("<i2")
     sent: list[bytes] = []
     for i in range(0, pcm.size, 2400):  # 100 ms appends of 24 kHz PCM16
-        for ev in conv.appends(_append(pcm[i : i + 2400].tobytes()), PCM16_24K):
+        event = {**_append(pcm[i : i + 2400].tobytes()), "event_id": f"evt_{i}"}
+        for ev in conv.appends(event, PCM16_24K):
+            # A unit may hold audio of several appends: no client event id goes with it.
+            assert ev["type"] == "input_audio_buffer.append" and "event_id" not in ev
             sent.append(base64.b64decode(ev["audio"]))
     assert {len(b) for b in sent} == {UNIT_SAMPLES * 4}
     assert conv.pending_bytes == (pcm.size % UNIT_SAMPLES) * 4

@@ -87,7 +87,7 @@ def test_a_turn_sent_at_once_after_the_answer_reaches_the_upstream_whole_and_in_
     sc = make()
     first_turn(sc)
     answer_in_real_time(sc)
-    # The answer plays 100 ms more, then its echo tail (relay_gate.ECHO_TAIL_MS): the
+    # The answer plays 100 ms more, then its echo tail (echo_run.ECHO_TAIL_MS): the
     # turn's speech, 512 ms into the burst, is after it on the input timeline.
     probs = [SILENCE] * 16 + [SPEECH] * 31 + [SILENCE] * 28
     events, out = burst(sc, probs)

@@ -35,8 +35,8 @@ class InputLoop:
                 item = await self.inputs.get()
                 self._in_hand = True
                 try:
-                    if isinstance(item, Stop):
-                        return
+                    if isinstance(item, Stop) or self.closed:
+                        return  # (closed: a frame handled in place ended the session)
                     async with self._lock:
                         if not await self._step(item):
                             return
@@ -63,5 +63,7 @@ class InputLoop:
         finally:
             self.inline = None
         if not go_on:
-            self.inputs.put_nowait(Stop())  # the loop ends the session as if it had
+            # The loop ends the session as if it had, before anything queued meanwhile.
+            self.closed = True
+            self.inputs.put_nowait(Stop())
         return True

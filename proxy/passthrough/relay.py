@@ -155,6 +155,8 @@ async def relay(
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if writer is not None:  # the ids still batched, even when the relay is cancelled
+            await writer.close()
     if stalled or down in done:
         # The upstream ended the session, dropped, missed its heartbeat or stopped
         # reading: say so, and close like it did.
@@ -175,8 +177,6 @@ async def relay(
                 "upstream_unavailable", f"upstream closed the connection (code {code})"
             )
             await client.close(1011, "upstream closed")
-    if writer is not None:
-        await writer.close()
     await close_within(up)
 
 

@@ -39,8 +39,9 @@ from shim.actions import (
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.dialects.relay_gate import ECHO_TAIL_MS, WINDOW, AudioGate
+from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_upstream_audio import UpstreamAudio
+from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
 from shim.ga_upstream import upstream_session
 from shim.input_history import ms_to_sample

@@ -30,12 +30,10 @@ from typing import Any
 
 from shim.actions import Action, SendUpstream
 from shim.dialects.relay_input_clock import InputClock
+from shim.echo_run import ECHO_TAIL_MS
 from shim.input_history import ms_to_sample
 from shim.playback import ItemPlayback
 from shim.vad_gate import WINDOW_MS
-
-# After the answer's audio ends, its echo may still reach the microphone this long.
-ECHO_TAIL_MS = 300
 
 # Audio kept at most while the gate is closed; an answer longer than this loses only
 # the oldest audio, which is echo or silence unless a barge-in is decided on it.
