@@ -36,7 +36,7 @@ import numpy.typing as npt
 import onnxruntime as ort
 
 from proxy.metrics import Metrics
-from proxy.vad_stream import RATE_HZ, WINDOW, Deliver, Float32Array, VadStream, Window
+from proxy.vad_stream import RATE_HZ, WINDOW, Deliver, Fail, Float32Array, VadStream, Window
 
 _SR = np.array(RATE_HZ, dtype=np.int64)
 __all__ = ["RATE_HZ", "WINDOW", "VadRunner", "VadStream", "default_model_path"]
@@ -150,16 +150,22 @@ class VadRunner:
                 out.append((prob, item.end_sample))
         return out
 
-    def submit(self, stream: VadStream, samples: npt.NDArray[np.generic], deliver: Deliver) -> int:
+    def submit(
+        self,
+        stream: VadStream,
+        samples: npt.NDArray[np.generic],
+        deliver: Deliver,
+        fail: Fail | None = None,
+    ) -> int:
         """Like ``process``, but each window's result goes to ``deliver(prob, end)``
-        when its batch ends, in order; windows dropped by a reset never report.
-        Returns the windows queued."""
+        when its batch ends, in order; windows dropped by a reset never report; a
+        failed inference goes to ``fail(error)``. Returns the windows queued."""
         if self._closed:
             raise RuntimeError("VadRunner is closed")
         now = time.perf_counter()
         n = 0
         for window, end in stream._cut(samples):
-            stream._pending.append(Window(window, end, None, now, deliver))
+            stream._pending.append(Window(window, end, None, now, deliver, fail))
             n += 1
         if n:
             self._enqueue(stream)
@@ -233,8 +239,10 @@ class VadRunner:
                         w.done.set_result(float(probs[i, 0]))
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
+                elif error is not None and w.fail is not None:
+                    w.fail(error)
                 elif error is not None and w.done is not None and not w.done.done():
-                    w.done.set_exception(error)  # (a submitted window is dropped)
+                    w.done.set_exception(error)
             if s._pending:
                 self._enqueue(s)
 

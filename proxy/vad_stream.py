@@ -23,6 +23,7 @@ STATE_SHAPE = (2, 1, 128)
 Float32Array = npt.NDArray[np.float32]
 # Where a window submitted with ``VadRunner.submit`` reports: (probability, end sample).
 Deliver = Callable[[float, int], None]
+Fail = Callable[[Exception], None]
 
 
 @dataclass(slots=True)
@@ -30,10 +31,12 @@ class Window:
     samples: Float32Array  # WINDOW samples
     end_sample: int
     # Its result goes to exactly one of these: a future (``process``; None: dropped by
-    # a reset) or a callback (``submit``; a dropped window never reports).
+    # a reset) or a callback (``submit``; a dropped window never reports, a failed
+    # inference goes to ``fail``).
     done: asyncio.Future[float | None] | None
     queued_at: float = 0.0  # perf_counter when queued, for the decision-lag metric
     deliver: Deliver | None = None
+    fail: Fail | None = None
 
     def dropped(self) -> None:
         if self.done is not None and not self.done.done():

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from proxy.client_frames import ClientFrame
 from proxy.client_io import CLOSED, ClientChannel
 from proxy.clock import now_ms
-from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient
+from proxy.emulated.queue_items import Attach, Detached, Execute, Failed, FromClient
 from proxy.vad import VadRunner
 from shim.actions import Action, AnalyzeAudio
 from shim.inputs import VadWindow
@@ -98,10 +98,11 @@ class VadFeed:
         self._chunks: deque[int] = deque()  # the last window's end of each chunk waiting
         self._room = asyncio.Event()  # set while fewer than VAD_BACKLOG chunks wait
         self._room.set()
+        self._failed = False
 
     async def analyze(self, job: AnalyzeAudio) -> None:
         await self._room.wait()
-        if self.vad.submit(self.stream, job.samples, self._deliver):
+        if self.vad.submit(self.stream, job.samples, self._deliver, self._fail):
             self._chunks.append(self.stream.fed)
             if len(self._chunks) >= VAD_BACKLOG:
                 self._room.clear()
@@ -112,6 +113,13 @@ class VadFeed:
             self._chunks.popleft()
         if len(self._chunks) < VAD_BACKLOG:
             self._room.set()
+
+    def _fail(self, error: Exception) -> None:
+        """The VAD could not run this session's audio: without it the session cannot
+        take turns, so it ends (``internal_error``) rather than go on deaf."""
+        if not self._failed:
+            self._failed = True
+            self.inputs.put_nowait(Failed(error))
 
     def close(self) -> None:
         """The session ended: its windows still waiting are dropped, not run."""

@@ -60,3 +60,11 @@ class FromClient:
 
 class Stop:
     """End the session loop."""
+
+
+@dataclass
+class Failed:
+    """Something the session depends on failed outside its loop (the VAD's inference):
+    the loop raises it, as if handling an input had."""
+
+    error: Exception

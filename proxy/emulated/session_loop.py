@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from proxy.emulated.queue_items import Stop
+from proxy.emulated.queue_items import Failed, Stop
 
 # Handles one input; False: the session ends.
 Step = Callable[[object], Awaitable[bool]]
@@ -37,6 +37,8 @@ class InputLoop:
                 try:
                     if isinstance(item, Stop) or self.closed:
                         return  # (closed: a frame handled in place ended the session)
+                    if isinstance(item, Failed):
+                        raise item.error
                     async with self._lock:
                         if not await self._step(item):
                             return
