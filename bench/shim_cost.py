@@ -11,6 +11,10 @@ echo cancellation, or the clients of ``bench/sessions.py``). The figure is CPU, 
 wall time, so it holds up on a busy machine better than the load benchmarks; the
 median of ``--runs`` is reported. ``--root`` runs the shim (and proxy) of another
 checkout under the same replay, to compare versions side by side.
+
+The replay feeds 16 kHz, so a 24 kHz client's resampling to the VAD's rate is timed on
+its own: ``mic_resample_us_per_append``, CPU per 20 ms append of 24 kHz noise through
+the microphone's low-delay resampler and through soxr's streaming one.
 """
 
 from __future__ import annotations
@@ -68,6 +72,30 @@ def measure(runs: int, echo: bool) -> dict[str, Any]:
     }
 
 
+def resample_cost(appends: int = 3000) -> dict[str, float]:
+    """CPU µs per 20 ms append of 24 kHz audio resampled to 16 kHz, by resampler."""
+    import numpy as np
+
+    from shim.audio import StreamResampler
+
+    kinds: dict[str, Any] = {"soxr_stream": StreamResampler}
+    try:
+        from shim.resample_low_delay import LowDelayResampler
+
+        kinds["low_delay"] = LowDelayResampler
+    except ImportError:  # a checkout from before it
+        pass
+    x = np.random.default_rng(0).normal(0, 3000, 480 * appends).astype(np.int16)
+    out: dict[str, float] = {}
+    for name, kind in kinds.items():
+        r = kind(24000, 16000)
+        t0 = time.process_time()
+        for i in range(appends):
+            r.process(x[i * 480 : (i + 1) * 480])
+        out[name] = round(1e6 * (time.process_time() - t0) / appends, 1)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, help="time the shim of this checkout instead")
@@ -83,6 +111,7 @@ def main() -> None:
         result = json.loads(out.stdout)
     else:
         result = measure(args.runs, not args.no_echo)
+        result["mic_resample_us_per_append"] = resample_cost()
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result) if args.json else result)
 
