@@ -618,7 +618,14 @@ async def _heartbeat_while_down(base: str, mode: str, upstream: FuzzUpstream) ->
                 reader.events[-5:]
             )
             assert upstream.connections == opened, "answered only once the upstream was back"
-            # Back: the session goes on with a fresh upstream session.
+            # Back: the session goes on with a fresh upstream session. It answers its client
+            # itself while it redials, so wait for the redial (down 8 s, tries up to 2 s apart)
+            # before asking for an answer only the upstream can give.
+            for _ in range(int(2 * STEP_TIMEOUT_S * 100)):  # the server runs in another thread
+                if upstream.connections > opened:
+                    break
+                await asyncio.sleep(0.01)
+            assert upstream.connections > opened, "the proxy never reached the upstream again"
             assert await _alive(ws, reader, mode, "back"), reader.events[-5:]
             if mode == "duplex_emulated":
                 done = reader.count("response.done")

@@ -224,7 +224,7 @@ class UpstreamControl:
 
         try:
             ws, created = await retrying(attempt, self.state.config.redial, failed)
-        except (UpstreamUnavailable, UpstreamRefused) as exc:
+        except Exception as exc:  # not reached, refused, or the proxy's client closed: never stuck
             self.inputs.put_nowait(InLoop(partial(self._not_reached, gen, exc, fresh)))
             return
         if self.closing:
