@@ -287,41 +287,49 @@ def shipped_personaplex_defaults() -> dict[str, Any]:
     return defaults
 
 
+@asynccontextmanager
+async def ga_client(upstream: str, defaults: dict[str, Any]) -> AsyncIterator[Any]:
+    """The ``openai`` SDK's realtime connection through a proxy whose one route leads to
+    ``upstream`` with the shipped example's ``session_defaults``."""
+    route = {"model": "m", "upstream": upstream, "session_defaults": defaults}
+    config = config_from_dict({"routes": [route], "auth": {"mode": "none"}})
+    async with proxy(config) as base:
+        port = int(base.rsplit(":", 1)[1])
+        client = AsyncOpenAI(api_key="test", websocket_base_url=f"ws://127.0.0.1:{port}/v1")
+        async with client, client.realtime.connect(model="m") as conn:
+            yield conn
+
+
 async def test_ga_client_turn_reaches_personaplex_whole(tmp_path: Path) -> None:
     defaults = shipped_personaplex_defaults()
     speech = silence(600) + load_clip("utt00_clean.wav") + silence(300)
     sent_samples = len(speech) // 2
     async with standin(reply_ms=600) as (upstream, inputs):
-        route = {"model": "m", "upstream": upstream, "session_defaults": defaults}
-        config = config_from_dict({"routes": [route], "auth": {"mode": "none"}})
-        async with proxy(config) as base:
-            port = int(base.rsplit(":", 1)[1])
-            client = AsyncOpenAI(api_key="test", websocket_base_url=f"ws://127.0.0.1:{port}/v1")
-            async with client, client.realtime.connect(model="m") as conn:
-                events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
-                assert events[0]["type"] == "session.created"
-                # Push-to-talk: the client ends its turn itself.
-                await conn.session.update(
-                    session={
-                        "type": "realtime",
-                        "audio": {
-                            "input": {
-                                "format": {"type": "audio/pcm", "rate": 24000},
-                                "turn_detection": None,
-                            }
-                        },
-                    }
-                )
-                step = 2400 * 2  # 100 ms of 24 kHz PCM16: not a whole number of units
-                for i in range(0, len(speech), step):
-                    chunk = base64.b64encode(speech[i : i + step]).decode()
-                    await conn.input_audio_buffer.append(audio=chunk)
-                    await asyncio.sleep(0.02)
-                await conn.input_audio_buffer.commit()
-                async with asyncio.timeout(30):
-                    while events[-1]["type"] != "input_audio_buffer.committed":
-                        events.append(json.loads(await conn.recv_bytes()))
-            assert not [e for e in events if e["type"] == "error"], events
+        async with ga_client(upstream, defaults) as conn:
+            events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
+            assert events[0]["type"] == "session.created"
+            # Push-to-talk: the client ends its turn itself.
+            await conn.session.update(
+                session={
+                    "type": "realtime",
+                    "audio": {
+                        "input": {
+                            "format": {"type": "audio/pcm", "rate": 24000},
+                            "turn_detection": None,
+                        }
+                    },
+                }
+            )
+            step = 2400 * 2  # 100 ms of 24 kHz PCM16: not a whole number of units
+            for i in range(0, len(speech), step):
+                chunk = base64.b64encode(speech[i : i + step]).decode()
+                await conn.input_audio_buffer.append(audio=chunk)
+                await asyncio.sleep(0.02)
+            await conn.input_audio_buffer.commit()
+            async with asyncio.timeout(30):
+                while events[-1]["type"] != "input_audio_buffer.committed":
+                    events.append(json.loads(await conn.recv_bytes()))
+        assert not [e for e in events if e["type"] == "error"], events
     (frames,) = inputs
     # All of it reached the model's buffer as 24 kHz float (the last part of a unit
     # ahead of the commit), one unit per append at most.
@@ -337,29 +345,24 @@ async def test_ga_client_with_server_vad_sends_personaplex_whole_units() -> None
     defaults = shipped_personaplex_defaults()
     spoken = silence(600) + load_clip("utt02_clean.wav")
     async with standin(reply_ms=600) as (upstream, inputs):
-        route = {"model": "m", "upstream": upstream, "session_defaults": defaults}
-        config = config_from_dict({"routes": [route], "auth": {"mode": "none"}})
-        async with proxy(config) as base:
-            port = int(base.rsplit(":", 1)[1])
-            client = AsyncOpenAI(api_key="test", websocket_base_url=f"ws://127.0.0.1:{port}/v1")
-            async with client, client.realtime.connect(model="m") as conn:
-                events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
-                await conn.session.update(
-                    session={
-                        "type": "realtime",
-                        "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}},
-                    }
-                )
-                step = 2400 * 2  # 100 ms appends, at the pace of speech
-                speech = spoken + silence(1500)
-                for i in range(0, len(speech), step):
-                    chunk = base64.b64encode(speech[i : i + step]).decode()
-                    await conn.input_audio_buffer.append(audio=chunk)
-                    await asyncio.sleep(0.1)
-                async with asyncio.timeout(30):
-                    while events[-1]["type"] != "response.done":
-                        events.append(json.loads(await conn.recv_bytes()))
-            assert not [e for e in events if e["type"] == "error"], events
+        async with ga_client(upstream, defaults) as conn:
+            events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
+            await conn.session.update(
+                session={
+                    "type": "realtime",
+                    "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}},
+                }
+            )
+            step = 2400 * 2  # 100 ms appends, at the pace of speech
+            speech = spoken + silence(1500)
+            for i in range(0, len(speech), step):
+                chunk = base64.b64encode(speech[i : i + step]).decode()
+                await conn.input_audio_buffer.append(audio=chunk)
+                await asyncio.sleep(0.1)
+            async with asyncio.timeout(30):
+                while events[-1]["type"] != "response.done":
+                    events.append(json.loads(await conn.recv_bytes()))
+        assert not [e for e in events if e["type"] == "error"], events
     (frames,) = inputs
     # Everything up to the end of the speech came before the answer, so it all went up
     # (all but what the proxy holds of an unfinished unit), one whole unit per append.
