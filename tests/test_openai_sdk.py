@@ -8,6 +8,7 @@ fields survive). These tests drive the SDK exactly as an application would.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -118,24 +119,34 @@ async def test_sdk_spoken_turn_with_server_vad(kind: str, mode: str) -> None:
         assert_completed_with_audio(events)
 
 
+async def push_to_talk(conn: AsyncRealtimeConnection) -> dict[str, Any]:
+    """Server VAD off; the session.updated that answers it."""
+    await conn.session.update(
+        session={
+            "type": "realtime",
+            "audio": {
+                "input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": None}
+            },
+        }
+    )
+    return as_dict(await conn.recv())
+
+
+def heard_seconds(events: list[dict[str, Any]]) -> float:
+    """How much of the turn the reference backend got (its answer's transcript says)."""
+    [done] = [e for e in events if e["type"] == "response.output_audio_transcript.done"]
+    found = re.search(r"I heard about ([0-9.]+) seconds", done["transcript"])
+    assert found, done["transcript"]
+    return float(found.group(1))
+
+
 @pytest.mark.parametrize(("kind", "mode"), MODES)
 async def test_sdk_push_to_talk(kind: str, mode: str) -> None:
     """Server VAD off: the client commits its turn and asks for the response itself."""
     async with sdk_connection(kind) as conn:
         created = await first_session_created(conn)
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode
-        await conn.session.update(
-            session={
-                "type": "realtime",
-                "audio": {
-                    "input": {
-                        "format": {"type": "audio/pcm", "rate": 24000},
-                        "turn_detection": None,
-                    }
-                },
-            }
-        )
-        updated = as_dict(await conn.recv())
+        updated = await push_to_talk(conn)
         assert updated["type"] == "session.updated", updated
         assert updated["session"]["audio"]["input"]["turn_detection"] is None
         # With VAD off a trailing silence must not end the turn on its own.
@@ -149,3 +160,26 @@ async def test_sdk_push_to_talk(kind: str, mode: str) -> None:
         assert kinds.count("response.created") == 1
         assert kinds.index("input_audio_buffer.committed") < kinds.index("response.created")
         assert_completed_with_audio(events)
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_sdk_push_to_talk_while_the_answer_still_plays(kind: str, mode: str) -> None:
+    """The next turn pressed while the answer still plays, the client neither cancelling
+    nor truncating it: the whole turn is committed and answered (a duplex upstream only
+    acknowledges a commit while its answer is unacknowledged, docs/fidelity.md row 1a)."""
+    clip = load_clip("utt05_clean.wav")
+    async with sdk_connection(kind, reply_ms=3000) as conn:
+        await first_session_created(conn)
+        assert (await push_to_talk(conn))["type"] == "session.updated"
+        await append_audio(conn, load_clip("utt04_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        assert_completed_with_audio(await events_until_response_done(conn))
+        # At once: 3 s of answer are still to play on the client.
+        await append_audio(conn, clip)
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        second = await events_until_response_done(conn)
+        assert "input_audio_buffer.committed" in [e["type"] for e in second]
+        assert_completed_with_audio(second)
+        assert abs(heard_seconds(second) - len(clip) / (2 * RATE)) <= 0.15

@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import orjson
 
-from shim.actions import Action, SendUpstream
+from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import VadWindow
 from tests.shim_script import WINDOW, Script, pcm_b64, upstream_events
@@ -153,3 +154,73 @@ def test_audio_the_vad_never_heard_does_not_move_the_judgement() -> None:
     out += vad_behind(sc, probs)
     order = released(events, out)
     assert order and 8 <= order[0] <= 16 and order == list(range(order[0], len(events))), order
+
+
+def sent_kinds(out: list[Action]) -> list[str]:
+    """What went upstream, by type, relayed events included, in order."""
+    kinds = []
+    for a in out:
+        if isinstance(a, SendUpstream):
+            kinds.append(str(a.event["type"]))
+        elif isinstance(a, ForwardUpstream):
+            kinds.append(str(orjson.loads(a.raw)["type"]))
+    return kinds
+
+
+def test_push_to_talk_over_a_generated_answer_goes_whole_after_its_ack() -> None:
+    """The client talks while the answer still plays, then commits: the upstream hears
+    the answer acknowledged first (else the turn is an interjection over it), then all
+    the audio, then the commit."""
+    sc = make()
+    first_turn(sc)
+    detection(sc, on=False)
+    answer_in_real_time(sc)
+    events, out = burst(sc, [SPEECH] * 10)
+    assert not upstream_events(out), "the upstream's answer is unacknowledged: held"
+    out = sc.client({"type": "input_audio_buffer.commit"})
+    assert sent_kinds(out) == ["playback.ack"] + ["input_audio_buffer.append"] * 10 + [
+        "input_audio_buffer.commit"
+    ]
+    assert released(events, out) == list(range(10)), "whole and in order"
+    # Once acknowledged, the next turn's audio goes on at once.
+    assert sent_kinds(sc.audio(40)) == ["input_audio_buffer.append"]
+
+
+def test_push_to_talk_audio_waits_for_the_answer_then_goes_whole() -> None:
+    sc = make()
+    first_turn(sc)
+    detection(sc, on=False)
+    answer_in_real_time(sc)
+    events, out = burst(sc, [SPEECH] * 5)
+    for _ in range(40):  # the answer plays out: the proxy acks it, the audio goes on
+        out += sc.tick(50)
+    kinds = sent_kinds(out)
+    assert kinds == ["playback.ack"] + ["input_audio_buffer.append"] * 5, kinds
+    assert released(events, out) == list(range(5))
+
+
+def test_a_commit_under_server_vad_goes_behind_the_ack_and_the_held_audio() -> None:
+    """A GA client's own commit while the answer plays: the answer acknowledged, then
+    the held audio past its end (and echo tail) in order, then the commit."""
+    sc = make()
+    first_turn(sc)
+    answer_in_real_time(sc)
+    events, out = burst(sc, [SPEECH] * 40)
+    assert not upstream_events(out), "held"
+    out = sc.client({"type": "input_audio_buffer.commit"})
+    kinds = sent_kinds(out)
+    assert kinds[0] == "playback.ack" and kinds[-1] == "input_audio_buffer.commit", kinds
+    order = released(events, out)
+    assert order == list(range(order[0], len(events))), order
+    assert 8 <= order[0] <= 16, "what lies within the answer and its echo tail is dropped"
+
+
+def test_a_clear_drops_the_held_audio() -> None:
+    sc = make()
+    first_turn(sc)
+    answer_in_real_time(sc)
+    events, out = burst(sc, [SPEECH] * 10)
+    out += sc.client({"type": "input_audio_buffer.clear"})
+    assert sent_kinds(out) == ["input_audio_buffer.clear"]
+    out = vad_behind(sc, [SPEECH] * 10)
+    assert not released(events, out), "cleared audio never goes upstream"

@@ -15,7 +15,8 @@ the GA client:
   on a barge-in or a truncation;
 * the microphone held back from the upstream while the answer owns the turn or an
   overlap is undecided (``relay_gate.py``): its own overlap rules never see echo or
-  backchannels, and a decided barge-in's speech reaches it after the cut;
+  backchannels, and a decided barge-in's speech reaches it after the cut; under
+  push-to-talk, none of it is lost, nor overtaken by the client's commit;
 * its audio in the float format the upstream reads, when the upstream declares one
   in its ``session.created`` (``shim/upstream_input.py``: PersonaPlex);
 * only GA events and values for the client (``ga_events.py``), and the upstream's
@@ -40,6 +41,7 @@ from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import WINDOW, AudioGate
+from shim.dialects.relay_turn_end import ahead_of, answer_unreported
 from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
@@ -102,7 +104,10 @@ class GaRelaySession(BargeInRelaySession):
 
     def _tagged(self, action: Action, inp: Input) -> list[Action]:
         if isinstance(action, ForwardUpstream) and isinstance(inp, ClientEvent):
-            return self.upstream_audio.forwarded(action, inp.event.get("type"))
+            kind = inp.event.get("type")
+            ahead = ahead_of(self, kind, whole=self._push_to_talk())
+            before = [a for one in ahead for a in self._tagged(one, inp)]
+            return [*before, *self.upstream_audio.forwarded(action, kind)]
         if not isinstance(action, SendUpstream):
             return [action]
         ev = action.event
@@ -174,16 +179,11 @@ class GaRelaySession(BargeInRelaySession):
     # ------------------------------------------------------------ the gate
     def _gated(self, now: float) -> bool:
         """The upstream must not hear the microphone now (``relay_gate.py``)."""
-        if self.overlap.holding or self.output.active(now):
+        in_progress = answer_unreported(self)
+        if self._push_to_talk():
+            return in_progress
+        if in_progress or self.overlap.holding or self.output.active(now):
             return True
-        resp = self.response
-        if (
-            resp is not None
-            and not resp.cancelled
-            and not self.reports.end_reported
-            and not self.reports.client_acks
-        ):
-            return True  # its end is not acknowledged upstream yet
         latest = self.ledger.latest()
         return (
             latest is not None
@@ -197,10 +197,18 @@ class GaRelaySession(BargeInRelaySession):
         self._follow_answer(now)
         if not self.audio_gate.held or self._gated(now):
             return []
+        if self._push_to_talk():
+            return self.audio_gate.release_from(0)
         vad = self.vad_enabled and self.config.turn.vad is not None
         slack = WINDOW + self.evidence.latency
         start = self.audio_gate.judge(vad, self._min_speech(), slack)
         return [] if start is None else self.audio_gate.release_from(start)
+
+    def _push_to_talk(self) -> bool:
+        """Turn detection off: the client's commits end turns, its buffer is all it
+        appended; held only while the upstream's answer is in progress (to it, an
+        interjection: ``docs/fidelity.md`` row 1a), then whole (``relay_turn_end.py``)."""
+        return self.config.turn.vad is None and not self.overlap.holding
 
     def _min_speech(self) -> int:
         return ms_to_sample(self.gate.params.min_speech_ms)

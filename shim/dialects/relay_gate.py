@@ -132,6 +132,16 @@ class AudioGate:
         while self.held and end - self.held[0][1] > ms_to_sample(KEEP_MS):
             self.held.popleft()
 
+    def settle(self, whole: bool = False) -> list[Action]:
+        """The client ends its turn now: what is held goes on, in order, from where the
+        gate judges it with what the VAD has heard so far (``whole``: all of it)."""
+        if whole:
+            return self.release_from(0)
+        end_of_answer = self.answer_end()
+        if self._decided_for != end_of_answer:
+            self._decide(end_of_answer)
+        return self.release_from(self._from)
+
     def release(self, onset_ms: int | None) -> list[Action]:
         """Send what was held from ``onset_ms`` (input time) on; drop the rest.
         None: drop everything."""
