@@ -25,6 +25,7 @@ from proxy.app import build_app
 from proxy.config import Config, config_from_dict
 from proxy.reference.options import ReferenceOptions
 from proxy.reference.server import build_reference_app
+from proxy.state import ProxyState
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
@@ -71,6 +72,37 @@ async def proxy(config: Config) -> AsyncIterator[str]:
     """The proxy, in process; yields its ``http://127.0.0.1:PORT`` base."""
     async with serve_app(build_app(config)) as base:
         yield base
+
+
+@asynccontextmanager
+async def replica(config: Config, name: str) -> AsyncIterator[str]:
+    """One proxy replica in process; several share a store through ``store.url``."""
+    state = ProxyState(config=config, replica_id=name)
+    async with serve_app(build_app(config, state)) as base:
+        yield base
+
+
+def store_config(upstream: str, url: str, **store: Any) -> Config:
+    """One route, model "m" -> ``upstream``, and the store at ``url``."""
+    return proxy_config({"m": upstream}, store={"url": url, **store})
+
+
+@asynccontextmanager
+async def replica_pair(
+    kind: str,
+    url: str,
+    reply_ms: int = 1500,
+    options: ReferenceOptions | None = None,
+    **store: Any,
+) -> AsyncIterator[tuple[str, str]]:
+    """A reference backend of ``kind`` behind replicas "a" and "b" that share the store at
+    ``url``; yields their bases."""
+    async with (
+        reference(kind, reply_ms=reply_ms, options=options) as up,
+        replica(store_config(up, url, **store), "a") as a,
+        replica(store_config(up, url, **store), "b") as b,
+    ):
+        yield a, b
 
 
 def ws_url(base: str, model: str | None = "m", path: str = "/v1/realtime", **query: str) -> str:

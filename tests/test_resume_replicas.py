@@ -21,8 +21,15 @@ import aiohttp
 import pytest
 
 from tests.redis_server import RedisServer
-from tests.servers import ROOT, connect, reference, ws_url
-from tests.test_resume import created, resumed, speak, until_deltas, wait_persisted
+from tests.servers import ROOT, Client, connect, reference, ws_url
+from tests.test_resume import (
+    Tracked,
+    answered,
+    cut_answer_ends,
+    mid_answer,
+    resumed,
+    wait_persisted,
+)
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
@@ -94,6 +101,35 @@ async def replica_process(
         out.close()
 
 
+@asynccontextmanager
+async def replica_processes(
+    tmp_path: Path, redis_url: str, reply_ms: int
+) -> AsyncIterator[tuple[Replica, Replica]]:
+    """A turn-based reference backend (in this process) behind replica processes "a" and
+    "b" sharing the Redis at ``redis_url``."""
+    async with (
+        reference("turn", reply_ms=reply_ms) as up,
+        replica_process(tmp_path, "a", up, redis_url) as a,
+        replica_process(tmp_path, "b", up, redis_url) as b,
+    ):
+        yield a, b
+
+
+async def lose_owner(
+    c: Client, s: Tracked, owner: Replica, sig: signal.Signals, redis_url: str
+) -> dict[str, Any]:
+    """Once Redis holds the answer ``c`` is hearing, ``sig`` to its owner; ``c`` is read to
+    its end. The answer's ``response.created``."""
+    response = c.of("response.created")[-1]
+    await wait_persisted(redis_url, s.sid, seq=response["server_event_seq"])
+    owner.proc.send_signal(sig)
+    with pytest.raises(ConnectionError):
+        while True:  # whatever was already on the wire still arrives
+            await c.recv()
+    s.take(c)
+    return response
+
+
 async def _until_ready(replica: Replica) -> None:
     async with aiohttp.ClientSession() as http, asyncio.timeout(START_TIMEOUT_S):
         while True:
@@ -116,14 +152,10 @@ async def test_resume_on_a_second_process_replaces_the_first(
     tmp_path: Path, redis_url: str
 ) -> None:
     async with (
-        reference("turn", reply_ms=3000) as up,
-        replica_process(tmp_path, "a", up, redis_url) as a,
-        replica_process(tmp_path, "b", up, redis_url) as b,
+        replica_processes(tmp_path, redis_url, 3000) as (a, b),
     ):
         async with connect(ws_url(a.base)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
+            s = await mid_answer(c1)
             s.take(c1)
             rid = c1.of("response.created")[-1]["response"]["id"]
             # The old connection stays open while the client resumes elsewhere.
@@ -134,12 +166,8 @@ async def test_resume_on_a_second_process_replaces_the_first(
                 with pytest.raises(ConnectionError):
                     while True:
                         await c1.recv()
-                done = await c2.until("response.done", timeout=20)
-                assert done["response"]["id"] == rid
-                assert done["response"]["status"] == "incomplete"
-                await speak(c2)
-                again = await c2.until("response.done", timeout=20)
-                assert again["response"]["status"] == "completed"
+                await cut_answer_ends(c2, rid)
+                await answered(c2)
                 s.take(c2)
         s.assert_exactly_once()
 
@@ -150,30 +178,16 @@ async def test_resume_after_the_owner_died_or_drained(
 ) -> None:
     """SIGKILL: only what the owner had written survives. SIGTERM: it drains (close 1012)."""
     async with (
-        reference("turn", reply_ms=3000) as up,
-        replica_process(tmp_path, "a", up, redis_url) as a,
-        replica_process(tmp_path, "b", up, redis_url) as b,
+        replica_processes(tmp_path, redis_url, 3000) as (a, b),
     ):
         async with connect(ws_url(a.base)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
-            response = c1.of("response.created")[-1]
-            await wait_persisted(redis_url, s.sid, seq=response["server_event_seq"])
-            a.proc.send_signal(sig)
-            with pytest.raises(ConnectionError):
-                while True:  # whatever was already on the wire still arrives
-                    await c1.recv()
-            s.take(c1)
+            s = await mid_answer(c1)
+            response = await lose_owner(c1, s, a, sig, redis_url)
         async with connect(ws_url(b.base)) as c2:
             await resumed(c2, s)
-            done = await c2.until("response.done", timeout=20)
-            assert done["response"]["id"] == response["response"]["id"]
-            assert done["response"]["status"] == "incomplete"
+            done = await cut_answer_ends(c2, response["response"]["id"])
             assert done["response"]["status_details"]["reason"]
-            await speak(c2)
-            again = await c2.until("response.done", timeout=20)
-            assert again["response"]["status"] == "completed"
+            await answered(c2)
             s.take(c2)
         s.assert_exactly_once()
         if sig == signal.SIGKILL:

@@ -24,9 +24,18 @@ from proxy.store import open_store
 from proxy.store.redis_scripts import session_keys
 from tests.redis_cluster import Cluster, SentinelSet, cli, redis_cluster, redis_sentinel
 from tests.redis_server import RedisServer, redis_server
-from tests.servers import Client, connect, reference, ws_url
-from tests.test_resume import created, resumed, speak, until_deltas, wait_persisted
-from tests.test_resume_replicas import replica_process
+from tests.servers import Client, connect, ws_url
+from tests.test_resume import (
+    answered,
+    created,
+    cut_answer_ends,
+    mid_answer,
+    resumed,
+    speak,
+    until_deltas,
+    wait_persisted,
+)
+from tests.test_resume_replicas import lose_owner, replica_processes
 from tests.test_store import new_record
 
 __all__ = ["redis_cluster", "redis_sentinel", "redis_server"]  # fixtures, used by name
@@ -63,9 +72,7 @@ async def test_the_first_resume_after_a_redis_restart_succeeds(
 ) -> None:
     url = redis_server.url
     async with (
-        reference("turn", reply_ms=600) as up,
-        replica_process(tmp_path, "a", up, url) as a,
-        replica_process(tmp_path, "b", up, url) as b,
+        replica_processes(tmp_path, url, 600) as (a, b),
     ):
         async with connect(ws_url(a.base)) as c1:
             s = await created(c1)
@@ -81,9 +88,7 @@ async def test_the_first_resume_after_a_redis_restart_succeeds(
             async with connect(ws_url(b.base)) as c2:
                 await resumed(c2, s)  # b's very first store calls since the restart
                 await c1.until("session.replaced")
-                await speak(c2)
-                done = await c2.until("response.done", timeout=20)
-                assert done["response"]["status"] == "completed"
+                await answered(c2)
                 s.take(c2)
         s.assert_exactly_once()
 
@@ -96,14 +101,10 @@ async def test_a_session_outlives_a_failover_of_its_cluster_master(
     monkeypatch.setenv("DUPLEX_PROXY__STORE__TIMEOUT_S", "1")
     url = redis_cluster.url
     async with (
-        reference("turn", reply_ms=3000) as up,
-        replica_process(tmp_path, "a", up, url) as a,
-        replica_process(tmp_path, "b", up, url) as b,
+        replica_processes(tmp_path, url, 3000) as (a, b),
     ):
         async with connect(ws_url(a.base)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
+            s = await mid_answer(c1)
             # The master serving this session's slot hands over to its replica while
             # the answer streams and the owner keeps persisting it.
             rec_key, _ = session_keys(s.sid)
@@ -113,21 +114,11 @@ async def test_a_session_outlives_a_failover_of_its_cluster_master(
             await played_out(c1, done["response"]["id"])
             await speak(c1)  # a second answer, written only to the promoted master
             await until_deltas(c1, len(c1.of("response.output_audio.delta")) + 3)
-            response = c1.of("response.created")[-1]
-            await wait_persisted(url, s.sid, seq=response["server_event_seq"])
-            a.proc.send_signal(signal.SIGKILL)
-            with pytest.raises(ConnectionError):
-                while True:  # whatever was already on the wire still arrives
-                    await c1.recv()
-            s.take(c1)
+            response = await lose_owner(c1, s, a, signal.SIGKILL, url)
         async with connect(ws_url(b.base)) as c2:
             await resumed(c2, s)
-            done = await c2.until("response.done", timeout=20)
-            assert done["response"]["id"] == response["response"]["id"]
-            assert done["response"]["status"] == "incomplete"
-            await speak(c2)
-            again = await c2.until("response.done", timeout=20)
-            assert again["response"]["status"] == "completed"
+            await cut_answer_ends(c2, response["response"]["id"])
+            await answered(c2)
             s.take(c2)
         s.assert_exactly_once()
 
