@@ -20,12 +20,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from proxy.config import StoreConfig
-from proxy.store import open_store
 from tests.auth_helpers import KEY_A, KEY_B, api_keys, auth_config, bearer, connect_with
 from tests.auth_helpers import key_subprotocols as subprotocols
 from tests.redis_server import RedisServer
 from tests.servers import ROOT, Client, load_clip, proxy, silence, ws_url
+from tests.test_resume import load_record
 
 ROUTES = {"a-demo": "embedded://turn", "b-demo": "embedded://turn"}
 CLIP = "utt05_clean.wav"
@@ -70,11 +69,7 @@ async def test_resume_by_another_key_is_denied_on_another_replica(
     config = auth_config(ROUTES, api_keys(), store={"url": url})
     async with proxy(config) as a, proxy(config) as b:
         sid, token = await open_session(ws_url(a, model="a-demo"))
-        store = await open_store(StoreConfig(url=url))
-        try:
-            record = await store.load(sid)
-        finally:
-            await store.close()
+        record = await load_record(url, sid)
         assert record is not None and record.key_id == "team-a"
         async with connect_with(ws_url(b, model=None), headers=bearer(KEY_B)) as thief:
             answer = await resume(thief, sid, token)

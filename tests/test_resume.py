@@ -20,7 +20,6 @@ import pytest
 
 from proxy.config import StoreConfig
 from proxy.persist.checkpoint import checkpoint_of
-from proxy.store import open_store
 from proxy.store.base import SessionRecord
 from tests.redis_server import RedisServer
 from tests.servers import (
@@ -38,6 +37,7 @@ from tests.servers import (
     tcp_link,
     ws_url,
 )
+from tests.stores import opened_store
 
 CLIP = "utt05_clean.wav"
 GONE_OR_LOST = ("session_resume_conflict", "session_resume_denied")
@@ -149,11 +149,8 @@ def error_code(ev: dict[str, Any]) -> str:
 
 
 async def load_record(url: str, sid: str) -> SessionRecord | None:
-    store = await open_store(StoreConfig(url=url))
-    try:
+    async with opened_store(StoreConfig(url=url)) as store:
         return await store.load(sid)
-    finally:
-        await store.close()
 
 
 async def wait_persisted(url: str, sid: str, seq: int = 0, acked: int = 0) -> SessionRecord:

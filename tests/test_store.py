@@ -27,22 +27,16 @@ from proxy.store.memory import MemoryStore
 from proxy.store.redis import RedisStore, session_keys
 from tests.redis_cluster import redis_cluster
 from tests.redis_server import RedisServer, redis_server, redis_server_session
+from tests.stores import (
+    assert_round_trip,
+    assert_serves_a_fresh_session,
+    new_record,
+    opened_store,
+)
 
 __all__ = ["redis_cluster", "redis_server", "redis_server_session"]  # fixtures, used by name
 
 MakeStore = Callable[..., Awaitable[SessionStore]]
-
-
-def new_record(**overrides: Any) -> SessionRecord:
-    fields: dict[str, Any] = {
-        "session_id": "sess_" + secrets.token_hex(8),
-        "token_hash": hash_token(secrets.token_urlsafe(24)),
-        "model": "minicpm-o",
-        "mode": "barge_in_emulated",
-        "owner": "replica-a",
-    }
-    fields.update(overrides)
-    return SessionRecord(**fields)
 
 
 def store_up(metrics: Metrics) -> float | None:
@@ -132,12 +126,9 @@ async def test_redis_keys_never_hold_the_raw_token(
 ) -> None:
     token = secrets.token_urlsafe(24)
     record = new_record(token_hash=hash_token(token))
-    store = await open_store(StoreConfig(url=redis_server_session.url))
-    try:
+    async with opened_store(StoreConfig(url=redis_server_session.url)) as store:
         await store.create(record)
         await store.append_events(record.session_id, 0, [(1, '{"type":"x"}')], 0)
-    finally:
-        await store.close()
     rec_key, log_key = session_keys(record.session_id)
     rec = await raw_redis.hgetall(rec_key)
     log = await raw_redis.xrange(log_key)
@@ -506,15 +497,10 @@ async def test_open_store_memory() -> None:
 
 @pytest.mark.redis
 async def test_open_store_over_a_unix_socket(redis_server_session: RedisServer) -> None:
-    store = await open_store(StoreConfig(url=redis_server_session.unix_url))
-    try:
+    async with opened_store(StoreConfig(url=redis_server_session.unix_url)) as store:
         assert isinstance(store, RedisStore)
         assert await store.healthy()
-        record = new_record()
-        await store.create(record)
-        assert await store.load(record.session_id) == record
-    finally:
-        await store.close()
+        await assert_round_trip(store)
 
 
 # --- Redis specifics: key layout and TTL ----------------------------------------------
@@ -524,14 +510,13 @@ async def test_open_store_over_a_unix_socket(redis_server_session: RedisServer) 
 async def test_keys_share_one_hash_tag_and_expire(
     redis_server_session: RedisServer, raw_redis: aioredis.Redis
 ) -> None:
-    store = await open_store(StoreConfig(url=redis_server_session.url, disconnect_grace_s=30))
-    try:
+    async with opened_store(
+        StoreConfig(url=redis_server_session.url, disconnect_grace_s=30)
+    ) as store:
         record = new_record()
         sid = record.session_id
         await store.create(record)
         await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
-    finally:
-        await store.close()
     keys = sorted([k async for k in raw_redis.scan_iter(match=f"dxp:{{{sid}}}:*")])
     assert keys == [f"dxp:{{{sid}}}:log".encode(), f"dxp:{{{sid}}}:rec".encode()]
     assert len({key_slot(k) for k in keys}) == 1
@@ -567,8 +552,7 @@ async def assert_all_unavailable(store: SessionStore, record: SessionRecord) -> 
 @pytest.mark.redis
 async def test_redis_killed_then_restarted(redis_server: RedisServer) -> None:
     metrics = Metrics()
-    store = await open_store(StoreConfig(url=redis_server.url), metrics)
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url), metrics) as store:
         record = new_record()
         await store.create(record)
         assert store_up(metrics) == 1
@@ -580,19 +564,13 @@ async def test_redis_killed_then_restarted(redis_server: RedisServer) -> None:
         assert store_up(metrics) == 1
         # Nothing was persisted; the same store object serves new sessions at once.
         assert await store.load(record.session_id) is None
-        fresh = new_record()
-        await store.create(fresh)
-        await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
-        assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
-    finally:
-        await store.close()
+        await assert_serves_a_fresh_session(store)
 
 
 @pytest.mark.redis
 async def test_redis_hung_calls_time_out(redis_server: RedisServer) -> None:
     metrics = Metrics()
-    store = await open_store(StoreConfig(url=redis_server.url, timeout_s=0.2), metrics)
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url, timeout_s=0.2), metrics) as store:
         record = new_record()
         await store.create(record)
         redis_server.pause()  # accepts nothing, answers nothing: only timeouts help
@@ -602,37 +580,26 @@ async def test_redis_hung_calls_time_out(redis_server: RedisServer) -> None:
         assert await store.healthy()
         # Commands sent while it hung may still run once it wakes (a timeout is
         # ambiguous), so go on with a fresh session.
-        fresh = new_record()
-        await store.create(fresh)
-        await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
-        assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
-    finally:
-        await store.close()
+        await assert_serves_a_fresh_session(store)
 
 
 @pytest.mark.redis
 async def test_store_opens_while_redis_is_down(redis_server: RedisServer) -> None:
     redis_server.kill()
     metrics = Metrics()
-    store = await open_store(StoreConfig(url=redis_server.url), metrics)
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url), metrics) as store:
         assert not await store.healthy()
         assert store_up(metrics) == 0
         redis_server.start()
         assert await store.healthy()
-        record = new_record()
-        await store.create(record)
-        assert await store.load(record.session_id) == record
-    finally:
-        await store.close()
+        await assert_round_trip(store)
 
 
 @pytest.mark.redis
 @pytest.mark.parametrize("how", ["kill", "stop"])
 async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, how: str) -> None:
     """Pooled connections go stale when Redis restarts; each is retried once, fresh."""
-    store = await open_store(StoreConfig(url=redis_server.url), Metrics())
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url), Metrics()) as store:
         # Several pooled connections, all of which the restart leaves stale.
         await asyncio.gather(*(store.create(new_record()) for _ in range(4)))
         redis_server.kill() if how == "kill" else redis_server.stop()
@@ -642,5 +609,3 @@ async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, ho
         results = await asyncio.gather(*(store.load(record.session_id) for _ in range(4)))
         assert results == [record] * 4
         assert await store.take_over(record.session_id, "replica-b", 0) == 1
-    finally:
-        await store.close()

@@ -25,6 +25,7 @@ from proxy.store.redis_scripts import session_keys
 from tests.redis_cluster import Cluster, SentinelSet, cli, redis_cluster, redis_sentinel
 from tests.redis_server import RedisServer, redis_server
 from tests.servers import Client, connect, ws_url
+from tests.stores import new_record, opened_store
 from tests.test_resume import (
     answered,
     created,
@@ -36,7 +37,6 @@ from tests.test_resume import (
     wait_persisted,
 )
 from tests.test_resume_replicas import lose_owner, replica_processes
-from tests.test_store import new_record
 
 __all__ = ["redis_cluster", "redis_sentinel", "redis_server"]  # fixtures, used by name
 
@@ -124,8 +124,7 @@ async def test_a_session_outlives_a_failover_of_its_cluster_master(
 
 
 async def test_the_store_follows_a_sentinel_failover(redis_sentinel: SentinelSet) -> None:
-    store = await open_store(StoreConfig(url=redis_sentinel.url, timeout_s=1), Metrics())
-    try:
+    async with opened_store(StoreConfig(url=redis_sentinel.url, timeout_s=1), Metrics()) as store:
         record = new_record()
         sid = record.session_id
         await store.create(record)
@@ -143,8 +142,6 @@ async def test_the_store_follows_a_sentinel_failover(redis_sentinel: SentinelSet
         new_master = redis_sentinel.master.port
         rec_key, _ = session_keys(sid)
         assert (await asyncio.to_thread(cli, new_master, "HGET", rec_key, "epoch")).strip() == "1"
-    finally:
-        await store.close()
 
 
 async def test_the_store_follows_a_cluster_master_crash(redis_cluster: Cluster) -> None:
