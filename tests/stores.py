@@ -50,3 +50,14 @@ async def assert_serves_a_fresh_session(store: SessionStore) -> None:
     await store.create(fresh)
     await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
     assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
+
+
+async def new_session(
+    store: SessionStore, events: list[tuple[int, str]] | None = None, acked: int = 0
+) -> SessionRecord:
+    """A new record created in ``store``, with ``events`` appended (epoch 0)."""
+    record = new_record()
+    await store.create(record)
+    if events:
+        await store.append_events(record.session_id, 0, events, acked)
+    return record

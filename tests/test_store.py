@@ -31,6 +31,7 @@ from tests.stores import (
     assert_round_trip,
     assert_serves_a_fresh_session,
     new_record,
+    new_session,
     opened_store,
 )
 
@@ -148,10 +149,8 @@ async def test_create_is_idempotent_for_its_own_token(store: SessionStore) -> No
 
 
 async def test_take_over_fences_the_stale_owner(store: SessionStore) -> None:
-    record = new_record()
+    record = await new_session(store, [(1, "a")])
     sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a")], 0)
     assert await store.take_over(sid, "replica-b", 0) == 1
     with pytest.raises(LeaseLost):
         await store.save(record)  # still at epoch 0
@@ -199,10 +198,8 @@ async def test_racing_take_overs_exactly_one_wins(make_store: MakeStore) -> None
 
 
 async def test_save_never_moves_sequence_numbers_back(store: SessionStore) -> None:
-    record = new_record()
+    record = await new_session(store, [(1, "a"), (2, "b"), (3, "c")], acked=2)
     sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a"), (2, "b"), (3, "c")], 2)
     record.state = {"x": 1}  # a snapshot taken before those events
     await store.save(record)
     loaded = await store.load(sid)
@@ -274,9 +271,7 @@ async def test_malformed_session_ids(store: SessionStore) -> None:
 
 
 async def test_events_after_in_order_and_idempotent(store: SessionStore) -> None:
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
+    sid = (await new_session(store)).session_id
     assert await store.events_after(sid, 0) == []
     await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
     await store.append_events(sid, 0, [(2, "b"), (3, "c")], 0)  # retried batch overlaps
@@ -290,10 +285,7 @@ async def test_events_after_in_order_and_idempotent(store: SessionStore) -> None
 
 
 async def test_acks_trim_and_leave_a_floor(store: SessionStore) -> None:
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(i, f"e{i}") for i in range(1, 6)], 0)
+    sid = (await new_session(store, [(i, f"e{i}") for i in range(1, 6)])).session_id
     await store.append_events(sid, 0, [], 3)  # a bare ack
     assert await store.events_after(sid, 3) == [(4, "e4"), (5, "e5")]
     assert await store.events_after(sid, 2) is None  # 3 was trimmed: a gap
@@ -305,10 +297,7 @@ async def test_acks_trim_and_leave_a_floor(store: SessionStore) -> None:
 
 async def test_byte_bound_drops_oldest(make_store: MakeStore) -> None:
     store = await make_store(replay_max_bytes=10)
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "éé"), (2, "éé")], 0)  # 4 UTF-8 bytes each
+    sid = (await new_session(store, [(1, "éé"), (2, "éé")])).session_id  # 4 UTF-8 bytes each
     assert await store.events_after(sid, 0) == [(1, "éé"), (2, "éé")]
     await store.append_events(sid, 0, [(3, "éé")], 0)  # 12 bytes > 10
     assert await store.events_after(sid, 0) is None
@@ -390,10 +379,7 @@ async def make_clocked(request: pytest.FixtureRequest) -> AsyncIterator[MakeCloc
 async def test_age_bound_on_write(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(replay_max_age_s=60, disconnect_grace_s=600)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
     await clocked.advance(59)
     await store.append_events(sid, 0, [(3, "c")], 0)
     assert await store.events_after(sid, 0) == [(1, "a"), (2, "b"), (3, "c")]
@@ -407,10 +393,7 @@ async def test_age_bound_on_write(make_clocked: MakeClocked) -> None:
 async def test_age_bound_on_read_without_writes(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(replay_max_age_s=60, disconnect_grace_s=600)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
     await clocked.advance(59)
     assert await store.events_after(sid, 0) == [(1, "a"), (2, "b")]
     await clocked.advance(2)
@@ -421,10 +404,7 @@ async def test_age_bound_on_read_without_writes(make_clocked: MakeClocked) -> No
 async def test_session_expires_after_grace(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(disconnect_grace_s=30)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a")], 0)
+    sid = (await new_session(store, [(1, "a")])).session_id
     await clocked.advance(29)
     assert await store.load(sid) is not None
     assert await store.events_after(sid, 0) == [(1, "a")]
@@ -439,9 +419,7 @@ async def test_session_expires_after_grace(make_clocked: MakeClocked) -> None:
 async def test_every_write_refreshes_expiry(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(disconnect_grace_s=30)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
+    sid = (await new_session(store)).session_id
     for _ in range(3):
         await clocked.advance(20)
         await store.append_events(sid, 0, [], 0)  # a heartbeat keeps the lease alive
@@ -456,9 +434,7 @@ async def test_every_write_refreshes_expiry(make_clocked: MakeClocked) -> None:
 async def test_reads_do_not_refresh_expiry(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(disconnect_grace_s=30)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
+    sid = (await new_session(store)).session_id
     for _ in range(3):
         await clocked.advance(9)
         assert await store.load(sid) is not None
@@ -468,10 +444,7 @@ async def test_reads_do_not_refresh_expiry(make_clocked: MakeClocked) -> None:
 
 
 async def test_delete(store: SessionStore) -> None:
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a")], 0)
+    sid = (await new_session(store, [(1, "a")])).session_id
     assert await store.take_over(sid, "replica-b", 0) == 1
     with pytest.raises(LeaseLost):
         await store.delete(sid, 0)
@@ -513,10 +486,7 @@ async def test_keys_share_one_hash_tag_and_expire(
     async with opened_store(
         StoreConfig(url=redis_server_session.url, disconnect_grace_s=30)
     ) as store:
-        record = new_record()
-        sid = record.session_id
-        await store.create(record)
-        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+        sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
     keys = sorted([k async for k in raw_redis.scan_iter(match=f"dxp:{{{sid}}}:*")])
     assert keys == [f"dxp:{{{sid}}}:log".encode(), f"dxp:{{{sid}}}:rec".encode()]
     assert len({key_slot(k) for k in keys}) == 1

@@ -25,7 +25,7 @@ from proxy.store.redis_scripts import session_keys
 from tests.redis_cluster import Cluster, SentinelSet, cli, redis_cluster, redis_sentinel
 from tests.redis_server import RedisServer, redis_server
 from tests.servers import Client, connect, ws_url
-from tests.stores import new_record, opened_store
+from tests.stores import new_session, opened_store
 from tests.test_resume import (
     answered,
     created,
@@ -125,10 +125,7 @@ async def test_a_session_outlives_a_failover_of_its_cluster_master(
 
 async def test_the_store_follows_a_sentinel_failover(redis_sentinel: SentinelSet) -> None:
     async with opened_store(StoreConfig(url=redis_sentinel.url, timeout_s=1), Metrics()) as store:
-        record = new_record()
-        sid = record.session_id
-        await store.create(record)
-        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+        sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
         old = redis_sentinel.master.port
         await asyncio.to_thread(redis_sentinel.failover)
         assert redis_sentinel.master_port() != old
@@ -150,10 +147,8 @@ async def test_the_store_follows_a_cluster_master_crash(redis_cluster: Cluster) 
     store = await open_store(StoreConfig(url=redis_cluster.url, timeout_s=1), Metrics())
     dead = None
     try:
-        record = new_record()
+        record = await new_session(store, [(1, "a"), (2, "b")])
         sid = record.session_id
-        await store.create(record)
-        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
         rec_key, _ = session_keys(sid)
         dead, new = await asyncio.to_thread(redis_cluster.crash_master, rec_key)
         assert dead.port != new
