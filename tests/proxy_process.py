@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
@@ -15,16 +14,12 @@ from typing import Any
 
 import aiohttp
 
+from tests.ports import free_port
 from tests.servers import ROOT
 
+__all__ = ["ProxyProcess", "backend_process", "free_port", "proxy_process"]
+
 START_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class ProxyProcess:
@@ -51,6 +46,18 @@ class ProxyProcess:
                     if code == status:
                         return body
                 await asyncio.sleep(0.05)
+
+    async def until_ready(self, within_s: float = START_TIMEOUT_S) -> None:
+        """Poll /readyz until it says "ready": serving, and its store and routes are up."""
+        async with asyncio.timeout(within_s):
+            while True:
+                if self.proc.returncode is not None:
+                    raise RuntimeError(f"replica exited:\n{self.output()}")
+                with suppress(aiohttp.ClientError):
+                    _, body = await self.readyz()
+                    if body.get("status") == "ready":
+                        return
+                await asyncio.sleep(0.1)
 
     async def until_logged(self, needle: str, within_s: float = 15.0) -> str:
         async with asyncio.timeout(within_s):

@@ -22,14 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
+
 START_TIMEOUT_S = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _pings(port: int) -> bool:
@@ -58,7 +53,7 @@ class RedisServer:
         self.binary = binary
         self.extra_args = extra_args  # e.g. cluster or replica settings
         self.dir = Path(tempfile.mkdtemp(prefix="dxp-redis-"))  # short: unix socket path
-        self.port = _free_port()
+        self.port = free_port()
         self.unix_socket = self.dir / "redis.sock"
         self._proc: subprocess.Popen[bytes] | None = None
         self._paused = False

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ import pytest
 
 from tests.auth_helpers import KEY_A, KEY_B, api_keys, auth_config, bearer, connect_with
 from tests.auth_helpers import key_subprotocols as subprotocols
+from tests.ports import free_port
 from tests.redis_server import RedisServer
 from tests.servers import ROOT, Client, load_clip, proxy, silence, ws_url
 from tests.test_resume import load_record
@@ -79,13 +79,6 @@ async def test_resume_by_another_key_is_denied_on_another_replica(
             assert answer["type"] == "session.resumed", answer
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 @pytest.fixture
 def logged_proxy(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     """``duplex-proxy serve`` at debug level with API keys; yields its base URL and log."""
@@ -98,7 +91,7 @@ def logged_proxy(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "[web]\nenabled = true\n"
         '[[routes]]\nmodel = "a-demo"\nupstream = "embedded://turn"\n'
     )
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "proxy.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
     with log.open("wb") as out:
