@@ -11,3 +11,8 @@ def free_port() -> int:
         s.bind(("127.0.0.1", 0))
         port: int = s.getsockname()[1]
         return port
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released): a connection is refused."""
+    return free_port()

@@ -75,6 +75,14 @@ async def proxy(config: Config) -> AsyncIterator[str]:
 
 
 @asynccontextmanager
+async def proxy_with_state(config: Config) -> AsyncIterator[tuple[str, ProxyState]]:
+    """The proxy, in process; yields its base and its state."""
+    state = ProxyState(config=config)
+    async with serve_app(build_app(config, state)) as base:
+        yield base, state
+
+
+@asynccontextmanager
 async def replica(config: Config, name: str) -> AsyncIterator[str]:
     """One proxy replica in process; several share a store through ``store.url``."""
     state = ProxyState(config=config, replica_id=name)
@@ -163,6 +171,17 @@ class Client:
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("type") == kind]
+
+
+async def closed(c: Client, within_s: float = 10.0) -> int | None:
+    """Read until the socket closes; its close code."""
+    async with asyncio.timeout(within_s):
+        while True:
+            msg = await c.ws.receive()
+            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                return c.ws.close_code
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                c.events.append(json.loads(msg.data))
 
 
 @asynccontextmanager

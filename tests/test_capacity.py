@@ -8,47 +8,25 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-from proxy.app import build_app
 from proxy.config import Config, ConfigError, Route, config_from_dict
 from proxy.reference.options import ReferenceOptions
-from proxy.state import ProxyState
 from proxy.upstream import connect as connect_upstream
 from proxy.upstream import resume_url
 from proxy.upstream_book import upstream_key
 from proxy.upstream_fresh import end_over
-from tests.servers import Client, connect, reference, serve_app, ws_url
+from tests.servers import Client, closed, connect, proxy_with_state, reference, serve_app, ws_url
 
 STRICT = ReferenceOptions(fidelity="strict")
 
 
 def config(routes: list[dict[str, Any]]) -> Config:
     return config_from_dict({"auth": {"mode": "none"}, "routes": routes})
-
-
-@asynccontextmanager
-async def proxy_with_state(cfg: Config) -> AsyncIterator[tuple[str, ProxyState]]:
-    state = ProxyState(config=cfg)
-    async with serve_app(build_app(cfg, state)) as base:
-        yield base, state
-
-
-async def closed(c: Client, within_s: float = 10.0) -> int | None:
-    """Read until the socket closes; its close code."""
-    async with asyncio.timeout(within_s):
-        while True:
-            msg = await c.ws.receive()
-            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-                return c.ws.close_code
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                c.events.append(json.loads(msg.data))
 
 
 def refused_upstream_full(c: Client) -> dict[str, Any]:

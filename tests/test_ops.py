@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any
 
 import aiohttp
@@ -12,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.app import STATE, build_app
 from proxy.config import config_from_dict
+from tests.ports import closed_port
 from tests.servers import (
     Client,
     connect,
@@ -50,14 +50,6 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     """The sum over ``name``'s series that carry ``labels`` (and maybe others)."""
     wanted = set(labels.items())
     return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 async def spoken_turn(c: Client) -> dict[str, Any]:
