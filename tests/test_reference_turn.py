@@ -99,33 +99,32 @@ async def test_session_created_is_flat_and_immediate() -> None:
         assert raw.startswith('{"type":"session.created","id":"sess-')
 
 
-@pytest.mark.parametrize("value", ["1", "TRUE", "on"])
-async def test_duplex_query_is_refused_with_1008(value: str) -> None:
-    async with (
-        backend() as (http, base),
-        connected(http, f"{base}/v1/realtime?duplex={value}") as p,
-    ):
-        assert (
-            await p.recv_raw()
-            == '{"type":"error","code":"unsupported","error":"VAD realtime is not enabled"}'
-        )
+VAD_OFF = '{"type":"error","code":"unsupported","error":"VAD realtime is not enabled"}'
+NO_DUPLEX = '{"type":"error","error":"Duplex API is not available","code":"unsupported"}'
+
+
+@pytest.mark.parametrize(
+    ("path", "refusal", "close_code"),
+    [
+        ("/v1/realtime?duplex=1", VAD_OFF, 1008),
+        ("/v1/realtime?duplex=TRUE", VAD_OFF, 1008),
+        ("/v1/realtime?duplex=on", VAD_OFF, 1008),
+        ("/v1/duplex", NO_DUPLEX, 1000),
+    ],
+    ids=["duplex-query-1", "duplex-query-TRUE", "duplex-query-on", "duplex-route"],
+)
+async def test_a_duplex_request_is_refused_then_closed(
+    path: str, refusal: str, close_code: int
+) -> None:
+    async with backend() as (http, base), connected(http, f"{base}{path}") as p:
+        assert await p.recv_raw() == refusal
         msg = await p.ws.receive(timeout=5)
-        assert msg.type == WSMsgType.CLOSE and p.ws.close_code == 1008
+        assert msg.type == WSMsgType.CLOSE and p.ws.close_code == close_code
 
 
 async def test_duplex_yes_is_not_a_duplex_request() -> None:
     async with backend() as (http, base), connected(http, f"{base}/v1/realtime?duplex=yes") as p:
         assert (await p.recv())["type"] == "session.created"
-
-
-async def test_duplex_route_is_not_available() -> None:
-    async with backend() as (http, base), connected(http, f"{base}/v1/duplex") as p:
-        assert (
-            await p.recv_raw()
-            == '{"type":"error","error":"Duplex API is not available","code":"unsupported"}'
-        )
-        msg = await p.ws.receive(timeout=5)
-        assert msg.type == WSMsgType.CLOSE and p.ws.close_code == 1000
 
 
 async def test_errors_have_the_flat_turn_based_shape() -> None:
