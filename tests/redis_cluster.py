@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,17 +27,11 @@ from pathlib import Path
 import pytest
 from redis.crc import key_slot
 
+from tests.ports import free_port
 from tests.redis_server import RedisServer, find_redis_server
 
 WAIT_S = 30.0
 SERVICE = "mymaster"
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def find_redis_cli() -> str:

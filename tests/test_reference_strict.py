@@ -13,7 +13,6 @@ import argparse
 import asyncio
 import base64
 import json
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,6 +28,7 @@ from proxy.reference import ReferenceOptions, running_reference_backend
 from proxy.reference.cli import add_reference_arguments, options_from_args
 from proxy.reference.options import STRICT_FLAGS
 from shim.audio import b64encode
+from tests.ports import free_port
 from tests.servers import serve_app
 from tests.testaudio import chunks, silence, vowel
 
@@ -494,13 +494,6 @@ async def test_envelope_facts() -> None:
 
 
 # ---- the command line ----
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 async def test_cli_strict_profile_reaches_the_backend() -> None:
