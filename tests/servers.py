@@ -173,6 +173,16 @@ class Client:
         return [e for e in self.events if e.get("type") == kind]
 
 
+def resume_of(created: dict[str, Any], last_seq: int = 0) -> dict[str, Any]:
+    """``session.resume`` of the session ``created`` announced, from ``last_seq``."""
+    return {
+        "type": "session.resume",
+        "session_id": created["session"]["id"],
+        "resume_token": created["resume_token"],
+        "last_received_server_event_seq": last_seq,
+    }
+
+
 async def closed(c: Client, within_s: float = 10.0) -> int | None:
     """Read until the socket closes; its close code."""
     async with asyncio.timeout(within_s):

@@ -20,7 +20,16 @@ from proxy.upstream import connect as connect_upstream
 from proxy.upstream import resume_url
 from proxy.upstream_book import upstream_key
 from proxy.upstream_fresh import end_over
-from tests.servers import Client, closed, connect, proxy_with_state, reference, serve_app, ws_url
+from tests.servers import (
+    Client,
+    closed,
+    connect,
+    proxy_with_state,
+    reference,
+    resume_of,
+    serve_app,
+    ws_url,
+)
 
 STRICT = ReferenceOptions(fidelity="strict")
 
@@ -95,14 +104,7 @@ async def test_a_session_in_its_grace_holds_the_upstream_slot_and_its_resume_reu
                 assert await closed(b) == 1013
                 refused_upstream_full(b)
             async with connect(ws_url(base, model="a")) as again:
-                await again.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": created["session"]["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 0,
-                    }
-                )
+                await again.send(resume_of(created))
                 await again.until("session.resumed")  # its own slot, not a second one
                 await end(again)
             async with connect(ws_url(base, model="b")) as b:
@@ -250,14 +252,7 @@ async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_
                 assert "at capacity (1 session(s) at once)" in error["message"]
             assert await refused_count(base) == 1
             async with connect(ws_url(base, duplex="1")) as again:
-                await again.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": created["session"]["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 0,
-                    }
-                )
+                await again.send(resume_of(created))
                 await again.until("session.resumed")
                 async with connect(ws_url(base, duplex="1")) as b:  # counted again: refused early
                     assert await closed(b) == 1013

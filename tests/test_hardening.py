@@ -31,6 +31,7 @@ from tests.servers import (
     proxy_config,
     proxy_with_state,
     reference,
+    resume_of,
     serve_app,
     ws_url,
 )
@@ -100,14 +101,7 @@ async def test_a_session_in_its_grace_holds_its_slot_and_a_resume_reuses_it(
                 assert "retry after" in b.of("error")[0]["error"]["message"]
                 assert b.ws.close_code == 1013
             async with connect(ws_url(base)) as again:
-                await again.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": created["session"]["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 0,
-                    }
-                )
+                await again.send(resume_of(created))
                 first = await again.recv()
                 assert first["type"] == "session.resumed", first
 

@@ -29,7 +29,7 @@ from proxy.reference.cli import add_reference_arguments, options_from_args
 from proxy.reference.options import STRICT_FLAGS
 from shim.audio import b64encode
 from tests.ports import free_port
-from tests.servers import serve_app
+from tests.servers import resume_of, serve_app
 from tests.testaudio import chunks, silence, vowel
 
 pytestmark = pytest.mark.timeout(60)
@@ -412,14 +412,7 @@ async def test_max_sessions_counts_a_session_in_its_disconnect_grace() -> None:
         assert (await refusal(http, url, model="m"))["code"] == "resource_exhausted"
         async with http.ws_connect(url) as again:
             back = Peer(again)
-            await back.send(
-                {
-                    "type": "session.resume",
-                    "session_id": created["session"]["id"],  # type: ignore[index]
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": 0,
-                }
-            )
+            await back.send(resume_of(created))
             await back.until("session.resumed")
             await back.send({"type": "session.close"})
             await back.until("session.closed")
