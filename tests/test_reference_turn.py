@@ -67,6 +67,12 @@ class Peer:
         for chunk in chunks(audio, chunk_ms=100):
             await self.send({"type": "input_audio_buffer.append", "audio": b64encode(chunk)})
 
+    async def say(self, audio: np.ndarray) -> None:
+        """One turn as vLLM-Omni's client sends it: open, the audio, final commit."""
+        await self.send({"type": "input_audio_buffer.commit", "final": False})
+        await self.append(audio)
+        await self.send({"type": "input_audio_buffer.commit", "final": True})
+
     async def until(self, kind: str, within_s: float = 8.0) -> dict[str, object]:
         deadline = time.monotonic() + within_s
         while True:
@@ -190,9 +196,7 @@ async def test_a_turn_streams_text_and_audio_in_real_time() -> None:
     async with backend(reply_ms=1000) as (http, base), connected(http, f"{base}/v1/realtime") as p:
         await p.recv()
         await p.send({"type": "session.update", "model": "any"})
-        await p.send({"type": "input_audio_buffer.commit", "final": False})
-        await p.append(SPEECH)
-        await p.send({"type": "input_audio_buffer.commit", "final": True})
+        await p.say(SPEECH)
         done = await p.until("transcription.done", within_s=5)
         last = json.loads(await p.recv_raw())
         assert p.frames[-1] == '{"type": "response.output_audio.done", "has_audio": true}'
@@ -230,18 +234,14 @@ async def test_second_open_commit_is_ignored_and_late_audio_dropped() -> None:
     async with backend(reply_ms=600) as (http, base), connected(http, f"{base}/v1/realtime") as p:
         await p.recv()
         await p.send({"type": "session.update", "model": "any"})
-        await p.send({"type": "input_audio_buffer.commit", "final": False})
-        await p.append(SPEECH)
-        await p.send({"type": "input_audio_buffer.commit", "final": True})
+        await p.say(SPEECH)
         await p.until("transcription.delta")
         await p.send({"type": "input_audio_buffer.commit", "final": False})  # ignored: generating
         await p.append(vowel(2000))  # arrives mid-reply: dropped when the queue is cleared
         first = await p.until("transcription.done")
         assert (await p.recv())["type"] == "response.output_audio.done"
         assert await p.silent_for(0.5)
-        await p.send({"type": "input_audio_buffer.commit", "final": False})
-        await p.append(vowel(300))
-        await p.send({"type": "input_audio_buffer.commit", "final": True})
+        await p.say(vowel(300))
         second = await p.until("transcription.done")
         assert "reply number 1" in str(first["text"])
         assert "0.3 seconds" in str(second["text"]) and "reply number 2" in str(second["text"])
@@ -275,9 +275,7 @@ async def test_disconnect_mid_reply_cancels_generation() -> None:
         async with connected(http, f"{base}/v1/realtime") as p:
             await p.recv()
             await p.send({"type": "session.update", "model": "any"})
-            await p.send({"type": "input_audio_buffer.commit", "final": False})
-            await p.append(SPEECH)
-            await p.send({"type": "input_audio_buffer.commit", "final": True})
+            await p.say(SPEECH)
             await p.until("response.output_audio.delta")
         await asyncio.sleep(0.2)
         tasks = [t for t in asyncio.all_tasks() if t.get_name() == "reference-turn-generation"]
@@ -296,9 +294,7 @@ async def test_starve_sessions_fault_holds_the_second_connection() -> None:
             await first.recv()
             await second.recv()
             await second.send({"type": "session.update", "model": "any"})
-            await second.send({"type": "input_audio_buffer.commit", "final": False})
-            await second.append(SPEECH)
-            await second.send({"type": "input_audio_buffer.commit", "final": True})
+            await second.say(SPEECH)
             assert await second.silent_for(0.8)
             await first.ws.close()
             await second.until("transcription.done", within_s=3)
