@@ -60,6 +60,12 @@ async def spoken_turn(c: Client) -> dict[str, Any]:
     return done
 
 
+async def native_opening(c: Client) -> dict[str, Any]:
+    """A native client's opening (server VAD asked for); its ``session.created``."""
+    await c.send({"type": "session.update", "session": {"turn_detection": {"type": "server_vad"}}})
+    return await c.until("session.created", timeout=10)
+
+
 async def test_healthz_is_200_json() -> None:
     async with reference("duplex") as up, proxy(proxy_config({"m": up})) as base:
         status, body = await get_json(base, "/healthz")
@@ -179,13 +185,7 @@ async def test_store_outage_degrades_readiness_and_disables_resume_only() -> Non
             assert value(metrics, "duplex_proxy_store_up") == 0
 
             async with connect(ws_url(base, duplex="1")) as c:  # native: relayed
-                await c.send(
-                    {
-                        "type": "session.update",
-                        "session": {"turn_detection": {"type": "server_vad"}},
-                    }
-                )
-                created = await c.until("session.created", timeout=10)
+                created = await native_opening(c)
                 caps = created["session"]["capabilities"]
                 assert caps["proxy"]["mode"] == "duplex_emulated"
                 assert caps["supports_session_resume"] is False
@@ -204,13 +204,7 @@ async def test_store_outage_passthrough_session_does_not_advertise_resume() -> N
     async with reference("duplex", reply_ms=600) as up:
         async with proxy(proxy_config({"m": up}, store=store)) as base:
             async with connect(ws_url(base, duplex="1")) as c:  # native: relayed
-                await c.send(
-                    {
-                        "type": "session.update",
-                        "session": {"turn_detection": {"type": "server_vad"}},
-                    }
-                )
-                created = await c.until("session.created", timeout=10)
+                created = await native_opening(c)
                 caps = created["session"]["capabilities"]
                 assert caps["proxy"]["mode"] == "passthrough"
                 await spoken_turn(c)
