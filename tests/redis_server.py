@@ -36,14 +36,20 @@ def _pings(port: int) -> bool:
         return False
 
 
-def find_redis_server() -> str:
-    """The binary to run, or skip (locally) / fail (in CI) when there is none."""
-    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
+def find_binary(name: str, env: str, package: str) -> str:
+    """``name`` (or the binary ``env`` names) on the PATH, or skip (locally) / fail (in CI)
+    when there is none."""
+    binary = shutil.which(os.environ.get(env) or name)
     if binary is None:
         if os.environ.get("CI"):
-            pytest.fail("redis-server not found but CI is set: install it (apt-get redis-server)")
-        pytest.skip("redis-server not installed (set CI=1 to make this a failure)")
+            pytest.fail(f"{name} not found but CI is set: install it (apt-get {package})")
+        pytest.skip(f"{name} not installed (set CI=1 to make this a failure)")
     return binary
+
+
+def find_redis_server() -> str:
+    """The binary to run, or skip (locally) / fail (in CI) when there is none."""
+    return find_binary("redis-server", "REDIS_SERVER", "redis-server")
 
 
 class RedisServer:
