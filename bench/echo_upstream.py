@@ -17,23 +17,24 @@ import json
 
 from aiohttp import WSMsgType, web
 
-CREATED = json.dumps(
-    {
-        "type": "session.created",
-        "session": {
-            "id": "echo",
-            "capabilities": {
-                "supports_barge_in": True,
-                "supports_playback_ack": True,
-                "supports_audio_truncate": True,
-                "supports_session_resume": False,
-                # Else the proxy takes it for a one-session server (proxy/upstream_book.py).
-                "supports_multi_session": True,
-                "implementation_level": "model_native_duplex",
-            },
+# A native duplex session the proxy relays as it is (passthrough); tests/test_passthrough_order.py
+# opens its upstream's sessions with it too.
+SESSION_CREATED = {
+    "type": "session.created",
+    "session": {
+        "id": "echo",
+        "capabilities": {
+            "supports_barge_in": True,
+            "supports_playback_ack": True,
+            "supports_audio_truncate": True,
+            "supports_session_resume": False,
+            # Else the proxy takes it for a one-session server (proxy/upstream_book.py).
+            "supports_multi_session": True,
+            "implementation_level": "model_native_duplex",
         },
-    }
-)
+    },
+}
+CREATED = json.dumps(SESSION_CREATED)
 APPEND = '"type":"input_audio_buffer.append"'
 DELTA = '"type":"response.output_audio.delta"'
 

@@ -6,25 +6,28 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import aiohttp
 
+from tests.ports import free_port
 from tests.servers import ROOT
 
+__all__ = [
+    "CliBackend",
+    "ProxyProcess",
+    "backend_process",
+    "cli_backend",
+    "free_port",
+    "proxy_process",
+]
+
 START_TIMEOUT_S = 30.0
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class ProxyProcess:
@@ -51,6 +54,18 @@ class ProxyProcess:
                     if code == status:
                         return body
                 await asyncio.sleep(0.05)
+
+    async def until_ready(self, within_s: float = START_TIMEOUT_S) -> None:
+        """Poll /readyz until it says "ready": serving, and its store and routes are up."""
+        async with asyncio.timeout(within_s):
+            while True:
+                if self.proc.returncode is not None:
+                    raise RuntimeError(f"replica exited:\n{self.output()}")
+                with suppress(aiohttp.ClientError):
+                    _, body = await self.readyz()
+                    if body.get("status") == "ready":
+                        return
+                await asyncio.sleep(0.1)
 
     async def until_logged(self, needle: str, within_s: float = 15.0) -> str:
         async with asyncio.timeout(within_s):
@@ -144,3 +159,33 @@ async def backend_process(
             if proc.returncode is None:
                 proc.kill()
                 await proc.wait()
+
+
+@dataclass
+class CliBackend:
+    """A reference backend process: its port, and its exit code once it ended."""
+
+    port: int
+    returncode: int | None = None
+
+
+@asynccontextmanager
+async def cli_backend(mode: str, *options: str) -> AsyncIterator[CliBackend]:
+    """``python -m proxy reference-backend --mode MODE OPTIONS`` on a free port, once its
+    /healthz answers (at most 20 s); terminated at the end, its exit code kept."""
+    backend = CliBackend(free_port())
+    proc = await asyncio.create_subprocess_exec(
+        *(sys.executable, "-m", "proxy", "reference-backend", "--mode", mode),
+        *("--port", str(backend.port), *options),
+    )
+    try:
+        async with aiohttp.ClientSession() as http:
+            for _ in range(400):
+                with suppress(aiohttp.ClientConnectionError):
+                    async with http.get(f"http://127.0.0.1:{backend.port}/healthz"):
+                        break
+                await asyncio.sleep(0.05)
+        yield backend
+    finally:
+        proc.terminate()
+        backend.returncode = await proc.wait()

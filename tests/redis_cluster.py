@@ -16,9 +16,7 @@ set), as in ``tests/redis_server.py``.
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,26 +26,15 @@ from pathlib import Path
 import pytest
 from redis.crc import key_slot
 
-from tests.redis_server import RedisServer, find_redis_server
+from tests.ports import free_port
+from tests.redis_server import RedisServer, find_binary, find_redis_server
 
 WAIT_S = 30.0
 SERVICE = "mymaster"
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def find_redis_cli() -> str:
-    binary = shutil.which(os.environ.get("REDIS_CLI") or "redis-cli")
-    if binary is None:
-        if os.environ.get("CI"):
-            pytest.fail("redis-cli not found but CI is set: install it (apt-get redis-tools)")
-        pytest.skip("redis-cli not installed (set CI=1 to make this a failure)")
-    return binary
+    return find_binary("redis-cli", "REDIS_CLI", "redis-tools")
 
 
 def cli(port: int, *args: str) -> str:

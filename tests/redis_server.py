@@ -22,14 +22,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.ports import free_port
+
 START_TIMEOUT_S = 10.0
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def _pings(port: int) -> bool:
@@ -41,14 +36,20 @@ def _pings(port: int) -> bool:
         return False
 
 
-def find_redis_server() -> str:
-    """The binary to run, or skip (locally) / fail (in CI) when there is none."""
-    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
+def find_binary(name: str, env: str, package: str) -> str:
+    """``name`` (or the binary ``env`` names) on the PATH, or skip (locally) / fail (in CI)
+    when there is none."""
+    binary = shutil.which(os.environ.get(env) or name)
     if binary is None:
         if os.environ.get("CI"):
-            pytest.fail("redis-server not found but CI is set: install it (apt-get redis-server)")
-        pytest.skip("redis-server not installed (set CI=1 to make this a failure)")
+            pytest.fail(f"{name} not found but CI is set: install it (apt-get {package})")
+        pytest.skip(f"{name} not installed (set CI=1 to make this a failure)")
     return binary
+
+
+def find_redis_server() -> str:
+    """The binary to run, or skip (locally) / fail (in CI) when there is none."""
+    return find_binary("redis-server", "REDIS_SERVER", "redis-server")
 
 
 class RedisServer:
@@ -58,7 +59,7 @@ class RedisServer:
         self.binary = binary
         self.extra_args = extra_args  # e.g. cluster or replica settings
         self.dir = Path(tempfile.mkdtemp(prefix="dxp-redis-"))  # short: unix socket path
-        self.port = _free_port()
+        self.port = free_port()
         self.unix_socket = self.dir / "redis.sock"
         self._proc: subprocess.Popen[bytes] | None = None
         self._paused = False

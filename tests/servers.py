@@ -25,6 +25,7 @@ from proxy.app import build_app
 from proxy.config import Config, config_from_dict
 from proxy.reference.options import ReferenceOptions
 from proxy.reference.server import build_reference_app
+from proxy.state import ProxyState
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
@@ -71,6 +72,45 @@ async def proxy(config: Config) -> AsyncIterator[str]:
     """The proxy, in process; yields its ``http://127.0.0.1:PORT`` base."""
     async with serve_app(build_app(config)) as base:
         yield base
+
+
+@asynccontextmanager
+async def proxy_with_state(config: Config) -> AsyncIterator[tuple[str, ProxyState]]:
+    """The proxy, in process; yields its base and its state."""
+    state = ProxyState(config=config)
+    async with serve_app(build_app(config, state)) as base:
+        yield base, state
+
+
+@asynccontextmanager
+async def replica(config: Config, name: str) -> AsyncIterator[str]:
+    """One proxy replica in process; several share a store through ``store.url``."""
+    state = ProxyState(config=config, replica_id=name)
+    async with serve_app(build_app(config, state)) as base:
+        yield base
+
+
+def store_config(upstream: str, url: str, **store: Any) -> Config:
+    """One route, model "m" -> ``upstream``, and the store at ``url``."""
+    return proxy_config({"m": upstream}, store={"url": url, **store})
+
+
+@asynccontextmanager
+async def replica_pair(
+    kind: str,
+    url: str,
+    reply_ms: int = 1500,
+    options: ReferenceOptions | None = None,
+    **store: Any,
+) -> AsyncIterator[tuple[str, str]]:
+    """A reference backend of ``kind`` behind replicas "a" and "b" that share the store at
+    ``url``; yields their bases."""
+    async with (
+        reference(kind, reply_ms=reply_ms, options=options) as up,
+        replica(store_config(up, url, **store), "a") as a,
+        replica(store_config(up, url, **store), "b") as b,
+    ):
+        yield a, b
 
 
 def ws_url(base: str, model: str | None = "m", path: str = "/v1/realtime", **query: str) -> str:
@@ -131,6 +171,27 @@ class Client:
 
     def of(self, kind: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("type") == kind]
+
+
+def resume_of(created: dict[str, Any], last_seq: int = 0) -> dict[str, Any]:
+    """``session.resume`` of the session ``created`` announced, from ``last_seq``."""
+    return {
+        "type": "session.resume",
+        "session_id": created["session"]["id"],
+        "resume_token": created["resume_token"],
+        "last_received_server_event_seq": last_seq,
+    }
+
+
+async def closed(c: Client, within_s: float = 10.0) -> int | None:
+    """Read until the socket closes; its close code."""
+    async with asyncio.timeout(within_s):
+        while True:
+            msg = await c.ws.receive()
+            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
+                return c.ws.close_code
+            if msg.type == aiohttp.WSMsgType.TEXT:
+                c.events.append(json.loads(msg.data))
 
 
 @asynccontextmanager

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,12 +19,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from proxy.config import StoreConfig
-from proxy.store import open_store
 from tests.auth_helpers import KEY_A, KEY_B, api_keys, auth_config, bearer, connect_with
 from tests.auth_helpers import key_subprotocols as subprotocols
+from tests.ports import free_port
 from tests.redis_server import RedisServer
 from tests.servers import ROOT, Client, load_clip, proxy, silence, ws_url
+from tests.test_resume import load_record
 
 ROUTES = {"a-demo": "embedded://turn", "b-demo": "embedded://turn"}
 CLIP = "utt05_clean.wav"
@@ -70,11 +69,7 @@ async def test_resume_by_another_key_is_denied_on_another_replica(
     config = auth_config(ROUTES, api_keys(), store={"url": url})
     async with proxy(config) as a, proxy(config) as b:
         sid, token = await open_session(ws_url(a, model="a-demo"))
-        store = await open_store(StoreConfig(url=url))
-        try:
-            record = await store.load(sid)
-        finally:
-            await store.close()
+        record = await load_record(url, sid)
         assert record is not None and record.key_id == "team-a"
         async with connect_with(ws_url(b, model=None), headers=bearer(KEY_B)) as thief:
             answer = await resume(thief, sid, token)
@@ -82,13 +77,6 @@ async def test_resume_by_another_key_is_denied_on_another_replica(
         async with connect_with(ws_url(b, model=None), headers=bearer(KEY_A)) as owner:
             answer = await resume(owner, sid, token)
             assert answer["type"] == "session.resumed", answer
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.fixture
@@ -103,7 +91,7 @@ def logged_proxy(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         "[web]\nenabled = true\n"
         '[[routes]]\nmodel = "a-demo"\nupstream = "embedded://turn"\n'
     )
-    port = _free_port()
+    port = free_port()
     log = tmp_path / "proxy.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
     with log.open("wb") as out:

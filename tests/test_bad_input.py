@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 from typing import Any
 from urllib.parse import urlencode
 
@@ -10,15 +9,10 @@ import aiohttp
 import pytest
 
 from proxy.reference.options import ReferenceOptions
+from tests.ports import closed_port
 from tests.servers import connect, load_clip, proxy, proxy_config, reference, silence, ws_url
 
 KINDS = ["duplex", "duplex-no-barge-in", "turn"]
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 async def test_unknown_model_gets_model_not_found_then_close_1008() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+from typing import Any
 
 import pytest
 
@@ -45,6 +46,29 @@ async def mic(c: Client, pcm: bytes, state: dict[str, object]) -> None:
         await asyncio.sleep(max(0.0, t0 + n * 0.02 - loop.time()))
 
 
+async def speak_over_the_answer(c: Client, clip: str) -> dict[str, Any]:
+    """A question into ``c``'s microphone, then ``clip`` over the answer (0.8 s into it);
+    the answer's ``response.done``, once what follows it in the same instant arrived."""
+    state: dict[str, object] = {}
+    task = asyncio.create_task(mic(c, load_clip("utt00_clean.wav"), state))
+    try:
+        first = await c.until("response.output_audio.delta", timeout=20)
+        await asyncio.sleep(0.8)  # into the answer
+        state["overlay"] = load_clip(clip)
+        while True:
+            ev = await c.recv(timeout=15)
+            if ev["type"] == "response.done" and ev["response"]["id"] == first["response_id"]:
+                break
+        # What follows the end in the same instant (conversation.item.truncated).
+        with contextlib.suppress(TimeoutError):
+            while True:
+                await c.recv(timeout=0.3)
+    finally:
+        state["stop"] = True
+        await task
+    return ev
+
+
 async def overlap_session(kind: str, clip: str) -> Client:
     async with (
         reference(kind, reply_ms=6000) as upstream,
@@ -53,26 +77,7 @@ async def overlap_session(kind: str, clip: str) -> Client:
         async with connect(ws_url(base)) as c:
             await c.send({"type": "session.update", "session": {"type": "realtime"}})
             await c.until("session.created")
-            state: dict[str, object] = {}
-            task = asyncio.create_task(mic(c, load_clip("utt00_clean.wav"), state))
-            try:
-                first = await c.until("response.output_audio.delta", timeout=20)
-                await asyncio.sleep(0.8)  # into the answer
-                state["overlay"] = load_clip(clip)
-                while True:
-                    ev = await c.recv(timeout=15)
-                    if (
-                        ev["type"] == "response.done"
-                        and ev["response"]["id"] == first["response_id"]
-                    ):
-                        break
-                # What follows the end in the same instant (conversation.item.truncated).
-                with contextlib.suppress(TimeoutError):
-                    while True:
-                        await c.recv(timeout=0.3)
-            finally:
-                state["stop"] = True
-                await task
+            await speak_over_the_answer(c, clip)
             return c
 
 

@@ -8,47 +8,34 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 
-from proxy.app import build_app
 from proxy.config import Config, ConfigError, Route, config_from_dict
 from proxy.reference.options import ReferenceOptions
-from proxy.state import ProxyState
 from proxy.upstream import connect as connect_upstream
 from proxy.upstream import resume_url
 from proxy.upstream_book import upstream_key
 from proxy.upstream_fresh import end_over
-from tests.servers import Client, connect, reference, serve_app, ws_url
+from tests.servers import (
+    Client,
+    closed,
+    connect,
+    proxy_with_state,
+    reference,
+    resume_of,
+    serve_app,
+    ws_url,
+)
 
 STRICT = ReferenceOptions(fidelity="strict")
 
 
 def config(routes: list[dict[str, Any]]) -> Config:
     return config_from_dict({"auth": {"mode": "none"}, "routes": routes})
-
-
-@asynccontextmanager
-async def proxy_with_state(cfg: Config) -> AsyncIterator[tuple[str, ProxyState]]:
-    state = ProxyState(config=cfg)
-    async with serve_app(build_app(cfg, state)) as base:
-        yield base, state
-
-
-async def closed(c: Client, within_s: float = 10.0) -> int | None:
-    """Read until the socket closes; its close code."""
-    async with asyncio.timeout(within_s):
-        while True:
-            msg = await c.ws.receive()
-            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-                return c.ws.close_code
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                c.events.append(json.loads(msg.data))
 
 
 def refused_upstream_full(c: Client) -> dict[str, Any]:
@@ -117,14 +104,7 @@ async def test_a_session_in_its_grace_holds_the_upstream_slot_and_its_resume_reu
                 assert await closed(b) == 1013
                 refused_upstream_full(b)
             async with connect(ws_url(base, model="a")) as again:
-                await again.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": created["session"]["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 0,
-                    }
-                )
+                await again.send(resume_of(created))
                 await again.until("session.resumed")  # its own slot, not a second one
                 await end(again)
             async with connect(ws_url(base, model="b")) as b:
@@ -272,14 +252,7 @@ async def test_a_passthrough_session_in_the_upstreams_grace_is_refused_by_it_as_
                 assert "at capacity (1 session(s) at once)" in error["message"]
             assert await refused_count(base) == 1
             async with connect(ws_url(base, duplex="1")) as again:
-                await again.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": created["session"]["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 0,
-                    }
-                )
+                await again.send(resume_of(created))
                 await again.until("session.resumed")
                 async with connect(ws_url(base, duplex="1")) as b:  # counted again: refused early
                     assert await closed(b) == 1013

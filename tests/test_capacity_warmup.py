@@ -8,15 +8,14 @@ client with ``session.waiting`` (a GA client gets no event it does not know), an
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from typing import Any
 
 import aiohttp
 
 from proxy.config import config_from_dict
-from tests.proxy_process import free_port
+from tests.proxy_process import cli_backend
 from tests.servers import Client, connect, proxy, ws_url
 
 WARMUP_S = 8
@@ -26,33 +25,9 @@ WARMUP_S = 8
 async def warming_backend(warmup_s: float) -> AsyncIterator[str]:
     """``duplex-proxy reference-backend --strict --warmup-s S`` as a process; yields
     its realtime URL once it listens (its upgrades are held until it is warm)."""
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "proxy",
-        "reference-backend",
-        "--mode",
-        "duplex-no-barge-in",
-        "--port",
-        str(port),
-        "--strict",
-        "--max-sessions",
-        "3",
-        "--warmup-s",
-        str(warmup_s),
-    )
-    try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(400):
-                with suppress(aiohttp.ClientConnectionError):
-                    async with http.get(f"http://127.0.0.1:{port}/healthz"):
-                        break
-                await asyncio.sleep(0.05)
-        yield f"ws://127.0.0.1:{port}/v1/realtime"
-    finally:
-        proc.terminate()
-        await proc.wait()
+    options = ("--strict", "--max-sessions", "3", "--warmup-s", str(warmup_s))
+    async with cli_backend("duplex-no-barge-in", *options) as backend:
+        yield f"ws://127.0.0.1:{backend.port}/v1/realtime"
 
 
 async def readyz(base: str) -> tuple[int, dict[str, Any]]:

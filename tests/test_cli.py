@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,18 +21,12 @@ from typing import IO
 import aiohttp
 import pytest
 
+from tests.ports import free_port
 from tests.servers import ROOT, Client, connect, load_clip, silence, ws_url
 
 PY = sys.executable
 STARTUP_S = 60.0  # the proxy loads the Silero ONNX model before it listens
 DRAIN_TIMEOUT_S = 5
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 def clean_env(**extra: str) -> dict[str, str]:

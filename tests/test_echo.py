@@ -9,11 +9,9 @@ delays are fractional at 16 kHz, as in life.
 from __future__ import annotations
 
 import json
-import os
 import wave
 import zlib
 from functools import cache
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,15 +20,8 @@ from proxy.vad import VadRunner
 from shim.audio import Float32Array, Int16Array, StreamResampler, float_to_int16, int16_to_float
 from shim.echo import EchoSuppressor
 from shim.vad_gate import SpeechStarted, VadGate, VadParams
+from tests.corpus import CORPUS, needs_corpus
 
-CORPUS = Path(
-    os.environ.get(
-        "DUPLEX_PROXY_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
-    )
-)
-needs_corpus = pytest.mark.skipif(
-    not (CORPUS / "manifest.json").exists(), reason=f"no corpus at {CORPUS}"
-)
 RATE = 16000
 CHUNK = 320  # 20 ms of mic per process() call
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
@@ -17,42 +16,27 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from proxy.app import build_app
-from proxy.config import Config, config_from_dict
+from proxy.config import config_from_dict
 from proxy.config_redial import RedialConfig
 from proxy.emulated.runner import EmulatedRunner
 from proxy.emulated.upstream_redial import Outbox, retrying
 from proxy.reference.options import ReferenceOptions
-from proxy.state import ProxyState
 from proxy.upstream import UpstreamRefused, UpstreamUnavailable
+from tests.ports import closed_port
 from tests.servers import (
     Client,
+    closed,
     connect,
     proxy,
     proxy_config,
+    proxy_with_state,
     reference,
+    resume_of,
     serve_app,
     ws_url,
 )
 
 KINDS = ["duplex", "duplex-no-barge-in", "turn"]
-
-
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def closed(c: Client, within_s: float = 10.0) -> int | None:
-    """Read until the socket closes; its close code."""
-    async with asyncio.timeout(within_s):
-        while True:
-            msg = await c.ws.receive()
-            if msg.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSED):
-                return c.ws.close_code
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                c.events.append(json.loads(msg.data))
 
 
 async def eventually(condition: Callable[[], bool], within_s: float = 5.0) -> None:
@@ -65,13 +49,6 @@ async def eventually(condition: Callable[[], bool], within_s: float = 5.0) -> No
 
 def codes(c: Client) -> list[str]:
     return [e["error"]["code"] for e in c.of("error")]
-
-
-@asynccontextmanager
-async def proxy_with_state(config: Config) -> AsyncIterator[tuple[str, ProxyState]]:
-    state = ProxyState(config=config)
-    async with serve_app(build_app(config, state)) as base:
-        yield base, state
 
 
 # ---------------------------------------------------------------- capacity
@@ -124,14 +101,7 @@ async def test_a_session_in_its_grace_holds_its_slot_and_a_resume_reuses_it(
                 assert "retry after" in b.of("error")[0]["error"]["message"]
                 assert b.ws.close_code == 1013
             async with connect(ws_url(base)) as again:
-                await again.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": created["session"]["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 0,
-                    }
-                )
+                await again.send(resume_of(created))
                 first = await again.recv()
                 assert first["type"] == "session.resumed", first
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -22,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from proxy.__main__ import package_version
+from tests.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCKERFILE = ROOT / "Dockerfile"
@@ -112,9 +112,7 @@ def healthcheck_command() -> list[str]:
 
 
 def test_the_image_healthcheck_passes_against_the_venv_proxy(venv: Path, tmp_path: Path) -> None:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     env = clean_env(
         PATH=f"{venv / 'bin'}{os.pathsep}{os.environ['PATH']}",
         DUPLEX_PROXY__SERVER__PORT=str(port),

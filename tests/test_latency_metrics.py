@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from typing import Any
 
 import pytest
 
 from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
-from tests.servers import connect, load_clip, proxy, proxy_config, reference, ws_url
-from tests.test_bargein_e2e import mic
+from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.test_bargein_e2e import speak_over_the_answer
 from tests.test_ops import scrape, value
 from tests.test_resume import created, resumed
 
@@ -68,25 +66,7 @@ async def test_a_real_barge_in_and_resume_fill_every_latency_histogram() -> None
         async with connect(ws_url(base)) as c:
             await c.send({"type": "session.update", "session": {"type": "realtime"}})
             s = await created(c)
-            state: dict[str, object] = {}
-            task = asyncio.create_task(mic(c, load_clip("utt00_clean.wav"), state))
-            try:
-                first = await c.until("response.output_audio.delta", timeout=20)
-                await asyncio.sleep(0.8)  # into the answer
-                state["overlay"] = load_clip("utt03_clean.wav")
-                while True:
-                    ev = await c.recv(timeout=15)
-                    if (
-                        ev["type"] == "response.done"
-                        and ev["response"]["id"] == first["response_id"]
-                    ):
-                        break
-                with contextlib.suppress(TimeoutError):
-                    while True:
-                        await c.recv(timeout=0.3)
-            finally:
-                state["stop"] = True
-                await task
+            ev = await speak_over_the_answer(c, "utt03_clean.wav")
             assert ev["response"]["status_details"]["reason"] == "turn_detected", ev
             s.take(c)
         async with connect(ws_url(base)) as c2:

@@ -52,6 +52,12 @@ async def sdk_connection(kind: str, reply_ms: int = 800) -> AsyncIterator[AsyncR
                     yield conn
 
 
+def pcm_session(**input_settings: Any) -> dict[str, Any]:
+    """A GA ``session.update``'s session: 24 kHz PCM input, with ``input_settings``."""
+    pcm = {"type": "audio/pcm", "rate": RATE}
+    return {"type": "realtime", "audio": {"input": {"format": pcm, **input_settings}}}
+
+
 async def append_audio(conn: AsyncRealtimeConnection, pcm: bytes) -> None:
     step = RATE * 2 * CHUNK_MS // 1000
     for i in range(0, len(pcm), step):
@@ -106,12 +112,7 @@ async def test_sdk_spoken_turn_with_server_vad(kind: str, mode: str) -> None:
     async with sdk_connection(kind) as conn:
         created = await first_session_created(conn)
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode
-        await conn.session.update(
-            session={
-                "type": "realtime",
-                "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}},
-            }
-        )
+        await conn.session.update(session=pcm_session())
         await append_audio(conn, load_clip("utt05_clean.wav") + silence(1000))
         events = await events_until_response_done(conn)
         kinds = [e["type"] for e in events]
@@ -121,14 +122,7 @@ async def test_sdk_spoken_turn_with_server_vad(kind: str, mode: str) -> None:
 
 async def push_to_talk(conn: AsyncRealtimeConnection) -> dict[str, Any]:
     """Server VAD off; the session.updated that answers it."""
-    await conn.session.update(
-        session={
-            "type": "realtime",
-            "audio": {
-                "input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": None}
-            },
-        }
-    )
+    await conn.session.update(session=pcm_session(turn_detection=None))
     return as_dict(await conn.recv())
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 from typing import Any
 
 import aiohttp
@@ -12,6 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.app import STATE, build_app
 from proxy.config import config_from_dict
+from tests.ports import closed_port
 from tests.servers import (
     Client,
     connect,
@@ -52,20 +52,18 @@ def value(samples: Samples, name: str, **labels: str) -> float:
     return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
 
 
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
-
-
 async def spoken_turn(c: Client) -> dict[str, Any]:
     await c.stream(load_clip("utt05_clean.wav") + silence(1000), realtime=False)
     done = await c.until("response.done", timeout=30)
     assert done["response"]["status"] == "completed", done["response"]
     assert c.of("response.output_audio.delta"), "the reply carried audio"
     return done
+
+
+async def native_opening(c: Client) -> dict[str, Any]:
+    """A native client's opening (server VAD asked for); its ``session.created``."""
+    await c.send({"type": "session.update", "session": {"turn_detection": {"type": "server_vad"}}})
+    return await c.until("session.created", timeout=10)
 
 
 async def test_healthz_is_200_json() -> None:
@@ -187,13 +185,7 @@ async def test_store_outage_degrades_readiness_and_disables_resume_only() -> Non
             assert value(metrics, "duplex_proxy_store_up") == 0
 
             async with connect(ws_url(base, duplex="1")) as c:  # native: relayed
-                await c.send(
-                    {
-                        "type": "session.update",
-                        "session": {"turn_detection": {"type": "server_vad"}},
-                    }
-                )
-                created = await c.until("session.created", timeout=10)
+                created = await native_opening(c)
                 caps = created["session"]["capabilities"]
                 assert caps["proxy"]["mode"] == "duplex_emulated"
                 assert caps["supports_session_resume"] is False
@@ -212,13 +204,7 @@ async def test_store_outage_passthrough_session_does_not_advertise_resume() -> N
     async with reference("duplex", reply_ms=600) as up:
         async with proxy(proxy_config({"m": up}, store=store)) as base:
             async with connect(ws_url(base, duplex="1")) as c:  # native: relayed
-                await c.send(
-                    {
-                        "type": "session.update",
-                        "session": {"turn_detection": {"type": "server_vad"}},
-                    }
-                )
-                created = await c.until("session.created", timeout=10)
+                created = await native_opening(c)
                 caps = created["session"]["capabilities"]
                 assert caps["proxy"]["mode"] == "passthrough"
                 await spoken_turn(c)

@@ -18,22 +18,8 @@ from contextlib import asynccontextmanager
 
 from aiohttp import WSMsgType, web
 
+from bench.echo_upstream import SESSION_CREATED
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
-
-CREATED = {
-    "type": "session.created",
-    "session": {
-        "id": "order-upstream",
-        "capabilities": {
-            "supports_barge_in": True,
-            "supports_playback_ack": True,
-            "supports_audio_truncate": True,
-            "supports_session_resume": False,
-            "supports_multi_session": True,
-            "implementation_level": "model_native_duplex",
-        },
-    },
-}
 
 
 @asynccontextmanager
@@ -43,7 +29,7 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
     async def handler(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=0)
         await ws.prepare(request)
-        await ws.send_json(CREATED)
+        await ws.send_json(SESSION_CREATED)
         await asyncio.sleep(stall_s)
         async for msg in ws:
             if msg.type != WSMsgType.TEXT:

@@ -45,6 +45,7 @@ from proxy.reference.server import DUPLEX_BACKEND, build_reference_app
 from shim.audio import PCM_F32, AudioFormat
 from shim.upstream_input import AppendConverter, unit_samples
 from tests.servers import ROOT, load_clip, proxy, serve_app, silence
+from tests.test_openai_sdk import pcm_session
 from tests.vllm_omni_client import VERSION, WHEEL, fetch_client_sources
 
 pytestmark = pytest.mark.timeout(120)
@@ -309,17 +310,7 @@ async def test_ga_client_turn_reaches_personaplex_whole(tmp_path: Path) -> None:
             events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
             assert events[0]["type"] == "session.created"
             # Push-to-talk: the client ends its turn itself.
-            await conn.session.update(
-                session={
-                    "type": "realtime",
-                    "audio": {
-                        "input": {
-                            "format": {"type": "audio/pcm", "rate": 24000},
-                            "turn_detection": None,
-                        }
-                    },
-                }
-            )
+            await conn.session.update(session=pcm_session(turn_detection=None))
             step = 2400 * 2  # 100 ms of 24 kHz PCM16: not a whole number of units
             for i in range(0, len(speech), step):
                 chunk = base64.b64encode(speech[i : i + step]).decode()
@@ -347,12 +338,7 @@ async def test_ga_client_with_server_vad_sends_personaplex_whole_units() -> None
     async with standin(reply_ms=600) as (upstream, inputs):
         async with ga_client(upstream, defaults) as conn:
             events: list[dict[str, Any]] = [json.loads(await conn.recv_bytes())]
-            await conn.session.update(
-                session={
-                    "type": "realtime",
-                    "audio": {"input": {"format": {"type": "audio/pcm", "rate": 24000}}},
-                }
-            )
+            await conn.session.update(session=pcm_session())
             step = 2400 * 2  # 100 ms appends, at the pace of speech
             speech = spoken + silence(1500)
             for i in range(0, len(speech), step):

@@ -36,10 +36,11 @@ from tests.servers import (
     proxy,
     proxy_config,
     reference,
+    replica_pair,
     silence,
     tcp_link,
 )
-from tests.test_resume import replica, store_config, wait_persisted
+from tests.test_resume import wait_persisted
 from tests.vllm_omni_client import recording_connect
 
 pytestmark = pytest.mark.timeout(180)
@@ -301,9 +302,7 @@ async def test_a_resume_on_another_replica_keeps_auto_response(
     reconnect = duplex.ReconnectPolicy(max_attempts=5, backoff_s=(0.1, 0.5))
     options = ReferenceOptions(fidelity="strict")
     async with (
-        reference("turn", reply_ms=1500, options=options) as up,
-        replica(store_config(up, url), "a") as a,
-        replica(store_config(up, url), "b") as b,
+        replica_pair("turn", url, reply_ms=1500, options=options) as (a, b),
         tcp_link(a) as link,
     ):
         client = duplex.DuplexClient(

@@ -170,6 +170,29 @@ def pcm(event: dict[str, object]) -> np.ndarray:
     return np.frombuffer(base64.b64decode(str(event["delta"])), dtype="<i2")
 
 
+def resume_request(created: dict[str, object], last_seen: int | None = None) -> dict[str, object]:
+    """``session.resume`` for the session ``created`` opened, after ``last_seen``."""
+    request: dict[str, object] = {
+        "type": "session.resume",
+        "session_id": session_of(created)["id"],
+        "resume_token": created["resume_token"],
+    }
+    if last_seen is not None:
+        request["last_received_server_event_seq"] = last_seen
+    return request
+
+
+@asynccontextmanager
+async def after_turn(
+    kind: str = "duplex", *, path: str = "/v1/realtime?model=m", **kwargs: object
+) -> AsyncIterator[Peer]:
+    """An opened session on a ``backend(kind, **kwargs)`` that has just said ``TURN``."""
+    async with backend(kind, **kwargs) as (http, base), peer(http, f"{base}{path}") as p:
+        await opened(p)
+        await p.speak(TURN)
+        yield p
+
+
 # ---- handshake ----
 
 
@@ -329,12 +352,7 @@ async def test_realtime_with_falsy_duplex_is_not_available() -> None:
 async def test_spoken_turn_streams_paced_audio_and_transcript(
     kind: str, rate: int, chunk_ms: int
 ) -> None:
-    async with (
-        backend(kind, reply_ms=1000) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn(kind, reply_ms=1000) as p:
         done = await p.until("response.done")
         response = done["response"]
         assert isinstance(response, dict)
@@ -512,12 +530,7 @@ async def test_session_close_sends_closed_then_1000() -> None:
 
 
 async def test_barge_in_cuts_the_response_and_takes_the_turn() -> None:
-    async with (
-        backend("duplex", reply_ms=3000) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn("duplex", reply_ms=3000) as p:
         first = await p.until("response.output_audio.delta")
         rid = first["response_id"]
         await p.speak(OVERLAP)
@@ -554,12 +567,7 @@ async def test_barge_in_cuts_the_response_and_takes_the_turn() -> None:
 
 async def test_no_barge_in_listens_keeps_talking_then_answers_the_overlap() -> None:
     kind = "duplex-no-barge-in"
-    async with (
-        backend(kind, reply_ms=2000) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn(kind, reply_ms=2000) as p:
         first = await p.until("response.output_audio.delta")
         rid = first["response_id"]
         await p.speak(OVERLAP)
@@ -588,12 +596,7 @@ async def test_no_barge_in_listens_keeps_talking_then_answers_the_overlap() -> N
 
 
 async def test_backchannel_below_overlap_threshold_does_not_cut() -> None:
-    async with (
-        backend("duplex", reply_ms=2000) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn("duplex", reply_ms=2000) as p:
         await p.until("response.output_audio.delta")
         await p.speak(np.concatenate([vowel(220), silence(700)]))
         done = await p.until("response.done")
@@ -603,43 +606,35 @@ async def test_backchannel_below_overlap_threshold_does_not_cut() -> None:
 
 async def test_ack_only_ownership_defers_and_refuses_create() -> None:
     options = ReferenceOptions(fidelity="lenient", strict_ack_ownership=True)
-    async with backend("duplex", reply_ms=600, options=options) as (http, base):
-        async with peer(http, f"{base}/v1/realtime?model=m") as p:
-            await opened(p)
-            await p.speak(TURN)
-            done = await p.until("response.done")
-            rid = str(done["response_id"])
-            # Nothing acked: the assistant still owns the turn (sent_ms > committed_ms).
-            await p.send({"type": "response.create"})
-            refused = await p.until("error")
-            assert isinstance(refused["error"], dict)
-            assert refused["error"]["code"] == "response_already_active"
-            await p.send({"type": "playback.ack", "played_ms": 600, "response_id": rid})
-            ack = await p.until("playback.acknowledged")
-            event = ack["event"]
-            assert isinstance(event, dict) and event["item_id"] == f"item_{rid}"
-            assert event["playback"] == {
-                "generated_ms": 600,
-                "sent_ms": 600,
-                "played_ms": 600,
-                "committed_ms": 600,
-            }
-            await p.send({"type": "response.create"})
-            missing = await p.until("error")
-            assert isinstance(missing["error"], dict)
-            assert missing["error"]["code"] == "response_create_without_input"
+    async with after_turn("duplex", reply_ms=600, options=options) as p:
+        done = await p.until("response.done")
+        rid = str(done["response_id"])
+        # Nothing acked: the assistant still owns the turn (sent_ms > committed_ms).
+        await p.send({"type": "response.create"})
+        refused = await p.until("error")
+        assert isinstance(refused["error"], dict)
+        assert refused["error"]["code"] == "response_already_active"
+        await p.send({"type": "playback.ack", "played_ms": 600, "response_id": rid})
+        ack = await p.until("playback.acknowledged")
+        event = ack["event"]
+        assert isinstance(event, dict) and event["item_id"] == f"item_{rid}"
+        assert event["playback"] == {
+            "generated_ms": 600,
+            "sent_ms": 600,
+            "played_ms": 600,
+            "committed_ms": 600,
+        }
+        await p.send({"type": "response.create"})
+        missing = await p.until("error")
+        assert isinstance(missing["error"], dict)
+        assert missing["error"]["code"] == "response_create_without_input"
 
 
 # ---- cancel, truncate, playback ----
 
 
 async def test_response_cancel_and_already_complete() -> None:
-    async with (
-        backend("duplex", reply_ms=3000) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn("duplex", reply_ms=3000) as p:
         first = await p.until("response.output_audio.delta")
         await p.send({"type": "response.cancel", "response_id": "resp-other"})
         other = await p.until("error")
@@ -663,12 +658,7 @@ async def test_response_cancel_and_already_complete() -> None:
 
 
 async def test_output_audio_buffer_clear_cancels_live_response() -> None:
-    async with (
-        backend("duplex", reply_ms=3000) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn("duplex", reply_ms=3000) as p:
         first = await p.until("response.output_audio.delta")
         await p.send({"type": "output_audio_buffer.clear"})
         cleared = await p.until("output_audio_buffer.cleared")
@@ -684,65 +674,55 @@ async def test_output_audio_buffer_clear_cancels_live_response() -> None:
 @pytest.mark.parametrize("faults", [frozenset(), frozenset({"ignore_truncate"})])
 async def test_truncate_cuts_transcript_and_acknowledges(faults: frozenset[str]) -> None:
     options = ReferenceOptions(fidelity="lenient", faults=faults)
-    async with backend("duplex", reply_ms=1000, options=options) as (http, base):
-        async with peer(http, f"{base}/v1/realtime?model=m") as p:
-            await opened(p)
-            await p.speak(TURN)
-            done = await p.until("response.done")
-            rid = str(done["response_id"])
-            full = p.of("response.output_audio_transcript.done")[0]["transcript"]
-            await p.send(
-                {
-                    "type": "conversation.item.truncate",
-                    "item_id": f"item_{rid}",
-                    "audio_end_ms": 300,
-                }
-            )
-            truncated = await p.until("conversation.item.truncated")
-            assert truncated["audio_end_ms"] == 300 and truncated["content_index"] == 0
-            ack = await p.recv()
-            assert ack["type"] == "playback.acknowledged"
-            assert isinstance(ack["event"], dict) and ack["event"]["truncate"] is True
-            await p.send({"type": "conversation.item.retrieve", "item_id": f"item_{rid}"})
-            item = (await p.until("conversation.item.retrieved"))["item"]
-            assert isinstance(item, dict) and isinstance(item["content"], list)
-            kept = item["content"][0]["transcript"]
-            if faults:
-                assert kept == full
-            else:
-                assert kept and len(kept) < len(str(full)) and str(full).startswith(kept)
-            await p.send(
-                {
-                    "type": "conversation.item.truncate",
-                    "item_id": f"item_{rid}",
-                    "audio_end_ms": 99999,
-                }
-            )
-            too_far = await p.until("error")
-            assert isinstance(too_far["error"], dict)
-            assert (
-                too_far["error"]["message"]
-                == "conversation.item.truncate audio_end_ms exceeds item audio duration"
-            )
-            await p.send(
-                {"type": "conversation.item.truncate", "item_id": "item_nope", "audio_end_ms": 1}
-            )
-            missing = await p.until("error")
-            assert (
-                isinstance(missing["error"], dict) and missing["error"]["code"] == "item_not_found"
-            )
-            await p.send({"type": "conversation.item.truncate", "audio_end_ms": 1})
-            no_id = await p.until("error")
-            assert isinstance(no_id["error"], dict) and no_id["error"]["code"] == "missing_item_id"
+    async with after_turn("duplex", reply_ms=1000, options=options) as p:
+        done = await p.until("response.done")
+        rid = str(done["response_id"])
+        full = p.of("response.output_audio_transcript.done")[0]["transcript"]
+        await p.send(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": f"item_{rid}",
+                "audio_end_ms": 300,
+            }
+        )
+        truncated = await p.until("conversation.item.truncated")
+        assert truncated["audio_end_ms"] == 300 and truncated["content_index"] == 0
+        ack = await p.recv()
+        assert ack["type"] == "playback.acknowledged"
+        assert isinstance(ack["event"], dict) and ack["event"]["truncate"] is True
+        await p.send({"type": "conversation.item.retrieve", "item_id": f"item_{rid}"})
+        item = (await p.until("conversation.item.retrieved"))["item"]
+        assert isinstance(item, dict) and isinstance(item["content"], list)
+        kept = item["content"][0]["transcript"]
+        if faults:
+            assert kept == full
+        else:
+            assert kept and len(kept) < len(str(full)) and str(full).startswith(kept)
+        await p.send(
+            {
+                "type": "conversation.item.truncate",
+                "item_id": f"item_{rid}",
+                "audio_end_ms": 99999,
+            }
+        )
+        too_far = await p.until("error")
+        assert isinstance(too_far["error"], dict)
+        assert (
+            too_far["error"]["message"]
+            == "conversation.item.truncate audio_end_ms exceeds item audio duration"
+        )
+        await p.send(
+            {"type": "conversation.item.truncate", "item_id": "item_nope", "audio_end_ms": 1}
+        )
+        missing = await p.until("error")
+        assert isinstance(missing["error"], dict) and missing["error"]["code"] == "item_not_found"
+        await p.send({"type": "conversation.item.truncate", "audio_end_ms": 1})
+        no_id = await p.until("error")
+        assert isinstance(no_id["error"], dict) and no_id["error"]["code"] == "missing_item_id"
 
 
 async def test_playback_ack_errors() -> None:
-    async with (
-        backend("duplex", reply_ms=600) as (http, base),
-        peer(http, f"{base}/v1/realtime?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn("duplex", reply_ms=600) as p:
         rid = str((await p.until("response.done"))["response_id"])
         await p.send(
             {"type": "playback.ack", "played_ms": 10, "response_id": rid, "item_id": "item_x"}
@@ -780,14 +760,7 @@ async def test_resume_replays_exactly_once_after_a_drop() -> None:
             last_seen = int(str(old.events[-1]["server_event_seq"]))
         await asyncio.sleep(0.5)  # detached: the model keeps talking into the journal
         async with peer(http, url) as new:
-            await new.send(
-                {
-                    "type": "session.resume",
-                    "session_id": session_of(created)["id"],
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": last_seen,
-                }
-            )
+            await new.send(resume_request(created, last_seen))
             resumed = await new.recv()
             assert resumed["type"] == "session.resumed" and "server_event_seq" not in resumed
             assert list(resumed) == [
@@ -810,13 +783,7 @@ async def test_resume_replays_exactly_once_after_a_drop() -> None:
             audio = [e for e in everything if e["type"] == "response.output_audio.delta"]
             assert sum(pcm(d).size for d in audio) == pytest.approx(1.5 * 24000, abs=4800)
         async with peer(http, url) as stale:
-            await stale.send(
-                {
-                    "type": "session.resume",
-                    "session_id": session_of(created)["id"],
-                    "resume_token": created["resume_token"],
-                }
-            )
+            await stale.send(resume_request(created))
             refused = await stale.recv()
             assert refused["error"] == {
                 "type": "invalid_request_error",
@@ -830,14 +797,7 @@ async def test_takeover_replaces_the_old_socket() -> None:
     async with backend("duplex") as (http, base), peer(http, f"{base}/v1/duplex?model=m") as old:
         created = await opened(old)
         async with peer(http, f"{base}/v1/duplex?resume=1&model=m") as new:
-            await new.send(
-                {
-                    "type": "session.resume",
-                    "session_id": session_of(created)["id"],
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": 1,
-                }
-            )
+            await new.send(resume_request(created, 1))
             assert (await new.recv())["type"] == "session.resumed"
             replaced = await old.recv()
             assert list(replaced) == ["type", "event_id", "session_id", "attachment_generation"]
@@ -860,14 +820,7 @@ async def test_event_ack_trims_so_resume_behind_it_needs_resync() -> None:
             await p.until("session.heartbeat_ack")
         sid = session_of(created)["id"]
         async with peer(http, f"{base}/v1/duplex") as late:
-            await late.send(
-                {
-                    "type": "session.resume",
-                    "session_id": sid,
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": 1,
-                }
-            )
+            await late.send(resume_request(created, 1))
             resync = await late.recv()
             assert list(resync) == ["type", "event_id", "session_id", "reason"]
             assert resync["type"] == "session.resync_required" and resync["reason"] == "journal_gap"
@@ -901,13 +854,7 @@ async def test_detached_session_expires_after_grace() -> None:
             created = await opened(p)
         await asyncio.sleep(0.5)
         async with peer(http, f"{base}/v1/duplex") as p:
-            await p.send(
-                {
-                    "type": "session.resume",
-                    "session_id": session_of(created)["id"],
-                    "resume_token": created["resume_token"],
-                }
-            )
+            await p.send(resume_request(created))
             error = await p.recv()
             assert (
                 isinstance(error["error"], dict)
@@ -931,14 +878,7 @@ async def test_fault_replay_duplicates_and_drops() -> None:
                     await p.send({"type": "session.heartbeat"})
                 await p.until("session.heartbeat_ack", where=lambda e: e["server_event_seq"] == 5)
             async with peer(http, f"{base}/v1/duplex") as p:
-                await p.send(
-                    {
-                        "type": "session.resume",
-                        "session_id": session_of(created)["id"],
-                        "resume_token": created["resume_token"],
-                        "last_received_server_event_seq": 1,
-                    }
-                )
+                await p.send(resume_request(created, 1))
                 assert (await p.recv())["type"] == "session.resumed"
                 await p.send({"type": "session.heartbeat"})
                 await p.until("session.heartbeat_ack", where=lambda e: e["server_event_seq"] == 6)
@@ -948,29 +888,23 @@ async def test_fault_replay_duplicates_and_drops() -> None:
 
 async def test_fault_ignore_cancel_keeps_audio_flowing() -> None:
     options = ReferenceOptions(fidelity="lenient", faults=frozenset({"ignore_cancel"}))
-    async with backend("duplex", reply_ms=1400, options=options) as (http, base):
-        async with peer(http, f"{base}/v1/realtime?model=m") as p:
-            await opened(p)
-            await p.speak(TURN)
-            first = await p.until("response.output_audio.delta")
-            await p.send({"type": "response.cancel"})
-            done = await p.until("response.done")
-            assert isinstance(done["response"], dict) and done["response"]["status"] == "cancelled"
-            late = await p.until("response.output_audio.delta")
-            assert late["response_id"] == first["response_id"]
+    async with after_turn("duplex", reply_ms=1400, options=options) as p:
+        first = await p.until("response.output_audio.delta")
+        await p.send({"type": "response.cancel"})
+        done = await p.until("response.done")
+        assert isinstance(done["response"], dict) and done["response"]["status"] == "cancelled"
+        late = await p.until("response.output_audio.delta")
+        assert late["response_id"] == first["response_id"]
 
 
 async def test_fault_deaf_while_speaking_never_barges_in() -> None:
     options = ReferenceOptions(fidelity="lenient", faults=frozenset({"deaf_while_speaking"}))
-    async with backend("duplex", reply_ms=1500, options=options) as (http, base):
-        async with peer(http, f"{base}/v1/realtime?model=m") as p:
-            await opened(p)
-            await p.speak(TURN)
-            await p.until("response.output_audio.delta")
-            await p.speak(OVERLAP)
-            done = await p.until("response.done")
-            assert isinstance(done["response"], dict) and done["response"]["status"] == "completed"
-            assert not p.of("overlap.decision")
+    async with after_turn("duplex", reply_ms=1500, options=options) as p:
+        await p.until("response.output_audio.delta")
+        await p.speak(OVERLAP)
+        done = await p.until("response.done")
+        assert isinstance(done["response"], dict) and done["response"]["status"] == "completed"
+        assert not p.of("overlap.decision")
 
 
 async def test_fault_starve_sessions_serialises_audio() -> None:
@@ -1135,12 +1069,7 @@ async def test_no_barge_in_truncate_is_accepted_like_the_real_runner() -> None:
     # supports_audio_truncate is false for Nemotron, but 0.30.0's runner never checks it:
     # conversation.item.truncate answers truncated + playback.acknowledged on every model.
     kind = "duplex-no-barge-in"
-    async with (
-        backend(kind, reply_ms=480) as (http, base),
-        peer(http, f"{base}/v1/duplex?model=m") as p,
-    ):
-        await opened(p)
-        await p.speak(TURN)
+    async with after_turn(kind, reply_ms=480, path="/v1/duplex?model=m") as p:
         rid = str((await p.until("response.done"))["response_id"])
         await p.send(
             {"type": "conversation.item.truncate", "item_id": f"item_{rid}", "audio_end_ms": 160}
@@ -1161,14 +1090,7 @@ async def test_journal_overflow_is_sticky() -> None:
             after = await p.recv()
             assert after["type"] == "session.heartbeat_ack" and "server_event_seq" not in after
         async with peer(http, f"{base}/v1/duplex") as p:
-            await p.send(
-                {
-                    "type": "session.resume",
-                    "session_id": session_of(created)["id"],
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": 1,
-                }
-            )
+            await p.send(resume_request(created, 1))
             resync = await p.recv()
             assert resync["type"] == "session.resync_required" and resync["reason"] == "journal_gap"
 
@@ -1200,12 +1122,5 @@ async def test_receive_idle_timeout_detaches() -> None:
             assert session_of(created)["idle_timeout_s"] == 0.3
             assert await p.closed() == 1000
         async with peer(http, f"{base}/v1/duplex") as p:
-            await p.send(
-                {
-                    "type": "session.resume",
-                    "session_id": session_of(created)["id"],
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": 1,
-                }
-            )
+            await p.send(resume_request(created, 1))
             assert (await p.recv())["type"] == "session.resumed"

@@ -13,8 +13,6 @@ import argparse
 import asyncio
 import base64
 import json
-import socket
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -29,7 +27,8 @@ from proxy.reference import ReferenceOptions, running_reference_backend
 from proxy.reference.cli import add_reference_arguments, options_from_args
 from proxy.reference.options import STRICT_FLAGS
 from shim.audio import b64encode
-from tests.servers import serve_app
+from tests.proxy_process import cli_backend
+from tests.servers import resume_of, serve_app
 from tests.testaudio import chunks, silence, vowel
 
 pytestmark = pytest.mark.timeout(60)
@@ -412,14 +411,7 @@ async def test_max_sessions_counts_a_session_in_its_disconnect_grace() -> None:
         assert (await refusal(http, url, model="m"))["code"] == "resource_exhausted"
         async with http.ws_connect(url) as again:
             back = Peer(again)
-            await back.send(
-                {
-                    "type": "session.resume",
-                    "session_id": created["session"]["id"],  # type: ignore[index]
-                    "resume_token": created["resume_token"],
-                    "last_received_server_event_seq": 0,
-                }
-            )
+            await back.send(resume_of(created))
             await back.until("session.resumed")
             await back.send({"type": "session.close"})
             await back.until("session.closed")
@@ -496,48 +488,17 @@ async def test_envelope_facts() -> None:
 # ---- the command line ----
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 async def test_cli_strict_profile_reaches_the_backend() -> None:
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "proxy",
-        "reference-backend",
-        "--mode",
-        "duplex",
-        "--port",
-        str(port),
-        "--strict",
-        "--profile",
-        "nemotron",
-        "--max-sessions",
-        "2",
-    )
-    try:
-        async with aiohttp.ClientSession() as http:
-            for _ in range(200):
-                try:
-                    async with http.get(f"http://127.0.0.1:{port}/healthz"):
-                        break
-                except aiohttp.ClientConnectionError:
-                    await asyncio.sleep(0.05)
-            url = f"ws://127.0.0.1:{port}/v1/realtime?duplex=1&autostart=0"
-            error = await refusal(http, url, model="m")
-            assert error["code"] == "unsupported_nemotron_duplex_mode"
-            auto = {"extra_body": {"auto_response": True}}
-            async with session(http, url, **auto) as (_, c):
-                caps = c["session"]["capabilities"]  # type: ignore[index]
-                assert caps["supports_multi_session"] is True and caps["chunk_period_ms"] == 80
-    finally:
-        proc.terminate()
-        assert await proc.wait() == 0
+    options = ("--strict", "--profile", "nemotron", "--max-sessions", "2")
+    async with cli_backend("duplex", *options) as backend, aiohttp.ClientSession() as http:
+        url = f"ws://127.0.0.1:{backend.port}/v1/realtime?duplex=1&autostart=0"
+        error = await refusal(http, url, model="m")
+        assert error["code"] == "unsupported_nemotron_duplex_mode"
+        auto = {"extra_body": {"auto_response": True}}
+        async with session(http, url, **auto) as (_, c):
+            caps = c["session"]["capabilities"]  # type: ignore[index]
+            assert caps["supports_multi_session"] is True and caps["chunk_period_ms"] == 80
+    assert backend.returncode == 0
 
 
 # ---- the switches ----

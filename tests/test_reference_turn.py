@@ -67,6 +67,12 @@ class Peer:
         for chunk in chunks(audio, chunk_ms=100):
             await self.send({"type": "input_audio_buffer.append", "audio": b64encode(chunk)})
 
+    async def say(self, audio: np.ndarray) -> None:
+        """One turn as vLLM-Omni's client sends it: open, the audio, final commit."""
+        await self.send({"type": "input_audio_buffer.commit", "final": False})
+        await self.append(audio)
+        await self.send({"type": "input_audio_buffer.commit", "final": True})
+
     async def until(self, kind: str, within_s: float = 8.0) -> dict[str, object]:
         deadline = time.monotonic() + within_s
         while True:
@@ -99,33 +105,32 @@ async def test_session_created_is_flat_and_immediate() -> None:
         assert raw.startswith('{"type":"session.created","id":"sess-')
 
 
-@pytest.mark.parametrize("value", ["1", "TRUE", "on"])
-async def test_duplex_query_is_refused_with_1008(value: str) -> None:
-    async with (
-        backend() as (http, base),
-        connected(http, f"{base}/v1/realtime?duplex={value}") as p,
-    ):
-        assert (
-            await p.recv_raw()
-            == '{"type":"error","code":"unsupported","error":"VAD realtime is not enabled"}'
-        )
+VAD_OFF = '{"type":"error","code":"unsupported","error":"VAD realtime is not enabled"}'
+NO_DUPLEX = '{"type":"error","error":"Duplex API is not available","code":"unsupported"}'
+
+
+@pytest.mark.parametrize(
+    ("path", "refusal", "close_code"),
+    [
+        ("/v1/realtime?duplex=1", VAD_OFF, 1008),
+        ("/v1/realtime?duplex=TRUE", VAD_OFF, 1008),
+        ("/v1/realtime?duplex=on", VAD_OFF, 1008),
+        ("/v1/duplex", NO_DUPLEX, 1000),
+    ],
+    ids=["duplex-query-1", "duplex-query-TRUE", "duplex-query-on", "duplex-route"],
+)
+async def test_a_duplex_request_is_refused_then_closed(
+    path: str, refusal: str, close_code: int
+) -> None:
+    async with backend() as (http, base), connected(http, f"{base}{path}") as p:
+        assert await p.recv_raw() == refusal
         msg = await p.ws.receive(timeout=5)
-        assert msg.type == WSMsgType.CLOSE and p.ws.close_code == 1008
+        assert msg.type == WSMsgType.CLOSE and p.ws.close_code == close_code
 
 
 async def test_duplex_yes_is_not_a_duplex_request() -> None:
     async with backend() as (http, base), connected(http, f"{base}/v1/realtime?duplex=yes") as p:
         assert (await p.recv())["type"] == "session.created"
-
-
-async def test_duplex_route_is_not_available() -> None:
-    async with backend() as (http, base), connected(http, f"{base}/v1/duplex") as p:
-        assert (
-            await p.recv_raw()
-            == '{"type":"error","error":"Duplex API is not available","code":"unsupported"}'
-        )
-        msg = await p.ws.receive(timeout=5)
-        assert msg.type == WSMsgType.CLOSE and p.ws.close_code == 1000
 
 
 async def test_errors_have_the_flat_turn_based_shape() -> None:
@@ -191,9 +196,7 @@ async def test_a_turn_streams_text_and_audio_in_real_time() -> None:
     async with backend(reply_ms=1000) as (http, base), connected(http, f"{base}/v1/realtime") as p:
         await p.recv()
         await p.send({"type": "session.update", "model": "any"})
-        await p.send({"type": "input_audio_buffer.commit", "final": False})
-        await p.append(SPEECH)
-        await p.send({"type": "input_audio_buffer.commit", "final": True})
+        await p.say(SPEECH)
         done = await p.until("transcription.done", within_s=5)
         last = json.loads(await p.recv_raw())
         assert p.frames[-1] == '{"type": "response.output_audio.done", "has_audio": true}'
@@ -231,18 +234,14 @@ async def test_second_open_commit_is_ignored_and_late_audio_dropped() -> None:
     async with backend(reply_ms=600) as (http, base), connected(http, f"{base}/v1/realtime") as p:
         await p.recv()
         await p.send({"type": "session.update", "model": "any"})
-        await p.send({"type": "input_audio_buffer.commit", "final": False})
-        await p.append(SPEECH)
-        await p.send({"type": "input_audio_buffer.commit", "final": True})
+        await p.say(SPEECH)
         await p.until("transcription.delta")
         await p.send({"type": "input_audio_buffer.commit", "final": False})  # ignored: generating
         await p.append(vowel(2000))  # arrives mid-reply: dropped when the queue is cleared
         first = await p.until("transcription.done")
         assert (await p.recv())["type"] == "response.output_audio.done"
         assert await p.silent_for(0.5)
-        await p.send({"type": "input_audio_buffer.commit", "final": False})
-        await p.append(vowel(300))
-        await p.send({"type": "input_audio_buffer.commit", "final": True})
+        await p.say(vowel(300))
         second = await p.until("transcription.done")
         assert "reply number 1" in str(first["text"])
         assert "0.3 seconds" in str(second["text"]) and "reply number 2" in str(second["text"])
@@ -276,9 +275,7 @@ async def test_disconnect_mid_reply_cancels_generation() -> None:
         async with connected(http, f"{base}/v1/realtime") as p:
             await p.recv()
             await p.send({"type": "session.update", "model": "any"})
-            await p.send({"type": "input_audio_buffer.commit", "final": False})
-            await p.append(SPEECH)
-            await p.send({"type": "input_audio_buffer.commit", "final": True})
+            await p.say(SPEECH)
             await p.until("response.output_audio.delta")
         await asyncio.sleep(0.2)
         tasks = [t for t in asyncio.all_tasks() if t.get_name() == "reference-turn-generation"]
@@ -297,9 +294,7 @@ async def test_starve_sessions_fault_holds_the_second_connection() -> None:
             await first.recv()
             await second.recv()
             await second.send({"type": "session.update", "model": "any"})
-            await second.send({"type": "input_audio_buffer.commit", "final": False})
-            await second.append(SPEECH)
-            await second.send({"type": "input_audio_buffer.commit", "final": True})
+            await second.say(SPEECH)
             assert await second.silent_for(0.8)
             await first.ws.close()
             await second.until("transcription.done", within_s=3)

@@ -12,19 +12,14 @@ import base64
 import contextlib
 import json
 import secrets
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
 import pytest
 
-from proxy.app import build_app
-from proxy.config import Config, StoreConfig
+from proxy.config import StoreConfig
 from proxy.persist.checkpoint import checkpoint_of
-from proxy.state import ProxyState
-from proxy.store import open_store
 from proxy.store.base import SessionRecord
 from tests.redis_server import RedisServer
 from tests.servers import (
@@ -35,11 +30,14 @@ from tests.servers import (
     proxy,
     proxy_config,
     reference,
-    serve_app,
+    replica,
+    replica_pair,
     silence,
+    store_config,
     tcp_link,
     ws_url,
 )
+from tests.stores import opened_store
 
 CLIP = "utt05_clean.wav"
 GONE_OR_LOST = ("session_resume_conflict", "session_resume_denied")
@@ -76,18 +74,6 @@ class Tracked:
         assert len(set(ids)) == len(ids), "event ids repeat"
 
 
-@asynccontextmanager
-async def replica(config: Config, name: str) -> AsyncIterator[str]:
-    """One proxy replica in process; several share a store through ``store.url``."""
-    state = ProxyState(config=config, replica_id=name)
-    async with serve_app(build_app(config, state)) as base:
-        yield base
-
-
-def store_config(upstream: str, url: str, **store: Any) -> Config:
-    return proxy_config({"m": upstream}, store={"url": url, **store})
-
-
 async def created(c: Client) -> Tracked:
     ev = await c.until("session.created")
     return Tracked(ev["session"]["id"], ev.get("resume_token", "none was given"))
@@ -106,6 +92,31 @@ async def speak(c: Client) -> None:
 async def until_deltas(c: Client, n: int) -> None:
     while len(c.of("response.output_audio.delta")) < n:
         await c.until("response.output_audio.delta", timeout=20)
+
+
+async def mid_answer(c: Client, deltas: int = 3) -> Tracked:
+    """The session ``c`` opened, its turn said and the answer ``deltas`` audio deltas in."""
+    s = await created(c)
+    await speak(c)
+    await until_deltas(c, deltas)
+    return s
+
+
+async def answered(c: Client) -> dict[str, Any]:
+    """A turn said on ``c`` and answered to the end; the ``response.done``."""
+    await speak(c)
+    done = await c.until("response.done", timeout=20)
+    assert done["response"]["status"] == "completed"
+    return done
+
+
+async def cut_answer_ends(c: Client, rid: str) -> dict[str, Any]:
+    """The answer ``rid``, cut on its way, ends ``incomplete`` on ``c`` (never silently);
+    the ``response.done``."""
+    done = await c.until("response.done", timeout=20)
+    assert done["response"]["id"] == rid
+    assert done["response"]["status"] == "incomplete"
+    return done
 
 
 async def send_resume(c: Client, s: Tracked, last: int | None = None) -> dict[str, Any]:
@@ -138,11 +149,8 @@ def error_code(ev: dict[str, Any]) -> str:
 
 
 async def load_record(url: str, sid: str) -> SessionRecord | None:
-    store = await open_store(StoreConfig(url=url))
-    try:
+    async with opened_store(StoreConfig(url=url)) as store:
         return await store.load(sid)
-    finally:
-        await store.close()
 
 
 async def wait_persisted(url: str, sid: str, seq: int = 0, acked: int = 0) -> SessionRecord:
@@ -213,9 +221,7 @@ async def test_resume_through_the_upgrade_query() -> None:
         replica(store_config(up, "memory://"), "a") as base,
     ):
         async with connect(ws_url(base)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 2)
+            s = await mid_answer(c1, 2)
             s.take(c1)
         query = {
             "session_id": s.sid,
@@ -234,9 +240,7 @@ async def test_resume_through_the_upgrade_query() -> None:
 @pytest.mark.parametrize("where", ["same", "other"])
 async def test_the_superseded_connection_gets_session_replaced(redis_url: str, where: str) -> None:
     async with (
-        reference("turn", reply_ms=1000) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair("turn", redis_url, reply_ms=1000) as (a, b),
     ):
         async with connect(ws_url(a)) as old:
             s = await created(old)
@@ -248,9 +252,7 @@ async def test_the_superseded_connection_gets_session_replaced(redis_url: str, w
                 with pytest.raises(ConnectionError):
                     await old.recv()
                 # The new connection has the session: it talks.
-                await speak(new)
-                done = await new.until("response.done", timeout=20)
-                assert done["response"]["status"] == "completed"
+                await answered(new)
 
 
 # ---------------------------------------------------------------------- other replica
@@ -279,27 +281,19 @@ async def test_resume_on_another_replica_ends_a_turn_based_response_and_talks_on
     redis_url: str,
 ) -> None:
     async with (
-        reference("turn", reply_ms=3000) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair("turn", redis_url, reply_ms=3000) as (a, b),
     ):
         async with connect(ws_url(a)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
+            s = await mid_answer(c1)
             s.take(c1)
             rid = c1.of("response.created")[-1]["response"]["id"]
         async with connect(ws_url(b)) as c2:
             first = await resumed(c2, s)
             assert first["session"]["capabilities"]["supports_session_resume"] is True
-            done = await c2.until("response.done", timeout=20)
             # Never silently: the response the old upstream was producing ends here.
-            assert done["response"]["id"] == rid
-            assert done["response"]["status"] == "incomplete"
+            done = await cut_answer_ends(c2, rid)
             assert done["response"]["status_details"]["reason"]
-            await speak(c2)
-            again = await c2.until("response.done", timeout=20)
-            assert again["response"]["status"] == "completed"
+            await answered(c2)
             s.take(c2)
         s.assert_exactly_once()
 
@@ -313,14 +307,10 @@ async def test_resume_on_another_replica_takes_the_duplex_upstream_session_along
     # The upstream's resume token is stored only sealed, so only with a key.
     key = base64.b64encode(secrets.token_bytes(32)).decode()
     async with (
-        reference("duplex-no-barge-in", reply_ms=3000) as up,
-        replica(store_config(up, redis_url, secret_key=key), "a") as a,
-        replica(store_config(up, redis_url, secret_key=key), "b") as b,
+        replica_pair("duplex-no-barge-in", redis_url, reply_ms=3000, secret_key=key) as (a, b),
     ):
         async with connect(ws_url(a)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
+            s = await mid_answer(c1)
             s.take(c1)
             rid = c1.of("response.created")[-1]["response"]["id"]
             # The old connection stays open while the client resumes elsewhere.
@@ -334,9 +324,7 @@ async def test_resume_on_another_replica_takes_the_duplex_upstream_session_along
                 s.take(c2)
                 heard = transcript_of(s.events, rid)
                 assert heard and heard == full["transcript"], "nothing lost, nothing twice"
-                await speak(c2)
-                again = await c2.until("response.done", timeout=20)
-                assert again["response"]["status"] == "completed"
+                await answered(c2)
                 s.take(c2)
         s.assert_exactly_once()
 
@@ -350,9 +338,7 @@ async def test_a_dropped_upstream_socket_resumes_the_upstream_session() -> None:
         proxy(proxy_config({"m": link.url(up)})) as base,
         connect(ws_url(base)) as c,
     ):
-        s = await created(c)
-        await speak(c)
-        await until_deltas(c, 3)
+        s = await mid_answer(c)
         rid = c.of("response.created")[-1]["response"]["id"]
         assert link.cut() == 1
         full = await c.until("response.output_audio_transcript.done", timeout=20)
@@ -362,9 +348,7 @@ async def test_a_dropped_upstream_socket_resumes_the_upstream_session() -> None:
         assert done["response"]["status"] == "completed"
         s.take(c)
         assert transcript_of(s.events, rid) == full["transcript"], "nothing lost, nothing twice"
-        await speak(c)
-        again = await c.until("response.done", timeout=20)
-        assert again["response"]["status"] == "completed"
+        await answered(c)
         s.take(c)
         s.assert_exactly_once()
 
@@ -387,13 +371,9 @@ async def test_a_restarted_upstream_ends_the_response_incomplete_and_talks_on() 
         link.target = host_port(restarted)
         link.cut()
         cut_at = len(c.events)
-        done = await c.until("response.done", timeout=20)
-        assert done["response"]["id"] == rid
-        assert done["response"]["status"] == "incomplete"
+        done = await cut_answer_ends(c, rid)
         assert done["response"]["status_details"]["reason"] == "upstream_lost"
-        await speak(c)
-        again = await c.until("response.done", timeout=20)
-        assert again["response"]["status"] == "completed"
+        await answered(c)
         assert await reattached(base) == {"fresh": 1}
         # The fresh upstream session got the client's settings back, and the talk so far.
         # A GA client is answered session.update by the proxy, never by the upstream: its
@@ -416,9 +396,7 @@ async def test_a_restarted_upstream_ends_the_response_incomplete_and_talks_on() 
 @pytest.mark.parametrize("where", ["same", "other"])
 async def test_racing_resumes_exactly_one_wins(redis_url: str, where: str) -> None:
     async with (
-        reference("turn", reply_ms=500) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair("turn", redis_url, reply_ms=500) as (a, b),
     ):
         async with connect(ws_url(a)) as c0:
             s = await created(c0)
@@ -441,14 +419,10 @@ async def test_racing_resumes_exactly_one_wins(redis_url: str, where: str) -> No
 @pytest.mark.redis
 async def test_replay_of_many_unacked_events_is_the_same_on_every_replica(redis_url: str) -> None:
     async with (
-        reference("turn", reply_ms=2500) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair("turn", redis_url, reply_ms=2500) as (a, b),
     ):
         async with connect(ws_url(a)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 2)
+            s = await mid_answer(c1, 2)
             s.take(c1)
         cut, token = s.last, s.token
         # The session talks on into its journal; the client never acks.
@@ -486,9 +460,7 @@ async def test_resume_from_before_an_acked_seq_is_a_gap_error(
     if where != "memory":
         url = request.getfixturevalue("redis_server_session").url
     async with (
-        reference("turn", reply_ms=600) as up,
-        replica(store_config(up, url), "a") as a,
-        replica(store_config(up, url), "b") as b,
+        replica_pair("turn", url, reply_ms=600) as (a, b),
     ):
         async with connect(ws_url(a)) as c1:
             s = await created(c1)
@@ -521,9 +493,7 @@ async def test_a_client_event_resent_after_reconnect_is_applied_once(
         url = request.getfixturevalue("redis_server_session").url
     update = {"type": "session.update", "event_id": "evt_once_" + secrets.token_hex(4)}
     async with (
-        reference("turn", reply_ms=500) as up,
-        replica(store_config(up, url), "a") as a,
-        replica(store_config(up, url), "b") as b,
+        replica_pair("turn", url, reply_ms=500) as (a, b),
     ):
         # Marked by silence_duration_ms (instructions are refused over a turn-based upstream).
         def marked(ms: int) -> dict[str, Any]:
@@ -620,9 +590,7 @@ async def test_redis_outage_keeps_sessions_talking_and_resume_recovers(
             redis_server.kill()
 
             # The live session keeps talking.
-            await speak(c1)
-            done = await c1.until("response.done", timeout=20)
-            assert done["response"]["status"] == "completed"
+            await answered(c1)
             ready = await get_json(a, "/readyz")
             assert ready["status"] == "degraded" and ready["store"] == "unavailable"
             assert any("resume" in reason for reason in ready["degraded"])
@@ -649,9 +617,7 @@ async def test_redis_outage_keeps_sessions_talking_and_resume_recovers(
                     await asyncio.sleep(0.05)
             # The session that outlived the outage registers itself again.
             await wait_persisted(url, s1.sid)
-            await speak(c1)
-            again = await c1.until("response.done", timeout=20)
-            assert again["response"]["status"] == "completed"
+            await answered(c1)
             s1.take(c1)
 
         async with connect(ws_url(a)) as c1b:
@@ -679,15 +645,11 @@ async def test_frozen_redis_never_stalls_a_session(redis_server: RedisServer) ->
             async with connect(ws_url(a)) as c2:
                 await created(c2)
                 assert not resumable(c2)
-                await speak(c2)
-                done = await c2.until("response.done", timeout=20)
-                assert done["response"]["status"] == "completed"
+                await answered(c2)
             # The replica holding a session resumes it on its own token meanwhile.
             async with connect(ws_url(a)) as c1b:
                 await resumed(c1b, s1)
-                await speak(c1b)
-                again = await c1b.until("response.done", timeout=20)
-                assert again["response"]["status"] == "completed"
+                await answered(c1b)
                 s1.take(c1b)
             # One the replica does not hold cannot be found: it says so.
             async with connect(ws_url(a)) as c3:
@@ -747,9 +709,7 @@ async def test_passthrough_resume_on_any_replica_replays_the_upstream_journal_on
     redis_url: str,
 ) -> None:
     async with (
-        reference("duplex", reply_ms=3000) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair("duplex", redis_url, reply_ms=3000) as (a, b),
     ):
         update = {"type": "session.update", "event_id": "evt_pt_" + secrets.token_hex(4)}
         first = {"instructions": "first", **NATIVE_SESSION}

@@ -14,16 +14,14 @@ import redis.asyncio as aioredis
 
 from proxy.reference.options import ReferenceOptions
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, ws_url
+from tests.servers import connect, replica_pair, ws_url
 from tests.test_resume import (
     GONE_OR_LOST,
     created,
     error_code,
     load_record,
-    replica,
     resumed,
     send_resume,
-    store_config,
 )
 
 pytestmark = [pytest.mark.redis]
@@ -51,9 +49,7 @@ async def test_racing_passthrough_resumes_exactly_one_wins_and_the_session_survi
     redis_url: str,
 ) -> None:
     async with (
-        reference("duplex", reply_ms=500) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair("duplex", redis_url, reply_ms=500) as (a, b),
     ):
         watcher = asyncio.create_task(_count_token_writes(redis_url, writes := []))
         await asyncio.sleep(0.2)  # MONITOR is on
@@ -95,9 +91,9 @@ async def test_an_event_applied_just_before_a_drop_is_not_applied_again_elsewher
 ) -> None:
     async with (
         # Three sessions, each left to its disconnect grace: a server configured for them.
-        reference("duplex", reply_ms=500, options=ReferenceOptions(max_sessions=3)) as up,
-        replica(store_config(up, redis_url), "a") as a,
-        replica(store_config(up, redis_url), "b") as b,
+        replica_pair(
+            "duplex", redis_url, reply_ms=500, options=ReferenceOptions(max_sessions=3)
+        ) as (a, b),
     ):
         for n in range(3):
             update = {"type": "session.update", "event_id": "evt_x_" + secrets.token_hex(4)}

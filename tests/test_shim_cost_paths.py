@@ -16,15 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import wave
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pybase64
-import pytest
 import soxr
 
 from proxy.vad import VadRunner, VadStream
@@ -36,15 +33,9 @@ from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
 from shim.overlap_evidence import OverlapEvidence, WindowEvidence
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.corpus import CORPUS, needs_corpus
 
-CORPUS = Path(
-    os.environ.get(
-        "DUPLEX_PROXY_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
-    )
-)
-pytestmark = pytest.mark.skipif(
-    not (CORPUS / "manifest.json").exists(), reason=f"no corpus at {CORPUS}"
-)
+pytestmark = needs_corpus
 # The client's audio, both ways, at the VAD's 16 kHz: no resampling in the session, as
 # soxr's int16 streams add random dither (two runs of the same audio would differ).
 RATE = 16000

@@ -18,8 +18,8 @@ import orjson
 from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import VadWindow
-from tests.shim_script import WINDOW, Script, pcm_b64, upstream_events
-from tests.test_shim_ga_relay import AID, RID, make
+from tests.shim_script import WINDOW, Script, upstream_events
+from tests.test_shim_ga_relay import RID, answer_delta, make
 
 SILENCE, SPEECH = 0.05, 0.95
 
@@ -31,16 +31,7 @@ def answer_in_real_time(sc: Script, chunks: int = 10) -> None:
     for n in range(chunks):
         if n:
             sc.tick(100)
-        sc.upstream(
-            {
-                "type": "response.output_audio.delta",
-                "response_id": RID,
-                "item_id": AID,
-                "output_index": 0,
-                "content_index": 0,
-                "delta": pcm_b64(100, 24000),
-            }
-        )
+        sc.upstream(answer_delta())
     sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
 
 

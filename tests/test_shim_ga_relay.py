@@ -33,21 +33,23 @@ def make(truncates: bool = False) -> Script:
     return Script(session)
 
 
+def answer_delta(**extra: Any) -> dict[str, Any]:
+    """100 ms of the answer ``RID`` from the upstream, with ``extra`` fields."""
+    return {
+        "type": "response.output_audio.delta",
+        "response_id": RID,
+        "item_id": AID,
+        "output_index": 0,
+        "content_index": 0,
+        "delta": pcm_b64(100, 24000),
+        **extra,
+    }
+
+
 def answer(sc: Script, chunks: int = 5, seq: int = 10) -> None:
     sc.upstream({"type": "response.created", "response": {"id": RID}, "server_event_seq": seq})
     for n in range(chunks):
-        sc.upstream(
-            {
-                "type": "response.output_audio.delta",
-                "response_id": RID,
-                "item_id": AID,
-                "output_index": 0,
-                "content_index": 0,
-                "delta": pcm_b64(100, 24000),
-                "sample_rate_hz": 24000,
-                "server_event_seq": seq + 1 + n,
-            }
-        )
+        sc.upstream(answer_delta(sample_rate_hz=24000, server_event_seq=seq + 1 + n))
 
 
 def test_a_ga_client_is_emulated_over_an_upstream_that_can_barge_in() -> None:

@@ -27,22 +27,17 @@ from proxy.store.memory import MemoryStore
 from proxy.store.redis import RedisStore, session_keys
 from tests.redis_cluster import redis_cluster
 from tests.redis_server import RedisServer, redis_server, redis_server_session
+from tests.stores import (
+    assert_round_trip,
+    assert_serves_a_fresh_session,
+    new_record,
+    new_session,
+    opened_store,
+)
 
 __all__ = ["redis_cluster", "redis_server", "redis_server_session"]  # fixtures, used by name
 
 MakeStore = Callable[..., Awaitable[SessionStore]]
-
-
-def new_record(**overrides: Any) -> SessionRecord:
-    fields: dict[str, Any] = {
-        "session_id": "sess_" + secrets.token_hex(8),
-        "token_hash": hash_token(secrets.token_urlsafe(24)),
-        "model": "minicpm-o",
-        "mode": "barge_in_emulated",
-        "owner": "replica-a",
-    }
-    fields.update(overrides)
-    return SessionRecord(**fields)
 
 
 def store_up(metrics: Metrics) -> float | None:
@@ -132,12 +127,9 @@ async def test_redis_keys_never_hold_the_raw_token(
 ) -> None:
     token = secrets.token_urlsafe(24)
     record = new_record(token_hash=hash_token(token))
-    store = await open_store(StoreConfig(url=redis_server_session.url))
-    try:
+    async with opened_store(StoreConfig(url=redis_server_session.url)) as store:
         await store.create(record)
         await store.append_events(record.session_id, 0, [(1, '{"type":"x"}')], 0)
-    finally:
-        await store.close()
     rec_key, log_key = session_keys(record.session_id)
     rec = await raw_redis.hgetall(rec_key)
     log = await raw_redis.xrange(log_key)
@@ -157,10 +149,8 @@ async def test_create_is_idempotent_for_its_own_token(store: SessionStore) -> No
 
 
 async def test_take_over_fences_the_stale_owner(store: SessionStore) -> None:
-    record = new_record()
+    record = await new_session(store, [(1, "a")])
     sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a")], 0)
     assert await store.take_over(sid, "replica-b", 0) == 1
     with pytest.raises(LeaseLost):
         await store.save(record)  # still at epoch 0
@@ -208,10 +198,8 @@ async def test_racing_take_overs_exactly_one_wins(make_store: MakeStore) -> None
 
 
 async def test_save_never_moves_sequence_numbers_back(store: SessionStore) -> None:
-    record = new_record()
+    record = await new_session(store, [(1, "a"), (2, "b"), (3, "c")], acked=2)
     sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a"), (2, "b"), (3, "c")], 2)
     record.state = {"x": 1}  # a snapshot taken before those events
     await store.save(record)
     loaded = await store.load(sid)
@@ -283,9 +271,7 @@ async def test_malformed_session_ids(store: SessionStore) -> None:
 
 
 async def test_events_after_in_order_and_idempotent(store: SessionStore) -> None:
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
+    sid = (await new_session(store)).session_id
     assert await store.events_after(sid, 0) == []
     await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
     await store.append_events(sid, 0, [(2, "b"), (3, "c")], 0)  # retried batch overlaps
@@ -299,10 +285,7 @@ async def test_events_after_in_order_and_idempotent(store: SessionStore) -> None
 
 
 async def test_acks_trim_and_leave_a_floor(store: SessionStore) -> None:
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(i, f"e{i}") for i in range(1, 6)], 0)
+    sid = (await new_session(store, [(i, f"e{i}") for i in range(1, 6)])).session_id
     await store.append_events(sid, 0, [], 3)  # a bare ack
     assert await store.events_after(sid, 3) == [(4, "e4"), (5, "e5")]
     assert await store.events_after(sid, 2) is None  # 3 was trimmed: a gap
@@ -314,10 +297,7 @@ async def test_acks_trim_and_leave_a_floor(store: SessionStore) -> None:
 
 async def test_byte_bound_drops_oldest(make_store: MakeStore) -> None:
     store = await make_store(replay_max_bytes=10)
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "éé"), (2, "éé")], 0)  # 4 UTF-8 bytes each
+    sid = (await new_session(store, [(1, "éé"), (2, "éé")])).session_id  # 4 UTF-8 bytes each
     assert await store.events_after(sid, 0) == [(1, "éé"), (2, "éé")]
     await store.append_events(sid, 0, [(3, "éé")], 0)  # 12 bytes > 10
     assert await store.events_after(sid, 0) is None
@@ -399,10 +379,7 @@ async def make_clocked(request: pytest.FixtureRequest) -> AsyncIterator[MakeCloc
 async def test_age_bound_on_write(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(replay_max_age_s=60, disconnect_grace_s=600)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
     await clocked.advance(59)
     await store.append_events(sid, 0, [(3, "c")], 0)
     assert await store.events_after(sid, 0) == [(1, "a"), (2, "b"), (3, "c")]
@@ -416,10 +393,7 @@ async def test_age_bound_on_write(make_clocked: MakeClocked) -> None:
 async def test_age_bound_on_read_without_writes(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(replay_max_age_s=60, disconnect_grace_s=600)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
     await clocked.advance(59)
     assert await store.events_after(sid, 0) == [(1, "a"), (2, "b")]
     await clocked.advance(2)
@@ -430,10 +404,7 @@ async def test_age_bound_on_read_without_writes(make_clocked: MakeClocked) -> No
 async def test_session_expires_after_grace(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(disconnect_grace_s=30)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a")], 0)
+    sid = (await new_session(store, [(1, "a")])).session_id
     await clocked.advance(29)
     assert await store.load(sid) is not None
     assert await store.events_after(sid, 0) == [(1, "a")]
@@ -448,9 +419,7 @@ async def test_session_expires_after_grace(make_clocked: MakeClocked) -> None:
 async def test_every_write_refreshes_expiry(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(disconnect_grace_s=30)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
+    sid = (await new_session(store)).session_id
     for _ in range(3):
         await clocked.advance(20)
         await store.append_events(sid, 0, [], 0)  # a heartbeat keeps the lease alive
@@ -465,9 +434,7 @@ async def test_every_write_refreshes_expiry(make_clocked: MakeClocked) -> None:
 async def test_reads_do_not_refresh_expiry(make_clocked: MakeClocked) -> None:
     clocked = await make_clocked(disconnect_grace_s=30)
     store = clocked.store
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
+    sid = (await new_session(store)).session_id
     for _ in range(3):
         await clocked.advance(9)
         assert await store.load(sid) is not None
@@ -477,10 +444,7 @@ async def test_reads_do_not_refresh_expiry(make_clocked: MakeClocked) -> None:
 
 
 async def test_delete(store: SessionStore) -> None:
-    record = new_record()
-    sid = record.session_id
-    await store.create(record)
-    await store.append_events(sid, 0, [(1, "a")], 0)
+    sid = (await new_session(store, [(1, "a")])).session_id
     assert await store.take_over(sid, "replica-b", 0) == 1
     with pytest.raises(LeaseLost):
         await store.delete(sid, 0)
@@ -506,15 +470,10 @@ async def test_open_store_memory() -> None:
 
 @pytest.mark.redis
 async def test_open_store_over_a_unix_socket(redis_server_session: RedisServer) -> None:
-    store = await open_store(StoreConfig(url=redis_server_session.unix_url))
-    try:
+    async with opened_store(StoreConfig(url=redis_server_session.unix_url)) as store:
         assert isinstance(store, RedisStore)
         assert await store.healthy()
-        record = new_record()
-        await store.create(record)
-        assert await store.load(record.session_id) == record
-    finally:
-        await store.close()
+        await assert_round_trip(store)
 
 
 # --- Redis specifics: key layout and TTL ----------------------------------------------
@@ -524,14 +483,10 @@ async def test_open_store_over_a_unix_socket(redis_server_session: RedisServer) 
 async def test_keys_share_one_hash_tag_and_expire(
     redis_server_session: RedisServer, raw_redis: aioredis.Redis
 ) -> None:
-    store = await open_store(StoreConfig(url=redis_server_session.url, disconnect_grace_s=30))
-    try:
-        record = new_record()
-        sid = record.session_id
-        await store.create(record)
-        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
-    finally:
-        await store.close()
+    async with opened_store(
+        StoreConfig(url=redis_server_session.url, disconnect_grace_s=30)
+    ) as store:
+        sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
     keys = sorted([k async for k in raw_redis.scan_iter(match=f"dxp:{{{sid}}}:*")])
     assert keys == [f"dxp:{{{sid}}}:log".encode(), f"dxp:{{{sid}}}:rec".encode()]
     assert len({key_slot(k) for k in keys}) == 1
@@ -567,8 +522,7 @@ async def assert_all_unavailable(store: SessionStore, record: SessionRecord) -> 
 @pytest.mark.redis
 async def test_redis_killed_then_restarted(redis_server: RedisServer) -> None:
     metrics = Metrics()
-    store = await open_store(StoreConfig(url=redis_server.url), metrics)
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url), metrics) as store:
         record = new_record()
         await store.create(record)
         assert store_up(metrics) == 1
@@ -580,19 +534,13 @@ async def test_redis_killed_then_restarted(redis_server: RedisServer) -> None:
         assert store_up(metrics) == 1
         # Nothing was persisted; the same store object serves new sessions at once.
         assert await store.load(record.session_id) is None
-        fresh = new_record()
-        await store.create(fresh)
-        await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
-        assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
-    finally:
-        await store.close()
+        await assert_serves_a_fresh_session(store)
 
 
 @pytest.mark.redis
 async def test_redis_hung_calls_time_out(redis_server: RedisServer) -> None:
     metrics = Metrics()
-    store = await open_store(StoreConfig(url=redis_server.url, timeout_s=0.2), metrics)
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url, timeout_s=0.2), metrics) as store:
         record = new_record()
         await store.create(record)
         redis_server.pause()  # accepts nothing, answers nothing: only timeouts help
@@ -602,37 +550,26 @@ async def test_redis_hung_calls_time_out(redis_server: RedisServer) -> None:
         assert await store.healthy()
         # Commands sent while it hung may still run once it wakes (a timeout is
         # ambiguous), so go on with a fresh session.
-        fresh = new_record()
-        await store.create(fresh)
-        await store.append_events(fresh.session_id, 0, [(1, "a")], 0)
-        assert await store.events_after(fresh.session_id, 0) == [(1, "a")]
-    finally:
-        await store.close()
+        await assert_serves_a_fresh_session(store)
 
 
 @pytest.mark.redis
 async def test_store_opens_while_redis_is_down(redis_server: RedisServer) -> None:
     redis_server.kill()
     metrics = Metrics()
-    store = await open_store(StoreConfig(url=redis_server.url), metrics)
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url), metrics) as store:
         assert not await store.healthy()
         assert store_up(metrics) == 0
         redis_server.start()
         assert await store.healthy()
-        record = new_record()
-        await store.create(record)
-        assert await store.load(record.session_id) == record
-    finally:
-        await store.close()
+        await assert_round_trip(store)
 
 
 @pytest.mark.redis
 @pytest.mark.parametrize("how", ["kill", "stop"])
 async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, how: str) -> None:
     """Pooled connections go stale when Redis restarts; each is retried once, fresh."""
-    store = await open_store(StoreConfig(url=redis_server.url), Metrics())
-    try:
+    async with opened_store(StoreConfig(url=redis_server.url), Metrics()) as store:
         # Several pooled connections, all of which the restart leaves stale.
         await asyncio.gather(*(store.create(new_record()) for _ in range(4)))
         redis_server.kill() if how == "kill" else redis_server.stop()
@@ -642,5 +579,3 @@ async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, ho
         results = await asyncio.gather(*(store.load(record.session_id) for _ in range(4)))
         assert results == [record] * 4
         assert await store.take_over(record.session_id, "replica-b", 0) == 1
-    finally:
-        await store.close()

@@ -24,10 +24,19 @@ from proxy.store import open_store
 from proxy.store.redis_scripts import session_keys
 from tests.redis_cluster import Cluster, SentinelSet, cli, redis_cluster, redis_sentinel
 from tests.redis_server import RedisServer, redis_server
-from tests.servers import Client, connect, reference, ws_url
-from tests.test_resume import created, resumed, speak, until_deltas, wait_persisted
-from tests.test_resume_replicas import replica_process
-from tests.test_store import new_record
+from tests.servers import Client, connect, ws_url
+from tests.stores import new_session, opened_store
+from tests.test_resume import (
+    answered,
+    created,
+    cut_answer_ends,
+    mid_answer,
+    resumed,
+    speak,
+    until_deltas,
+    wait_persisted,
+)
+from tests.test_resume_replicas import lose_owner, replica_processes
 
 __all__ = ["redis_cluster", "redis_sentinel", "redis_server"]  # fixtures, used by name
 
@@ -62,11 +71,7 @@ async def test_the_first_resume_after_a_redis_restart_succeeds(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     url = redis_server.url
-    async with (
-        reference("turn", reply_ms=600) as up,
-        replica_process(tmp_path, "a", up, url) as a,
-        replica_process(tmp_path, "b", up, url) as b,
-    ):
+    async with replica_processes(tmp_path, url, 600) as (a, b):
         async with connect(ws_url(a.base)) as c1:
             s = await created(c1)
             await speak(c1)
@@ -81,29 +86,20 @@ async def test_the_first_resume_after_a_redis_restart_succeeds(
             async with connect(ws_url(b.base)) as c2:
                 await resumed(c2, s)  # b's very first store calls since the restart
                 await c1.until("session.replaced")
-                await speak(c2)
-                done = await c2.until("response.done", timeout=20)
-                assert done["response"]["status"] == "completed"
+                await answered(c2)
                 s.take(c2)
         s.assert_exactly_once()
 
 
 async def test_a_session_outlives_a_failover_of_its_cluster_master(
-    tmp_path: Path, redis_cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, redis_cluster: Cluster
 ) -> None:
     # A manual failover pauses the master's clients for a moment: give each call more
     # room than the default so the test is about the failover, not this machine's load.
-    monkeypatch.setenv("DUPLEX_PROXY__STORE__TIMEOUT_S", "1")
     url = redis_cluster.url
-    async with (
-        reference("turn", reply_ms=3000) as up,
-        replica_process(tmp_path, "a", up, url) as a,
-        replica_process(tmp_path, "b", up, url) as b,
-    ):
+    async with replica_processes(tmp_path, url, 3000, timeout_s=1) as (a, b):
         async with connect(ws_url(a.base)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
+            s = await mid_answer(c1)
             # The master serving this session's slot hands over to its replica while
             # the answer streams and the owner keeps persisting it.
             rec_key, _ = session_keys(s.sid)
@@ -113,32 +109,18 @@ async def test_a_session_outlives_a_failover_of_its_cluster_master(
             await played_out(c1, done["response"]["id"])
             await speak(c1)  # a second answer, written only to the promoted master
             await until_deltas(c1, len(c1.of("response.output_audio.delta")) + 3)
-            response = c1.of("response.created")[-1]
-            await wait_persisted(url, s.sid, seq=response["server_event_seq"])
-            a.proc.send_signal(signal.SIGKILL)
-            with pytest.raises(ConnectionError):
-                while True:  # whatever was already on the wire still arrives
-                    await c1.recv()
-            s.take(c1)
+            response = await lose_owner(c1, s, a, signal.SIGKILL, url)
         async with connect(ws_url(b.base)) as c2:
             await resumed(c2, s)
-            done = await c2.until("response.done", timeout=20)
-            assert done["response"]["id"] == response["response"]["id"]
-            assert done["response"]["status"] == "incomplete"
-            await speak(c2)
-            again = await c2.until("response.done", timeout=20)
-            assert again["response"]["status"] == "completed"
+            await cut_answer_ends(c2, response["response"]["id"])
+            await answered(c2)
             s.take(c2)
         s.assert_exactly_once()
 
 
 async def test_the_store_follows_a_sentinel_failover(redis_sentinel: SentinelSet) -> None:
-    store = await open_store(StoreConfig(url=redis_sentinel.url, timeout_s=1), Metrics())
-    try:
-        record = new_record()
-        sid = record.session_id
-        await store.create(record)
-        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
+    async with opened_store(StoreConfig(url=redis_sentinel.url, timeout_s=1), Metrics()) as store:
+        sid = (await new_session(store, [(1, "a"), (2, "b")])).session_id
         old = redis_sentinel.master.port
         await asyncio.to_thread(redis_sentinel.failover)
         assert redis_sentinel.master_port() != old
@@ -152,8 +134,6 @@ async def test_the_store_follows_a_sentinel_failover(redis_sentinel: SentinelSet
         new_master = redis_sentinel.master.port
         rec_key, _ = session_keys(sid)
         assert (await asyncio.to_thread(cli, new_master, "HGET", rec_key, "epoch")).strip() == "1"
-    finally:
-        await store.close()
 
 
 async def test_the_store_follows_a_cluster_master_crash(redis_cluster: Cluster) -> None:
@@ -162,10 +142,8 @@ async def test_the_store_follows_a_cluster_master_crash(redis_cluster: Cluster) 
     store = await open_store(StoreConfig(url=redis_cluster.url, timeout_s=1), Metrics())
     dead = None
     try:
-        record = new_record()
+        record = await new_session(store, [(1, "a"), (2, "b")])
         sid = record.session_id
-        await store.create(record)
-        await store.append_events(sid, 0, [(1, "a"), (2, "b")], 0)
         rec_key, _ = session_keys(sid)
         dead, new = await asyncio.to_thread(redis_cluster.crash_master, rec_key)
         assert dead.port != new

@@ -15,15 +15,12 @@ import redis.asyncio as aioredis
 from proxy.config import ConfigError, config_from_dict
 from proxy.store.secret_box import SecretBox
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, ws_url
+from tests.servers import connect, reference, replica, store_config, ws_url
 from tests.test_resume import (
-    created,
+    answered,
+    mid_answer,
     reattached,
-    replica,
     resumed,
-    speak,
-    store_config,
-    until_deltas,
     wait_persisted,
 )
 
@@ -87,18 +84,14 @@ async def talk_then_move(
         replica(store_config(up, redis_url, secret_key=key_b, **b_store), "b") as b,
     ):
         async with connect(ws_url(a)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await until_deltas(c1, 3)
+            s = await mid_answer(c1)
             s.take(c1)
             await wait_persisted(redis_url, s.sid, seq=s.last)
             raw, parsed = await redis_dump(redis_url)
         async with connect(ws_url(b)) as c2:
             await resumed(c2, s)
             await c2.until("response.done", timeout=20)
-            await speak(c2)
-            again = await c2.until("response.done", timeout=20)
-            assert again["response"]["status"] == "completed"
+            await answered(c2)
         return raw, parsed, s.sid, await reattached(b)
 
 

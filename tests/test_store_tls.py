@@ -18,7 +18,7 @@ from proxy.metrics import Metrics
 from proxy.store import StoreUnavailable, open_store
 from tests.redis_cluster import cli, free_port
 from tests.redis_server import RedisServer, find_redis_server
-from tests.test_store import new_record
+from tests.stores import assert_round_trip, new_record, opened_store
 
 pytestmark = pytest.mark.redis
 
@@ -98,14 +98,9 @@ def _config(tls: TlsRedis, **overrides: str) -> StoreConfig:
 
 
 async def test_tls_with_a_password_file(tls_redis: TlsRedis) -> None:
-    store = await open_store(_config(tls_redis), Metrics())
-    try:
+    async with opened_store(_config(tls_redis), Metrics()) as store:
         assert await store.healthy()
-        record = new_record()
-        await store.create(record)
-        assert await store.load(record.session_id) == record
-    finally:
-        await store.close()
+        await assert_round_trip(store)
 
 
 @pytest.mark.parametrize(

@@ -9,8 +9,8 @@ import pytest
 import redis.asyncio as aioredis
 
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, ws_url
-from tests.test_resume import created, replica, speak, store_config, wait_persisted
+from tests.servers import connect, reference, replica, store_config, ws_url
+from tests.test_resume import created, speak, wait_persisted
 
 pytestmark = [pytest.mark.redis]
 

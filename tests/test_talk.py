@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ import pytest
 
 from proxy.talk.cli import barge_in, seconds
 from proxy.talk.player import Player
+from tests.ports import free_port
 from tests.servers import CORPUS, ROOT
 
 PY = sys.executable
@@ -57,13 +57,6 @@ def env() -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
     out["PYTHONUNBUFFERED"] = "1"
     return out
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 @contextmanager

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 import wave
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -18,15 +16,9 @@ import pytest
 from proxy.vad import WINDOW, VadRunner
 from shim.audio import Float32Array, StreamResampler, int16_to_float
 from shim.vad_gate import SpeechStarted, SpeechStopped, VadGate, VadParams
+from tests.corpus import CORPUS, needs_corpus
 
-CORPUS = Path(
-    os.environ.get(
-        "DUPLEX_PROXY_CORPUS", Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
-    )
-)
-pytestmark = pytest.mark.skipif(
-    not (CORPUS / "manifest.json").exists(), reason=f"no corpus at {CORPUS}"
-)
+pytestmark = needs_corpus
 
 
 def _manifest() -> list[dict[str, Any]]:
