@@ -25,6 +25,7 @@ sample index of the window's end (no clock).
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -40,7 +41,8 @@ WINDOW = 512  # Silero's window at 16 kHz
 RING = 24576
 MIN_LAG, MAX_LAG = 40, 256  # pitch lags at 16 kHz: 400 Hz down to 62.5 Hz
 SILENT_DB = -90.0
-USER_LEVELS_KEPT = 200  # voiced windows of the user's turns the level is the median of
+LOUD_QUANTILE = 80 / 100  # the loud part of speech: soft consonants and word ends vary
+USER_LEVELS_KEPT = 200  # voiced windows of the user's turns its loud level is taken from
 # The voice's onset (``OverlapEvidence.voice_onset``): 10 ms blocks, looked for at most
 # this far before Silero's first speech window, where a block this far below the
 # loudest window is quiet.
@@ -76,8 +78,18 @@ def _db(energy: float) -> float:
 
 
 def loud_level(levels: list[float]) -> float:
-    """The level (dB) of the loud part of some speech: its 80th percentile."""
-    return float(np.percentile(np.asarray(levels, dtype=np.float64), 80))
+    """The level (dB) of the loud part of some speech: its 80th percentile.
+
+    Computed as ``np.percentile(levels, 80)`` does (linear, and its two-sided
+    interpolation), to the bit, in plain Python: a tenth of the time for the few
+    hundred values it gets, once per speech window of the user's.
+    """
+    v = sorted(levels)
+    pos = LOUD_QUANTILE * (len(v) - 1)
+    lo = math.floor(pos)
+    t = pos - lo
+    a, b = v[lo], v[min(lo + 1, len(v) - 1)]
+    return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
 def voicing(x: Float32Array) -> float:

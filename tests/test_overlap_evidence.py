@@ -10,11 +10,13 @@ import sys
 import numpy as np
 import pytest
 import soxr
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from proxy.vad import VadRunner
 from shim.echo import EchoSuppressor
 from shim.overlap_decision import DecisionParams, Kind, Tally, Verdict, classify, judge
-from shim.overlap_evidence import WINDOW, OverlapEvidence, voicing
+from shim.overlap_evidence import USER_LEVELS_KEPT, WINDOW, OverlapEvidence, loud_level, voicing
 from tests.servers import ROOT, load_clip
 
 RATE = 16000
@@ -213,3 +215,15 @@ def test_a_voice_that_fills_the_look_back_is_not_dated_back() -> None:
     ev.add(voice, voice.astype(np.float32) / 32768.0, 0)
     end = 12 * WINDOW
     assert ev.voice_onset(end, -16.0) == end - WINDOW
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    st.lists(
+        st.one_of(st.floats(-90.0, 0.0, allow_nan=False), st.sampled_from([-90.0, -30.0, -29.5])),
+        min_size=1,
+        max_size=USER_LEVELS_KEPT,
+    )
+)
+def test_the_loud_level_is_numpys_80th_percentile_to_the_bit(levels: list[float]) -> None:
+    assert loud_level(levels) == float(np.percentile(np.asarray(levels), 80))
