@@ -23,6 +23,7 @@ from shim.playback import ItemPlayback, PlaybackLedger
 from shim.session_config import ClientSessionConfig
 from shim.settings import ShimSettings
 from shim.turns import Turns
+from shim.vad_timeline import VadTimeline
 
 
 class ClientEventHost(Protocol):
@@ -37,6 +38,7 @@ class ClientEventHost(Protocol):
     echo: EchoSuppressor | None
     evidence: OverlapEvidence
     rates: InputRates
+    vad_timeline: VadTimeline
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -91,6 +93,7 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
         return []
     clean = s.echo.process(s16, start) if s.echo is not None else s16.astype(np.float32) / 32768.0
     s.evidence.add(s16, clean, start)
+    s.vad_timeline.given(start, clean.size)
     return [AnalyzeAudio(samples=clean, start_sample=start)]
 
 

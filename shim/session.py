@@ -48,6 +48,7 @@ from shim.settings import VAD_RATE, ShimSettings
 from shim.snapshot import SessionSnapshot
 from shim.turns import Turns
 from shim.vad_gate import VadGate
+from shim.vad_timeline import VadTimeline
 
 __all__ = ["VAD_RATE", "ActiveResponse", "EmulatedSession", "EventHandler", "ShimSettings"]
 
@@ -85,12 +86,13 @@ class EmulatedSession:
         self.turns = Turns(self)
         self.assistant_audio = AssistantAudio()
         self.rates, self.native = InputRates(), NativeOptions()
+        self.vad_timeline = VadTimeline()
         self._counter = 0
         self.last_item_id: str | None = None
         self._inputs: dict[type, Callable[[Any], list[Action]]] = {
             ClientEvent: self.on_client,
             UpstreamEvent: self.on_upstream,
-            VadWindow: self.turns.on_vad,
+            VadWindow: self.on_vad,
             Tick: lambda tick: self.on_tick(tick.now_ms),
             UpstreamLost: self.on_upstream_lost,
             UpstreamReattached: self.on_upstream_reattached,
@@ -197,6 +199,11 @@ class EmulatedSession:
 
     def release_output(self, now: float) -> list[Action]:
         return self.output.release(now, self.config.output_format.rate_hz)
+
+    def on_vad(self, win: VadWindow) -> list[Action]:
+        """A VAD window, placed on the input timeline (``shim/vad_timeline.py``)."""
+        end = self.vad_timeline.to_input(win.end_sample)
+        return self.turns.on_vad(VadWindow(win.prob, end, win.now_ms))
 
     def on_tick(self, now: float) -> list[Action]:
         return self.turns.on_tick(now)

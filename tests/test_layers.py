@@ -42,6 +42,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo_run",
             "shim.snapshot",
             "shim.input_history",
+            "shim.vad_timeline",
             "shim.assistant_audio",
         ],
     ),

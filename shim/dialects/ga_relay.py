@@ -31,7 +31,6 @@ from typing import Any
 from shim import client_events
 from shim.actions import (
     Action,
-    AnalyzeAudio,
     ForwardUpstream,
     NoteUpstreamError,
     SendClient,
@@ -72,7 +71,6 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
-        self._unheard = 0  # input samples never given to the VAD (turn detection off)
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
@@ -168,8 +166,6 @@ class GaRelaySession(BargeInRelaySession):
         if client_events.is_refusal(out):
             return out
         self.audio_gate.clock.on_audio(start, now)
-        if not any(isinstance(a, AnalyzeAudio) for a in out):
-            self._unheard += self.history.end - start  # the VAD's own count skips it
         if self.audio_gate.held or self._gated(now):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
@@ -222,13 +218,13 @@ class GaRelaySession(BargeInRelaySession):
         self._follow_answer(inp.now_ms)
         if not isinstance(inp, VadWindow) or self.config.turn.vad is None:
             return []
-        # The VAD's timeline lags the microphone's by the echo suppressor's latency, and
-        # counts only what it was given.
-        lag = self.evidence.latency - self._unheard
+        # The VAD's windows lag the microphone by the echo suppressor's latency.
+        lag = self.evidence.latency
+        end = self.vad_timeline.to_input(inp.end_sample)
         speaking = self.gate.speaking
         speech = speaking and inp.prob >= self.gate.params.deactivation
         onset = self.gate.onset_sample - lag
-        self.audio_gate.heard(inp.end_sample - lag, speech, speaking, onset, self._min_speech())
+        self.audio_gate.heard(end - lag, speech, speaking, onset, self._min_speech())
         return self._gate_opens(inp.now_ms) if self.audio_gate.held else []
 
     def overlap_ended(self, step: Step, now: float) -> list[Action]:
