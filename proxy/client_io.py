@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -21,8 +21,10 @@ from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
+from proxy.client_watch import watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
+from proxy.ws_direct import text_writer
 from shim import wire
 
 CLOSED = object()  # inbox sentinel: the client went away
@@ -58,6 +60,7 @@ class ClientChannel:
         self._finishing = False
         self._slow = False
         self._transport = transport
+        self._write_text = text_writer(ws)  # None: not in this aiohttp, or turned off
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
@@ -155,31 +158,8 @@ class ClientChannel:
         if self.sink is not None and not queued:
             await self.sink(frame)
 
-    async def _watch(self) -> None:
-        """Warn an idle client, then close it; end a session that lasted too long.
-
-        It sleeps until the next moment something may be due: an idle session costs
-        one wakeup per deadline, not a timer ticking."""
-        loop = asyncio.get_running_loop()
-        life = self.lifetime
-        while True:
-            await asyncio.sleep(max(0.0, life.next_check() - loop.time()))
-            now = loop.time()
-            if now >= life.ends_at:
-                self.send_error("session_expired", "the session reached its maximum duration")
-                await self.end("session_expired", 1000, "maximum session duration")
-                return
-            if now >= life.idle_close_at():
-                await self.end("session_idle_timeout", 1000, "idle timeout")
-                return
-            if not life.warned and now >= life.idle_close_at() - life.warn_s:
-                life.warned = True
-                left = life.idle_close_at() - now
-                self.send_error(
-                    "session_idle_timeout",
-                    f"no input for {now - life.last_input:.0f} s: "
-                    f"the session closes in {left:.0f} s unless the client sends something",
-                )
+    def _watch(self) -> Coroutine[Any, Any, None]:
+        return watch_lifetime(self.lifetime, self.send_error, self.end)
 
     async def _write(self) -> None:
         while True:
@@ -212,6 +192,14 @@ class ClientChannel:
         except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
             return False
         return True
+
+    def write_now(self, text: str) -> bool:
+        """``send_now``'s direct write, without a coroutine (from a socket callback):
+        False when it cannot be written at once; the caller then sends it as usual."""
+        t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
+        if busy or t is None or self._write_text is None or len(text) > DIRECT_MAX_BYTES:
+            return False
+        return not t.get_write_buffer_size() and self._write_text(text)
 
     def send_text(self, text: str | bytes) -> bool:
         """Queue a frame; False (and the client is dropped) if the client is too slow:

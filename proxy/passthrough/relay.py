@@ -15,6 +15,7 @@ from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
+from proxy.ws_direct import tap_queue
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -94,17 +95,36 @@ async def relay(
         except Exception as exc:  # the upstream stopped reading, or its socket closed
             failed.set_result(exc)
 
+    def direct(text: str) -> bool:
+        """An upstream frame written to the client from the socket's data callback."""
+        if not client.write_now(text):
+            return False  # queued: the loop below sends it
+        to_client.add(len(text))
+        return True
+
     async def upstream_to_client() -> None:
-        async for msg in up:
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                to_client.add(len(msg.data))
-                if not await client.send_now(msg.data):
+        # The tap takes frames only while this task waits with none in hand, and
+        # only when none is queued before them (proxy/ws_direct.py): their order holds.
+        tap = tap_queue(up)
+        try:
+            while True:
+                if tap is not None:
+                    tap.tap = direct
+                msg = await up.receive()
+                if tap is not None:
+                    tap.tap = None
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    to_client.add(len(msg.data))
+                    if not await client.send_now(msg.data):
+                        return
+                elif msg.type == aiohttp.WSMsgType.BINARY:
+                    to_client.add(len(msg.data))
+                    client.send_text(msg.data)
+                else:
                     return
-            elif msg.type == aiohttp.WSMsgType.BINARY:
-                to_client.add(len(msg.data))
-                client.send_text(msg.data)
-            else:
-                break
+        finally:
+            if tap is not None:
+                tap.tap = None
 
     async def client_to_upstream() -> None:
         nonlocal stalled
@@ -184,8 +204,11 @@ def upstream_buffered(up: aiohttp.ClientWebSocketResponse) -> int:
     """Bytes waiting in the upstream socket's buffer (-1: unknown, send with a timer).
 
     aiohttp keeps the transport on the socket's writer; without it every send takes
-    the timed path, which is correct, only slower."""
+    the timed path, which is correct, only slower. (uvloop's transports are not
+    ``asyncio.WriteTransport`` instances: ask for the method, not the class.)"""
     transport = getattr(getattr(up, "_writer", None), "transport", None)
-    if not isinstance(transport, asyncio.WriteTransport):
+    size = getattr(transport, "get_write_buffer_size", None)
+    if not callable(size):
         return -1
-    return transport.get_write_buffer_size()
+    buffered = size()
+    return buffered if isinstance(buffered, int) else -1
