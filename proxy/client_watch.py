@@ -1,12 +1,36 @@
-"""Warn an idle client, then close it; end a session that lasted too long
-(``Lifetime`` in ``proxy/client_limits.py`` holds the deadlines; docs/protocol.md)."""
+"""Act on a client's limits (``proxy/client_limits.py`` keeps the books;
+docs/protocol.md): slow down or close a client sending audio too fast, warn an idle
+client then close it, end a session that lasted too long."""
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from proxy.client_limits import Lifetime
+from proxy.client_limits import Lifetime, Rate, Verdict
+from proxy.config import ServerConfig
+
+
+async def admit(
+    verdict: Verdict,
+    limits: ServerConfig,
+    send_error: Callable[[str, str], None],
+    end: Callable[[str, int, str], Awaitable[None]],
+) -> bool:
+    """Act on an append over the client's audio allowance; False once it is closed."""
+    if verdict.rate is Rate.CLOSE:
+        await end("input_rate_exceeded", 1008, "input_rate_exceeded")
+        return False
+    if verdict.rate is Rate.WARN:
+        send_error(
+            "input_rate_exceeded",
+            f"audio arrives faster than {limits.input_realtime_factor:g}x real time: "
+            "send it in real time or the session closes in "
+            f"{limits.input_rate_grace_s:g} s",
+        )
+    if verdict.wait_s > 0:
+        await asyncio.sleep(verdict.wait_s)  # stop reading: the socket pushes back
+    return True
 
 
 async def watch_lifetime(

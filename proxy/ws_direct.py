@@ -4,10 +4,11 @@ Per frame, aiohttp parses the socket's bytes into a queue (``WebSocketDataQueue`
 wakes the task that reads it, and writes with a coroutine. The passthrough relay
 (``proxy/passthrough/relay.py``) can do better with two hooks:
 
-* ``install_tap``: an upstream socket's queue is replaced, while it is still unused,
-  by a ``TapQueue``, whose ``tap`` (when set) may take a text frame inside the
-  socket's data callback instead of queueing it;
-* ``text_writer``: a client socket's text frame written at once, without a coroutine.
+* ``install_tap`` (upstream sockets) and ``ClientResponse`` (client sockets): the
+  socket's queue is replaced, before it is used, by a ``TapQueue``, whose ``tap``
+  (when set) may take a text frame inside the socket's data callback instead of
+  queueing it;
+* ``text_writer``: a text frame written at once, without a coroutine.
 
 Both rest on aiohttp 3.14's internals. What they use is checked when a socket is set
 up; when anything differs, or ``ENABLED`` is False, they return None and the relay
@@ -22,6 +23,7 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
+from aiohttp.web_request import BaseRequest
 
 try:  # private modules: their absence only turns the direct paths off
     from aiohttp._websocket import reader as _reader
@@ -114,24 +116,68 @@ def install_tap(ws: aiohttp.ClientWebSocketResponse, max_msg_size: int) -> None:
     proto.set_parser(parser, queue, data_received_cb=proto._data_received_cb)
 
 
-def tap_queue(ws: aiohttp.ClientWebSocketResponse) -> Any:
-    """The socket's ``TapQueue``, or None (the queued path only)."""
+class ClientResponse(web.WebSocketResponse):
+    """The client sockets' response class: prepared, its queue is a ``TapQueue``."""
+
+    def _post_start(self, request: BaseRequest, protocol: str | None, writer: Any) -> None:
+        proto: Any = getattr(request, "_protocol", None)
+        early = getattr(proto, "_message_tail", None)  # what the new parser reads first
+        super()._post_start(request, protocol, writer)
+        if ENABLED and _Queue is not None and _Parser is not None and type(early) is bytes:
+            _tap_client(self, proto, early)
+
+
+def _tap_client(ws: Any, proto: Any, early: bytes) -> None:
+    """As ``install_tap``, for a server socket just set up (nothing awaited since)."""
+    old: Any = getattr(ws, "_reader", None)
+    limit = getattr(old, "_limit", 0) // 2
+    if (
+        type(old) is not _Queue
+        or old.is_eof()
+        or old.exception() is not None
+        or getattr(proto, "_payload_parser", None) is not getattr(ws, "_parser", None)
+        or getattr(proto, "_message_tail", None) != b""
+        or getattr(proto, "_reading_paused", True)
+        or getattr(ws, "_decode_text", None) is not True
+        or not isinstance(getattr(ws, "_max_msg_size", None), int)
+        or limit <= 0
+    ):
+        return
+    queue = TapQueue(old._protocol, limit, loop=ws._loop)
+    parser = _Parser(queue, ws._max_msg_size, compress=bool(ws._compress), decode_text=True)
+    ws._reader = queue
+    ws._parser = parser
+    proto._payload_parser = parser
+    if early:
+        parser.feed_data(early)
+
+
+class NoTap:
+    """What ``tap_queue`` gives for a socket without a ``TapQueue``: a tap set on
+    it is never called (every frame takes the queued path)."""
+
+    tap: Tap | None = None
+
+
+def tap_queue(ws: aiohttp.ClientWebSocketResponse | web.WebSocketResponse) -> Any:
+    """The socket's ``TapQueue``, or a ``NoTap``."""
     queue = getattr(ws, "_reader", None)
     if ENABLED and _Queue is not None and isinstance(queue, TapQueue):
         return queue
-    return None
+    return NoTap()
 
 
-def text_writer(ws: web.WebSocketResponse) -> Callable[[str], bool] | None:
-    """Write a text frame on a prepared server socket at once, no coroutine (True if
-    written; False: not written, send it the usual way). None when not available."""
+def text_writer(
+    ws: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> Callable[[str], bool] | None:
+    """Write a text frame on an open socket at once, no coroutine (True if written;
+    False: not written, send it the usual way). None when not available."""
     writer: Any = getattr(ws, "_writer", None)
     if (
         not ENABLED
         or _Writer is None
         or type(writer) is not _Writer
         or writer.compress
-        or writer.use_mask
         or not callable(getattr(writer, "_write_websocket_frame", None))
         or not isinstance(getattr(writer, "_closing", None), bool)
     ):

@@ -48,19 +48,25 @@ CREATED = {
 
 
 @pytest.fixture(params=[True, False], ids=["direct", "queued"])
-def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The direct paths on or off; counts the frames written to the client directly."""
+def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The direct paths on or off; counts the frames that took them, each way."""
     monkeypatch.setattr(ws_direct, "ENABLED", request.param)
-    written: list[int] = []
-    write_now = ClientChannel.write_now
+    counts = {"down": 0, "up": 0}
+    write_now, take = ClientChannel.write_now, ClientChannel._take
 
-    def counted(self: ClientChannel, text: str) -> bool:
+    def written(self: ClientChannel, text: str) -> bool:
         done = write_now(self, text)
-        written.extend([1] if done else [])
+        counts["down"] += done
         return done
 
-    monkeypatch.setattr(ClientChannel, "write_now", counted)
-    return written
+    def taken(self: ClientChannel, text: str) -> bool:
+        done = take(self, text)
+        counts["up"] += done
+        return done
+
+    monkeypatch.setattr(ClientChannel, "write_now", written)
+    monkeypatch.setattr(ClientChannel, "_take", taken)
+    return counts
 
 
 @asynccontextmanager
@@ -95,7 +101,7 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
 BURST_SIZES = [10, 1500, 40_000, 200, 3000]
 
 
-async def test_frames_reach_the_upstream_in_order_once_each(direct: list[int]) -> None:
+async def test_frames_reach_the_upstream_in_order_once_each(direct: dict[str, int]) -> None:
     n = 200
     audio = "A" * 65536  # 2 s of audio a frame: the sockets' buffers fill during the stall
     routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
@@ -124,7 +130,7 @@ async def test_frames_reach_the_upstream_in_order_once_each(direct: list[int]) -
     assert seen == [f"e{i}" for i in range(n)] + ["last"]
 
 
-async def test_upstream_frames_reach_the_client_in_order(direct: list[int]) -> None:
+async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int]) -> None:
     n = 300
     routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
     async with echo_upstream(stall_s=0) as upstream:
@@ -138,7 +144,11 @@ async def test_upstream_frames_reach_the_client_in_order(direct: list[int]) -> N
                     await asyncio.sleep(0.3)  # the client stops reading: frames queue
                     got += [(await c.until("burst.item"))["i"] for _ in range(n - n // 3)]
                     assert got == list(range(n))
-                await c.send({"type": "input_audio_buffer.append", "event_id": "z", "audio": ""})
-                assert (await c.until("echo"))["id"] == "z"  # nothing left in between
-    # The direct path was taken when on (and only then).
-    assert bool(direct) is ws_direct.ENABLED
+                # Small frames up (written from the client socket's callback when on).
+                ids = [f"s{i}" for i in range(50)]
+                for i in ids:
+                    await c.send({"type": "input_audio_buffer.append", "event_id": i, "audio": ""})
+                assert [(await c.until("echo"))["id"] for _ in ids] == ids  # nothing in between
+    # The direct paths were taken when on (and only then).
+    assert bool(direct["down"]) is ws_direct.ENABLED
+    assert bool(direct["up"]) is ws_direct.ENABLED
