@@ -11,8 +11,9 @@ wakes the task that reads it, and writes with a coroutine. The passthrough relay
 * ``text_writer``: a text frame written at once, without a coroutine.
 
 Both rest on aiohttp 3.14's internals. What they use is checked when a socket is set
-up; when anything differs, or ``ENABLED`` is False, they return None and the relay
-takes its queued path, which behaves the same, only slower
+up; when anything differs, or ``ENABLED`` is False, the socket keeps aiohttp's queue
+(``tap_queue`` gives a ``NoTap``), ``text_writer`` gives None, and the relay takes
+its queued path, which behaves the same, only slower
 (``tests/test_passthrough_order.py`` runs both).
 """
 
@@ -47,8 +48,8 @@ class _NoQueue:
 
 
 class TapQueue(_Queue or _NoQueue):  # type: ignore[misc]
-    """An upstream socket's message queue whose ``tap`` may take a text frame
-    before it is queued (it returns True if it did).
+    """A socket's message queue whose ``tap`` may take a text frame before it is
+    queued (it returns True if it did).
 
     ``WebSocketDataQueue.feed_data`` is a Cython ``cpdef`` method, so the parser
     calls this override. The tap is offered a frame only when nothing is queued
