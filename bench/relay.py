@@ -18,6 +18,8 @@ relay's `VmHWM`.
     uv run python bench/relay.py --json                 # 50 sessions, 10 s each target
     uv run python bench/relay.py --sessions 200 --json
     uv run python bench/relay.py --smoke --json         # does it work (CI)
+    uv run python bench/relay.py --json --base OTHER_CHECKOUT [--base-last]
+        # that checkout's proxy too (targets base_LOOP), side by side in the same run
 """
 
 from __future__ import annotations
@@ -190,9 +192,12 @@ def start_nginx(tmp: Path, upstream_port: int) -> tuple[subprocess.Popen[bytes],
     return proc, port
 
 
-def start_proxy(tmp: Path, upstream_port: int, loop: str) -> tuple[subprocess.Popen[bytes], int]:
+def start_proxy(
+    tmp: Path, upstream_port: int, loop: str, root: Path = ROOT
+) -> tuple[subprocess.Popen[bytes], int]:
+    """The proxy, run from ``root`` (another checkout, to compare versions side by side)."""
     port = free_port()
-    conf = tmp / f"proxy-{loop}.toml"
+    conf = tmp / f"proxy-{loop}-{abs(hash(root))}.toml"
     conf.write_text(
         '[server]\nmax_sessions = 2000\nlog_level = "warning"\n'
         f'event_loop = "{loop}"\n[auth]\nmode = "none"\n'
@@ -201,13 +206,19 @@ def start_proxy(tmp: Path, upstream_port: int, loop: str) -> tuple[subprocess.Po
     )
     argv = ["serve", "--config", str(conf), "--host", "127.0.0.1", "--port", str(port)]
     argv += ["--workers", "1"]  # one process, as nginx runs one worker here
-    proc = subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=ROOT, **QUIET)
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=root, env=env, **QUIET)
     wait_port(port, proc, 30, "proxy")
     return proc, port
 
 
 def run(
-    sessions: int, seconds: float, loops: list[str], profile: Path | None = None
+    sessions: int,
+    seconds: float,
+    loops: list[str],
+    profile: Path | None = None,
+    base: Path | None = None,
+    base_last: bool = False,
 ) -> dict[str, Any]:
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -226,9 +237,11 @@ def run(
                 "nginx": (f"ws://127.0.0.1:{nginx_port}{query}", children(nginx.pid)),
             }
             for loop in loops:
-                proxy, proxy_port = start_proxy(tmp, up_port, loop)
-                procs.append(proxy)
-                targets[f"proxy_{loop}"] = (f"ws://127.0.0.1:{proxy_port}{query}", [proxy.pid])
+                for name, root in versions(base, base_last):
+                    proxy, proxy_port = start_proxy(tmp, up_port, loop, root)
+                    procs.append(proxy)
+                    url = f"ws://127.0.0.1:{proxy_port}{query}"
+                    targets[f"{name}_{loop}"] = (url, [proxy.pid])
             results = {
                 name: asyncio.run(
                     load(
@@ -237,7 +250,7 @@ def run(
                         seconds,
                         pids,
                         profile.with_name(f"{profile.stem}-{name}{profile.suffix}")
-                        if profile is not None and name.startswith("proxy")
+                        if profile is not None and name.startswith(("proxy", "base"))
                         else None,
                     )
                 )
@@ -246,6 +259,15 @@ def run(
         finally:
             stop_all(procs)
     return summarise(results, sessions, seconds)
+
+
+def versions(base: Path | None, base_last: bool) -> list[tuple[str, Path]]:
+    """The proxy's versions to run in order: this checkout, and ``base`` when given
+    (first, or last: alternate the order across runs, as the machine's load drifts)."""
+    if base is None:
+        return [("proxy", ROOT)]
+    both = [("base", base), ("proxy", ROOT)]
+    return both[::-1] if base_last else both
 
 
 def summarise(results: dict[str, Any], sessions: int, seconds: float) -> dict[str, Any]:
@@ -275,7 +297,7 @@ def summarise(results: dict[str, Any], sessions: int, seconds: float) -> dict[st
                 ),
             }
             for name in relays
-            if name.startswith("proxy")
+            if name.startswith(("proxy", "base"))
         },
     }
 
@@ -296,19 +318,29 @@ def main() -> None:
         default="asyncio,uvloop",
         help="the proxy once per server.event_loop, side by side",
     )
+    parser.add_argument(
+        "--base",
+        type=Path,
+        help="also run the proxy from this checkout (targets base_LOOP), before this one",
+    )
+    parser.add_argument(
+        "--base-last", action="store_true", help="run --base's proxy after this checkout's"
+    )
     args = parser.parse_args()
     if args.smoke:
         args.sessions, args.seconds = 2, 2.0
-    out = run(args.sessions, args.seconds, args.event_loops.split(","), args.profile)
+    base = args.base.resolve() if args.base is not None else None
+    loops = args.event_loops.split(",")
+    out = run(args.sessions, args.seconds, loops, args.profile, base, args.base_last)
     if args.json:
         print(json.dumps(out))
         return
     print(f"{out['sessions']} sessions, {out['cores']} cores")
-    print(f"{'target':8} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/1k':>9} {'RSS MB':>7}")
+    print(f"{'target':13} {'p50 ms':>8} {'p99 ms':>8} {'CPU s/1k':>9} {'RSS MB':>7}")
     for name, r in out["targets"].items():
         cpu, rss = r["relay_cpu_s_per_1000_events"], r["relay_peak_rss_mb"]
         print(
-            f"{name:8} {r['rtt_p50_ms']:8.2f} {r['rtt_p99_ms']:8.2f} "
+            f"{name:13} {r['rtt_p50_ms']:8.2f} {r['rtt_p99_ms']:8.2f} "
             f"{'' if cpu is None else cpu:>9} {'' if rss is None else rss:>7}"
         )
 

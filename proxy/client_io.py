@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -21,8 +21,10 @@ from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
+from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
+from proxy.ws_direct import tap_queue, text_writer
 from shim import wire
 
 CLOSED = object()  # inbox sentinel: the client went away
@@ -48,6 +50,8 @@ class ClientChannel:
         # Set by a consumer that takes frames from the reader itself (passthrough):
         # no queue and no task switch per frame; the reader waits while it sends.
         self.sink: Callable[[ClientFrame], Awaitable[None]] | None = None
+        # Set with it: can a frame of that size be sunk at once; sink it (``_take``).
+        self.sink_now: tuple[Callable[[int], bool], Callable[[ClientFrame], None]] | None = None
         self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
@@ -58,11 +62,13 @@ class ClientChannel:
         self._finishing = False
         self._slow = False
         self._transport = transport
+        self._write_text = text_writer(ws)  # None: not in this aiohttp, or turned off
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
         self.limits = limits or ServerConfig()
-        now = asyncio.get_running_loop().time()
+        self._loop = asyncio.get_running_loop()
+        now = self._loop.time()
         self.rate = InputRate.from_config(self.limits, now)
         self.lifetime = Lifetime(self.limits, now)
         # Why the proxy ended the session itself (idle, too long, too fast): the
@@ -78,22 +84,6 @@ class ClientChannel:
             asyncio.create_task(self._watch(), name="client-watch"),
         ]
 
-    async def _admit(self, verdict: Verdict) -> bool:
-        """Act on an append over the client's audio allowance; False once it is closed."""
-        if verdict.rate is Rate.CLOSE:
-            await self.end("input_rate_exceeded", 1008, "input_rate_exceeded")
-            return False
-        if verdict.rate is Rate.WARN:
-            self.send_error(
-                "input_rate_exceeded",
-                f"audio arrives faster than {self.limits.input_realtime_factor:g}x real time: "
-                "send it in real time or the session closes in "
-                f"{self.limits.input_rate_grace_s:g} s",
-            )
-        if verdict.wait_s > 0:
-            await asyncio.sleep(verdict.wait_s)  # stop reading: the socket pushes back
-        return True
-
     def end_by(self, at: float) -> None:
         """The session this client is attached to ends at ``at`` (loop time)."""
         if at < self.lifetime.ends_at:
@@ -108,8 +98,13 @@ class ClientChannel:
         await self.close(code, reason)
 
     async def _read(self) -> None:
+        tap, take = tap_queue(self.ws), self._take
         try:
-            async for msg in self.ws:
+            while True:
+                # Only while this task waits with no frame in hand, for a direct sink.
+                tap.tap = take if self.sink_now is not None else None
+                msg = await self.ws.receive()
+                tap.tap = None
                 if msg.type == aiohttp.WSMsgType.TEXT:
                     self._tally_in.add(len(msg.data))
                     if len(msg.data) > self.limits.max_frame_bytes:
@@ -121,7 +116,7 @@ class ClientChannel:
                     if isinstance(parsed, BadFrame):
                         self.send_error(parsed.code, parsed.message)
                         continue
-                    now = asyncio.get_running_loop().time()
+                    now = self._loop.time()
                     self.lifetime.heard(now)
                     verdict = self.rate.charge(audio_bytes(parsed.event), now)
                     if verdict.rate is not Rate.OK and not await self._admit(verdict):
@@ -134,15 +129,33 @@ class ClientChannel:
                     self.send_error(
                         "invalid_event", "binary frames are not accepted: send JSON text events"
                     )
-                elif msg.type == aiohttp.WSMsgType.ERROR:
+                else:  # closed, or an error (pings are answered by aiohttp)
                     break
         finally:
+            tap.tap = None
             self._tally_in.flush()
             if not self._reader_stopped:  # else close() says CLOSED once its frame is out
                 if self.ended_by_proxy is None:  # else the watcher may be the one closing
                     self._tasks[2].cancel()
                 self.close_code = self.ws.close_code
                 await self.inbox.put(CLOSED)
+
+    def _take(self, text: str) -> bool:
+        """The reader's work on one text frame, done in the socket's data callback
+        (``proxy/ws_direct.py``) when all of it can be done at once; else False."""
+        now_sink, n, now = self.sink_now, len(text), self._loop.time()
+        if now_sink is None or self.sink is None or self._reader_stopped or not self.inbox.empty():
+            return False
+        if n > self.limits.max_frame_bytes or not now_sink[0](n):
+            return False
+        parsed = parse_client_frame(text, self.limits.max_json_depth)
+        if isinstance(parsed, BadFrame) or not self.rate.fits(a := audio_bytes(parsed.event), now):
+            return False  # the reader answers, or slows down
+        self._tally_in.add(n)
+        self.lifetime.heard(now)
+        self.rate.charge(a, now)
+        now_sink[1](parsed)
+        return True
 
     async def _to_sink(self, frame: ClientFrame) -> None:
         """``frame`` to the sink, after what the inbox holds (put as the sink was set)."""
@@ -155,31 +168,11 @@ class ClientChannel:
         if self.sink is not None and not queued:
             await self.sink(frame)
 
-    async def _watch(self) -> None:
-        """Warn an idle client, then close it; end a session that lasted too long.
+    def _watch(self) -> Coroutine[Any, Any, None]:
+        return watch_lifetime(self.lifetime, self.send_error, self.end)
 
-        It sleeps until the next moment something may be due: an idle session costs
-        one wakeup per deadline, not a timer ticking."""
-        loop = asyncio.get_running_loop()
-        life = self.lifetime
-        while True:
-            await asyncio.sleep(max(0.0, life.next_check() - loop.time()))
-            now = loop.time()
-            if now >= life.ends_at:
-                self.send_error("session_expired", "the session reached its maximum duration")
-                await self.end("session_expired", 1000, "maximum session duration")
-                return
-            if now >= life.idle_close_at():
-                await self.end("session_idle_timeout", 1000, "idle timeout")
-                return
-            if not life.warned and now >= life.idle_close_at() - life.warn_s:
-                life.warned = True
-                left = life.idle_close_at() - now
-                self.send_error(
-                    "session_idle_timeout",
-                    f"no input for {now - life.last_input:.0f} s: "
-                    f"the session closes in {left:.0f} s unless the client sends something",
-                )
+    def _admit(self, verdict: Verdict) -> Coroutine[Any, Any, bool]:
+        return admit(verdict, self.limits, self.send_error, self.end)
 
     async def _write(self) -> None:
         while True:
@@ -212,6 +205,13 @@ class ClientChannel:
         except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
             return False
         return True
+
+    def write_now(self, text: str) -> bool:
+        """``send_now``'s direct write, no coroutine (False: not written, send it as usual)."""
+        t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
+        if busy or t is None or self._write_text is None or len(text) > DIRECT_MAX_BYTES:
+            return False
+        return not t.get_write_buffer_size() and self._write_text(text)
 
     def send_text(self, text: str | bytes) -> bool:
         """Queue a frame; False (and the client is dropped) if the client is too slow:

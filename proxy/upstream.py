@@ -22,6 +22,7 @@ import aiohttp
 import orjson
 
 from proxy.config import Route
+from proxy.ws_direct import UpstreamResponse, install_tap
 from shim.wire import error_code
 
 # Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
@@ -37,7 +38,8 @@ def upstream_http() -> aiohttp.ClientSession:
     No connector limit: aiohttp's default (100) would hold session 101 waiting and
     fail it; the proxy's own limits (``server.max_sessions``, each route's
     ``max_sessions``) decide how many upstream sessions there are."""
-    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0, limit_per_host=0))
+    connector = aiohttp.TCPConnector(limit=0, limit_per_host=0)
+    return aiohttp.ClientSession(connector=connector, ws_response_class=UpstreamResponse)
 
 
 async def send_within(ws: aiohttp.ClientWebSocketResponse, text: str, within_s: float) -> None:
@@ -112,7 +114,7 @@ async def _connect(
     http: aiohttp.ClientSession, url: str, route: Route, heartbeat_s: float
 ) -> aiohttp.ClientWebSocketResponse:
     try:
-        return await http.ws_connect(
+        ws = await http.ws_connect(
             url,
             headers=dict(route.headers),
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=2.0),
@@ -123,6 +125,8 @@ async def _connect(
         )
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise UpstreamUnavailable("cannot connect to the upstream", detail=str(exc)) from None
+    install_tap(ws, UPSTREAM_MAX_MSG)  # before any await: nothing read yet
+    return ws
 
 
 async def _timed(coro: Any, within_s: float) -> aiohttp.ClientWebSocketResponse:

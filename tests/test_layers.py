@@ -94,7 +94,9 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "proxy.vad_stream",
             "proxy.vad",
+            "proxy.ws_direct",
             "proxy.client_limits",
+            "proxy.client_watch",
             "proxy.client_frames",
             "proxy.client_io",
             "proxy.upstream",

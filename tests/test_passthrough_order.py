@@ -1,12 +1,20 @@
-"""Passthrough keeps the client's frames in order, whichever way each reaches the upstream.
+"""Passthrough keeps the frames in order, whichever way each one goes.
 
-A frame goes up from the connection's pending list (sent before the session was
+Up: a frame goes from the connection's pending list (sent before the session was
 ready), from the inbox (read before the relay began), or straight from the client's
 reader (``ClientChannel.sink``, ``proxy/passthrough/relay.py``). The client sends
 everything at once, so frames arrive before the session is ready, and an upstream
 that reads nothing at first makes the sends wait (the reader stops, the client's
-socket pushes back). Real sockets on loopback: the proxy in process and an upstream
-that answers each event with its id.
+socket pushes back).
+
+Down: an upstream frame is written to the client from the upstream socket's data
+callback (``proxy/ws_direct.py``), or queued to the relay's task, which writes it at
+once or through the client's bounded write queue. A burst of frames of mixed sizes
+to a client that stops reading for a while takes all of these ways.
+
+Every test runs with the direct paths of ``proxy/ws_direct.py`` on and off: the
+results must be the same. Real sockets on loopback: the proxy in process and an
+upstream that answers each event with its id.
 """
 
 from __future__ import annotations
@@ -16,15 +24,41 @@ import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+import pytest
 from aiohttp import WSMsgType, web
 
 from bench.echo_upstream import SESSION_CREATED
+from proxy import ws_direct
+from proxy.client_io import ClientChannel
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
+
+
+@pytest.fixture(params=[True, False], ids=["direct", "queued"])
+def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """The direct paths on or off; counts the frames that took them, each way."""
+    monkeypatch.setattr(ws_direct, "ENABLED", request.param)
+    counts = {"down": 0, "up": 0}
+    write_now, take = ClientChannel.write_now, ClientChannel._take
+
+    def written(self: ClientChannel, text: str) -> bool:
+        done = write_now(self, text)
+        counts["down"] += done
+        return done
+
+    def taken(self: ClientChannel, text: str) -> bool:
+        done = take(self, text)
+        counts["up"] += done
+        return done
+
+    monkeypatch.setattr(ClientChannel, "write_now", written)
+    monkeypatch.setattr(ClientChannel, "_take", taken)
+    return counts
 
 
 @asynccontextmanager
 async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
-    """Answers every event with its id, after reading nothing for ``stall_s``."""
+    """Answers every event with its id, after reading nothing for ``stall_s``; a
+    ``burst`` event with ``n`` frames numbered in order."""
 
     async def handler(request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse(max_msg_size=0)
@@ -35,6 +69,11 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
             if msg.type != WSMsgType.TEXT:
                 break
             event = json.loads(msg.data)
+            if event.get("type") == "burst":
+                for i in range(event["n"]):
+                    pad = "x" * BURST_SIZES[i % len(BURST_SIZES)]
+                    await ws.send_json({"type": "burst.item", "i": i, "pad": pad})
+                continue
             await ws.send_json({"type": "echo", "id": event.get("event_id")})
         return ws
 
@@ -44,7 +83,11 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
         yield base.replace("http://", "ws://") + "/v1/realtime"
 
 
-async def test_frames_reach_the_upstream_in_order_once_each() -> None:
+# Small frames, and some over the size written directly (client_io.DIRECT_MAX_BYTES).
+BURST_SIZES = [10, 1500, 40_000, 200, 3000]
+
+
+async def test_frames_reach_the_upstream_in_order_once_each(direct: dict[str, int]) -> None:
     n = 200
     audio = "A" * 65536  # 2 s of audio a frame: the sockets' buffers fill during the stall
     routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
@@ -71,3 +114,27 @@ async def test_frames_reach_the_upstream_in_order_once_each() -> None:
                 if event["id"] is not None:  # (the proxy's own opening update has none)
                     seen.append(event["id"])
     assert seen == [f"e{i}" for i in range(n)] + ["last"]
+
+
+async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int]) -> None:
+    n = 300
+    routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
+    async with echo_upstream(stall_s=0) as upstream:
+        routes[0]["upstream"] = upstream
+        async with proxy(proxy_config({}, routes=routes)) as base:
+            async with connect(ws_url(base, duplex="1")) as c:
+                await c.until("session.created")
+                for _ in range(2):  # one burst read at once, one after a stall
+                    await c.send({"type": "burst", "n": n})
+                    got = [(await c.until("burst.item"))["i"] for _ in range(n // 3)]
+                    await asyncio.sleep(0.3)  # the client stops reading: frames queue
+                    got += [(await c.until("burst.item"))["i"] for _ in range(n - n // 3)]
+                    assert got == list(range(n))
+                # Small frames up (written from the client socket's callback when on).
+                ids = [f"s{i}" for i in range(50)]
+                for i in ids:
+                    await c.send({"type": "input_audio_buffer.append", "event_id": i, "audio": ""})
+                assert [(await c.until("echo"))["id"] for _ in ids] == ids  # nothing in between
+    # The direct paths were taken when on (and only then).
+    assert bool(direct["down"]) is ws_direct.ENABLED
+    assert bool(direct["up"]) is ws_direct.ENABLED

@@ -11,12 +11,13 @@ from proxy.auth.credentials import SUBPROTOCOLS
 from proxy.client_limits import read_cap
 from proxy.handshake.client_session import ClientSession
 from proxy.state import ProxyState
+from proxy.ws_direct import ClientResponse
 
 
 @admitted  # 401/403/429 before the upgrade (proxy/auth/admission.py)
 async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocketResponse:
     cfg = state.config.server
-    ws = web.WebSocketResponse(
+    ws = ClientResponse(  # a web.WebSocketResponse (proxy/ws_direct.py)
         max_msg_size=read_cap(cfg.max_frame_bytes),
         autoping=True,
         heartbeat=None,

@@ -15,6 +15,7 @@ from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
+from proxy.ws_direct import tap_queue, text_writer
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -85,6 +86,28 @@ async def relay(
         if writer is not None and isinstance(event_id, str):
             writer.applied(event_id)
 
+    up_write = text_writer(up)
+    parked: asyncio.Future[Any] | None = None  # the relay's wait for the inbox, idle
+
+    def ready(size: int) -> bool:
+        """Whether a client frame of ``size`` can go up at once, from the client's
+        socket callback: nothing in hand here, and room in the upstream's buffer."""
+        idle = parked is not None and not parked.done() and not failed.done()
+        return (
+            idle and up_write is not None and size <= DIRECT_MAX_BYTES and not upstream_buffered(up)
+        )
+
+    def forward_now(frame: ClientFrame) -> None:
+        """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``)."""
+        event_id = frame.event.get("event_id")
+        if isinstance(event_id, str) and applied is not None and applied.seen(event_id):
+            return
+        assert up_write is not None
+        if not up_write(frame.raw):
+            failed.set_result(ConnectionResetError("the upstream socket is closing"))
+        elif writer is not None and isinstance(event_id, str):
+            writer.applied(event_id)
+
     async def sink(frame: ClientFrame) -> None:
         """Forward from the client's reader task; a failure ends the relay."""
         if failed.done():
@@ -94,20 +117,36 @@ async def relay(
         except Exception as exc:  # the upstream stopped reading, or its socket closed
             failed.set_result(exc)
 
+    def direct(text: str) -> bool:
+        """An upstream frame written to the client from the socket's data callback."""
+        if not client.write_now(text):
+            return False  # queued: the loop below sends it
+        to_client.add(len(text))
+        return True
+
     async def upstream_to_client() -> None:
-        async for msg in up:
-            if msg.type == aiohttp.WSMsgType.TEXT:
-                to_client.add(len(msg.data))
-                if not await client.send_now(msg.data):
+        # The tap takes frames only while this task waits with none in hand, and
+        # only when none is queued before them (proxy/ws_direct.py): their order holds.
+        tap = tap_queue(up)
+        try:
+            while True:
+                tap.tap = direct
+                msg = await up.receive()
+                tap.tap = None
+                if msg.type == aiohttp.WSMsgType.TEXT:
+                    to_client.add(len(msg.data))
+                    if not await client.send_now(msg.data):
+                        return
+                elif msg.type == aiohttp.WSMsgType.BINARY:
+                    to_client.add(len(msg.data))
+                    client.send_text(msg.data)
+                else:
                     return
-            elif msg.type == aiohttp.WSMsgType.BINARY:
-                to_client.add(len(msg.data))
-                client.send_text(msg.data)
-            else:
-                break
+        finally:
+            tap.tap = None
 
     async def client_to_upstream() -> None:
-        nonlocal stalled
+        nonlocal stalled, parked
         try:
             for frame in session.pending:
                 if frame is not skip:  # the opener was applied: remember it
@@ -122,9 +161,9 @@ async def relay(
                 assert isinstance(item, ClientFrame)
                 await forward(item)
             # From here the reader forwards each frame itself, in order.
-            client.sink = sink
+            client.sink, client.sink_now = sink, (ready, forward_now)
             while True:
-                waiting = asyncio.ensure_future(client.inbox.get())
+                waiting = parked = asyncio.ensure_future(client.inbox.get())
                 either: set[asyncio.Future[Any]] = {waiting, failed}
                 await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
                 if failed.done():
@@ -138,7 +177,7 @@ async def relay(
         except TimeoutError:
             stalled = True  # the upstream stopped reading
         finally:
-            client.sink = None
+            client.sink = client.sink_now = None
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
@@ -184,8 +223,11 @@ def upstream_buffered(up: aiohttp.ClientWebSocketResponse) -> int:
     """Bytes waiting in the upstream socket's buffer (-1: unknown, send with a timer).
 
     aiohttp keeps the transport on the socket's writer; without it every send takes
-    the timed path, which is correct, only slower."""
+    the timed path, which is correct, only slower. (uvloop's transports are not
+    ``asyncio.WriteTransport`` instances: ask for the method, not the class.)"""
     transport = getattr(getattr(up, "_writer", None), "transport", None)
-    if not isinstance(transport, asyncio.WriteTransport):
+    size = getattr(transport, "get_write_buffer_size", None)
+    if not callable(size):
         return -1
-    return transport.get_write_buffer_size()
+    buffered = size()
+    return buffered if isinstance(buffered, int) else -1

@@ -1,0 +1,200 @@
+"""Frames moved without a task hop: the only module that touches aiohttp's internals.
+
+Per frame, aiohttp parses the socket's bytes into a queue (``WebSocketDataQueue``),
+wakes the task that reads it, and writes with a coroutine. The passthrough relay
+(``proxy/passthrough/relay.py``) can do better with two hooks:
+
+* ``install_tap`` (upstream sockets) and ``ClientResponse`` (client sockets): the
+  socket's queue is replaced, before it is used, by a ``TapQueue``, whose ``tap``
+  (when set) may take a text frame inside the socket's data callback instead of
+  queueing it;
+* ``text_writer``: a text frame written at once, without a coroutine.
+
+Both rest on aiohttp 3.14's internals. What they use is checked when a socket is set
+up; when anything differs, or ``ENABLED`` is False, the socket keeps aiohttp's queue
+(``tap_queue`` gives a ``NoTap``), ``text_writer`` gives None, and the relay takes
+its queued path, which behaves the same, only slower
+(``tests/test_passthrough_order.py`` runs both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import aiohttp
+from aiohttp import web
+from aiohttp.web_request import BaseRequest
+
+try:  # private modules: their absence only turns the direct paths off
+    from aiohttp._websocket import reader as _reader
+    from aiohttp._websocket import writer as _writer
+except ImportError:  # pragma: no cover - another aiohttp
+    _reader = _writer = None  # type: ignore[assignment]
+
+_Queue: Any = getattr(_reader, "WebSocketDataQueue", None)
+_Parser: Any = getattr(_reader, "WebSocketReader", None)
+_Writer: Any = getattr(_writer, "WebSocketWriter", None)
+
+# Tests turn the direct paths off to show that both paths behave the same.
+ENABLED = True
+TEXT = aiohttp.WSMsgType.TEXT
+Tap = Callable[[str], bool]
+
+
+class _NoQueue:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover
+        raise TypeError("no WebSocketDataQueue in this aiohttp")
+
+
+class TapQueue(_Queue or _NoQueue):  # type: ignore[misc]
+    """A socket's message queue whose ``tap`` may take a text frame before it is
+    queued (it returns True if it did).
+
+    ``WebSocketDataQueue.feed_data`` is a Cython ``cpdef`` method, so the parser
+    calls this override. The tap is offered a frame only when nothing is queued
+    before it, so the frames keep their order whichever way each one goes."""
+
+    tap: Tap | None = None
+
+    def feed_data(self, data: Any, size: int) -> None:
+        tap = self.tap
+        if tap is not None and data[0] is TEXT and not self._buffer:
+            try:
+                if tap(data[1]):
+                    return
+            except Exception:  # never into the parser: queue the frame instead
+                self.tap = None
+        super().feed_data(data, size)
+
+
+class UpstreamResponse(aiohttp.ClientWebSocketResponse):
+    """The upstream sockets' response class (``aiohttp.ClientSession(ws_response_class=)``):
+    it keeps the bytes that came with the handshake, which the parser aiohttp sets up
+    next reads at once, so that ``install_tap``'s parser can read them again."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        tail = getattr(getattr(getattr(self, "_conn", None), "protocol", None), "_tail", None)
+        self.early: bytes | None = tail if type(tail) is bytes else None
+
+
+def install_tap(ws: aiohttp.ClientWebSocketResponse, max_msg_size: int) -> None:
+    """Give a just-opened upstream socket a ``TapQueue`` and a new parser; no change
+    when anything differs. Call it before any await: the old parser has then read
+    only the handshake's extra bytes, which the new one reads again."""
+    if not ENABLED or _Queue is None or _Parser is None or not isinstance(ws, UpstreamResponse):
+        return
+    early = ws.early
+    if early is None:
+        return
+    old: Any = getattr(ws, "_reader", None)
+    proto: Any = getattr(getattr(ws, "_conn", None), "protocol", None)
+    limit = getattr(old, "_limit", 0) // 2  # (the queue keeps twice the limit it is given)
+    if (
+        type(old) is not _Queue
+        or old.is_eof()
+        or old.exception() is not None
+        or getattr(ws, "_compress", None) != 0
+        or getattr(ws, "_parser", None) is None
+        or getattr(proto, "_payload_parser", None) is not ws._parser
+        or getattr(proto, "_payload", None) is not old
+        or not hasattr(proto, "_data_received_cb")
+        or not callable(getattr(proto, "set_parser", None))
+        or getattr(proto, "_tail", None) != b""
+        or getattr(proto, "_reading_paused", True)
+        or limit <= 0
+    ):
+        return
+    queue = TapQueue(proto, limit, loop=ws._loop)
+    parser = _Parser(queue, max_msg_size, compress=False, decode_text=True)
+    ws._reader = queue
+    ws._parser = parser
+    ws.early = None
+    # set_parser feeds the new parser what the protocol holds as its tail: the same
+    # bytes, so the new queue holds what the old one did.
+    proto._tail = early
+    proto.set_parser(parser, queue, data_received_cb=proto._data_received_cb)
+
+
+class ClientResponse(web.WebSocketResponse):
+    """The client sockets' response class: prepared, its queue is a ``TapQueue``."""
+
+    def _post_start(self, request: BaseRequest, protocol: str | None, writer: Any) -> None:
+        proto: Any = getattr(request, "_protocol", None)
+        early = getattr(proto, "_message_tail", None)  # what the new parser reads first
+        super()._post_start(request, protocol, writer)
+        if ENABLED and _Queue is not None and _Parser is not None and type(early) is bytes:
+            _tap_client(self, proto, early)
+
+
+def _tap_client(ws: Any, proto: Any, early: bytes) -> None:
+    """As ``install_tap``, for a server socket just set up (nothing awaited since)."""
+    old: Any = getattr(ws, "_reader", None)
+    limit = getattr(old, "_limit", 0) // 2
+    if (
+        type(old) is not _Queue
+        or old.is_eof()
+        or old.exception() is not None
+        or getattr(proto, "_payload_parser", None) is not getattr(ws, "_parser", None)
+        or getattr(proto, "_message_tail", None) != b""
+        or getattr(proto, "_reading_paused", True)
+        or getattr(ws, "_decode_text", None) is not True
+        or not isinstance(getattr(ws, "_max_msg_size", None), int)
+        or limit <= 0
+    ):
+        return
+    queue = TapQueue(old._protocol, limit, loop=ws._loop)
+    parser = _Parser(queue, ws._max_msg_size, compress=bool(ws._compress), decode_text=True)
+    ws._reader = queue
+    ws._parser = parser
+    proto._payload_parser = parser
+    if early:
+        parser.feed_data(early)
+
+
+class NoTap:
+    """What ``tap_queue`` gives for a socket without a ``TapQueue``: a tap set on
+    it is never called (every frame takes the queued path)."""
+
+    tap: Tap | None = None
+
+
+def tap_queue(ws: aiohttp.ClientWebSocketResponse | web.WebSocketResponse) -> Any:
+    """The socket's ``TapQueue``, or a ``NoTap``."""
+    queue = getattr(ws, "_reader", None)
+    if ENABLED and _Queue is not None and isinstance(queue, TapQueue):
+        return queue
+    return NoTap()
+
+
+def text_writer(
+    ws: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> Callable[[str], bool] | None:
+    """Write a text frame on an open socket at once, no coroutine (True if written;
+    False: not written, send it the usual way). None when not available."""
+    writer: Any = getattr(ws, "_writer", None)
+    if (
+        not ENABLED
+        or _Writer is None
+        or type(writer) is not _Writer
+        or writer.compress
+        or not callable(getattr(writer, "_write_websocket_frame", None))
+        or not isinstance(getattr(writer, "_closing", None), bool)
+    ):
+        return None
+    frame = writer._write_websocket_frame
+    opcode = int(TEXT)
+
+    def write(text: str) -> bool:
+        # What ``send_frame`` checks before an uncompressed frame; it would then
+        # wait for the transport to drain, which the caller rules out (empty buffer).
+        if writer._closing:
+            return False
+        try:
+            frame(text.encode("utf-8"), opcode, 0)
+        except (ConnectionError, RuntimeError, aiohttp.ClientError):
+            return False
+        return True
+
+    return write
