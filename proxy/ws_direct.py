@@ -53,7 +53,11 @@ class TapQueue(_Queue or _NoQueue):  # type: ignore[misc]
 
     ``WebSocketDataQueue.feed_data`` is a Cython ``cpdef`` method, so the parser
     calls this override. The tap is offered a frame only when nothing is queued
-    before it, so the frames keep their order whichever way each one goes."""
+    before it, and a frame it does not take disarms it until the reader re-arms it
+    (after that frame is in the reader's hands): aiohttp may parse the next frame
+    while the reader holds one it has just taken from the queue (a read parked over
+    the queue's limit resumes then), so an empty queue alone does not mean nothing
+    is ahead. So the frames keep their order whichever way each one goes."""
 
     tap: Tap | None = None
 
@@ -64,7 +68,8 @@ class TapQueue(_Queue or _NoQueue):  # type: ignore[misc]
                 if tap(data[1]):
                     return
             except Exception:  # never into the parser: queue the frame instead
-                self.tap = None
+                pass
+        self.tap = None
         super().feed_data(data, size)
 
 

@@ -20,7 +20,9 @@ upstream that answers each event with its id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import struct
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -83,8 +85,10 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
         yield base.replace("http://", "ws://") + "/v1/realtime"
 
 
-# Small frames, and some over the size written directly (client_io.DIRECT_MAX_BYTES).
-BURST_SIZES = [10, 1500, 40_000, 200, 3000]
+# Small frames, some over the size written directly (client_io.DIRECT_MAX_BYTES), and
+# one over the queue's limit (aiohttp parks the rest of that read, and parses it while
+# the reader holds the big frame) followed by small ones.
+BURST_SIZES = [10, 1500, 40_000, 200, 3000, 200_000, 10, 10]
 
 
 async def test_frames_reach_the_upstream_in_order_once_each(direct: dict[str, int]) -> None:
@@ -121,7 +125,8 @@ async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int])
     routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
     async with echo_upstream(stall_s=0) as upstream:
         routes[0]["upstream"] = upstream
-        async with proxy(proxy_config({}, routes=routes)) as base:
+        config = proxy_config({}, routes=routes, server={"input_realtime_factor": 1000})
+        async with proxy(config) as base:
             async with connect(ws_url(base, duplex="1")) as c:
                 await c.until("session.created")
                 for _ in range(2):  # one burst read at once, one after a stall
@@ -130,11 +135,68 @@ async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int])
                     await asyncio.sleep(0.3)  # the client stops reading: frames queue
                     got += [(await c.until("burst.item"))["i"] for _ in range(n - n // 3)]
                     assert got == list(range(n))
-                # Small frames up (written from the client socket's callback when on).
+                # Small frames up (written from the client socket's callback when on),
+                # and each fifth one over the queue's limit, a small one right behind it.
                 ids = [f"s{i}" for i in range(50)]
-                for i in ids:
-                    await c.send({"type": "input_audio_buffer.append", "event_id": i, "audio": ""})
+                for n, i in enumerate(ids):
+                    audio = "A" * (200_000 if n % 5 == 4 else 0)
+                    ev = {"type": "input_audio_buffer.append", "event_id": i, "audio": audio}
+                    await c.send(ev)
                 assert [(await c.until("echo"))["id"] for _ in ids] == ids  # nothing in between
     # The direct paths were taken when on (and only then).
     assert bool(direct["down"]) is ws_direct.ENABLED
     assert bool(direct["up"]) is ws_direct.ENABLED
+
+
+def _frame(text: str) -> bytes:
+    """One unmasked text frame, as a server sends it."""
+    payload = text.encode()
+    n = len(payload)
+    if n < 126:
+        return struct.pack("!BB", 0x81, n) + payload
+    if n < 65536:
+        return struct.pack("!BBH", 0x81, 126, n) + payload
+    return struct.pack("!BBQ", 0x81, 127, n) + payload
+
+
+class _Protocol:
+    """What aiohttp's queue asks of the socket's protocol."""
+
+    _reading_paused = False
+
+    def pause_reading(self) -> None:
+        self._reading_paused = True
+
+    def resume_reading(self) -> None:
+        self._reading_paused = False
+
+
+async def test_a_frame_parsed_while_the_reader_holds_a_big_one_waits_behind_it() -> None:
+    """aiohttp parks a read that fills its queue and parses the rest when the reader
+    takes the big frame: the small frame behind it must not be tapped ahead of it."""
+    queue = ws_direct.TapQueue(_Protocol(), 2**16, loop=asyncio.get_running_loop())
+    parser = ws_direct._Parser(queue, 2**26, compress=False, decode_text=True)
+    order: list[str] = []
+
+    def tap(text: str) -> bool:
+        if len(text) > 32 * 1024:  # too big for a direct write, as relay.py decides
+            return False
+        order.append(json.loads(text)["type"])
+        return True
+
+    async def reader() -> None:  # as relay.upstream_to_client and ClientChannel._read
+        for _ in range(2):
+            queue.tap = tap
+            msg = await queue.read()
+            queue.tap = None
+            if msg is not None:
+                order.append(json.loads(msg[1])["type"])
+
+    task = asyncio.create_task(reader())
+    await asyncio.sleep(0)
+    big = json.dumps({"type": "big", "pad": "a" * 200_000})
+    parser.feed_data(_frame(big) + _frame(json.dumps({"type": "small"})))  # one socket read
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(1):
+            await task
+    assert order[:2] == ["big", "small"], order

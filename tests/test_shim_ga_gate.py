@@ -19,7 +19,7 @@ from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import VadWindow
 from tests.shim_script import WINDOW, Script, upstream_events
-from tests.test_shim_ga_relay import RID, answer_delta, make
+from tests.test_shim_ga_relay import AID, RID, answer, answer_delta, make
 
 SILENCE, SPEECH = 0.05, 0.95
 
@@ -190,9 +190,10 @@ def test_push_to_talk_audio_waits_for_the_answer_then_goes_whole() -> None:
     assert released(events, out) == list(range(5))
 
 
-def test_a_commit_under_server_vad_goes_behind_the_ack_and_the_held_audio() -> None:
-    """A GA client's own commit while the answer plays: the answer acknowledged, then
-    the held audio past its end (and echo tail) in order, then the commit."""
+def test_a_commit_under_server_vad_goes_behind_the_held_audio() -> None:
+    """A GA client's own commit while the answer plays: the held audio past its end
+    (and echo tail) in order, then the commit; the answer's end is left to the barge-in
+    decision to report."""
     sc = make()
     first_turn(sc)
     answer_in_real_time(sc)
@@ -200,10 +201,59 @@ def test_a_commit_under_server_vad_goes_behind_the_ack_and_the_held_audio() -> N
     assert not upstream_events(out), "held"
     out = sc.client({"type": "input_audio_buffer.commit"})
     kinds = sent_kinds(out)
-    assert kinds[0] == "playback.ack" and kinds[-1] == "input_audio_buffer.commit", kinds
+    assert "playback.ack" not in kinds and kinds[-1] == "input_audio_buffer.commit", kinds
     order = released(events, out)
     assert order == list(range(order[0], len(events))), order
     assert 8 <= order[0] <= 16, "what lies within the answer and its echo tail is dropped"
+
+
+def test_a_commit_during_an_undecided_overlap_takes_the_speech_from_its_onset() -> None:
+    sc = make()
+    first_turn(sc)
+    answer(sc, chunks=30)  # 3 s of answer, playing
+    sc.speak([SILENCE] * 3)
+    held = sc.speak([SPEECH] * 6)
+    assert sc.s.overlap.holding and not upstream_events(held), "undecided, held"
+    out = sc.client({"type": "input_audio_buffer.commit"})
+    kinds = sent_kinds(out)
+    assert kinds[-1] == "input_audio_buffer.commit", kinds
+    assert kinds.count("input_audio_buffer.append") >= 6, "the speech, not dropped"
+
+
+def test_a_commit_does_not_keep_a_later_cut_from_being_reported() -> None:
+    sc = make()
+    first_turn(sc)
+    answer(sc, chunks=30)  # 3 s of answer, generated at once, playing
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    sc.tick(500)
+    sc.client({"type": "input_audio_buffer.commit"})
+    out = sc.speak([SPEECH] * 40)  # a barge-in over the rest of the answer
+    kinds = sent_kinds(out)
+    assert "output_audio_buffer.clear" in kinds, kinds
+    [ack] = [e for e in upstream_events(out) if e["type"] == "playback.ack"]
+    assert ack["played_ms"] < 3000, "what was heard, not the whole answer"
+
+
+def test_push_to_talk_after_a_truncate_acks_no_more_than_was_heard() -> None:
+    sc = make()
+    first_turn(sc)
+    detection(sc, on=False)
+    answer_in_real_time(sc)
+    out = sc.client(
+        {
+            "type": "conversation.item.truncate",
+            "item_id": AID,
+            "content_index": 0,
+            "audio_end_ms": 250,
+        }
+    )
+    acks = [e["played_ms"] for e in upstream_events(out) if e["type"] == "playback.ack"]
+    burst(sc, [SPEECH] * 5)
+    out = sc.client({"type": "input_audio_buffer.commit"})
+    for _ in range(40):
+        out += sc.tick(50)
+    acks += [e["played_ms"] for e in upstream_events(out) if e["type"] == "playback.ack"]
+    assert acks == [250], acks
 
 
 def test_a_clear_drops_the_held_audio() -> None:

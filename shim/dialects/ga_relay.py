@@ -154,7 +154,11 @@ class GaRelaySession(BargeInRelaySession):
         out = super()._client_truncate(ev, now)
         item = self.ledger.get(str(ev.get("item_id")))
         acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
-        if client_events.is_refusal(out) or item is None or acked:
+        if client_events.is_refusal(out) or item is None:
+            return out
+        if self.response is not None and self.response.item_id == item.item_id:
+            self.reports.end_reported = True  # its end, as heard, is the truncation's
+        if acked:
             return out
         # The upstream owns playback by acks: what was heard, or its answer stays live.
         played = int(ev["audio_end_ms"])

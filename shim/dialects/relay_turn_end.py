@@ -8,10 +8,11 @@ overtake the held audio (the upstream commits an empty or partial buffer), and a
 upstream whose answer is still in progress only acknowledges a commit: it drops a
 short one as an interjection and answers a long one only once the answer is acked
 (``docs/fidelity.md``, row 1a). A GA client's buffer is everything it appended and
-an answer it did not truncate was heard, so ahead of its commit go the proxy's ack
-of the answer in full and then the held audio (all of it under push-to-talk, else
-judged now); ahead of its clear, the held audio is dropped (the client emptied its
-buffer).
+an answer it did not truncate was heard, so ahead of its commit go, under
+push-to-talk, the proxy's ack of the answer in full and then all the held audio;
+under server VAD the held audio as the gate judges it now (from the speech's onset
+while an overlap is undecided); ahead of its clear, the held audio is dropped (the
+client emptied its buffer).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from shim.actions import Action, SendUpstream
 from shim.dialects.relay_gate import AudioGate
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.output import ActiveResponse
+from shim.overlap import OverlapMachine
 
 COMMIT = "input_audio_buffer.commit"
 CLEAR = "input_audio_buffer.clear"
@@ -30,6 +32,7 @@ CLEAR = "input_audio_buffer.clear"
 class TurnEndHost(Protocol):
     audio_gate: AudioGate
     reports: PlaybackReporter
+    overlap: OverlapMachine
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -43,9 +46,15 @@ def ahead_of(host: TurnEndHost, kind: object, whole: bool) -> list[Action]:
         return []
     if kind != COMMIT:
         return []
-    # The ack first: audio the upstream gets over an answer still in progress is an
-    # overlap to it.
-    ack = _answer_heard(host)
+    episode = host.overlap.episode
+    if host.overlap.holding and episode is not None:
+        # Speech over the answer, undecided: the client ends its turn with it, so the
+        # user's words go from their onset (the overlap decides the answer's fate).
+        return host.audio_gate.release(episode.onset_ms)
+    # Under push-to-talk, the ack first: audio the upstream gets over an answer still in
+    # progress is an overlap to it. Under server VAD the answer's end is the barge-in
+    # decision's to report (a later cut must still say what was heard).
+    ack = _answer_heard(host) if whole else None
     audio = host.audio_gate.settle(whole)
     return [ack, *audio] if ack is not None else audio
 
@@ -66,6 +75,8 @@ def _answer_heard(host: TurnEndHost) -> SendUpstream | None:
     resp, reports = host.response, host.reports
     if resp is None or not resp.upstream_done or not answer_unreported(host):
         return None
+    if resp.playback is not None and resp.playback.truncated_ms is not None:
+        return None  # the client cut it: its truncate said what was heard
     played = reports.played_in_full()
     if played is None:
         return None
