@@ -73,6 +73,17 @@ class Script:
         return self.s.handle(Tick(self.now))
 
 
+def detection(sc: Script, on: bool) -> None:
+    """Server VAD on, or turn detection off (push-to-talk), by a GA session.update."""
+    td = {"type": "server_vad"} if on else None
+    sc.client(
+        {
+            "type": "session.update",
+            "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
+        }
+    )
+
+
 def client_events(actions: list[Action]) -> list[dict[str, Any]]:
     return [a.event for a in actions if isinstance(a, SendClient | SendClientAudio)]
 

@@ -18,7 +18,7 @@ import orjson
 from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import VadWindow
-from tests.shim_script import WINDOW, Script, upstream_events
+from tests.shim_script import WINDOW, Script, detection, upstream_events
 from tests.test_shim_ga_relay import AID, RID, answer, answer_delta, make
 
 SILENCE, SPEECH = 0.05, 0.95
@@ -117,16 +117,6 @@ def test_a_turn_that_begins_in_the_tail_and_goes_on_past_it_goes_on_from_its_ons
     out += vad_behind(sc, probs)
     order = released(events, out)
     assert order and order[0] <= 8 and order == list(range(order[0], len(events))), order
-
-
-def detection(sc: Script, on: bool) -> None:
-    td = {"type": "server_vad"} if on else None
-    sc.client(
-        {
-            "type": "session.update",
-            "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
-        }
-    )
 
 
 def test_audio_the_vad_never_heard_does_not_move_the_judgement() -> None:

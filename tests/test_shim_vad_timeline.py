@@ -14,7 +14,7 @@ from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from shim.vad_timeline import VadTimeline
-from tests.shim_script import Script, client_events, upstream_events
+from tests.shim_script import Script, client_events, detection, upstream_events
 
 PTT_LEVEL = 1234  # the push-to-talk stretch: a level no other audio here has
 
@@ -32,16 +32,6 @@ def test_runs_given_to_the_vad_map_its_windows_back_to_the_input() -> None:
     t2 = VadTimeline()
     t2.given(800, 512)  # the first audio it hears comes after a stretch
     assert t2.to_input(512) == 1312
-
-
-def detection(sc: Script, on: bool) -> None:
-    td = {"type": "server_vad"} if on else None
-    sc.client(
-        {
-            "type": "session.update",
-            "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
-        }
-    )
 
 
 def test_a_turn_after_push_to_talk_is_cut_from_where_it_was_spoken() -> None:
