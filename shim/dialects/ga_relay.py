@@ -198,7 +198,7 @@ class GaRelaySession(BargeInRelaySession):
         if not self.audio_gate.held or self._gated(now):
             return []
         if self._push_to_talk():
-            return self.audio_gate.release_from(0)
+            return self.audio_gate.settle(whole=True)
         vad = self.vad_enabled and self.config.turn.vad is not None
         slack = WINDOW + self.evidence.latency
         start = self.audio_gate.judge(vad, self._min_speech(), slack)
