@@ -66,13 +66,16 @@ class InputRate:
     def from_config(cls, cfg: ServerConfig, now: float) -> InputRate:
         return cls(cfg.input_realtime_factor, cfg.input_burst_s, cfg.input_rate_grace_s, now)
 
+    def _refilled(self, now: float) -> float:
+        """The allowance at ``now``: what was left, refilled at the rate, up to the burst."""
+        return min(self.burst, self.tokens + (now - self.last) * self.rate)
+
     def fits(self, n_bytes: int, now: float) -> bool:
         """Whether ``charge`` would say OK (nothing is charged)."""
-        tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
-        return n_bytes <= 0 or tokens - n_bytes >= 0
+        return n_bytes <= 0 or self._refilled(now) - n_bytes >= 0
 
     def charge(self, n_bytes: int, now: float) -> Verdict:
-        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.tokens = self._refilled(now)
         self.last = now
         if n_bytes <= 0:
             return Verdict(Rate.OK)

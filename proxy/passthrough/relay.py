@@ -75,16 +75,24 @@ async def relay(
     # A send that failed in the client's reader (the sink), for the relay to act on.
     failed: asyncio.Future[Exception] = asyncio.get_running_loop().create_future()
 
+    def resent(event_id: object) -> bool:
+        """Re-sent after a reconnect: it was applied already."""
+        return isinstance(event_id, str) and applied is not None and applied.seen(event_id)
+
+    def sent(event_id: object) -> None:
+        """It reached the upstream: a resume must not apply it again."""
+        if writer is not None and isinstance(event_id, str):
+            writer.applied(event_id)
+
     async def forward(frame: ClientFrame) -> None:
         event_id = frame.event.get("event_id")
-        if isinstance(event_id, str) and applied is not None and applied.seen(event_id):
-            return  # re-sent after a reconnect: it was applied already
+        if resent(event_id):
+            return
         if upstream_buffered(up) == 0 and len(frame.raw) <= DIRECT_MAX_BYTES:
             await up.send_str(frame.raw)  # cannot wait (see DIRECT_MAX_BYTES): no timer
         else:
             await send_within(up, frame.raw, send_timeout)
-        if writer is not None and isinstance(event_id, str):
-            writer.applied(event_id)
+        sent(event_id)
 
     up_write = text_writer(up)
     parked: asyncio.Future[Any] | None = None  # the relay's wait for the inbox, idle
@@ -100,13 +108,13 @@ async def relay(
     def forward_now(frame: ClientFrame) -> None:
         """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``)."""
         event_id = frame.event.get("event_id")
-        if isinstance(event_id, str) and applied is not None and applied.seen(event_id):
+        if resent(event_id):
             return
         assert up_write is not None
         if not up_write(frame.raw):
             failed.set_result(ConnectionResetError("the upstream socket is closing"))
-        elif writer is not None and isinstance(event_id, str):
-            writer.applied(event_id)
+        else:
+            sent(event_id)
 
     async def sink(frame: ClientFrame) -> None:
         """Forward from the client's reader task; a failure ends the relay."""
