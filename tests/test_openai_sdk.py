@@ -177,3 +177,75 @@ async def test_sdk_push_to_talk_while_the_answer_still_plays(kind: str, mode: st
         assert "input_audio_buffer.committed" in [e["type"] for e in second]
         assert_completed_with_audio(second)
         assert abs(heard_seconds(second) - len(clip) / (2 * RATE)) <= 0.15
+
+
+async def until_answer_streams(conn: AsyncRealtimeConnection, deltas: int = 3) -> dict[str, Any]:
+    """Events until the answer's ``deltas``-th audio delta, which is returned: the
+    stand-in still generates the rest in real time."""
+    async for event in conn:
+        ev = as_dict(event)
+        GA_EVENTS.validate_python(ev)
+        assert event.type != "error", ev
+        if event.type == "response.output_audio.delta":
+            deltas -= 1
+            if deltas == 0:
+                return ev
+    raise AssertionError("connection ended before the answer streamed")
+
+
+async def events_until_answered(
+    conn: AsyncRealtimeConnection, previous: str
+) -> list[dict[str, Any]]:
+    """Events (GA, no error) until the ``response.done`` of a response after ``previous``."""
+    events: list[dict[str, Any]] = []
+    while True:
+        events += await events_until_response_done(conn)
+        if events[-1]["response"]["id"] != previous:
+            return events
+
+
+# The turn pressed over the answer: while the upstream still generates it, the client
+# cancels it and truncates it where its playback stopped (the common GA flow), or just
+# talks over it; or, once it is generated (so no response is active for the client)
+# and still plays, the client truncates it.
+PTT_FLOWS = ["cancel", "talk-over", "truncate"]
+# ~0.9 s and ~3.2 s: a duplex upstream that hears a turn over an answer in progress
+# drops a short one as an interjection (docs/fidelity.md row 1a).
+PTT_TURNS = [("short", 900), ("long", None)]
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES[:2])
+@pytest.mark.parametrize(("length", "cut_ms"), PTT_TURNS)
+@pytest.mark.parametrize("flow", PTT_FLOWS)
+async def test_sdk_push_to_talk_over_an_answer(
+    kind: str, mode: str, length: str, cut_ms: int | None, flow: str
+) -> None:
+    """The whole turn reaches the upstream and is answered, whatever the answer was
+    doing when the button was pressed; the client sees GA events only, no error."""
+    clip = load_clip("utt05_clean.wav")
+    if cut_ms is not None:
+        clip = clip[: RATE * 2 * cut_ms // 1000]
+    async with sdk_connection(kind, reply_ms=3000) as conn:
+        await first_session_created(conn)
+        assert (await push_to_talk(conn))["type"] == "session.updated"
+        await append_audio(conn, load_clip("utt04_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        delta = await until_answer_streams(conn)
+        if flow == "cancel":
+            await conn.response.cancel()
+        if flow == "truncate":
+            assert_completed_with_audio(await events_until_response_done(conn))
+        if flow != "talk-over":
+            await conn.conversation.item.truncate(
+                item_id=delta["item_id"], content_index=0, audio_end_ms=100
+            )
+        await append_audio(conn, clip)
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        events = await events_until_answered(conn, delta["response_id"])
+        kinds = [e["type"] for e in events]
+        assert "input_audio_buffer.committed" in kinds, kinds
+        assert_completed_with_audio(events)
+        last = max(n for n, e in enumerate(events) if e["type"] == "response.created")
+        assert abs(heard_seconds(events[last:]) - len(clip) / (2 * RATE)) <= 0.15, kinds

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from shim.actions import NoteUpstreamError
+
 # Every server event type of the OpenAI GA realtime API.
 GA_SERVER_EVENTS = frozenset(
     {
@@ -80,8 +82,16 @@ REASONS = {
 GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens", "content_filter"})
 
 # vLLM-Omni's error codes that name something OpenAI names otherwise -> OpenAI's code
-# (docs/protocol.md, the empty commit).
-ERROR_CODES = {"input_audio_buffer_empty": "input_audio_buffer_commit_empty"}
+# (docs/protocol.md: the empty commit; a response.cancel with no response to cancel,
+# which a client's cancel racing the answer's end gets).
+ERROR_CODES = {
+    "input_audio_buffer_empty": "input_audio_buffer_commit_empty",
+    "response_not_active": "response_cancel_not_active",
+}
+
+# The event ids of the commands the proxy sends on its own begin so: an upstream error
+# naming one answers the proxy, not the client.
+OWN_PREFIX = "proxy_"
 
 
 def _item(item: Any) -> None:
@@ -152,3 +162,18 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
     if kind == "input_audio_buffer.speech_started" and not isinstance(out.get("item_id"), str):
         out["item_id"] = ""
     return out
+
+
+def own_error(ev: dict[str, Any]) -> NoteUpstreamError | None:
+    """An upstream error that answers one of the proxy's own commands: kept from the
+    client, noted for the edge; None for any other."""
+    err = ev.get("error")
+    if not isinstance(err, dict):
+        return None
+    event_id = err.get("event_id")
+    if not (isinstance(event_id, str) and event_id.startswith(OWN_PREFIX)):
+        return None
+    code, message = err.get("code"), err.get("message")
+    return NoteUpstreamError(
+        code if isinstance(code, str) else None, message if isinstance(message, str) else None
+    )

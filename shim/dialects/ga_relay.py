@@ -16,7 +16,8 @@ the GA client:
 * the microphone held back from the upstream while the answer owns the turn or an
   overlap is undecided (``relay_gate.py``): its own overlap rules never see echo or
   backchannels, and a decided barge-in's speech reaches it after the cut; under
-  push-to-talk, none of it is lost, nor overtaken by the client's commit;
+  push-to-talk, none of it is lost, nor overtaken by the client's commit, which waits
+  for an answer still generated to end (``relay_turn_wait.py``);
 * its audio in the float format the upstream reads, when the upstream declares one
   in its ``session.created`` (``shim/upstream_input.py``: PersonaPlex);
 * only GA events and values for the client (``ga_events.py``), and the upstream's
@@ -32,7 +33,6 @@ from shim import client_events
 from shim.actions import (
     Action,
     ForwardUpstream,
-    NoteUpstreamError,
     SendClient,
     SendUpstream,
 )
@@ -40,7 +40,8 @@ from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import WINDOW, AudioGate
-from shim.dialects.relay_turn_end import ahead_of, answer_unreported
+from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
+from shim.dialects.relay_turn_wait import TurnWait, after_cut, generating, stop_playback
 from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
@@ -51,12 +52,10 @@ from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
 
-# Commands the proxy sends on its own; their event ids say so, so that an upstream
-# error naming one is known for the proxy's, not the client's.
+# Commands the proxy sends on its own; their event ids say so (``ga_events.own_error``).
 OWN_COMMANDS = frozenset(
     {"playback.ack", "response.cancel", "output_audio_buffer.clear", "session.event_ack"}
 )
-OWN_PREFIX = "proxy_"
 SPEECH_EVENTS = frozenset(
     {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
 )
@@ -71,6 +70,7 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
+        self.turn_wait = TurnWait()
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
@@ -95,16 +95,20 @@ class GaRelaySession(BargeInRelaySession):
             actions += self._follow_gate(inp)
         except Exception as exc:
             actions += fault_actions(inp, exc)
+        kind = inp.event.get("type") if isinstance(inp, ClientEvent) else None
+        if isinstance(inp, ClientEvent):
+            waits = kind == COMMIT and self._push_to_talk() and generating(self.response)
+            actions = self.turn_wait.route(actions, kind, waits)
         out: list[Action] = []
-        for action in actions:
-            out += self._tagged(action, inp)
+        for action, by in [(a, kind) for a in actions] + self.turn_wait.due(self.response):
+            out += self._tagged(action, by)
         return out
 
-    def _tagged(self, action: Action, inp: Input) -> list[Action]:
-        if isinstance(action, ForwardUpstream) and isinstance(inp, ClientEvent):
-            kind = inp.event.get("type")
+    def _tagged(self, action: Action, kind: object) -> list[Action]:
+        """``kind``: the type of the client event ``action`` is for (None: not a client's)."""
+        if isinstance(action, ForwardUpstream) and kind is not None:
             ahead = ahead_of(self, kind, whole=self._push_to_talk())
-            before = [a for one in ahead for a in self._tagged(one, inp)]
+            before = [a for one in ahead for a in self._tagged(one, None)]
             return [*before, *self.upstream_audio.forwarded(action, kind)]
         if not isinstance(action, SendUpstream):
             return [action]
@@ -116,7 +120,7 @@ class GaRelaySession(BargeInRelaySession):
         if ev.get("type") not in OWN_COMMANDS or "event_id" in ev:
             return [action]
         self._own += 1
-        return [SendUpstream({"event_id": f"{OWN_PREFIX}{self._own:08d}", **ev})]
+        return [SendUpstream({"event_id": f"{ga_events.OWN_PREFIX}{self._own:08d}", **ev})]
 
     # ------------------------------------------------------------ client events
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
@@ -156,13 +160,21 @@ class GaRelaySession(BargeInRelaySession):
         acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
         if client_events.is_refusal(out) or item is None:
             return out
-        if self.response is not None and self.response.item_id == item.item_id:
+        if not acked:  # The upstream owns playback by acks: what was heard.
+            played = int(ev["audio_end_ms"])
+            out.append(SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played)))
+        resp = self.response
+        if resp is not None and resp.item_id == item.item_id:
             self.reports.end_reported = True  # its end, as heard, is the truncation's
-        if acked:
-            return out
-        # The upstream owns playback by acks: what was heard, or its answer stays live.
-        played = int(ev["audio_end_ms"])
-        return [*out, SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played))]
+            if resp.upstream_done and not resp.cancelled:  # and the rest is not played
+                out.append(stop_playback(self.turn_wait, self.cancelled_ids, resp.response_id))
+        return out
+
+    def cancel_response(
+        self, now: float, reason: str, truncate_at: int | None = None
+    ) -> list[Action]:
+        cut = super().cancel_response(now, reason, truncate_at)
+        return after_cut(self.turn_wait, self.cancelled_ids, cut)
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         start = self.history.end
@@ -170,6 +182,8 @@ class GaRelaySession(BargeInRelaySession):
         if client_events.is_refusal(out):
             return out
         self.audio_gate.clock.on_audio(start, now)
+        if self.turn_wait.pending:
+            return [SendUpstream(ev), *out]  # after the waiting commit (``handle``)
         if self.audio_gate.held or self._gated(now):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
@@ -263,7 +277,7 @@ class GaRelaySession(BargeInRelaySession):
         if isinstance(screened, list):
             return screened
         if screened.get("type") == "error":
-            own = _own_error(screened)
+            own = ga_events.own_error(screened)
             if own is not None:
                 self.own_command_errors += 1
                 return [own]
@@ -276,20 +290,9 @@ class GaRelaySession(BargeInRelaySession):
             # Without server VAD the upstream still marks a buffer's first append and
             # its commit as speech (docs/fidelity.md, row 2); GA says nothing then.
             return []
+        if kind == "response.done" and self.turn_wait.note_done(self.response, screened):
+            self.reports.end_reported = True  # the client's cancel ended it upstream
         ev = ga_events.translate(screened)
         if ev is None:
             return []
         return EmulatedSession.on_upstream(self, UpstreamEvent(ev, inp.raw, inp.now_ms))
-
-
-def _own_error(ev: dict[str, Any]) -> NoteUpstreamError | None:
-    err = ev.get("error")
-    if not isinstance(err, dict):
-        return None
-    event_id = err.get("event_id")
-    if not (isinstance(event_id, str) and event_id.startswith(OWN_PREFIX)):
-        return None
-    code, message = err.get("code"), err.get("message")
-    return NoteUpstreamError(
-        code if isinstance(code, str) else None, message if isinstance(message, str) else None
-    )

@@ -9,10 +9,11 @@ upstream whose answer is still in progress only acknowledges a commit: it drops 
 short one as an interjection and answers a long one only once the answer is acked
 (``docs/fidelity.md``, row 1a). A GA client's buffer is everything it appended and
 an answer it did not truncate was heard, so ahead of its commit go, under
-push-to-talk, the proxy's ack of the answer in full and then all the held audio;
-under server VAD the held audio as the gate judges it now (from the speech's onset
-while an overlap is undecided); ahead of its clear, the held audio is dropped (the
-client emptied its buffer).
+push-to-talk, the proxy's ack of the answer in full unless its end was told
+already (``relay_turn_wait.py``, which also holds back a commit made while the
+answer is still generated), then all the held audio; under server VAD the held
+audio as the gate judges it now (from the speech's onset while an overlap is undecided); ahead
+of its clear, the held audio is dropped (the client emptied its buffer).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Protocol
 from shim.actions import Action, SendUpstream
 from shim.dialects.relay_gate import AudioGate
 from shim.dialects.relay_reports import PlaybackReporter
+from shim.dialects.relay_turn_wait import TurnWait
 from shim.output import ActiveResponse
 from shim.overlap import OverlapMachine
 
@@ -33,6 +35,7 @@ class TurnEndHost(Protocol):
     audio_gate: AudioGate
     reports: PlaybackReporter
     overlap: OverlapMachine
+    turn_wait: TurnWait
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -51,12 +54,11 @@ def ahead_of(host: TurnEndHost, kind: object, whole: bool) -> list[Action]:
         # Speech over the answer, undecided: the client ends its turn with it, so the
         # user's words go from their onset (the overlap decides the answer's fate).
         return host.audio_gate.release(episode.onset_ms)
-    # Under push-to-talk, the ack first: audio the upstream gets over an answer still in
-    # progress is an overlap to it. Under server VAD the answer's end is the barge-in
-    # decision's to report (a later cut must still say what was heard).
-    ack = _answer_heard(host) if whole else None
-    audio = host.audio_gate.settle(whole)
-    return [ack, *audio] if ack is not None else audio
+    # Under push-to-talk, the answer's end first: audio the upstream gets over an answer
+    # still in progress is an overlap to it. Under server VAD the answer's end is the
+    # barge-in decision's to report (a later cut must still say what was heard).
+    over = _answer_over(host) if whole else []
+    return [*over, *host.audio_gate.settle(whole)]
 
 
 def answer_unreported(host: TurnEndHost) -> bool:
@@ -70,14 +72,16 @@ def answer_unreported(host: TurnEndHost) -> bool:
     )
 
 
-def _answer_heard(host: TurnEndHost) -> SendUpstream | None:
+def _answer_over(host: TurnEndHost) -> list[Action]:
     """The proxy's ack of a generated answer whose end the upstream has not been told."""
     resp, reports = host.response, host.reports
     if resp is None or not resp.upstream_done or not answer_unreported(host):
-        return None
+        return []
+    if host.turn_wait.stopped == resp.response_id:
+        return []  # it ended it itself (the client's cancel), or was told it stopped
     if resp.playback is not None and resp.playback.truncated_ms is not None:
-        return None  # the client cut it: its truncate said what was heard
+        return []  # the client cut it: its truncate said what was heard
     played = reports.played_in_full()
     if played is None:
-        return None
-    return SendUpstream(reports.heard_ack(resp.item_id, resp.response_id, played))
+        return []
+    return [SendUpstream(reports.heard_ack(resp.item_id, resp.response_id, played))]

@@ -1,0 +1,112 @@
+"""A GA client's push-to-talk turn pressed over an answer: what the upstream must hear.
+
+To a vLLM-Omni duplex upstream an answer is in progress while it is generated, and
+after that while its audio is not acknowledged as played (``committed_ms <
+sent_ms``); meanwhile a commit is only acknowledged, a short turn dropped as an
+interjection, and a ``response.create`` refused (``docs/fidelity.md``, row 1a). A
+GA client presses the button over the answer anyway: it cancels the answer and
+truncates it where its playback stopped, or it just talks over it. What the upstream
+does with that is not what a GA client expects:
+
+* a ``response.cancel`` (the client's, or the proxy's own cut) that reaches an
+  upstream done generating is refused, and its playback stays in progress; a
+  truncate only commits what was heard, the rest still plays. So the proxy stops
+  that playback with ``output_audio_buffer.clear``, after its own cut's cancel and
+  after a client's truncate of an answer generated in full;
+* no acknowledgement hands over an answer still generated. So a push-to-talk commit
+  made meanwhile waits, and with it everything the client sends upstream after it,
+  in order (the audio before it stays held: ``relay_gate.py``), for the answer's
+  end upstream: its ``response.done``, completed or cancelled by the client's
+  cancel, or the proxy's cut. Then it goes on as a commit made then
+  (``relay_turn_end.py``): the ack of the answer in full unless its end was told
+  already, the held audio, the commit, then what followed it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.output import ActiveResponse
+
+# A client event type with what its input made go upstream.
+Waiting = tuple[Action, object]
+
+
+class TurnWait:
+    def __init__(self) -> None:
+        # The client's upstream-bound actions from its waiting commit on, in order
+        # (as its handlers made them: converted to the upstream's format only when
+        # they go, after the held audio).
+        self.queue: list[Waiting] | None = None
+        # The response the upstream has been told is over (or ended itself).
+        self.stopped: str | None = None
+
+    @property
+    def pending(self) -> bool:
+        return self.queue is not None
+
+    def route(self, actions: list[Action], kind: object, defer: bool) -> list[Action]:
+        """A client input's actions: those bound upstream wait behind a waiting commit
+        (``defer``: this input is a commit that must wait)."""
+        if defer and self.queue is None:
+            self.queue = []
+        if self.queue is None:
+            return actions
+        out: list[Action] = []
+        for action in actions:
+            if isinstance(action, (SendUpstream, ForwardUpstream)):
+                self.queue.append((action, kind))
+            else:
+                out.append(action)
+        return out
+
+    def due(self, resp: ActiveResponse | None) -> list[Waiting]:
+        """What waited, once the answer is no longer generated upstream."""
+        if self.queue is None or generating(resp):
+            return []
+        queue, self.queue = self.queue, None
+        return queue
+
+    def note_done(self, resp: ActiveResponse | None, ev: dict[str, Any]) -> bool:
+        """The upstream's ``response.done`` for ``resp``: True when it ended it cancelled
+        itself (a client's ``response.cancel``): its playback is over to it."""
+        body = ev.get("response")
+        status = body.get("status") if isinstance(body, dict) else None
+        if resp is None or status != "cancelled":
+            return False
+        rid = body.get("id") if isinstance(body, dict) else None
+        if rid not in (None, resp.response_id):
+            return False
+        self.stopped = resp.response_id
+        return True
+
+
+def generating(resp: ActiveResponse | None) -> bool:
+    """The upstream is generating the answer and the proxy did not cut it."""
+    return resp is not None and resp.producing
+
+
+def stop_playback(wait: TurnWait, cancelled_ids: deque[str], rid: str) -> SendUpstream:
+    """Tell the upstream the client's playback of ``rid`` is over; its answer
+    (``output_audio_buffer.cleared``) is the proxy's, kept from the client."""
+    wait.stopped = rid
+    if rid not in cancelled_ids:
+        cancelled_ids.append(rid)
+    return SendUpstream({"type": "output_audio_buffer.clear", "response_id": rid})
+
+
+def after_cut(wait: TurnWait, cancelled_ids: deque[str], cut: list[Action]) -> list[Action]:
+    """The proxy's cut of an answer still generated says ``response.cancel``, which may
+    reach an upstream that has just finished generating it: it refuses to cancel a
+    complete response and its playback stays in progress. A clear after the cancel
+    stops that playback (after a cancel that took, there is nothing left to stop)."""
+    out: list[Action] = []
+    for action in cut:
+        out.append(action)
+        if isinstance(action, SendUpstream) and action.event.get("type") == "response.cancel":
+            rid = action.event.get("response_id")
+            if isinstance(rid, str):
+                out.append(stop_playback(wait, cancelled_ids, rid))
+    return out
