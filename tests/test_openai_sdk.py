@@ -204,11 +204,22 @@ async def events_until_answered(
             return events
 
 
+async def refusal(conn: AsyncRealtimeConnection) -> dict[str, Any]:
+    """The next error event (GA, like every event before it)."""
+    async for event in conn:
+        ev = as_dict(event)
+        GA_EVENTS.validate_python(ev)
+        if event.type == "error":
+            return ev
+    raise AssertionError("connection ended before the error")
+
+
 # The turn pressed over the answer: while the upstream still generates it, the client
 # cancels it and truncates it where its playback stopped (the common GA flow), or just
-# talks over it; or, once it is generated (so no response is active for the client)
-# and still plays, the client truncates it.
-PTT_FLOWS = ["cancel", "talk-over", "truncate"]
+# talks over it; once it is generated (so no response is active for the client) and
+# still plays, the client truncates it, or cancels it too late (refused, as OpenAI
+# refuses it) and truncates it.
+PTT_FLOWS = ["cancel", "talk-over", "truncate", "late-cancel"]
 # ~0.9 s and ~3.2 s: a duplex upstream that hears a turn over an answer in progress
 # drops a short one as an interjection (docs/fidelity.md row 1a).
 PTT_TURNS = [("short", 900), ("long", None)]
@@ -234,8 +245,12 @@ async def test_sdk_push_to_talk_over_an_answer(
         delta = await until_answer_streams(conn)
         if flow == "cancel":
             await conn.response.cancel()
-        if flow == "truncate":
+        if flow in ("truncate", "late-cancel"):
             assert_completed_with_audio(await events_until_response_done(conn))
+        if flow == "late-cancel":
+            await conn.response.cancel()
+            refused = await refusal(conn)
+            assert refused["error"]["code"] == "response_cancel_not_active", refused
         if flow != "talk-over":
             await conn.conversation.item.truncate(
                 item_id=delta["item_id"], content_index=0, audio_end_ms=100
