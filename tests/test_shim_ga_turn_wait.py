@@ -77,6 +77,21 @@ def test_a_clear_after_a_waiting_commit_waits_behind_it() -> None:
     assert released(turn, out) == list(range(5)), "the committed turn is not cleared"
 
 
+def test_a_cancel_or_truncate_after_a_waiting_commit_goes_at_once() -> None:
+    """The client's word on the answer is not queued behind its commit: the cut goes
+    at once, and the turn follows it."""
+    sc = make()
+    pressed_over(sc)
+    turn, out = burst(sc, [SPEECH] * 5)
+    out += commit_and_create(sc)
+    assert sent_kinds(sc.client({"type": "response.cancel"})) == ["response.cancel"]
+    out = truncate(sc, 250)
+    kinds = sent_kinds(out)
+    assert kinds[:3] == ["playback.ack", "response.cancel", "output_audio_buffer.clear"], kinds
+    assert kinds[-7:] == [*[APPEND] * 5, COMMIT, CREATE], "cut: the turn goes behind it"
+    assert released(turn, out) == list(range(5))
+
+
 def test_a_turn_after_a_cancel_that_took_goes_without_an_ack() -> None:
     """The client's cancel reached the upstream while it generated: its playback is
     over to it (its response.done says cancelled), so no ack of the answer in full."""

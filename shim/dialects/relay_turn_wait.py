@@ -15,11 +15,12 @@ does with that is not what a GA client expects:
   after a client's truncate of an answer generated in full;
 * no acknowledgement hands over an answer still generated. So a push-to-talk commit
   made meanwhile waits, and with it everything the client sends upstream after it,
-  in order (the audio before it stays held: ``relay_gate.py``), for the answer's
-  end upstream: its ``response.done``, completed or cancelled by the client's
-  cancel, or the proxy's cut. Then it goes on as a commit made then
-  (``relay_turn_end.py``): the ack of the answer in full unless its end was told
-  already, the held audio, the commit, then what followed it.
+  in order (the audio before it stays held: ``relay_gate.py``; its cancel or
+  truncate of the answer goes at once), for the answer's end upstream: its
+  ``response.done``, completed or cancelled by the client's cancel, or the proxy's
+  cut. Then it goes on as a commit made then (``relay_turn_end.py``): the ack of the
+  answer in full unless its end was told already, the held audio, the commit, then
+  what followed it.
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ from typing import Any
 from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.output import ActiveResponse
 
-# A client event type with what its input made go upstream.
+# What a client's input made go upstream, with the client event's type.
 Waiting = tuple[Action, object]
+# The client's word on the answer, not on its input: it goes at once, a waiting commit
+# or not (a cancel ahead of the commit ends the wait sooner).
+AT_ONCE = frozenset({"response.cancel", "conversation.item.truncate"})
 
 
 class TurnWait:
@@ -52,7 +56,7 @@ class TurnWait:
         (``defer``: this input is a commit that must wait)."""
         if defer and self.queue is None:
             self.queue = []
-        if self.queue is None:
+        if self.queue is None or kind in AT_ONCE:
             return actions
         out: list[Action] = []
         for action in actions:
