@@ -169,7 +169,11 @@ class OverlapEvidence:
 
     def add(self, mic: Int16Array, clean: Float32Array, start: int) -> None:
         """A chunk of microphone audio at ``start`` and what the VAD gets for it."""
-        self._mic.add(mic.astype(np.float32) / 32768.0, start + self.latency)
+        self.add_scaled(mic.astype(np.float32) / 32768.0, clean, start)
+
+    def add_scaled(self, mic: Float32Array, clean: Float32Array, start: int) -> None:
+        """``add`` of the microphone already scaled (``mic.astype(np.float32) / 32768``)."""
+        self._mic.add(mic, start + self.latency)
         self._clean.add(np.asarray(clean, dtype=np.float32), start)
 
     def measure(
