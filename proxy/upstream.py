@@ -21,8 +21,9 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import aiohttp
 import orjson
 
+from proxy.client_io import DIRECT_MAX_BYTES
 from proxy.config import Route
-from proxy.ws_direct import UpstreamResponse, install_tap
+from proxy.ws_direct import UpstreamResponse, install_tap, write_buffered
 from shim.wire import error_code
 
 # Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
@@ -45,9 +46,11 @@ def upstream_http() -> aiohttp.ClientSession:
 async def send_within(ws: aiohttp.ClientWebSocketResponse, text: str, within_s: float) -> None:
     """Send a frame to an upstream; TimeoutError if it takes none for ``within_s``
     (it stopped reading: its socket and ours are full)."""
-    # A timeout scope, not wait_for: no task made per frame on the hot path.
-    async with asyncio.timeout(within_s):
-        await ws.send_str(text)
+    if len(text) <= DIRECT_MAX_BYTES and write_buffered(ws) == 0:
+        await ws.send_str(text)  # cannot wait (see DIRECT_MAX_BYTES): no timer per frame
+    else:
+        async with asyncio.timeout(within_s):  # a scope, not wait_for: no task per frame
+            await ws.send_str(text)
 
 
 async def close_within(ws: aiohttp.ClientWebSocketResponse, within_s: float = 2.0) -> None:
@@ -84,8 +87,7 @@ class UpstreamLink:
     created_raw: str
     duplex_refused: bool
     url: str
-    # The client's own session.update when it opened the upstream session.
-    opening_event: Any = None
+    opening_event: Any = None  # the client's own session.update that opened it
 
 
 def with_query(url: str, extra: dict[str, str]) -> str:
@@ -198,9 +200,7 @@ async def dial(
             await ws.close()
             continue
         if event.get("type") == "session.created":
-            return UpstreamLink(
-                ws=ws, created=event, created_raw=raw, duplex_refused=refused, url=url
-            )
+            return UpstreamLink(ws, event, raw, duplex_refused=refused, url=url)
         await ws.close()
         if event.get("type") == "error":
             raise UpstreamRefused(event)

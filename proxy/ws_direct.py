@@ -203,3 +203,16 @@ def text_writer(
         return True
 
     return write
+
+
+def write_buffered(ws: aiohttp.ClientWebSocketResponse) -> int:
+    """Bytes waiting in a socket's write buffer (-1: unknown, so the sender assumes
+    it may have to wait). aiohttp keeps the transport on the socket's writer;
+    uvloop's transports are not ``asyncio.WriteTransport`` instances, so the method
+    is asked for, not the class."""
+    transport = getattr(getattr(ws, "_writer", None), "transport", None)
+    size = getattr(transport, "get_write_buffer_size", None)
+    if not callable(size):
+        return -1
+    buffered = size()
+    return buffered if isinstance(buffered, int) else -1

@@ -91,8 +91,10 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
     start = s.history.append(s16, keep_ms)
     if not s.vad_enabled or s.config.turn.vad is None:
         return []
-    clean = s.echo.process(s16, start) if s.echo is not None else s16.astype(np.float32) / 32768.0
-    s.evidence.add(s16, clean, start)
+    # Scaled once here for the echo suppressor and the overlap evidence, both of which read it.
+    mic = s16.astype(np.float32) / 32768.0
+    clean = s.echo.process_scaled(mic, start) if s.echo is not None else mic
+    s.evidence.add_scaled(mic, clean, start)
     s.vad_timeline.given(start, clean.size)
     return [AnalyzeAudio(samples=clean, start_sample=start)]
 

@@ -42,6 +42,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shim.echo_far import FRAME, HOP, MAX_FRAMES, WIN, FarReference
+from shim.echo_fit import best_lag
 from shim.echo_ola import overlap_add, pass_through
 
 Int16Array = npt.NDArray[np.int16]
@@ -139,7 +140,11 @@ class EchoSuppressor:
         The output has the input's length and lags it by ``latency`` samples (the
         STFT frame): output sample ``i`` is mic sample ``start_sample + i - latency``.
         """
-        x = mic.astype(np.float32) / 32768.0
+        return self.process_scaled(mic.astype(np.float32) / 32768.0, start_sample)
+
+    def process_scaled(self, x: Float32Array, start_sample: int) -> Float32Array:
+        """``process`` of the mic already scaled (``mic.astype(np.float32) / 32768``):
+        the caller converts each chunk once for all that read it."""
         end = start_sample + x.size
         if start_sample != self._mic_end:  # a gap or a restart: history no longer lines up
             self._mic[:] = 0.0
@@ -272,26 +277,6 @@ class EchoSuppressor:
     def _fit(
         self, m: Float64Array, end: int, lo: int = 0, hi: int | None = None
     ) -> tuple[int, float, float] | None:
-        """Best lag in [lo, hi] for mic ``m`` ending at ``end``: (lag, explained share, gain).
-
-        Explained share: how much of the mic energy ``gain * far[t - lag]`` accounts
-        for (1 for a clean delayed copy). Normalised cross-correlation by FFT.
-        """
-        e_mic = float(np.dot(m, m))
-        if e_mic <= 0.0:
-            return None
+        """Best lag in [lo, hi] for mic ``m`` ending at ``end`` (``shim/echo_fit.py``)."""
         hi = self.max_delay if hi is None else hi
-        n, lags = m.size, hi - lo + 1
-        f = self.far.samples(end - n - hi, end - lo).astype(np.float64)  # f[k] = far[end-n-hi+k]
-        size = 1 << int(np.ceil(np.log2(n + f.size)))
-        # r[k] = sum_t m[t] * f[t + k] is the correlation at lag hi - k.
-        r = np.fft.irfft(np.fft.rfft(f, size) * np.conj(np.fft.rfft(m, size)), size)
-        corr = r[:lags][::-1]  # lags lo..hi
-        sq = np.concatenate(([0.0], np.cumsum(f * f)))
-        e_far = (sq[n : n + lags] - sq[:lags])[::-1]  # energy of far[t - lag] over the window
-        ok = e_far > e_mic * 1e-4
-        if not np.any(ok):
-            return None
-        explained = np.where(ok, corr * corr / np.where(ok, e_far, 1.0), 0.0)
-        k = int(np.argmax(explained))
-        return lo + k, float(explained[k] / e_mic), float(corr[k] / e_far[k])
+        return best_lag(m, self.far.samples(end - m.size - hi, end - lo).astype(np.float64), lo, hi)

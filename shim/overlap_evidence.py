@@ -40,6 +40,7 @@ WINDOW = 512  # Silero's window at 16 kHz
 # its audio (a busy batch), and the window must still be there to be measured.
 RING = 24576
 MIN_LAG, MAX_LAG = 40, 256  # pitch lags at 16 kHz: 400 Hz down to 62.5 Hz
+_LAGS = np.arange(MIN_LAG, MAX_LAG + 1)
 SILENT_DB = -90.0
 LOUD_QUANTILE = 80 / 100  # the loud part of speech: soft consonants and word ends vary
 USER_LEVELS_KEPT = 200  # voiced windows of the user's turns its loud level is taken from
@@ -98,19 +99,19 @@ def voicing(x: Float32Array) -> float:
     Normalised by the energies of the two overlapping parts, so a steady vowel
     scores near 1 whatever its level.
     """
-    x = x - float(np.mean(x))
+    x = x - float(x.mean())
     n = x.size
     if n <= MAX_LAG or float(np.dot(x, x)) <= 1e-9:
         return 0.0
-    size = 1 << int(np.ceil(np.log2(2 * n)))
+    size = 1 << (2 * n - 1).bit_length()  # the power of two from 2n up
     spec = np.fft.rfft(x, size)
     r = np.fft.irfft(spec.real**2 + spec.imag**2, size)[: MAX_LAG + 1]
     sq = np.concatenate(([0.0], np.cumsum(x.astype(np.float64) ** 2)))
-    lags = np.arange(MIN_LAG, MAX_LAG + 1)
-    head = sq[n - lags]  # energy of x[:n - lag]
-    tail = sq[n] - sq[lags]  # energy of x[lag:]
+    head = sq[n - _LAGS]  # energy of x[:n - lag]
+    tail = sq[n] - sq[_LAGS]  # energy of x[lag:]
     norm = np.sqrt(head * tail) + 1e-12
-    return float(np.clip(np.max(r[MIN_LAG : MAX_LAG + 1] / norm), 0.0, 1.0))
+    # (the methods and a plain clamp: the same values as np.max and np.clip, fewer calls)
+    return min(max(float((r[MIN_LAG : MAX_LAG + 1] / norm).max()), 0.0), 1.0)
 
 
 class _Ring:
@@ -138,8 +139,11 @@ class _Ring:
         self._buf[: x.size - first] = x[first:]
 
     def get(self, start: int, end: int) -> Float32Array:
-        out = np.zeros(max(0, end - start), dtype=np.float32)
         lo, hi = max(start, self.end - RING), min(end, self.end)
+        pos = lo % RING
+        if lo == start and hi == end and pos + hi - lo <= RING:  # most reads: one slice
+            return self._buf[pos : pos + hi - lo].copy()
+        out = np.zeros(max(0, end - start), dtype=np.float32)
         if hi > lo:
             pos = lo % RING
             first = min(hi - lo, RING - pos)
@@ -165,7 +169,11 @@ class OverlapEvidence:
 
     def add(self, mic: Int16Array, clean: Float32Array, start: int) -> None:
         """A chunk of microphone audio at ``start`` and what the VAD gets for it."""
-        self._mic.add(mic.astype(np.float32) / 32768.0, start + self.latency)
+        self.add_scaled(mic.astype(np.float32) / 32768.0, clean, start)
+
+    def add_scaled(self, mic: Float32Array, clean: Float32Array, start: int) -> None:
+        """``add`` of the microphone already scaled (``mic.astype(np.float32) / 32768``)."""
+        self._mic.add(mic, start + self.latency)
         self._clean.add(np.asarray(clean, dtype=np.float32), start)
 
     def measure(

@@ -37,7 +37,7 @@ from shim.overlap_decision import (
 from shim.overlap_evidence import WINDOW, Float32Array, OverlapEvidence, WindowEvidence
 from shim.session_config import ClientSessionConfig
 from shim.settings import VAD_RATE, ShimSettings
-from shim.turn_params import decision_params, gate_params
+from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate
 
 RECENT_KEPT = 8
@@ -86,6 +86,7 @@ class Turns:
         # only speech at the user's own level begins another while the run goes on.
         self._dismissed = False
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
+        self._params = TurnParams()  # kept while the settings stay the same
 
     @property
     def in_progress(self) -> bool:
@@ -99,7 +100,7 @@ class Turns:
         return self._s.gate.speaking and any(k is Kind.USER for _, k in recent)
 
     def decision_params(self) -> DecisionParams:
-        return decision_params(self._s.config, self._s.settings)
+        return self._params.decision(self._s.config, self._s.settings)
 
     def on_vad(self, win: VadWindow) -> list[Action]:
         s = self._s
@@ -117,7 +118,7 @@ class Turns:
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
             episode.tally.add(kind, ev)
-        want = gate_params(td.vad, s.settings, td.interrupt_response and playing)
+        want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
         out: list[Action] = []

@@ -35,6 +35,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.playback",
             "shim.echo_far",
             "shim.echo_ola",
+            "shim.echo_fit",
             "shim.echo",
             "shim.overlap_evidence",
             "shim.overlap_decision",
