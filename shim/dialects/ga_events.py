@@ -66,7 +66,11 @@ HANDLED = frozenset({"session.created", "session.resumed", "session.replaced"})
 ANSWERS = frozenset({"session.heartbeat_ack"})
 
 PATCHED = frozenset(
-    {"conversation.item.input_audio_transcription.completed", "input_audio_buffer.speech_started"}
+    {
+        "conversation.item.input_audio_transcription.completed",
+        "input_audio_buffer.speech_started",
+        "output_audio_buffer.cleared",
+    }
 )
 
 # Non-GA reasons of a response's end -> the GA enum.
@@ -81,7 +85,10 @@ GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens"
 
 # vLLM-Omni's error codes that name something OpenAI names otherwise -> OpenAI's code
 # (docs/protocol.md, the empty commit).
-ERROR_CODES = {"input_audio_buffer_empty": "input_audio_buffer_commit_empty"}
+ERROR_CODES = {
+    "input_audio_buffer_empty": "input_audio_buffer_commit_empty",
+    "response_not_active": "response_cancel_not_active",  # a cancel with nothing to cancel
+}
 
 
 def _item(item: Any) -> None:
@@ -151,4 +158,6 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
         out["usage"] = {"type": "duration", "seconds": 0}
     if kind == "input_audio_buffer.speech_started" and not isinstance(out.get("item_id"), str):
         out["item_id"] = ""
+    if kind == "output_audio_buffer.cleared" and not isinstance(out.get("response_id"), str):
+        out["response_id"] = ""  # a clear with nothing playing: GA's type needs a string
     return out

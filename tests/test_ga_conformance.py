@@ -1,0 +1,129 @@
+"""GA details an outside client relies on, through the official ``openai`` SDK.
+
+Each test holds one rule of the OpenAI Realtime GA API that a client written against
+OpenAI (and never against this proxy) depends on: a flag of ``turn_detection`` that is
+honoured, an error code it matches on, a server event its generated types accept.
+Every event received is checked against the SDK's own GA types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from openai.resources.realtime.realtime import AsyncRealtimeConnection
+
+from tests.servers import load_clip, silence
+from tests.test_openai_sdk import (
+    GA_EVENTS,
+    MODES,
+    append_audio,
+    as_dict,
+    events_until_response_done,
+    first_session_created,
+    pcm_session,
+    sdk_connection,
+)
+
+
+async def events_for(conn: AsyncRealtimeConnection, seconds: float) -> list[dict[str, Any]]:
+    """Every event of the next ``seconds``, each checked against the GA types."""
+    events: list[dict[str, Any]] = []
+    try:
+        async with asyncio.timeout(seconds):
+            async for event in conn:
+                events.append(as_dict(event))
+                GA_EVENTS.validate_python(events[-1])
+    except TimeoutError:
+        pass
+    return events
+
+
+async def until(conn: AsyncRealtimeConnection, kind: str) -> list[dict[str, Any]]:
+    """Events up to the first of ``kind``, each checked against the GA types."""
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(20):
+        async for event in conn:
+            events.append(as_dict(event))
+            GA_EVENTS.validate_python(events[-1])
+            if events[-1]["type"] == kind:
+                return events
+    raise AssertionError(f"connection ended before {kind}: {[e['type'] for e in events]}")
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_server_vad_with_create_response_false_commits_and_waits_for_response_create(
+    kind: str, mode: str
+) -> None:
+    """GA: under server VAD, ``create_response: false`` ends the turn with a commit and
+    no response; the client asks for it with ``response.create``."""
+    async with sdk_connection(kind) as conn:
+        created = await first_session_created(conn)
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        vad = {"type": "server_vad", "create_response": False}
+        await conn.session.update(session=pcm_session(turn_detection=vad))
+        updated = await until(conn, "session.updated")
+        turn = updated[-1]["session"]["audio"]["input"]["turn_detection"]
+        assert turn["create_response"] is False
+        await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
+        committed = await until(conn, "input_audio_buffer.committed")
+        later = await events_for(conn, 2.5)
+        kinds = [e["type"] for e in committed + later]
+        assert "response.created" not in kinds, kinds
+        assert "error" not in kinds, committed + later
+        await conn.response.create()
+        answer = await events_until_response_done(conn)
+        assert answer[-1]["response"]["status"] == "completed", answer[-1]
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_truncate_of_a_content_part_other_than_the_audio_is_refused(
+    kind: str, mode: str
+) -> None:
+    """An assistant item's audio is content part 0: a truncate naming another part is an
+    error that names ``content_index`` and the client's event, and truncates nothing."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session(turn_detection=None))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        done = (await events_until_response_done(conn))[-1]
+        [item] = done["response"]["output"]
+        await conn.conversation.item.truncate(
+            item_id=item["id"], content_index=2, audio_end_ms=100, event_id="evt_cut"
+        )
+        after = await events_for(conn, 1.5)
+        assert "conversation.item.truncated" not in [e["type"] for e in after], after
+        [error] = [e for e in after if e["type"] == "error"]
+        assert error["error"]["code"] == "invalid_value"
+        assert error["error"]["param"] == "content_index"
+        assert error["error"]["event_id"] == "evt_cut"
+        # The item is still whole: a truncate of its audio part still works.
+        await conn.conversation.item.truncate(item_id=item["id"], content_index=0, audio_end_ms=100)
+        [truncated] = [e for e in await until(conn, "conversation.item.truncated")][-1:]
+        assert truncated["audio_end_ms"] == 100
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_cancel_with_no_response_in_progress_gets_openais_code(kind: str, mode: str) -> None:
+    """GA's ``response_cancel_not_active`` in every mode (vLLM-Omni says
+    ``response_not_active``), with the client's ``event_id``."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await conn.response.cancel(event_id="evt_cancel")
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert error["error"]["code"] == "response_cancel_not_active"
+        assert error["error"]["event_id"] == "evt_cancel"
+
+
+async def test_output_audio_buffer_clear_with_nothing_playing_is_answered_in_ga_types() -> None:
+    """Over a duplex upstream, a clear with nothing playing is answered with
+    ``output_audio_buffer.cleared``, whose GA type needs a string ``response_id``."""
+    async with sdk_connection("duplex") as conn:
+        await first_session_created(conn)
+        await conn.output_audio_buffer.clear()
+        cleared = (await until(conn, "output_audio_buffer.cleared"))[-1]
+        assert isinstance(cleared["response_id"], str)
