@@ -9,6 +9,7 @@ Every event received is checked against the SDK's own GA types.
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 import pytest
@@ -127,3 +128,54 @@ async def test_output_audio_buffer_clear_with_nothing_playing_is_answered_in_ga_
         await conn.output_audio_buffer.clear()
         cleared = (await until(conn, "output_audio_buffer.cleared"))[-1]
         assert isinstance(cleared["response_id"], str)
+
+
+async def speak_at_pace(conn: AsyncRealtimeConnection, pcm: bytes, chunk_ms: int = 40) -> None:
+    step = 24000 * 2 * chunk_ms // 1000
+    for i in range(0, len(pcm), step):
+        await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[i : i + step]).decode())
+        await asyncio.sleep(chunk_ms / 1000)
+
+
+async def test_interrupt_response_false_lets_the_answer_finish_then_answers_the_turn() -> None:
+    """GA: with ``interrupt_response: false`` an answer in progress is not cut by the
+    user's next turn; the turn is committed and answered once the answer is done."""
+    async with sdk_connection("turn", reply_ms=6000) as conn:
+        await first_session_created(conn)
+        vad = {"type": "server_vad", "interrupt_response": False}
+        await conn.session.update(session=pcm_session(turn_detection=vad))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
+        first = (await until(conn, "response.created"))[-1]["response"]["id"]
+        # The next turn, whole, while the 6 s answer still plays.
+        await append_audio(conn, load_clip("utt04_clean.wav") + silence(1200))
+        events = await until(conn, "response.done")
+        assert events[-1]["response"]["id"] == first
+        assert events[-1]["response"]["status"] == "completed", events[-1]["response"]
+        kinds = [e["type"] for e in events]
+        assert "input_audio_buffer.committed" in kinds
+        assert "conversation.item.truncated" not in kinds
+        second = await events_until_response_done(conn)
+        assert second[-1]["response"]["id"] != first
+        assert second[-1]["response"]["status"] == "completed"
+
+
+async def test_a_barge_in_closes_the_cut_assistant_item_once() -> None:
+    """Over a duplex upstream the proxy closes the item of the response it cut itself;
+    the upstream's own ``conversation.item.done`` for it must not reach the client
+    as a second one."""
+    async with sdk_connection("duplex", reply_ms=8000) as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session())
+        await until(conn, "session.updated")
+        talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt05_clean.wav") + silence(900)))
+        events = await until(conn, "response.output_audio.delta")
+        await talk
+        await asyncio.sleep(1.0)
+        talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt04_clean.wav") + silence(900)))
+        events += await until(conn, "response.done")
+        assert events[-1]["response"]["status"] == "cancelled", events[-1]["response"]
+        await talk
+        events += await events_for(conn, 3.0)
+        done = [e["item"]["id"] for e in events if e["type"] == "conversation.item.done"]
+        assert len(done) == len(set(done)), done

@@ -91,6 +91,10 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
     rid = response_id(ev)
     if isinstance(rid, str) and rid in r.cancelled_ids:
         return []  # the rest of a response the proxy already cut
+    if kind == "conversation.item.done" and isinstance(item, dict):
+        cut = r.ledger.get(str(item.get("id")))
+        if cut is not None and cut.response_id in r.cancelled_ids:
+            return []  # the proxy closed that item itself when it cut its response
     return ev
 
 
