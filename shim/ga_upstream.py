@@ -66,6 +66,10 @@ def upstream_session(
     client's: the proxy converts the client's audio to it."""
     out = copy.deepcopy(session)
     out.pop("type", None)
+    # The route names the upstream's model (docs/protocol.md, "Endpoints"); GA clients
+    # such as the Agents SDK name theirs in every update, which vLLM-Omni refuses
+    # (model_update_unsupported) once its session is open.
+    out.pop("model", None)
     out.pop("turn_detection", None)
     for key in ("input_audio_format", "sample_rate_hz"):
         out.pop(key, None)

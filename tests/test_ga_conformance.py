@@ -179,3 +179,22 @@ async def test_a_barge_in_closes_the_cut_assistant_item_once() -> None:
         events += await events_for(conn, 3.0)
         done = [e["item"]["id"] for e in events if e["type"] == "conversation.item.done"]
         assert len(done) == len(set(done)), done
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_a_session_update_naming_a_model_is_applied_without_an_error(
+    kind: str, mode: str
+) -> None:
+    """The Agents SDK names a model in every ``session.update`` (``gpt-realtime`` unless
+    told otherwise); the route chose the upstream's model, so the update is applied
+    and no refusal of a model change follows it."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        session = {**pcm_session(), "model": "gpt-realtime"}
+        await conn.session.update(session=session)
+        events = await until(conn, "session.updated")
+        events += await events_for(conn, 1.5)
+        assert [e for e in events if e["type"] == "error"] == []
+        await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
+        answer = await events_until_response_done(conn)
+        assert answer[-1]["response"]["status"] == "completed"
