@@ -198,3 +198,37 @@ async def test_a_session_update_naming_a_model_is_applied_without_an_error(
         await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
         answer = await events_until_response_done(conn)
         assert answer[-1]["response"]["status"] == "completed"
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_response_create_during_a_response_gets_openais_code(kind: str, mode: str) -> None:
+    """GA's ``conversation_already_has_active_response`` in every mode (vLLM-Omni says
+    ``response_already_active``), and the response in progress goes on."""
+    async with sdk_connection(kind, reply_ms=3000) as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session(turn_detection=None))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        await until(conn, "response.created")
+        await conn.response.create()
+        events = await events_until_response_done_or_error(conn)
+        [error] = [e for e in events if e["type"] == "error"]
+        assert error["error"]["code"] == "conversation_already_has_active_response"
+        if events[-1]["type"] != "response.done":
+            events = await events_until_response_done(conn)
+        assert events[-1]["response"]["status"] == "completed", events[-1]["response"]
+
+
+async def events_until_response_done_or_error(
+    conn: AsyncRealtimeConnection,
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(20):
+        async for event in conn:
+            events.append(as_dict(event))
+            GA_EVENTS.validate_python(events[-1])
+            if events[-1]["type"] == "error":
+                return events
+    raise AssertionError(f"connection ended early: {[e['type'] for e in events]}")

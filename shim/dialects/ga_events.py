@@ -88,6 +88,7 @@ GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens"
 ERROR_CODES = {
     "input_audio_buffer_empty": "input_audio_buffer_commit_empty",
     "response_not_active": "response_cancel_not_active",  # a cancel with nothing to cancel
+    "response_already_active": "conversation_already_has_active_response",
 }
 
 

@@ -110,18 +110,18 @@ class TurnBasedSession(EmulatedSession):
         if option is not None:
             msg = turn_limits.response_option_message(option)
             return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
+        if self._live():
+            return [
+                self.err(
+                    "conversation_already_has_active_response", "a response is in progress", ev
+                )
+            ]
         if not self.pending:
             return [
                 self.err(
                     "response_create_without_input",
                     "no committed user audio is waiting for a response",
                     ev,
-                )
-            ]
-        if self._live():
-            return [
-                self.err(
-                    "conversation_already_has_active_response", "a response is in progress", ev
                 )
             ]
         return self._start_response(now)
