@@ -232,3 +232,32 @@ async def events_until_response_done_or_error(
             if events[-1]["type"] == "error":
                 return events
     raise AssertionError(f"connection ended early: {[e['type'] for e in events]}")
+
+
+async def test_a_deleted_assistant_item_is_gone_for_retrieve_and_truncate() -> None:
+    """Over a duplex upstream, once ``conversation.item.deleted`` is out, the item is
+    neither retrieved nor truncated any more: each is an ``item_not_found`` naming the
+    client's event, never a ``conversation.item.truncated`` of a deleted item."""
+    async with sdk_connection("duplex") as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session(turn_detection=None))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        [item] = (await events_until_response_done(conn))[-1]["response"]["output"]
+        await conn.conversation.item.delete(item_id=item["id"])
+        deleted = (await until(conn, "conversation.item.deleted"))[-1]
+        assert deleted["item_id"] == item["id"]
+        await conn.conversation.item.retrieve(item_id=item["id"], event_id="evt_get")
+        await conn.conversation.item.truncate(
+            item_id=item["id"], content_index=0, audio_end_ms=100, event_id="evt_cut"
+        )
+        after = await events_for(conn, 1.5)
+        kinds = [e["type"] for e in after]
+        assert (
+            "conversation.item.retrieved" not in kinds
+            and "conversation.item.truncated" not in kinds
+        )
+        errors = {e["error"]["event_id"]: e["error"]["code"] for e in after if e["type"] == "error"}
+        assert errors == {"evt_get": "item_not_found", "evt_cut": "item_not_found"}, after
