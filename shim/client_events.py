@@ -132,6 +132,11 @@ def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]
                 "invalid_event", "audio_end_ms must be a non-negative integer", ev, "audio_end_ms"
             )
         ]
+    index = ev.get("content_index", 0)
+    if isinstance(index, bool) or index != 0:
+        # An assistant item's audio is its only content part, at index 0 (GA says so).
+        msg = f"content_index {index!r} is not the item's audio part (0)"
+        return [s.err("invalid_value", msg, ev, "content_index")]
     item = s.ledger.get(item_id)
     if item is None:
         return [s.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")]

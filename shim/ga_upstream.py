@@ -66,6 +66,10 @@ def upstream_session(
     client's: the proxy converts the client's audio to it."""
     out = copy.deepcopy(session)
     out.pop("type", None)
+    # The route names the upstream's model (docs/protocol.md, "Endpoints"); GA clients
+    # such as the Agents SDK name theirs in every update, which vLLM-Omni refuses
+    # (model_update_unsupported) once its session is open.
+    out.pop("model", None)
     out.pop("turn_detection", None)
     for key in ("input_audio_format", "sample_rate_hz"):
         out.pop(key, None)
@@ -80,7 +84,12 @@ def upstream_session(
     if opening or _mentions_turn_detection(session):
         # Server VAD: the upstream detects turns and answers them; null: the client
         # commits and asks for the response itself.
-        out["turn_detection"] = {"type": "server_vad"} if cfg.turn.vad is not None else None
+        # GA's create_response: false (a VAD commit only commits; the client asks for
+        # the response) is the upstream's own server-VAD flag too (docs/fidelity.md, row 2).
+        vad: dict[str, Any] = {"type": "server_vad"}
+        if not cfg.turn.create_response:
+            vad["create_response"] = False
+        out["turn_detection"] = vad if cfg.turn.vad is not None else None
     if pinned is not None and (opening or _mentions_input_format(session)):
         state_input(out, pinned)
     elif opening or _mentions_input_format(session):

@@ -117,6 +117,10 @@ class PlaybackLedger:
     def get(self, item_id: str) -> ItemPlayback | None:
         return self._items.get(item_id)
 
+    def forget(self, item_id: str) -> None:
+        """The item left the conversation (``conversation.item.deleted``)."""
+        self._items.pop(item_id, None)
+
     def latest(self) -> ItemPlayback | None:
         return next(reversed(self._items.values()), None) if self._items else None
 

@@ -233,12 +233,6 @@ def test_a_lost_upstream_ends_the_response_incomplete_and_redials() -> None:
 
 def test_a_new_turn_supersedes_a_response_still_going_and_takes_a_fresh_upstream() -> None:
     sc = turn_based()
-    sc.client(
-        {
-            "type": "session.update",
-            "session": {"audio": {"input": {"turn_detection": {"interrupt_response": False}}}},
-        }
-    )
     first = start_turn(sc, audio_ms=200)
     sc.tick(10_000)  # the 200 ms were played long ago; the upstream is still generating
     out = sc.speak(TURN)
@@ -248,6 +242,24 @@ def test_a_new_turn_supersedes_a_response_still_going_and_takes_a_fresh_upstream
     assert dones[0]["response"]["status_details"]["reason"] == "turn_detected"
     assert types(out).index("response.done") < types(out).index("response.created")
     assert sum(isinstance(a, AbortUpstream) for a in out) == 1
+
+
+def test_with_interrupt_response_false_a_new_turn_waits_for_the_response_still_going() -> None:
+    """GA: without interrupt_response the response goes on until complete; the turn
+    is committed now and answered after it."""
+    sc = turn_based()
+    sc.client(
+        {
+            "type": "session.update",
+            "session": {"audio": {"input": {"turn_detection": {"interrupt_response": False}}}},
+        }
+    )
+    start_turn(sc, audio_ms=200)
+    sc.tick(10_000)
+    out = sc.speak(TURN)
+    assert "input_audio_buffer.committed" in types(out)
+    assert "response.done" not in types(out) and "response.created" not in types(out)
+    assert not any(isinstance(a, AbortUpstream) for a in out)
 
 
 def test_undecodable_upstream_audio_is_an_upstream_error_and_the_response_goes_on() -> None:

@@ -68,7 +68,11 @@ HANDLED = frozenset({"session.created", "session.resumed", "session.replaced"})
 ANSWERS = frozenset({"session.heartbeat_ack"})
 
 PATCHED = frozenset(
-    {"conversation.item.input_audio_transcription.completed", "input_audio_buffer.speech_started"}
+    {
+        "conversation.item.input_audio_transcription.completed",
+        "input_audio_buffer.speech_started",
+        "output_audio_buffer.cleared",
+    }
 )
 
 # Non-GA reasons of a response's end -> the GA enum.
@@ -83,10 +87,11 @@ GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens"
 
 # vLLM-Omni's error codes that name something OpenAI names otherwise -> OpenAI's code
 # (docs/protocol.md: the empty commit; a response.cancel with no response to cancel,
-# which a client's cancel racing the answer's end gets).
+# which a client's cancel racing the answer's end gets; a response.create over one).
 ERROR_CODES = {
     "input_audio_buffer_empty": "input_audio_buffer_commit_empty",
     "response_not_active": "response_cancel_not_active",
+    "response_already_active": "conversation_already_has_active_response",
 }
 
 # The event ids of the commands the proxy sends on its own begin so: an upstream error
@@ -161,6 +166,8 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
         out["usage"] = {"type": "duration", "seconds": 0}
     if kind == "input_audio_buffer.speech_started" and not isinstance(out.get("item_id"), str):
         out["item_id"] = ""
+    if kind == "output_audio_buffer.cleared" and not isinstance(out.get("response_id"), str):
+        out["response_id"] = ""  # a clear with nothing playing: GA's type needs a string
     return out
 
 

@@ -91,6 +91,10 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
     rid = response_id(ev)
     if isinstance(rid, str) and rid in r.cancelled_ids:
         return []  # the rest of a response the proxy already cut
+    if kind == "conversation.item.done" and isinstance(item, dict):
+        cut = r.ledger.get(str(item.get("id")))
+        if cut is not None and cut.response_id in r.cancelled_ids:
+            return []  # the proxy closed that item itself when it cut its response
     return ev
 
 
@@ -110,6 +114,7 @@ def handlers(r: RelayUpstreamHost) -> dict[str, EventHandler]:
         "input_audio_buffer.speech_stopped": partial(speech, r),
         "input_audio_buffer.committed": partial(committed, r),
         "response.done": partial(response_done, r),
+        "conversation.item.deleted": partial(item_deleted, r),
     }
 
 
@@ -212,4 +217,13 @@ def committed(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Acti
 def response_done(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     if r.response is not None and r.response.response_id == response_id(ev):
         r.response.upstream_done = True
+    return r.output.event(SendClient(ev))
+
+
+def item_deleted(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
+    """A deleted assistant item is no longer the proxy's to answer a retrieve or a
+    truncate for (the upstream refuses both); one still being played is kept."""
+    iid, resp = ev.get("item_id"), r.response
+    if isinstance(iid, str) and not (resp is not None and resp.live and resp.item_id == iid):
+        r.ledger.forget(iid)
     return r.output.event(SendClient(ev))

@@ -110,6 +110,12 @@ class TurnBasedSession(EmulatedSession):
         if option is not None:
             msg = turn_limits.response_option_message(option)
             return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
+        if self._live():
+            return [
+                self.err(
+                    "conversation_already_has_active_response", "a response is in progress", ev
+                )
+            ]
         if not self.pending:
             return [
                 self.err(
@@ -118,17 +124,10 @@ class TurnBasedSession(EmulatedSession):
                     ev,
                 )
             ]
-        if self._live():
-            return [
-                self.err(
-                    "conversation_already_has_active_response", "a response is in progress", ev
-                )
-            ]
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp = self.response
-        rid = ev.get("response_id")
+        resp, rid = self.response, ev.get("response_id")
         code = "response_cancel_not_active"
         if resp is None or not resp.live:
             return [self.err(code, "there is no active response to cancel", ev)]
@@ -138,8 +137,9 @@ class TurnBasedSession(EmulatedSession):
 
     # ------------------------------------------------------------ turns
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
-        respond = self.config.turn.create_response
-        return self._commit(item_id, self.history.between(start_ms, end_ms), end_ms, respond, now)
+        td, audio = self.config.turn, self.history.between(start_ms, end_ms)
+        respond, defer = td.create_response, not td.interrupt_response
+        return self._commit(item_id, audio, end_ms, respond, now, defer)
 
     def _commit(
         self,
@@ -157,8 +157,8 @@ class TurnBasedSession(EmulatedSession):
         self.pending.append(PendingTurn(item_id, audio))
         out = turn_wire.committed_turn(item_id, prev)
         if respond and defer and self._live():
-            # The client's own commit over an answer in progress does not cut it (as
-            # vLLM-Omni's default overlap policy, listen_only): it is answered next.
+            # A client's commit (as vLLM-Omni's listen_only) or, with GA's
+            # interrupt_response false, a VAD turn over an answer is answered next.
             self.pending[-1].respond = True
         elif respond:
             out += self._start_response(now)

@@ -1,0 +1,263 @@
+"""GA details an outside client relies on, through the official ``openai`` SDK.
+
+Each test holds one rule of the OpenAI Realtime GA API that a client written against
+OpenAI (and never against this proxy) depends on: a flag of ``turn_detection`` that is
+honoured, an error code it matches on, a server event its generated types accept.
+Every event received is checked against the SDK's own GA types.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any
+
+import pytest
+from openai.resources.realtime.realtime import AsyncRealtimeConnection
+
+from tests.servers import load_clip, silence
+from tests.test_openai_sdk import (
+    GA_EVENTS,
+    MODES,
+    append_audio,
+    as_dict,
+    events_until_response_done,
+    first_session_created,
+    pcm_session,
+    sdk_connection,
+)
+
+
+async def events_for(conn: AsyncRealtimeConnection, seconds: float) -> list[dict[str, Any]]:
+    """Every event of the next ``seconds``, each checked against the GA types."""
+    events: list[dict[str, Any]] = []
+    try:
+        async with asyncio.timeout(seconds):
+            async for event in conn:
+                events.append(as_dict(event))
+                GA_EVENTS.validate_python(events[-1])
+    except TimeoutError:
+        pass
+    return events
+
+
+async def until(conn: AsyncRealtimeConnection, kind: str) -> list[dict[str, Any]]:
+    """Events up to the first of ``kind``, each checked against the GA types."""
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(20):
+        async for event in conn:
+            events.append(as_dict(event))
+            GA_EVENTS.validate_python(events[-1])
+            if events[-1]["type"] == kind:
+                return events
+    raise AssertionError(f"connection ended before {kind}: {[e['type'] for e in events]}")
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_server_vad_with_create_response_false_commits_and_waits_for_response_create(
+    kind: str, mode: str
+) -> None:
+    """GA: under server VAD, ``create_response: false`` ends the turn with a commit and
+    no response; the client asks for it with ``response.create``."""
+    async with sdk_connection(kind) as conn:
+        created = await first_session_created(conn)
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        vad = {"type": "server_vad", "create_response": False}
+        await conn.session.update(session=pcm_session(turn_detection=vad))
+        updated = await until(conn, "session.updated")
+        turn = updated[-1]["session"]["audio"]["input"]["turn_detection"]
+        assert turn["create_response"] is False
+        await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
+        committed = await until(conn, "input_audio_buffer.committed")
+        later = await events_for(conn, 2.5)
+        kinds = [e["type"] for e in committed + later]
+        assert "response.created" not in kinds, kinds
+        assert "error" not in kinds, committed + later
+        await conn.response.create()
+        answer = await events_until_response_done(conn)
+        assert answer[-1]["response"]["status"] == "completed", answer[-1]
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_truncate_of_a_content_part_other_than_the_audio_is_refused(
+    kind: str, mode: str
+) -> None:
+    """An assistant item's audio is content part 0: a truncate naming another part is an
+    error that names ``content_index`` and the client's event, and truncates nothing."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session(turn_detection=None))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        done = (await events_until_response_done(conn))[-1]
+        [item] = done["response"]["output"]
+        await conn.conversation.item.truncate(
+            item_id=item["id"], content_index=2, audio_end_ms=100, event_id="evt_cut"
+        )
+        after = await events_for(conn, 1.5)
+        assert "conversation.item.truncated" not in [e["type"] for e in after], after
+        [error] = [e for e in after if e["type"] == "error"]
+        assert error["error"]["code"] == "invalid_value"
+        assert error["error"]["param"] == "content_index"
+        assert error["error"]["event_id"] == "evt_cut"
+        # The item is still whole: a truncate of its audio part still works.
+        await conn.conversation.item.truncate(item_id=item["id"], content_index=0, audio_end_ms=100)
+        [truncated] = [e for e in await until(conn, "conversation.item.truncated")][-1:]
+        assert truncated["audio_end_ms"] == 100
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_cancel_with_no_response_in_progress_gets_openais_code(kind: str, mode: str) -> None:
+    """GA's ``response_cancel_not_active`` in every mode (vLLM-Omni says
+    ``response_not_active``), with the client's ``event_id``."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await conn.response.cancel(event_id="evt_cancel")
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert error["error"]["code"] == "response_cancel_not_active"
+        assert error["error"]["event_id"] == "evt_cancel"
+
+
+async def test_output_audio_buffer_clear_with_nothing_playing_is_answered_in_ga_types() -> None:
+    """Over a duplex upstream, a clear with nothing playing is answered with
+    ``output_audio_buffer.cleared``, whose GA type needs a string ``response_id``."""
+    async with sdk_connection("duplex") as conn:
+        await first_session_created(conn)
+        await conn.output_audio_buffer.clear()
+        cleared = (await until(conn, "output_audio_buffer.cleared"))[-1]
+        assert isinstance(cleared["response_id"], str)
+
+
+async def speak_at_pace(conn: AsyncRealtimeConnection, pcm: bytes, chunk_ms: int = 40) -> None:
+    step = 24000 * 2 * chunk_ms // 1000
+    for i in range(0, len(pcm), step):
+        await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[i : i + step]).decode())
+        await asyncio.sleep(chunk_ms / 1000)
+
+
+async def test_interrupt_response_false_lets_the_answer_finish_then_answers_the_turn() -> None:
+    """GA: with ``interrupt_response: false`` an answer in progress is not cut by the
+    user's next turn; the turn is committed and answered once the answer is done."""
+    async with sdk_connection("turn", reply_ms=6000) as conn:
+        await first_session_created(conn)
+        vad = {"type": "server_vad", "interrupt_response": False}
+        await conn.session.update(session=pcm_session(turn_detection=vad))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
+        first = (await until(conn, "response.created"))[-1]["response"]["id"]
+        # The next turn, whole, while the 6 s answer still plays.
+        await append_audio(conn, load_clip("utt04_clean.wav") + silence(1200))
+        events = await until(conn, "response.done")
+        assert events[-1]["response"]["id"] == first
+        assert events[-1]["response"]["status"] == "completed", events[-1]["response"]
+        kinds = [e["type"] for e in events]
+        assert "input_audio_buffer.committed" in kinds
+        assert "conversation.item.truncated" not in kinds
+        second = await events_until_response_done(conn)
+        assert second[-1]["response"]["id"] != first
+        assert second[-1]["response"]["status"] == "completed"
+
+
+async def test_a_barge_in_closes_the_cut_assistant_item_once() -> None:
+    """Over a duplex upstream the proxy closes the item of the response it cut itself;
+    the upstream's own ``conversation.item.done`` for it must not reach the client
+    as a second one."""
+    async with sdk_connection("duplex", reply_ms=8000) as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session())
+        await until(conn, "session.updated")
+        talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt05_clean.wav") + silence(900)))
+        events = await until(conn, "response.output_audio.delta")
+        await talk
+        await asyncio.sleep(1.0)
+        talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt04_clean.wav") + silence(900)))
+        events += await until(conn, "response.done")
+        assert events[-1]["response"]["status"] == "cancelled", events[-1]["response"]
+        await talk
+        events += await events_for(conn, 3.0)
+        done = [e["item"]["id"] for e in events if e["type"] == "conversation.item.done"]
+        assert len(done) == len(set(done)), done
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_a_session_update_naming_a_model_is_applied_without_an_error(
+    kind: str, mode: str
+) -> None:
+    """The Agents SDK names a model in every ``session.update`` (``gpt-realtime`` unless
+    told otherwise); the route chose the upstream's model, so the update is applied
+    and no refusal of a model change follows it."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        session = {**pcm_session(), "model": "gpt-realtime"}
+        await conn.session.update(session=session)
+        events = await until(conn, "session.updated")
+        events += await events_for(conn, 1.5)
+        assert [e for e in events if e["type"] == "error"] == []
+        await append_audio(conn, load_clip("utt05_clean.wav") + silence(1200))
+        answer = await events_until_response_done(conn)
+        assert answer[-1]["response"]["status"] == "completed"
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_response_create_during_a_response_gets_openais_code(kind: str, mode: str) -> None:
+    """GA's ``conversation_already_has_active_response`` in every mode (vLLM-Omni says
+    ``response_already_active``), and the response in progress goes on."""
+    async with sdk_connection(kind, reply_ms=3000) as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session(turn_detection=None))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        await until(conn, "response.created")
+        await conn.response.create()
+        events = await events_until_response_done_or_error(conn)
+        [error] = [e for e in events if e["type"] == "error"]
+        assert error["error"]["code"] == "conversation_already_has_active_response"
+        if events[-1]["type"] != "response.done":
+            events = await events_until_response_done(conn)
+        assert events[-1]["response"]["status"] == "completed", events[-1]["response"]
+
+
+async def events_until_response_done_or_error(
+    conn: AsyncRealtimeConnection,
+) -> list[dict[str, Any]]:
+    events: list[dict[str, Any]] = []
+    async with asyncio.timeout(20):
+        async for event in conn:
+            events.append(as_dict(event))
+            GA_EVENTS.validate_python(events[-1])
+            if events[-1]["type"] == "error":
+                return events
+    raise AssertionError(f"connection ended early: {[e['type'] for e in events]}")
+
+
+async def test_a_deleted_assistant_item_is_gone_for_retrieve_and_truncate() -> None:
+    """Over a duplex upstream, once ``conversation.item.deleted`` is out, the item is
+    neither retrieved nor truncated any more: each is an ``item_not_found`` naming the
+    client's event, never a ``conversation.item.truncated`` of a deleted item."""
+    async with sdk_connection("duplex") as conn:
+        await first_session_created(conn)
+        await conn.session.update(session=pcm_session(turn_detection=None))
+        await until(conn, "session.updated")
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        [item] = (await events_until_response_done(conn))[-1]["response"]["output"]
+        await conn.conversation.item.delete(item_id=item["id"])
+        deleted = (await until(conn, "conversation.item.deleted"))[-1]
+        assert deleted["item_id"] == item["id"]
+        await conn.conversation.item.retrieve(item_id=item["id"], event_id="evt_get")
+        await conn.conversation.item.truncate(
+            item_id=item["id"], content_index=0, audio_end_ms=100, event_id="evt_cut"
+        )
+        after = await events_for(conn, 1.5)
+        kinds = [e["type"] for e in after]
+        assert (
+            "conversation.item.retrieved" not in kinds
+            and "conversation.item.truncated" not in kinds
+        )
+        errors = {e["error"]["event_id"]: e["error"]["code"] for e in after if e["type"] == "error"}
+        assert errors == {"evt_get": "item_not_found", "evt_cut": "item_not_found"}, after
