@@ -24,13 +24,10 @@ from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
-from proxy.ws_direct import tap_queue, text_writer
+from proxy.ws_direct import fits_direct, tap_queue, text_writer
 from shim import wire
 
 CLOSED = object()  # inbox sentinel: the client went away
-# ``send_now`` writes a frame up to this size from the sender's task: into an empty
-# socket buffer it stays under aiohttp's high-water mark, so the write never waits.
-DIRECT_MAX_BYTES = 32 * 1024
 
 
 class ClientChannel:
@@ -51,7 +48,7 @@ class ClientChannel:
         # no queue and no task switch per frame; the reader waits while it sends.
         self.sink: Callable[[ClientFrame], Awaitable[None]] | None = None
         # Set with it: can a frame of that size be sunk at once; sink it (``_take``).
-        self.sink_now: tuple[Callable[[int], bool], Callable[[ClientFrame], None]] | None = None
+        self.sink_now: tuple[Callable[[str], bool], Callable[[ClientFrame], None]] | None = None
         self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
@@ -146,7 +143,7 @@ class ClientChannel:
         now_sink, n, now = self.sink_now, len(text), self._loop.time()
         if now_sink is None or self.sink is None or self._reader_stopped or not self.inbox.empty():
             return False
-        if n > self.limits.max_frame_bytes or not now_sink[0](n):
+        if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
         parsed = parse_client_frame(text, self.limits.max_json_depth)
         if isinstance(parsed, BadFrame) or not self.rate.fits(a := audio_bytes(parsed.event), now):
@@ -198,7 +195,7 @@ class ClientChannel:
         """``send_text``, but written from the caller's task (no queue, no writer wakeup)
         when nothing is queued and the socket takes it at once; else queued, bounded."""
         t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
-        if busy or t is None or t.get_write_buffer_size() or len(text) > DIRECT_MAX_BYTES:
+        if busy or t is None or t.get_write_buffer_size() or not fits_direct(text):
             return self.send_text(text)
         try:
             await self.ws.send_str(text)
@@ -209,7 +206,7 @@ class ClientChannel:
     def write_now(self, text: str) -> bool:
         """``send_now``'s direct write, no coroutine (False: not written, send it as usual)."""
         t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
-        if busy or t is None or self._write_text is None or len(text) > DIRECT_MAX_BYTES:
+        if busy or t is None or self._write_text is None or not fits_direct(text):
             return False
         return not t.get_write_buffer_size() and self._write_text(text)
 

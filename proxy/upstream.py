@@ -21,9 +21,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 import aiohttp
 import orjson
 
-from proxy.client_io import DIRECT_MAX_BYTES
 from proxy.config import Route
-from proxy.ws_direct import UpstreamResponse, install_tap, write_buffered
+from proxy.ws_direct import UpstreamResponse, fits_direct, install_tap, write_buffered
 from shim.wire import error_code
 
 # Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
@@ -46,8 +45,8 @@ def upstream_http() -> aiohttp.ClientSession:
 async def send_within(ws: aiohttp.ClientWebSocketResponse, text: str, within_s: float) -> None:
     """Send a frame to an upstream; TimeoutError if it takes none for ``within_s``
     (it stopped reading: its socket and ours are full)."""
-    if len(text) <= DIRECT_MAX_BYTES and write_buffered(ws) == 0:
-        await ws.send_str(text)  # cannot wait (see DIRECT_MAX_BYTES): no timer per frame
+    if fits_direct(text) and write_buffered(ws) == 0:
+        await ws.send_str(text)  # cannot wait (see ws_direct.DIRECT_MAX_BYTES): no timer per frame
     else:
         async with asyncio.timeout(within_s):  # a scope, not wait_for: no task per frame
             await ws.send_str(text)

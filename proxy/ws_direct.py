@@ -41,6 +41,18 @@ ENABLED = True
 TEXT = aiohttp.WSMsgType.TEXT
 Tap = Callable[[str], bool]
 
+# The direct paths (``ClientChannel.send_now``, the passthrough relay, upstream sends)
+# write a frame up to this size without a timer: into an empty socket buffer it stays
+# under aiohttp's high-water mark, so the write never waits.
+DIRECT_MAX_BYTES = 32 * 1024
+
+
+def fits_direct(text: str) -> bool:
+    """At most ``DIRECT_MAX_BYTES`` once encoded: a character is up to 4 bytes of UTF-8,
+    so a longer frame fits only if it is ASCII (a flag CPython keeps: no scan)."""
+    n = len(text)
+    return n <= DIRECT_MAX_BYTES // 4 or (n <= DIRECT_MAX_BYTES and text.isascii())
+
 
 class _NoQueue:
     def __init__(self, *args: Any, **kwargs: Any) -> None:  # pragma: no cover

@@ -85,7 +85,7 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
         yield base.replace("http://", "ws://") + "/v1/realtime"
 
 
-# Small frames, some over the size written directly (client_io.DIRECT_MAX_BYTES), and
+# Small frames, some over the size written directly (ws_direct.DIRECT_MAX_BYTES), and
 # one over the queue's limit (aiohttp parks the rest of that read, and parses it while
 # the reader holds the big frame) followed by small ones.
 BURST_SIZES = [10, 1500, 40_000, 200, 3000, 200_000, 10, 10]

@@ -9,13 +9,13 @@ from typing import Any
 import aiohttp
 
 from proxy.client_frames import ClientFrame
-from proxy.client_io import CLOSED, DIRECT_MAX_BYTES
+from proxy.client_io import CLOSED
 from proxy.connection import ClientConnection
 from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
-from proxy.ws_direct import tap_queue, text_writer
+from proxy.ws_direct import fits_direct, tap_queue, text_writer
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -88,8 +88,8 @@ async def relay(
         event_id = frame.event.get("event_id")
         if resent(event_id):
             return
-        if upstream_buffered(up) == 0 and len(frame.raw) <= DIRECT_MAX_BYTES:
-            await up.send_str(frame.raw)  # cannot wait (see DIRECT_MAX_BYTES): no timer
+        if upstream_buffered(up) == 0 and fits_direct(frame.raw):
+            await up.send_str(frame.raw)  # cannot wait (see ws_direct.DIRECT_MAX_BYTES): no timer
         else:
             await send_within(up, frame.raw, send_timeout)
         sent(event_id)
@@ -97,13 +97,11 @@ async def relay(
     up_write = text_writer(up)
     parked: asyncio.Future[Any] | None = None  # the relay's wait for the inbox, idle
 
-    def ready(size: int) -> bool:
-        """Whether a client frame of ``size`` can go up at once, from the client's
+    def ready(text: str) -> bool:
+        """Whether a client frame ``text`` can go up at once, from the client's
         socket callback: nothing in hand here, and room in the upstream's buffer."""
         idle = parked is not None and not parked.done() and not failed.done()
-        return (
-            idle and up_write is not None and size <= DIRECT_MAX_BYTES and not upstream_buffered(up)
-        )
+        return idle and up_write is not None and fits_direct(text) and not upstream_buffered(up)
 
     def forward_now(frame: ClientFrame) -> None:
         """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``)."""
