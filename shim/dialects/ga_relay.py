@@ -174,7 +174,7 @@ class GaRelaySession(BargeInRelaySession):
         self, now: float, reason: str, truncate_at: int | None = None
     ) -> list[Action]:
         cut = super().cancel_response(now, reason, truncate_at)
-        return after_cut(self.turn_wait, self.cancelled_ids, cut)
+        return after_cut(self.turn_wait, cut)
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         start = self.history.end

@@ -8,11 +8,11 @@ GA client presses the button over the answer anyway: it cancels the answer and
 truncates it where its playback stopped, or it just talks over it. What the upstream
 does with that is not what a GA client expects:
 
-* a ``response.cancel`` (the client's, or the proxy's own cut) that reaches an
-  upstream done generating is refused, and its playback stays in progress; a
-  truncate only commits what was heard, the rest still plays. So the proxy stops
-  that playback with ``output_audio_buffer.clear``, after its own cut's cancel and
-  after a client's truncate of an answer generated in full;
+* a client's ``response.cancel`` that reaches an upstream done generating is
+  refused, and its playback stays in progress; a truncate only commits what was
+  heard, the rest still plays. So the proxy stops that playback with
+  ``output_audio_buffer.clear`` after a client's truncate of an answer generated in
+  full, and its own cut is made with one (``relay_cut.py``);
 * no acknowledgement hands over an answer still generated. So a push-to-talk commit
   made meanwhile waits, and with it everything the client sends upstream after it,
   in order (the audio before it stays held: ``relay_gate.py``; its cancel or
@@ -29,6 +29,7 @@ from collections import deque
 from typing import Any
 
 from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.dialects import relay_cut
 from shim.output import ActiveResponse
 
 # What a client's input made go upstream, with the client event's type.
@@ -96,21 +97,15 @@ def stop_playback(wait: TurnWait, cancelled_ids: deque[str], rid: str) -> SendUp
     """Tell the upstream the client's playback of ``rid`` is over; its answer
     (``output_audio_buffer.cleared``) is the proxy's, kept from the client."""
     wait.stopped = rid
-    if rid not in cancelled_ids:
-        cancelled_ids.append(rid)
-    return SendUpstream({"type": "output_audio_buffer.clear", "response_id": rid})
+    return relay_cut.clear(cancelled_ids, rid)
 
 
-def after_cut(wait: TurnWait, cancelled_ids: deque[str], cut: list[Action]) -> list[Action]:
-    """The proxy's cut of an answer still generated says ``response.cancel``, which may
-    reach an upstream that has just finished generating it: it refuses to cancel a
-    complete response and its playback stays in progress. A clear after the cancel
-    stops that playback (after a cancel that took, there is nothing left to stop)."""
-    out: list[Action] = []
+def after_cut(wait: TurnWait, cut: list[Action]) -> list[Action]:
+    """The proxy's cut ends the answer upstream, generated or not (``relay_cut.py``):
+    the upstream has been told it stopped."""
     for action in cut:
-        out.append(action)
-        if isinstance(action, SendUpstream) and action.event.get("type") == "response.cancel":
+        if isinstance(action, SendUpstream) and action.event.get("type") == relay_cut.CLEAR:
             rid = action.event.get("response_id")
             if isinstance(rid, str):
-                out.append(stop_playback(wait, cancelled_ids, rid))
-    return out
+                wait.stopped = rid
+    return cut
