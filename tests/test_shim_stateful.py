@@ -536,8 +536,10 @@ class RelayMachine(ShimMachine):
             self.feed(UpstreamReattached({**created, "resume_token": f"tk{self.up_n}"}, self.now))
         elif isinstance(action, SendUpstream):
             ev = action.event
-            if ev.get("type") == "response.cancel" and ev.get("response_id") == self.up_response:
-                # vLLM-Omni answers a cancel with the response's own done, cancelled.
+            cut = ev.get("type") in ("response.cancel", "output_audio_buffer.clear")
+            if cut and ev.get("response_id") == self.up_response:
+                # vLLM-Omni answers a cancel, or a clear of a response it still
+                # generates, with the response's own done, cancelled.
                 rid = self.up_response
                 self.up_response = self.up_item = None
                 self.up({"type": "response.done", "response": {"id": rid, "status": "cancelled"}})

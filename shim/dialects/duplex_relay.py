@@ -3,9 +3,9 @@
 Models such as Nemotron VoiceChat (``supports_barge_in: false``) hear overlapping
 speech but keep talking. The proxy relays the session and adds the missing piece:
 its own VAD on the client's audio decides barge-in (``shim/overlap.py``), then
-stops the response's audio at once, cancels it upstream with what the upstream
-supports (``playback.ack`` of what was heard, ``response.cancel``) and tells the
-client (``response.done`` cancelled / ``turn_detected``, ``conversation.item.truncated``).
+stops the response's audio at once, ends it upstream (``playback.ack`` of what was
+heard, ``output_audio_buffer.clear``: ``relay_cut.py``) and tells the client
+(``response.done`` cancelled / ``turn_detected``, ``conversation.item.truncated``).
 Upstream turn-taking stays the upstream's: the proxy does not announce ordinary
 user turns, only the ones that interrupt.
 
@@ -37,7 +37,7 @@ from shim.actions import (
     SendClient,
     SendUpstream,
 )
-from shim.dialects import relay_snapshot, relay_upstream
+from shim.dialects import relay_cut, relay_snapshot, relay_upstream
 from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
@@ -170,15 +170,11 @@ class BargeInRelaySession(EmulatedSession):
         rid, aid = resp.response_id, resp.item_id
         if resp.playback is not None:
             self.talk.heard(aid, resp.playback.heard_transcript(played))
-        if not resp.upstream_done:
-            out.append(SendUpstream(self.reports.heard_ack(aid, rid, played)))
-            out.append(SendUpstream({"type": "response.cancel", "response_id": rid}))
-        elif self.reports.acks_decide_turns and not self.reports.end_reported:
-            # Generated in full but still playing, as far as the upstream knows: what
-            # was heard, then stop its playback (response.cancel refuses a response
-            # that is complete).
-            out.append(SendUpstream(self.reports.heard_ack(aid, rid, played)))
-            out.append(SendUpstream({"type": "output_audio_buffer.clear", "response_id": rid}))
+        if not resp.upstream_done or (
+            # Generated in full but still playing, as far as the upstream knows.
+            self.reports.acks_decide_turns and not self.reports.end_reported
+        ):
+            out += relay_cut.cut(self.reports, self.cancelled_ids, aid, rid, played)
         self.reports.end_reported = True
         return out
 

@@ -30,18 +30,13 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim import client_events
-from shim.actions import (
-    Action,
-    ForwardUpstream,
-    SendClient,
-    SendUpstream,
-)
+from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
 from shim.audio import AudioFormat
-from shim.dialects import ga_events, relay_upstream
+from shim.dialects import ga_events, relay_upstream, relay_wait_snapshot
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
-from shim.dialects.relay_turn_wait import TurnWait, after_cut, generating, stop_playback
+from shim.dialects.relay_turn_wait import TurnWait, generating, stop_playback
 from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
@@ -170,11 +165,15 @@ class GaRelaySession(BargeInRelaySession):
                 out.append(stop_playback(self.turn_wait, self.cancelled_ids, resp.response_id))
         return out
 
-    def cancel_response(
-        self, now: float, reason: str, truncate_at: int | None = None
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), **relay_wait_snapshot.wire(self.turn_wait, self.audio_gate)}
+
+    def restore(
+        self, snap: dict[str, Any], resumed: Mapping[str, Any] | None = None, now: float = 0.0
     ) -> list[Action]:
-        cut = super().cancel_response(now, reason, truncate_at)
-        return after_cut(self.turn_wait, self.cancelled_ids, cut)
+        out = super().restore(snap, resumed, now)
+        relay_wait_snapshot.restore(self.turn_wait, self.audio_gate, snap)
+        return out
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         start = self.history.end

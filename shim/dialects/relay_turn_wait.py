@@ -8,11 +8,11 @@ GA client presses the button over the answer anyway: it cancels the answer and
 truncates it where its playback stopped, or it just talks over it. What the upstream
 does with that is not what a GA client expects:
 
-* a ``response.cancel`` (the client's, or the proxy's own cut) that reaches an
-  upstream done generating is refused, and its playback stays in progress; a
-  truncate only commits what was heard, the rest still plays. So the proxy stops
-  that playback with ``output_audio_buffer.clear``, after its own cut's cancel and
-  after a client's truncate of an answer generated in full;
+* a client's ``response.cancel`` that reaches an upstream done generating is
+  refused, and its playback stays in progress; a truncate only commits what was
+  heard, the rest still plays. So the proxy stops that playback with
+  ``output_audio_buffer.clear`` after a client's truncate of an answer generated in
+  full, and its own cut is made with one (``relay_cut.py``);
 * no acknowledgement hands over an answer still generated. So a push-to-talk commit
   made meanwhile waits, and with it everything the client sends upstream after it,
   in order (the audio before it stays held: ``relay_gate.py``; its cancel or
@@ -29,6 +29,8 @@ from collections import deque
 from typing import Any
 
 from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.dialects import relay_cut
+from shim.dialects.relay_gate import KEEP_MS
 from shim.output import ActiveResponse
 
 # What a client's input made go upstream, with the client event's type.
@@ -36,6 +38,12 @@ Waiting = tuple[Action, object]
 # The client's word on the answer, not on its input: it goes at once, a waiting commit
 # or not (a cancel ahead of the commit ends the wait sooner).
 AT_ONCE = frozenset({"response.cancel", "conversation.item.truncate"})
+# What may wait, in characters of the events (their base64 audio, mostly): as much as
+# the gate holds while an answer owns the turn (``KEEP_MS``) of 24 kHz PCM16, the GA
+# format. Past it, what waited goes on at once, in order, as a commit made over the
+# answer did before it waited (the upstream may then drop a short turn): memory and
+# the session snapshot stay bounded.
+MAX_WAITING_CHARS = KEEP_MS * 48 * 4 // 3
 
 
 class TurnWait:
@@ -44,6 +52,7 @@ class TurnWait:
         # (as its handlers made them: converted to the upstream's format only when
         # they go, after the held audio).
         self.queue: list[Waiting] | None = None
+        self.chars = 0  # their size (``MAX_WAITING_CHARS``)
         # The response the upstream has been told is over (or ended itself).
         self.stopped: str | None = None
 
@@ -62,15 +71,16 @@ class TurnWait:
         for action in actions:
             if isinstance(action, (SendUpstream, ForwardUpstream)):
                 self.queue.append((action, kind))
+                self.chars += size(action)
             else:
                 out.append(action)
         return out
 
     def due(self, resp: ActiveResponse | None) -> list[Waiting]:
         """What waited, once the answer is no longer generated upstream."""
-        if self.queue is None or generating(resp):
+        if self.queue is None or (generating(resp) and self.chars <= MAX_WAITING_CHARS):
             return []
-        queue, self.queue = self.queue, None
+        queue, self.queue, self.chars = self.queue, None, 0
         return queue
 
     def note_done(self, resp: ActiveResponse | None, ev: dict[str, Any]) -> bool:
@@ -87,6 +97,13 @@ class TurnWait:
         return True
 
 
+def size(action: SendUpstream | ForwardUpstream) -> int:
+    """An upstream-bound action's size, near enough: its text, or its event's strings."""
+    if isinstance(action, ForwardUpstream):
+        return len(action.raw)
+    return 64 + sum(len(v) for v in action.event.values() if isinstance(v, str))
+
+
 def generating(resp: ActiveResponse | None) -> bool:
     """The upstream is generating the answer and the proxy did not cut it."""
     return resp is not None and resp.producing
@@ -96,21 +113,4 @@ def stop_playback(wait: TurnWait, cancelled_ids: deque[str], rid: str) -> SendUp
     """Tell the upstream the client's playback of ``rid`` is over; its answer
     (``output_audio_buffer.cleared``) is the proxy's, kept from the client."""
     wait.stopped = rid
-    if rid not in cancelled_ids:
-        cancelled_ids.append(rid)
-    return SendUpstream({"type": "output_audio_buffer.clear", "response_id": rid})
-
-
-def after_cut(wait: TurnWait, cancelled_ids: deque[str], cut: list[Action]) -> list[Action]:
-    """The proxy's cut of an answer still generated says ``response.cancel``, which may
-    reach an upstream that has just finished generating it: it refuses to cancel a
-    complete response and its playback stays in progress. A clear after the cancel
-    stops that playback (after a cancel that took, there is nothing left to stop)."""
-    out: list[Action] = []
-    for action in cut:
-        out.append(action)
-        if isinstance(action, SendUpstream) and action.event.get("type") == "response.cancel":
-            rid = action.event.get("response_id")
-            if isinstance(rid, str):
-                out.append(stop_playback(wait, cancelled_ids, rid))
-    return out
+    return relay_cut.clear(cancelled_ids, rid)

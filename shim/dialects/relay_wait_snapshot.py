@@ -1,0 +1,79 @@
+"""A push-to-talk commit waiting for the upstream's answer to end, in the session snapshot.
+
+While a commit waits (``relay_turn_wait.py``), the turn it ends is the audio the gate
+holds (all of it goes ahead of the commit under push-to-talk: ``relay_turn_end.py``),
+then the commit and what the client sent after it. The client had all of it
+accepted, so a replica that takes the session over sends it, once, as this one
+would have: the snapshot keeps both beside the relay's state, and on restore the
+commit waits again for the answer's end (a resumed upstream replays it) or goes at
+the next input (a fresh upstream session: the answer ended there). Sent already,
+it is in no snapshot taken since. Both parts are bounded: the held audio by the
+gate's ``KEEP_MS``, what waits by ``MAX_WAITING_CHARS``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.dialects.relay_gate import AudioGate
+from shim.dialects.relay_turn_wait import TurnWait, Waiting, size
+
+KEY = "turn_wait"
+
+
+def wire(wait: TurnWait, gate: AudioGate) -> dict[str, Any]:
+    """The snapshot's part for a waiting commit (nothing when none waits)."""
+    if wait.queue is None:
+        return {}
+    queue = [_entry(action, kind) for action, kind in wait.queue]
+    return {
+        KEY: {
+            "held": [[start, end, ev] for start, end, ev in gate.held],
+            "queue": [entry for entry in queue if entry is not None],
+            "stopped": wait.stopped,
+        }
+    }
+
+
+def restore(wait: TurnWait, gate: AudioGate, snap: Mapping[str, Any]) -> None:
+    """Take the waiting commit back from ``wire``'s part of ``snap``, if it has one."""
+    raw = snap.get(KEY)
+    if not isinstance(raw, dict):
+        return
+    queue: list[Waiting] = []
+    for entry in raw.get("queue") or ():
+        action = _action(entry)
+        if action is not None:
+            kind = entry.get("kind")
+            queue.append((action, kind if isinstance(kind, str) else None))
+    wait.queue = queue
+    wait.chars = sum(size(a) for a, _ in queue if isinstance(a, (SendUpstream, ForwardUpstream)))
+    stopped = raw.get("stopped")
+    wait.stopped = stopped if isinstance(stopped, str) else None
+    gate.held.clear()
+    for item in raw.get("held") or ():
+        if isinstance(item, list) and len(item) == 3:
+            start, end, ev = item
+            if isinstance(start, int) and isinstance(end, int) and isinstance(ev, dict):
+                gate.held.append((start, end, ev))
+
+
+def _entry(action: Action, kind: object) -> dict[str, Any] | None:
+    by = kind if isinstance(kind, str) else None
+    if isinstance(action, ForwardUpstream):
+        return {"kind": by, "raw": action.raw}
+    if isinstance(action, SendUpstream):
+        return {"kind": by, "event": action.event}
+    return None  # only upstream-bound actions wait (``TurnWait.route``)
+
+
+def _action(entry: object) -> Action | None:
+    if not isinstance(entry, dict):
+        return None
+    if isinstance(entry.get("raw"), str):
+        return ForwardUpstream(entry["raw"])
+    if isinstance(entry.get("event"), dict):
+        return SendUpstream(entry["event"])
+    return None
