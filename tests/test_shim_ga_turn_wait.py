@@ -189,3 +189,19 @@ def test_under_server_vad_a_commit_over_an_answer_generated_does_not_wait() -> N
     first_turn(sc)
     generating(sc)
     assert sent_kinds(sc.client({"type": COMMIT})) == [COMMIT]
+
+
+def test_server_vad_turned_on_while_a_commit_waits_keeps_the_push_to_talk_turn_whole() -> None:
+    """The commit was made under push-to-talk: it goes as made then (the answer acked in
+    full, every held chunk), whatever turn detection the client switched to meanwhile."""
+    sc = make()
+    pressed_over(sc)
+    turn, out = burst(sc, [SPEECH] * 10)
+    out += commit_and_create(sc)
+    detection(sc, on=True)
+    out = done(sc)
+    assert acks(out) == [1000]
+    assert released(turn, out) == list(range(10))
+    assert sent_kinds(out).index(COMMIT) > max(
+        i for i, kind in enumerate(sent_kinds(out)) if kind == APPEND
+    )

@@ -91,18 +91,20 @@ class GaRelaySession(BargeInRelaySession):
         except Exception as exc:
             actions += fault_actions(inp, exc)
         kind = inp.event.get("type") if isinstance(inp, ClientEvent) else None
+        ptt = self._push_to_talk()
         if isinstance(inp, ClientEvent):
-            waits = kind == COMMIT and self._push_to_talk() and generating(self.response)
-            actions = self.turn_wait.route(actions, kind, waits)
+            waits = kind == COMMIT and ptt and generating(self.response)
+            actions = self.turn_wait.route(actions, kind, waits, ptt)
         out: list[Action] = []
-        for action, by in [(a, kind) for a in actions] + self.turn_wait.due(self.response):
-            out += self._tagged(action, by)
+        due = self.turn_wait.due(self.response)
+        for action, by, whole in [(a, kind, ptt) for a in actions] + due:
+            out += self._tagged(action, by, whole)
         return out
 
-    def _tagged(self, action: Action, kind: object) -> list[Action]:
-        """``kind``: the type of the client event ``action`` is for (None: not a client's)."""
+    def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
+        """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
         if isinstance(action, ForwardUpstream) and kind is not None:
-            ahead = ahead_of(self, kind, whole=self._push_to_talk())
+            ahead = ahead_of(self, kind, whole=whole)
             before = [a for one in ahead for a in self._tagged(one, None)]
             return [*before, *self.upstream_audio.forwarded(action, kind)]
         if not isinstance(action, SendUpstream):

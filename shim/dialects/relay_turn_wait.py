@@ -33,8 +33,9 @@ from shim.dialects import relay_cut
 from shim.dialects.relay_gate import KEEP_MS
 from shim.output import ActiveResponse
 
-# What a client's input made go upstream, with the client event's type.
-Waiting = tuple[Action, object]
+# What a client's input made go upstream, with the client event's type and whether
+# push-to-talk was on when the client sent it (its commit goes as it was made then).
+Waiting = tuple[Action, object, bool]
 # The client's word on the answer, not on its input: it goes at once, a waiting commit
 # or not (a cancel ahead of the commit ends the wait sooner).
 AT_ONCE = frozenset({"response.cancel", "conversation.item.truncate"})
@@ -60,9 +61,9 @@ class TurnWait:
     def pending(self) -> bool:
         return self.queue is not None
 
-    def route(self, actions: list[Action], kind: object, defer: bool) -> list[Action]:
+    def route(self, actions: list[Action], kind: object, defer: bool, whole: bool) -> list[Action]:
         """A client input's actions: those bound upstream wait behind a waiting commit
-        (``defer``: this input is a commit that must wait)."""
+        (``defer``: this input is a commit that must wait; ``whole``: push-to-talk)."""
         if defer and self.queue is None:
             self.queue = []
         if self.queue is None or kind in AT_ONCE:
@@ -70,7 +71,7 @@ class TurnWait:
         out: list[Action] = []
         for action in actions:
             if isinstance(action, (SendUpstream, ForwardUpstream)):
-                self.queue.append((action, kind))
+                self.queue.append((action, kind, whole))
                 self.chars += size(action)
             else:
                 out.append(action)

@@ -27,7 +27,7 @@ def wire(wait: TurnWait, gate: AudioGate) -> dict[str, Any]:
     """The snapshot's part for a waiting commit (nothing when none waits)."""
     if wait.queue is None:
         return {}
-    queue = [_entry(action, kind) for action, kind in wait.queue]
+    queue = [_entry(action, kind, whole) for action, kind, whole in wait.queue]
     return {
         KEY: {
             "held": [[start, end, ev] for start, end, ev in gate.held],
@@ -46,10 +46,10 @@ def restore(wait: TurnWait, gate: AudioGate, snap: Mapping[str, Any]) -> None:
     for entry in raw.get("queue") or ():
         action = _action(entry)
         if action is not None:
-            kind = entry.get("kind")
-            queue.append((action, kind if isinstance(kind, str) else None))
+            kind, whole = entry.get("kind"), entry.get("whole", True)
+            queue.append((action, kind if isinstance(kind, str) else None, whole is not False))
     wait.queue = queue
-    wait.chars = sum(size(a) for a, _ in queue if isinstance(a, (SendUpstream, ForwardUpstream)))
+    wait.chars = sum(size(a) for a, _, _ in queue if isinstance(a, (SendUpstream, ForwardUpstream)))
     stopped = raw.get("stopped")
     wait.stopped = stopped if isinstance(stopped, str) else None
     gate.held.clear()
@@ -60,12 +60,12 @@ def restore(wait: TurnWait, gate: AudioGate, snap: Mapping[str, Any]) -> None:
                 gate.held.append((start, end, ev))
 
 
-def _entry(action: Action, kind: object) -> dict[str, Any] | None:
+def _entry(action: Action, kind: object, whole: bool) -> dict[str, Any] | None:
     by = kind if isinstance(kind, str) else None
     if isinstance(action, ForwardUpstream):
-        return {"kind": by, "raw": action.raw}
+        return {"kind": by, "whole": whole, "raw": action.raw}
     if isinstance(action, SendUpstream):
-        return {"kind": by, "event": action.event}
+        return {"kind": by, "whole": whole, "event": action.event}
     return None  # only upstream-bound actions wait (``TurnWait.route``)
 
 
