@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shim.audio_formats import wire_format
+
 SNAPSHOT_VERSION = 1
 
 
@@ -149,8 +151,7 @@ class SessionSnapshot:
         """The client's settings as a ``session.update`` to apply on restore."""
 
         def fmt(f: tuple[str, int]) -> dict[str, Any]:
-            name = "audio/pcm" if f[0] == "pcm16" else "audio/pcm_f32le"
-            return {"type": name, "rate": f[1]}
+            return wire_format(*f)
 
         session: dict[str, Any] = {
             "audio": {
