@@ -10,10 +10,12 @@ import pytest
 from openai.types.realtime.realtime_audio_formats import RealtimeAudioFormats
 from pydantic import TypeAdapter
 
-from shim.actions import SendClientAudio
+from shim.actions import SendClient, SendClientAudio, SendUpstream
 from shim.assistant_audio import AssistantAudio
 from shim.audio import PCM16, PCMA, PCMU, AudioFormat, decode_samples, encode_samples
+from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.ga_upstream import upstream_session
+from shim.session import ShimSettings
 from shim.session_config import (
     ClientSessionConfig,
     SessionConfigError,
@@ -24,6 +26,7 @@ from shim.snapshot import SessionSnapshot
 from shim.upstream_input import AppendConverter
 from shim.vad_gate import VadParams
 from tests.servers import load_clip
+from tests.shim_script import Script
 
 FORMATS: TypeAdapter[Any] = TypeAdapter(RealtimeAudioFormats)
 
@@ -128,3 +131,19 @@ def test_upstream_gets_pcm16_and_snapshot_restores_g711() -> None:
     restored = apply_session_update(ClientSessionConfig(), snap.config_update(), VadParams())
     assert restored.input_format == AudioFormat(PCMU, 8000)
     assert restored.output_format == AudioFormat(PCMA, 8000)
+
+
+@pytest.mark.parametrize(
+    "session", [{"input_audio_format": "g711_ulaw"}, {"output_audio_format": "audio/pcma"}]
+)
+def test_a_native_relay_client_still_gets_g711_refused(session: dict[str, Any]) -> None:
+    """Its audio passes the relay undecoded (docs/protocol.md, "Audio formats")."""
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False)
+    sc = Script(BargeInRelaySession("sess_0123456789abcdef", "m", settings, {}))
+    out = sc.client({"type": "session.update", "session": session})
+    [error] = [a.event for a in out if isinstance(a, SendClient)]
+    assert error["error"]["code"] == "unsupported_audio_format", error
+    assert not [a for a in out if isinstance(a, SendUpstream)]
+    relay = sc.s
+    assert isinstance(relay, BargeInRelaySession)
+    assert relay.config.input_format.encoding == relay.config.output_format.encoding == PCM16
