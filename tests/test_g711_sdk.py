@@ -8,13 +8,15 @@ from typing import Any
 
 import numpy as np
 import pytest
+from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime.realtime_audio_formats import RealtimeAudioFormats
 from pydantic import TypeAdapter
 
+from proxy.reference.options import ReferenceOptions
 from shim.audio import StreamResampler
 from shim.g711 import ALAW, ULAW, g711_to_int16, int16_to_g711
-from tests.servers import load_clip
+from tests.servers import load_clip, proxy, proxy_config, reference
 from tests.test_openai_sdk import (
     GA_EVENTS,
     MODES,
@@ -102,3 +104,26 @@ async def test_sdk_g711_turn_is_heard_answered_and_truncated(
             if ev["type"] == "conversation.item.truncated":
                 assert (ev["item_id"], ev["audio_end_ms"]) == (item_id, end), ev
                 break
+
+
+async def test_ga_passthrough_leaves_g711_to_the_upstream() -> None:
+    """Relayed byte for byte, the format is the upstream's to take or refuse: vLLM-Omni
+    0.30 knows G.711 as ``g711_ulaw`` only, so it refuses GA's ``audio/pcmu``."""
+    strict = ReferenceOptions(fidelity="strict")
+    async with reference("duplex", options=strict) as upstream:
+        route = {"model": "m", "upstream": upstream, "ga_passthrough": True}
+        async with proxy(proxy_config({}, routes=[route])) as base:
+            port = int(base.rsplit(":", 1)[1])
+            async with AsyncOpenAI(
+                api_key="test", websocket_base_url=f"ws://127.0.0.1:{port}/v1"
+            ) as client:
+                async with client.realtime.connect(model="m") as conn:
+                    created = await first_session_created(conn)
+                    assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
+                    fmt = {"type": "audio/pcmu"}
+                    await conn.session.update(
+                        session={"type": "realtime", "audio": {"input": {"format": fmt}}}  # type: ignore[typeddict-item]
+                    )
+                    refused = await refusal(conn)
+                    assert refused["error"]["code"] == "unsupported_audio_format", refused
+                    assert "audio/pcmu" in refused["error"]["message"], refused
