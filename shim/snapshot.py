@@ -150,16 +150,13 @@ class SessionSnapshot:
     def config_update(self) -> dict[str, Any]:
         """The client's settings as a ``session.update`` to apply on restore."""
 
-        def fmt(f: tuple[str, int]) -> dict[str, Any]:
-            return wire_format(*f)
-
         session: dict[str, Any] = {
             "audio": {
                 "input": {
-                    "format": fmt(self.input_format),
+                    "format": wire_format(*self.input_format),
                     "turn_detection": self.turn_detection,
                 },
-                "output": {"format": fmt(self.output_format)},
+                "output": {"format": wire_format(*self.output_format)},
             },
         }
         if self.instructions:
