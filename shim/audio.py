@@ -1,7 +1,8 @@
 """Audio helpers: base64 PCM16 <-> numpy, streaming resampling.
 
 Wire audio in the OpenAI Realtime protocol is base64 of little-endian PCM16 mono
-(``audio/pcm``); vLLM-Omni presets may also use ``pcm_f32le``. Resampling uses soxr's
+(``audio/pcm``), or G.711 μ-law / A-law at 8 kHz (``audio/pcmu`` / ``audio/pcma``,
+coded in ``shim/g711.py``); vLLM-Omni presets may also use ``pcm_f32le``. Resampling uses soxr's
 streaming resampler so chunk boundaries add no clicks and no drift.
 """
 
@@ -15,9 +16,12 @@ import numpy.typing as npt
 import pybase64
 import soxr
 
+from shim.g711 import ALAW, G711_ENCODINGS, ULAW, g711_to_int16, int16_to_g711
+
 PCM16 = "pcm16"
 PCM_F32 = "pcm_f32le"
-SUPPORTED_FORMATS = (PCM16, PCM_F32)
+PCMU, PCMA = ULAW, ALAW
+SUPPORTED_FORMATS = (PCM16, PCM_F32, PCMU, PCMA)
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
@@ -38,6 +42,8 @@ class AudioFormat:
 
     @property
     def bytes_per_sample(self) -> int:
+        if self.encoding in G711_ENCODINGS:
+            return 1
         return 4 if self.encoding == PCM_F32 else 2
 
     def ms(self, n_bytes: int) -> float:
@@ -68,6 +74,8 @@ def decode_samples(raw: bytes, fmt: AudioFormat) -> Int16Array:
         if not np.all(np.isfinite(floats)):
             raise AudioError("invalid_audio", "pcm_f32le audio holds NaN or infinity")
         return float_to_int16(floats)
+    if fmt.encoding in G711_ENCODINGS:
+        return g711_to_int16(raw, fmt.encoding)
     out: Int16Array = np.frombuffer(raw, dtype="<i2").astype(np.int16, copy=False)
     return out
 
@@ -75,6 +83,8 @@ def decode_samples(raw: bytes, fmt: AudioFormat) -> Int16Array:
 def encode_samples(samples: Int16Array, fmt: AudioFormat) -> bytes:
     if fmt.encoding == PCM_F32:
         return int16_to_float(samples).astype("<f4").tobytes()
+    if fmt.encoding in G711_ENCODINGS:
+        return int16_to_g711(samples, fmt.encoding)
     return samples.astype("<i2", copy=False).tobytes()
 
 

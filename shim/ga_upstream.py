@@ -19,7 +19,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from shim.audio import PCM16, AudioFormat
+from shim.audio import PCM_F32, AudioFormat
+from shim.g711 import G711_ENCODINGS as G711
 from shim.session_config import (
     ClientSessionConfig,
     SessionConfigError,
@@ -81,6 +82,10 @@ def upstream_session(
             if k not in ("turn_detection", "format", "sample_rate_hz")
         }
         audio["input"] = audio_in
+    a_out = audio.get("output") if isinstance(audio, dict) else None
+    if isinstance(a_out, dict) and "format" in a_out and cfg.output_format.encoding in G711:
+        # vLLM-Omni has no GA G.711 names: it speaks PCM16, the proxy encodes it.
+        a_out["format"] = {"type": "audio/pcm"}
     if opening or _mentions_turn_detection(session):
         # Server VAD: the upstream detects turns and answers them; null: the client
         # commits and asks for the response itself.
@@ -94,7 +99,8 @@ def upstream_session(
         state_input(out, pinned)
     elif opening or _mentions_input_format(session):
         fmt = cfg.input_format
-        spec = {"type": "audio/pcm" if fmt.encoding == PCM16 else "audio/pcm_f32le"}
+        # G.711 goes up decoded to PCM16 at its 8 kHz (dialects/relay_upstream_audio.py).
+        spec = {"type": "audio/pcm_f32le" if fmt.encoding == PCM_F32 else "audio/pcm"}
         out["input_audio_format"] = spec["type"]
         out["sample_rate_hz"] = fmt.rate_hz
     return out

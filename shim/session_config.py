@@ -11,12 +11,14 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shim.audio import PCM16, PCM_F32, AudioFormat
+from shim.audio import PCM16, AudioFormat
+from shim.audio_formats import MAX_RATE as MAX_RATE
+from shim.audio_formats import MIN_RATE as MIN_RATE
+from shim.audio_formats import SessionConfigError as SessionConfigError
+from shim.audio_formats import parse_format, wire_format
+from shim.g711 import G711_ENCODINGS
 from shim.vad_gate import VadParams
 
-_PCM16_NAMES = {"audio/pcm", "pcm", "pcm16", "pcm_s16le", "s16le"}
-_F32_NAMES = {"audio/pcm_f32le", "pcm_f32le", "f32le"}
-MIN_RATE, MAX_RATE = 8000, 192000
 _TD_KEYS = {
     "type",
     "threshold",
@@ -31,13 +33,6 @@ _TD_KEYS = {
     "barge_in_decision_ms",
     "overlap_events",
 }
-
-
-class SessionConfigError(ValueError):
-    def __init__(self, code: str, message: str, param: str | None = None) -> None:
-        super().__init__(message)
-        self.code = code
-        self.param = param
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,42 +81,9 @@ class ClientSessionConfig:
     instructions: str | None = None
 
 
-def _format(spec: Any, rate: Any, where: str, allow_f32: bool) -> AudioFormat:
-    encoding = PCM16
-    if isinstance(spec, dict):
-        name = spec.get("type", spec.get("format", "audio/pcm"))
-        rate = spec.get("rate", spec.get("sample_rate_hz", spec.get("sample_rate", rate)))
-    else:
-        name = spec
-    if name is not None:
-        if not isinstance(name, str):
-            raise SessionConfigError(
-                "unsupported_audio_format", f"{where}: format must be a string", where
-            )
-        lname = name.lower()
-        if lname in _F32_NAMES and allow_f32:
-            encoding = PCM_F32
-        elif lname not in _PCM16_NAMES:
-            raise SessionConfigError(
-                "unsupported_audio_format",
-                f"{where}: unsupported audio format {name!r} (use audio/pcm"
-                + (" or pcm_f32le)" if allow_f32 else ")"),
-                where,
-            )
-    if rate is None:
-        rate = 24000
-    if (
-        isinstance(rate, bool)
-        or not isinstance(rate, int | float)
-        or not math.isfinite(rate)
-        or int(rate) != rate
-    ):
-        raise SessionConfigError("invalid_value", f"{where}: sample rate must be an integer", where)
-    if not MIN_RATE <= int(rate) <= MAX_RATE:
-        raise SessionConfigError(
-            "invalid_value", f"{where}: sample rate must be {MIN_RATE}..{MAX_RATE} Hz", where
-        )
-    return AudioFormat(encoding, int(rate))
+def _carried_rate(fmt: AudioFormat) -> int | None:
+    """The rate a new format without one keeps: none from G.711 (audio/pcm is then 24 kHz)."""
+    return None if fmt.encoding in G711_ENCODINGS else fmt.rate_hz
 
 
 # turn_detection's numbers: (lowest, highest, whole numbers only).
@@ -241,9 +203,9 @@ def apply_session_update(
     if in_spec is not None or in_rate is not None:
         cfg = replace(
             cfg,
-            input_format=_format(
+            input_format=parse_format(
                 in_spec if in_spec is not None else cfg.input_format.encoding,
-                in_rate if in_rate is not None else cfg.input_format.rate_hz,
+                in_rate if in_rate is not None else _carried_rate(cfg.input_format),
                 "audio.input.format",
                 allow_f32=True,
             ),
@@ -253,9 +215,9 @@ def apply_session_update(
     if out_spec is not None or out_rate is not None:
         cfg = replace(
             cfg,
-            output_format=_format(
+            output_format=parse_format(
                 out_spec if out_spec is not None else cfg.output_format.encoding,
-                out_rate if out_rate is not None else cfg.output_format.rate_hz,
+                out_rate if out_rate is not None else _carried_rate(cfg.output_format),
                 "audio.output.format",
                 allow_f32=False,
             ),
@@ -273,10 +235,7 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
     """The GA session object as this proxy serves it (for session.created / updated)."""
 
     def fmt(f: AudioFormat) -> dict[str, Any]:
-        return {
-            "type": "audio/pcm" if f.encoding == PCM16 else "audio/pcm_f32le",
-            "rate": f.rate_hz,
-        }
+        return wire_format(f.encoding, f.rate_hz)
 
     return {
         "type": "realtime",

@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from shim.audio_formats import wire_format
+
 SNAPSHOT_VERSION = 1
 
 
@@ -148,17 +150,13 @@ class SessionSnapshot:
     def config_update(self) -> dict[str, Any]:
         """The client's settings as a ``session.update`` to apply on restore."""
 
-        def fmt(f: tuple[str, int]) -> dict[str, Any]:
-            name = "audio/pcm" if f[0] == "pcm16" else "audio/pcm_f32le"
-            return {"type": name, "rate": f[1]}
-
         session: dict[str, Any] = {
             "audio": {
                 "input": {
-                    "format": fmt(self.input_format),
+                    "format": wire_format(*self.input_format),
                     "turn_detection": self.turn_detection,
                 },
-                "output": {"format": fmt(self.output_format)},
+                "output": {"format": wire_format(*self.output_format)},
             },
         }
         if self.instructions:

@@ -22,7 +22,9 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "shim",
             "shim.wire",
+            "shim.g711",
             "shim.audio",
+            "shim.audio_formats",
             "shim.resample_low_delay",
             "shim.upstream_input",
             "shim.actions",

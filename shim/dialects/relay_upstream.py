@@ -17,12 +17,14 @@ from typing import Any, Protocol
 from shim.actions import Action, SendClient, StandDown
 from shim.assistant_audio import AssistantAudio
 from shim.audio import AudioError
+from shim.audio_formats import GA_PCM_RATE
 from shim.dialects.relay_link import Seq, UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import ITEM_ECHOES, Talk
 from shim.dialects.relay_wire import response_id
 from shim.echo import EchoSuppressor
+from shim.g711 import G711_ENCODINGS
 from shim.inputs import UpstreamEvent, UpstreamLost
 from shim.output import ActiveResponse, AssistantOutput
 from shim.overlap import OverlapMachine
@@ -159,7 +161,10 @@ def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
         resp.item_id = ev["item_id"]
     rate = ev.get("sample_rate_hz")
     out_fmt = r.config.output_format
-    rate = rate if isinstance(rate, int) and rate > 0 else out_fmt.rate_hz
+    # Unlabelled audio is at the rate asked for: the client's, or GA's 24 kHz PCM16
+    # where the client's is G.711 (shim/ga_upstream.py asks the upstream for PCM16).
+    fallback = GA_PCM_RATE if out_fmt.encoding in G711_ENCODINGS else out_fmt.rate_hz
+    rate = rate if isinstance(rate, int) and rate > 0 else fallback
     try:
         samples = r.assistant_audio.decode(data, rate)
     except AudioError as exc:
@@ -171,6 +176,8 @@ def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
             ev["delta"] = delta
             if "sample_rate_hz" in ev:
                 ev["sample_rate_hz"] = out_fmt.rate_hz
+            if out_fmt.encoding in G711_ENCODINGS:
+                ev.pop("format", None)  # the upstream's "pcm16" label no longer holds
         return ev
 
     action = r.assistant_audio.convert(

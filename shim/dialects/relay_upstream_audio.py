@@ -5,6 +5,8 @@ A route may declare that its upstream reads float input (PersonaPlex:
 ``session.created`` confirms it, every append goes upstream converted to it, in whole
 model frames (``chunk_period_ms``), the remainder carried to the next append; a
 relayed commit takes the remainder along, a clear drops it (``shim/upstream_input.py``).
+A G.711 client's appends go up decoded to PCM16 at their 8 kHz, as
+``shim/ga_upstream.py`` declares them (vLLM-Omni has no GA G.711 names).
 """
 
 from __future__ import annotations
@@ -13,16 +15,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim.actions import Action, ForwardUpstream, SendUpstream
-from shim.audio import AudioFormat
+from shim.audio import PCM16, AudioFormat
+from shim.g711 import G711_ENCODINGS
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
 
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter")
+    __slots__ = ("caps", "converter", "g711")
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
         self.converter: AppendConverter | None = None
+        self.g711: AppendConverter | None = None  # G.711 -> PCM16, no pinned format
 
     @property
     def pinned(self) -> AudioFormat | None:
@@ -48,9 +52,15 @@ class UpstreamAudio:
     def appends(self, ev: dict[str, Any], client_format: AudioFormat) -> list[Action] | None:
         """The append as it goes upstream (none, one or several), or None when it goes
         as it is. Held audio released later passes here too, in upstream order."""
-        if self.converter is None:
+        converter = self.converter
+        if converter is None and client_format.encoding in G711_ENCODINGS:
+            pcm = AudioFormat(PCM16, client_format.rate_hz)
+            if self.g711 is None or self.g711.target != pcm:
+                self.g711 = AppendConverter(pcm)
+            converter = self.g711
+        if converter is None:
             return None
-        return [SendUpstream(a) for a in self.converter.appends(ev, client_format)]
+        return [SendUpstream(a) for a in converter.appends(ev, client_format)]
 
     def forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
         """A client event relayed as it came."""
