@@ -21,7 +21,8 @@ the GA client:
 * its audio in the float format the upstream reads, when the upstream declares one
   in its ``session.created`` (``shim/upstream_input.py``: PersonaPlex);
 * only GA events and values for the client (``ga_events.py``), and the upstream's
-  errors that answer the proxy's own commands kept from it (``NoteUpstreamError``).
+  errors that answer the proxy's own commands kept from it (``NoteUpstreamError``);
+  each user turn in GA order under one item id (``ga_turn_order.py``).
 """
 
 from __future__ import annotations
@@ -30,15 +31,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim import client_events
-from shim.actions import (
-    Action,
-    ForwardUpstream,
-    SendClient,
-    SendUpstream,
-)
+from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
 from shim.dialects.relay_turn_wait import TurnWait, after_cut, generating, stop_playback
@@ -70,7 +67,7 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
-        self.turn_wait = TurnWait()
+        self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
@@ -102,7 +99,7 @@ class GaRelaySession(BargeInRelaySession):
         out: list[Action] = []
         for action, by in [(a, kind) for a in actions] + self.turn_wait.due(self.response):
             out += self._tagged(action, by)
-        return out
+        return self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
 
     def _tagged(self, action: Action, kind: object) -> list[Action]:
         """``kind``: the type of the client event ``action`` is for (None: not a client's)."""
