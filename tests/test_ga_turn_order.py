@@ -111,5 +111,15 @@ async def test_a_barge_in_turn_is_told_in_ga_order_under_one_id(kind: str, mode:
         assert started, [e["type"] for e in events[cut_from:]]
         cut = first_index(events, cut_from, lambda e: e["type"] == "response.done")
         assert started[0] < cut, [e["type"] for e in events[cut_from:]]  # told, then cut
-        assert_turn_in_ga_order(events, started[0])
+        item = assert_turn_in_ga_order(events, started[0])
         assert_ids_known(events)
+        if mode != "barge_in_emulated":
+            return  # a turn-based upstream keeps no user items to read (docs/protocol.md)
+        # The item is the client's to read and delete by the id it was told.
+        await conn.conversation.item.retrieve(item_id=item)
+        retrieved = await until(conn, "conversation.item.retrieved")
+        assert retrieved[-1]["item"]["id"] == item, retrieved[-1]
+        await conn.conversation.item.delete(item_id=item)
+        deleted = await until(conn, "conversation.item.deleted")
+        assert deleted[-1]["item_id"] == item, deleted[-1]
+        assert "error" not in [e["type"] for e in retrieved + deleted], retrieved + deleted
