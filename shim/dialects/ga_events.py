@@ -97,6 +97,13 @@ ERROR_CODES = {
 # The event ids of the commands the proxy sends on its own begin so: an upstream error
 # naming one answers the proxy, not the client.
 OWN_PREFIX = "proxy_"
+# Commands the proxy sends on its own; their event ids say so (``own_error``).
+OWN_COMMANDS = frozenset(
+    {"playback.ack", "response.cancel", "output_audio_buffer.clear", "session.event_ack"}
+)
+SPEECH_EVENTS = frozenset(
+    {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
+)
 
 
 def _item(item: Any) -> None:

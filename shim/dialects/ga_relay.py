@@ -21,7 +21,8 @@ the GA client:
 * its audio in the float format the upstream reads, when the upstream declares one
   in its ``session.created`` (``shim/upstream_input.py``: PersonaPlex);
 * only GA events and values for the client (``ga_events.py``), and the upstream's
-  errors that answer the proxy's own commands kept from it (``NoteUpstreamError``).
+  errors that answer the proxy's own commands kept from it (``NoteUpstreamError``);
+  each user turn in GA order under one item id (``ga_turn_order.py``).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
 from shim.audio import AudioFormat
 from shim.dialects import ga_events, relay_upstream, relay_wait_snapshot
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
 from shim.dialects.relay_turn_wait import TurnWait, generating, stop_playback
@@ -47,14 +49,6 @@ from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import SessionConfigError, session_object
 
-# Commands the proxy sends on its own; their event ids say so (``ga_events.own_error``).
-OWN_COMMANDS = frozenset(
-    {"playback.ack", "response.cancel", "output_audio_buffer.clear", "session.event_ack"}
-)
-SPEECH_EVENTS = frozenset(
-    {"input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped"}
-)
-
 
 class GaRelaySession(BargeInRelaySession):
     def __init__(
@@ -65,7 +59,7 @@ class GaRelaySession(BargeInRelaySession):
         upstream_capabilities: Mapping[str, Any] | None,
     ) -> None:
         self.audio_gate = AudioGate()
-        self.turn_wait = TurnWait()
+        self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
@@ -99,7 +93,7 @@ class GaRelaySession(BargeInRelaySession):
         due = self.turn_wait.due(self.response)
         for action, by, whole in [(a, kind, ptt) for a in actions] + due:
             out += self._tagged(action, by, whole)
-        return out
+        return self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
 
     def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
         """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
@@ -114,7 +108,7 @@ class GaRelaySession(BargeInRelaySession):
             converted = self.upstream_audio.appends(ev, self.config.input_format)
             if converted is not None:
                 return converted
-        if ev.get("type") not in OWN_COMMANDS or "event_id" in ev:
+        if ev.get("type") not in ga_events.OWN_COMMANDS or "event_id" in ev:
             return [action]
         self._own += 1
         return [SendUpstream({"event_id": f"{ga_events.OWN_PREFIX}{self._own:08d}", **ev})]
@@ -287,7 +281,7 @@ class GaRelaySession(BargeInRelaySession):
             return []  # not an event a GA client could parse
         if kind == "conversation.item.truncated":
             return []  # the proxy answered the client's truncate itself
-        if kind in SPEECH_EVENTS and self.config.turn.vad is None:
+        if kind in ga_events.SPEECH_EVENTS and self.config.turn.vad is None:
             # Without server VAD the upstream still marks a buffer's first append and
             # its commit as speech (docs/fidelity.md, row 2); GA says nothing then.
             return []
