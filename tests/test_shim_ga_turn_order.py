@@ -5,8 +5,12 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import orjson
+
 from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
+from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.ga_turn_order import UserTurnOrder
+from tests.test_shim_ga_wait_snapshot import make
 
 
 def user_item(iid: str) -> dict[str, Any]:
@@ -131,3 +135,25 @@ def test_a_push_to_talk_commit_comes_before_its_item() -> None:
     out = events(order, upstream_commit("u1", None))
     assert kinds(out) == ["committed", "added", "created", "done"]
     assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"u1"}
+
+
+def test_the_ids_told_move_with_the_session_to_another_replica() -> None:
+    """A replica that takes the session over names an earlier barge-in's item as the
+    client was told, both ways."""
+    sc = make()
+    assert isinstance(sc.s, GaRelaySession)
+    order = sc.s.turn_order
+    events(order, [{"type": "input_audio_buffer.speech_started", "item_id": "p1"}])
+    events(order, upstream_commit("u1", "a0"), end_ms=4321)
+    snap = orjson.loads(orjson.dumps(sc.s.snapshot()))
+    moved = make(bound=False)
+    assert isinstance(moved.s, GaRelaySession)
+    moved.s.restore(snap)
+    later = events(
+        moved.s.turn_order, [{"type": "conversation.item.retrieved", "item": user_item("u1")}]
+    )
+    assert later[0]["item"]["id"] == "p1"
+    up = moved.s.turn_order.to_upstream(
+        [SendUpstream({"type": "conversation.item.delete", "item_id": "p1"})]
+    )
+    assert isinstance(up[0], SendUpstream) and up[0].event["item_id"] == "u1"

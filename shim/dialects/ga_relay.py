@@ -162,13 +162,15 @@ class GaRelaySession(BargeInRelaySession):
         return out
 
     def snapshot(self) -> dict[str, Any]:
-        return {**super().snapshot(), **relay_wait_snapshot.wire(self.turn_wait, self.audio_gate)}
+        waiting = relay_wait_snapshot.wire(self.turn_wait, self.audio_gate)
+        return {**super().snapshot(), **waiting, **self.turn_order.wire()}
 
     def restore(
         self, snap: dict[str, Any], resumed: Mapping[str, Any] | None = None, now: float = 0.0
     ) -> list[Action]:
         out = super().restore(snap, resumed, now)
         relay_wait_snapshot.restore(self.turn_wait, self.audio_gate, snap)
+        self.turn_order.restore(snap)
         return out
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:

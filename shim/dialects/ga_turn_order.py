@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from shim import wire
@@ -43,6 +44,9 @@ ADDED = frozenset({"conversation.item.added", "conversation.item.created"})
 # Mapped ids kept: a long session must not grow without bound; older items are
 # far out of any client's reach (the upstream itself forgets them).
 MAPPED_KEPT = 256
+# The session snapshot's key for the mapped ids: a replica that takes the session over
+# names earlier turns as the client was told (the open turn's order starts afresh).
+KEY = "turn_ids"
 
 
 def _renamed(value: Any, names: dict[str, str]) -> Any:
@@ -78,6 +82,16 @@ class UserTurnOrder:
         self.taken: str | None = None  # the upstream's id of the open turn's item
         self.to_told: OrderedDict[str, str] = OrderedDict()  # upstream id -> told id
         self.to_upstream_ids: dict[str, str] = {}  # told id -> upstream id
+
+    def wire(self) -> dict[str, Any]:
+        """The snapshot's part: the mapped ids, oldest first (nothing when none)."""
+        return {KEY: [[u, t] for u, t in self.to_told.items()]} if self.to_told else {}
+
+    def restore(self, snap: Mapping[str, Any]) -> None:
+        """Take the mapped ids back from ``wire``'s part of ``snap``, if it has one."""
+        for pair in snap.get(KEY) or ():
+            if isinstance(pair, list) and len(pair) == 2 and all(isinstance(i, str) for i in pair):
+                self._map(pair[0], pair[1])
 
     def to_client(self, actions: list[Action], input_end_ms: int) -> list[Action]:
         """The client's events put in GA order and named as told; others as they are."""
