@@ -9,7 +9,8 @@ so the gate holds it (``relay_gate.py``) and, once the answer's end is acknowled
 sends it from the speech's onset: the upstream's VAD then takes it as the next turn.
 
 Only speech the overlap evidence judges the user's is kept (``Turns.user_speaking``):
-the answer's echo must never become a turn. With ``interrupt_response`` true (the
+the answer's echo must never become a turn, nor speech far quieter than the user's
+(a background talker, or echo heard late). With ``interrupt_response`` true (the
 default) the overlap decision alone says what goes (``docs/protocol.md``).
 """
 
