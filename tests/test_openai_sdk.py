@@ -7,7 +7,9 @@ fields survive). These tests drive the SDK exactly as an application would.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -20,6 +22,7 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from proxy.reference.options import ReferenceOptions
+from tests.corpus import CORPUS
 from tests.servers import load_clip, proxy, proxy_config, reference, silence
 
 RATE = 24000
@@ -264,3 +267,51 @@ async def test_sdk_push_to_talk_over_an_answer(
         assert_completed_with_audio(events)
         last = max(n for n, e in enumerate(events) if e["type"] == "response.created")
         assert abs(heard_seconds(events[last:]) - len(clip) / (2 * RATE)) <= 0.15, kinds
+
+
+async def speak(conn: AsyncRealtimeConnection, pcm: bytes) -> None:
+    """``pcm`` as a microphone sends it: in real time."""
+    step = RATE * 2 * CHUNK_MS // 1000
+    for i in range(0, len(pcm), step):
+        await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[i : i + step]).decode())
+        await asyncio.sleep(CHUNK_MS / 1000)
+
+
+TOLD = ("speech_started", "speech_stopped", "committed")
+
+
+def speech_seconds(name: str) -> float:
+    """From the first labelled speech of a corpus clip to its last (its manifest)."""
+    clips = json.loads((CORPUS / "manifest.json").read_text())["clips"]
+    [spans] = [c["speech_ms"] for c in clips if c["file"] == name]
+    return float(spans[-1][1] - spans[0][0]) / 1000
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_sdk_speech_over_an_answer_not_interrupting(kind: str, mode: str) -> None:
+    """GA ``interrupt_response: false``: speech wholly over the answer, spoken in real
+    time, does not cut it, but is still the user's turn, answered once it is done."""
+    clip = load_clip("utt05_clean.wav")
+    vad = {"type": "server_vad", "interrupt_response": False}
+    async with sdk_connection(kind, reply_ms=8000) as conn:
+        created = await first_session_created(conn)
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        await conn.session.update(session=pcm_session(turn_detection=vad))
+        await append_audio(conn, load_clip("utt04_clean.wav") + silence(1000))
+        first = await until_answer_streams(conn)
+        await speak(conn, silence(300) + clip + silence(1000))
+        events = await events_until_answered(conn, first["response_id"])
+        kinds = [e["type"] for e in events]
+        short = str([k for k in kinds if "delta" not in k])
+        done = kinds.index("response.done")
+        assert events[done]["response"]["id"] == first["response_id"], short
+        assert events[done]["response"]["status"] == "completed", short
+        assert "conversation.item.truncated" not in kinds, short
+        # The user's turn told as GA tells it (during the answer or after it), answered
+        # only after the answer is done.
+        told = [kinds.index(f"input_audio_buffer.{name}") for name in TOLD]
+        assert told == sorted(told), short
+        assert "response.created" in kinds[done:], short
+        assert_completed_with_audio(events)
+        # The upstream heard the whole turn: all its labelled speech.
+        assert heard_seconds(events[done:]) >= speech_seconds("utt05_clean.wav"), short

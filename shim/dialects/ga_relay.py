@@ -33,7 +33,7 @@ from typing import Any
 from shim import client_events
 from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
 from shim.audio import AudioFormat
-from shim.dialects import ga_events, relay_upstream, relay_wait_snapshot
+from shim.dialects import ga_events, relay_keep, relay_upstream, relay_wait_snapshot
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
@@ -233,12 +233,12 @@ class GaRelaySession(BargeInRelaySession):
         self._follow_answer(inp.now_ms)
         if not isinstance(inp, VadWindow) or self.config.turn.vad is None:
             return []
-        # The VAD's windows lag the microphone by the echo suppressor's latency.
-        lag = self.evidence.latency
+        lag = self.evidence.latency  # the VAD's, behind the echo suppressor's
         end = self.vad_timeline.to_input(inp.end_sample)
         speaking = self.gate.speaking
         speech = speaking and inp.prob >= self.gate.params.deactivation
         onset = self.gate.onset_sample - lag
+        relay_keep.follow(self, onset)  # GA interrupt_response false: speech is a turn
         self.audio_gate.heard(end - lag, speech, speaking, onset, self._min_speech())
         return self._gate_opens(inp.now_ms) if self.audio_gate.held else []
 

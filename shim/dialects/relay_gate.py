@@ -14,7 +14,9 @@ once the gate opens is judged on the input timeline, not by when the audio arriv
   answer's end mapped onto the input timeline by ``relay_input_clock.py``): it goes
   on, in order, as it would have with the gate open; a run of speech that began
   before that end and goes on past it goes on from its onset;
-* anything before that end (echo, a backchannel, noise, silence): dropped.
+* a turn the user spoke over the answer that does not interrupt it (GA
+  ``interrupt_response: false``, ``relay_keep.py``): it goes on from its onset;
+* anything else before that end (echo, a backchannel, noise, silence): dropped.
 
 Whether a run of speech goes on past the answer's end is the VAD's to say, so held
 audio is not judged before the VAD has heard it: a client sending faster than real
@@ -60,6 +62,9 @@ class AudioGate:
         # Decided for the answer's end at sample _decided_for: held audio from _from on.
         self._decided_for: int | None = None
         self._from = 0
+        # The onset (input sample) of the first run of the user's speech over the answer
+        # kept as a turn (``relay_keep.py``), until the held audio goes or is dropped.
+        self.kept: int | None = None
 
     def follow_answer(self, live: bool, latest: ItemPlayback | None, now: float) -> None:
         """Until when the answer, as the client plays it, or its echo may sound: while
@@ -118,6 +123,13 @@ class AudioGate:
             return self._from
         return None
 
+    def keep(self, onset: int) -> None:
+        """A run of the user's speech from ``onset`` is a turn of its own: held audio
+        from there goes on once the gate opens, the answer's end or not."""
+        if self.kept is None or onset < self.kept:
+            self.kept = onset
+            self._decided_for = None  # judged again with it
+
     def _decide(self, end_of_answer: int) -> None:
         goes_on = (
             self._speaking
@@ -125,6 +137,8 @@ class AudioGate:
             and self._speech_end >= end_of_answer + WINDOW
         )
         self._from = self._onset - ms_to_sample(PREFIX_MS) if goes_on else end_of_answer
+        if self.kept is not None:
+            self._from = min(self._from, self.kept - ms_to_sample(PREFIX_MS))
         self._decided_for = end_of_answer
 
     def hold(self, start: int, end: int, ev: dict[str, Any]) -> None:
@@ -152,7 +166,7 @@ class AudioGate:
 
     def release_from(self, first: int) -> list[Action]:
         """Send what was held from input sample ``first`` on, in order; drop the rest."""
-        held, self.held = list(self.held), deque()
+        held, self.held, self.kept = list(self.held), deque(), None
         # An append the resampler has not yet given samples for (start == end) is
         # part of whatever follows it.
         return [
@@ -163,3 +177,4 @@ class AudioGate:
 
     def drop(self) -> None:
         self.held.clear()
+        self.kept = None
