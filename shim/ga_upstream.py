@@ -54,6 +54,18 @@ def _mentions_input_format(session: dict[str, Any]) -> bool:
     )
 
 
+# The output format's key besides GA's ``audio.output.format`` (the beta API's).
+OUTPUT_KEYS = ("output_audio_format",)
+
+
+def _mentions_output_format(session: dict[str, Any]) -> bool:
+    audio = session.get("audio")
+    audio_out = audio.get("output") if isinstance(audio, dict) else None
+    return any(k in session for k in OUTPUT_KEYS) or (
+        isinstance(audio_out, dict) and "format" in audio_out
+    )
+
+
 def upstream_session(
     session: dict[str, Any],
     cfg: ClientSessionConfig,
@@ -71,6 +83,9 @@ def upstream_session(
     # such as the Agents SDK name theirs in every update, which vLLM-Omni refuses
     # (model_update_unsupported) once its session is open.
     out.pop("model", None)
+    # vLLM-Omni's own name for the output format, not GA's or the beta API's: the
+    # proxy reads neither it nor its value, so the upstream must not get it either.
+    out.pop("response_format", None)
     out.pop("turn_detection", None)
     for key in ("input_audio_format", "sample_rate_hz"):
         out.pop(key, None)
@@ -82,10 +97,21 @@ def upstream_session(
             if k not in ("turn_detection", "format", "sample_rate_hz")
         }
         audio["input"] = audio_in
-    a_out = audio.get("output") if isinstance(audio, dict) else None
-    if isinstance(a_out, dict) and "format" in a_out and cfg.output_format.encoding in G711:
-        # vLLM-Omni has no GA G.711 names: it speaks PCM16, the proxy encodes it.
-        a_out["format"] = {"type": "audio/pcm"}
+    if cfg.output_format.encoding in G711 and _mentions_output_format(out):
+        # The proxy encodes G.711 itself: the upstream speaks PCM16, whatever key the
+        # client named it by (vLLM-Omni reads the beta key before GA's and would send
+        # G.711 the proxy then takes for PCM16).
+        for key in OUTPUT_KEYS:
+            out.pop(key, None)
+        audio = out.get("audio")
+        audio = out["audio"] = audio if isinstance(audio, dict) else {}
+        a_out = audio.get("output")
+        a_out = a_out if isinstance(a_out, dict) else {}
+        drop = ("format", "sample_rate_hz", "sample_rate")  # as GA's format object says
+        audio["output"] = {
+            **{k: v for k, v in a_out.items() if k not in drop},
+            "format": {"type": "audio/pcm"},
+        }
     if opening or _mentions_turn_detection(session):
         # Server VAD: the upstream detects turns and answers them; null: the client
         # commits and asks for the response itself.

@@ -147,3 +147,27 @@ def test_a_native_relay_client_still_gets_g711_refused(session: dict[str, Any]) 
     relay = sc.s
     assert isinstance(relay, BargeInRelaySession)
     assert relay.config.input_format.encoding == relay.config.output_format.encoding == PCM16
+
+
+@pytest.mark.parametrize("key", ["output_audio_format"])
+def test_g711_output_named_by_another_key_goes_up_as_pcm16(key: str) -> None:
+    """vLLM-Omni reads the beta key before GA's ``audio.output.format`` and would send
+    G.711, which the proxy (encoding it itself) would take for PCM16."""
+    session = {"type": "realtime", key: "g711_ulaw"}
+    cfg = apply_session_update(
+        ClientSessionConfig(), {"type": "session.update", "session": session}, VadParams()
+    )
+    assert cfg.output_format.encoding == PCMU
+    up = upstream_session(session, cfg, opening=True)
+    assert key not in up
+    assert up["audio"]["output"]["format"] == {"type": "audio/pcm"}
+
+
+def test_the_upstreams_own_output_format_key_never_reaches_it() -> None:
+    """The proxy does not read ``response_format``: passed on, the upstream would send
+    audio in a format the proxy does not know it is getting."""
+    session = {"type": "realtime", "response_format": "g711_ulaw"}
+    cfg = apply_session_update(
+        ClientSessionConfig(), {"type": "session.update", "session": session}, VadParams()
+    )
+    assert "response_format" not in upstream_session(session, cfg, opening=True)
