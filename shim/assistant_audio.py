@@ -55,11 +55,13 @@ class AssistantAudio:
         """One upstream delta at ``rate`` as the client's audio; None if the resampler
         has nothing to give yet. ``far``: also make the echo suppressor's copy.
         ``reencode`` False passes the original base64 when no conversion is needed."""
-        if self._to_client is None or self._to_client.in_rate != rate:
-            self._to_client = StreamResampler(rate, out.rate_hz)
+        to_client = self._to_client
+        if to_client is None or to_client.in_rate != rate or to_client.out_rate != out.rate_hz:
+            # (also when the client switched its output rate mid-response: G.711's 8 kHz)
+            self._to_client = to_client = StreamResampler(rate, out.rate_hz)
             self._to_far = StreamResampler(rate, VAD_RATE, quality="QQ")
         assert self._to_far is not None
-        client = self._to_client.process(samples)
+        client = to_client.process(samples)
         far16 = self._to_far.process(samples) if far else None
         if client.size == 0:
             return None

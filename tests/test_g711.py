@@ -171,3 +171,18 @@ def test_the_upstreams_own_output_format_key_never_reaches_it() -> None:
         ClientSessionConfig(), {"type": "session.update", "session": session}, VadParams()
     )
     assert "response_format" not in upstream_session(session, cfg, opening=True)
+
+
+def test_a_switch_to_g711_mid_answer_resamples_the_rest_to_8_khz() -> None:
+    """The client's output format changed between two deltas of one response: the rest
+    comes at 8 kHz, and the playback clock counts it so."""
+    out = AssistantAudio()
+    second = (np.sin(np.arange(24000) / 7) * 6000).astype(np.int16)
+    first, rest = np.array_split(second, 2)
+    out.convert(first, 24000, AudioFormat(PCM16, 24000), False, lambda d: {"delta": d})
+    fmt = AudioFormat(PCMU, 8000)
+    sent = [out.convert(rest, 24000, fmt, False, lambda d: {"delta": d})]
+    sent.append(out.flush(fmt, lambda d: {"delta": d}))
+    audio = [a for a in sent if a is not None]
+    assert all(a.rate_hz == 8000 for a in audio)
+    assert abs(sum(a.n_samples for a in audio) - 4000) <= 1
