@@ -20,7 +20,13 @@ So every event bound for the client passes through ``UserTurnOrder.to_client``:
 * that item's ``conversation.item.added`` waits for its ``committed``;
 * a turn committed before it was told stopped gets its ``speech_stopped`` first
   (at the end of the input received so far); the proxy's own stop for it, later,
-  is dropped.
+  is dropped;
+* a ``speech_started`` naming no item (vLLM-Omni's own, ``item_id`` null, told as
+  ``""`` by ``ga_events.py``) opens no turn: ``""`` is never mapped;
+* items the client creates itself (``conversation.item.create`` with an ``item.id``)
+  are never a turn's item and never wait for a commit.
+
+All of it moves with the session's snapshot (``wire`` / ``restore``).
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from shim import wire
 from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
 
 APPEND = "input_audio_buffer.append"
+CREATE = "conversation.item.create"
 # The answer's stream names no user item; read for none (the bulk of all events).
 STREAMED = frozenset({"response.output_audio.delta", "response.output_audio_transcript.delta"})
 STARTED = "input_audio_buffer.speech_started"
@@ -44,9 +51,13 @@ ADDED = frozenset({"conversation.item.added", "conversation.item.created"})
 # Mapped ids kept: a long session must not grow without bound; older items are
 # far out of any client's reach (the upstream itself forgets them).
 MAPPED_KEPT = 256
-# The session snapshot's key for the mapped ids: a replica that takes the session over
-# names earlier turns as the client was told (the open turn's order starts afresh).
+# Ids of the client's own items kept: only their echo, right after the create, is read.
+CREATED_KEPT = 32
+# The session snapshot's keys: the mapped ids, so that a replica that takes the session
+# over names earlier turns as the client was told; and the open turn's state, so that
+# it orders that turn on (a held item is past the upstream's replay point).
 KEY = "turn_ids"
+STATE_KEY = "turn_order"
 
 
 def _renamed(value: Any, names: dict[str, str]) -> Any:
@@ -60,7 +71,7 @@ def _renamed(value: Any, names: dict[str, str]) -> Any:
     return value
 
 
-def _spoken_user_item(ev: dict[str, Any]) -> str | None:
+def _spoken_user_item(ev: Mapping[str, Any]) -> str | None:
     """The id of the user item of audio input that ``ev`` adds, if it adds one."""
     item = ev.get("item")
     if ev.get("type") not in ADDED or not isinstance(item, dict) or item.get("role") != "user":
@@ -70,7 +81,12 @@ def _spoken_user_item(ev: dict[str, Any]) -> str | None:
         isinstance(p, dict) and p.get("type") == "input_audio" for p in content
     )
     iid = item.get("id")
-    return iid if spoken and isinstance(iid, str) else None
+    return iid if spoken and isinstance(iid, str) and iid else None
+
+
+def _text(value: Any) -> str | None:
+    """``value`` if it is a non-empty string (an item id), else None."""
+    return value if isinstance(value, str) and value else None
 
 
 class UserTurnOrder:
@@ -78,20 +94,47 @@ class UserTurnOrder:
         self.open: str | None = None  # the told turn not yet committed
         self.stopped = False  # its speech_stopped went out
         self.closed: str | None = None  # the last turn committed
-        self.held: list[SendClient] = []  # the open turn's item added, before its commit
+        self.held: list[dict[str, Any]] = []  # one user item's added / created, before its commit
         self.taken: str | None = None  # the upstream's id of the open turn's item
         self.to_told: OrderedDict[str, str] = OrderedDict()  # upstream id -> told id
         self.to_upstream_ids: dict[str, str] = {}  # told id -> upstream id
+        self.created: dict[str, None] = {}  # the client's own items' ids, oldest first
 
     def wire(self) -> dict[str, Any]:
-        """The snapshot's part: the mapped ids, oldest first (nothing when none)."""
-        return {KEY: [[u, t] for u, t in self.to_told.items()]} if self.to_told else {}
+        """The snapshot's part: the mapped ids, oldest first, and the open turn's state
+        (each only when there is some)."""
+        part: dict[str, Any] = {}
+        if self.to_told:
+            part[KEY] = [[u, t] for u, t in self.to_told.items()]
+        state = {
+            "open": self.open,
+            "stopped": self.stopped,
+            "closed": self.closed,
+            "taken": self.taken,
+            "held": self.held,
+            "created": list(self.created),
+        }
+        state = {k: v for k, v in state.items() if v}
+        if state:
+            part[STATE_KEY] = state
+        return part
 
     def restore(self, snap: Mapping[str, Any]) -> None:
-        """Take the mapped ids back from ``wire``'s part of ``snap``, if it has one."""
+        """Take back what ``wire`` put in ``snap``, as much of it as is there."""
         for pair in snap.get(KEY) or ():
             if isinstance(pair, list) and len(pair) == 2 and all(isinstance(i, str) for i in pair):
                 self._map(pair[0], pair[1])
+        state = snap.get(STATE_KEY)
+        if not isinstance(state, Mapping):
+            return
+        self.open, self.closed = _text(state.get("open")), _text(state.get("closed"))
+        self.taken, self.stopped = _text(state.get("taken")), state.get("stopped") is True
+        held = state.get("held")
+        held = held if isinstance(held, list) else []
+        self.held = [ev for ev in held if isinstance(ev, dict) and _spoken_user_item(ev)]
+        created = state.get("created")
+        for iid in created if isinstance(created, list) else ():
+            self._note_created(iid)
 
     def to_client(self, actions: list[Action], input_end_ms: int) -> list[Action]:
         """The client's events put in GA order and named as told; others as they are."""
@@ -104,21 +147,26 @@ class UserTurnOrder:
         return out
 
     def to_upstream(self, actions: list[Action]) -> list[Action]:
-        """What goes upstream names the upstream's items, not the ids told the client."""
+        """What goes upstream names the upstream's items, not the ids told the client;
+        the ids of the items the client creates are noted on the way."""
         names = self.to_upstream_ids
-        if not names:
-            return actions
         out: list[Action] = []
         for action in actions:
             if isinstance(action, SendUpstream) and action.event.get("type") != APPEND:
-                action = SendUpstream(_renamed(action.event, names))
-            elif isinstance(action, ForwardUpstream) and any(t in action.raw for t in names):
-                try:
-                    parsed = json.loads(action.raw)
-                except ValueError:
-                    parsed = None
-                if isinstance(parsed, dict):
-                    action = ForwardUpstream(json.dumps(_renamed(parsed, names)))
+                self._note_create(action.event)
+                if names:
+                    action = SendUpstream(_renamed(action.event, names))
+            elif isinstance(action, ForwardUpstream):
+                renames = any(t in action.raw for t in names)
+                if renames or CREATE in action.raw:
+                    try:
+                        parsed = json.loads(action.raw)
+                    except ValueError:
+                        parsed = None
+                    if isinstance(parsed, dict):
+                        self._note_create(parsed)
+                        if renames:
+                            action = ForwardUpstream(json.dumps(_renamed(parsed, names)))
             out.append(action)
         return out
 
@@ -129,21 +177,29 @@ class UserTurnOrder:
             action = SendClient(ev)
         kind = ev.get("type")
         spoken = _spoken_user_item(ev)
+        if spoken in self.created:
+            spoken = None  # the client's own item: no turn's, and no commit comes for it
         # The item of the open turn (its first spoken item, named as told), or of a
         # commit with no told turn (push-to-talk): after its commit.
         if spoken is not None and (self.open is None or self.taken is None or spoken == self.open):
-            if self.open is not None and spoken != self.open:
-                self._map(spoken, self.open)
-                ev = _renamed(ev, {spoken: self.open})
+            named = self.open if self.open is not None else spoken
+            # Another item's, still held: its commit did not come right after it.
+            out = self._release() if self.held and _spoken_user_item(self.held[0]) != named else []
+            if named != spoken:
+                self._map(spoken, named)
+                ev = _renamed(ev, {spoken: named})
             self.taken = spoken if self.open is not None else None
-            self.held.append(SendClient(ev))
-            return []
-        out: list[Action] = []
-        if self.held and kind != COMMITTED:
-            out += self.held  # no commit came right after its item: as they were
-            self.held = []
+            self.held.append(ev)
+            return out
+        out = []
+        # The open turn's stop goes out ahead of its held item (GA order: the stop,
+        # the commit, then the item).
+        if kind != COMMITTED and not (kind == STOPPED and self.open is not None):
+            out = self._release()  # no commit came right after its item: as they were
         if kind == STARTED:
-            self.open, self.stopped, self.taken = str(ev.get("item_id")), False, None
+            told = _text(ev.get("item_id"))
+            if told is not None:  # one naming no item opens no turn
+                self.open, self.stopped, self.taken = told, False, None
             return [*out, action]
         if kind == STOPPED:
             told = ev.get("item_id")
@@ -158,21 +214,39 @@ class UserTurnOrder:
         return [*out, action]
 
     def _committed(self, ev: dict[str, Any], input_end_ms: int) -> list[Action]:
-        iid = ev.get("item_id")
+        iid = _text(ev.get("item_id"))
         if self.open is not None and iid != self.open and self.taken is None:
-            if isinstance(iid, str) and iid not in self.to_upstream_ids:
+            if iid is not None and iid not in self.to_upstream_ids:
                 self._map(iid, self.open)  # no item added first: the commit names it
                 ev = {**ev, "item_id": self.open}
         out: list[Action] = []
         if self.open is not None and ev.get("item_id") == self.open and not self.stopped:
             out.append(SendClient(wire.speech_stopped(self.open, input_end_ms)))
-        out += [SendClient(ev), *self.held]
-        self.held = []
+        out += [SendClient(ev), *self._release()]
         if ev.get("item_id") == self.open:
             self.closed, self.open, self.stopped, self.taken = self.open, None, False, None
         return out
 
+    def _release(self) -> list[Action]:
+        out: list[Action] = [SendClient(ev) for ev in self.held]
+        self.held = []
+        return out
+
+    def _note_create(self, ev: Mapping[str, Any]) -> None:
+        item = ev.get("item")
+        if ev.get("type") == CREATE and isinstance(item, dict):
+            self._note_created(item.get("id"))
+
+    def _note_created(self, iid: Any) -> None:
+        if _text(iid) is None:
+            return
+        self.created[iid] = None
+        while len(self.created) > CREATED_KEPT:
+            del self.created[next(iter(self.created))]
+
     def _map(self, upstream_id: str, told: str) -> None:
+        if not (upstream_id and told):
+            return  # "" is no item's id (a start naming none): never renamed
         self.to_told[upstream_id] = told
         self.to_upstream_ids[told] = upstream_id
         while len(self.to_told) > MAPPED_KEPT:
