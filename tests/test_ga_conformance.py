@@ -24,6 +24,7 @@ from tests.test_openai_sdk import (
     events_until_response_done,
     first_session_created,
     pcm_session,
+    pressed_turn,
     sdk_connection,
 )
 
@@ -86,11 +87,7 @@ async def test_truncate_of_a_content_part_other_than_the_audio_is_refused(
     error that names ``content_index`` and the client's event, and truncates nothing."""
     async with sdk_connection(kind) as conn:
         await first_session_created(conn)
-        await conn.session.update(session=pcm_session(turn_detection=None))
-        await until(conn, "session.updated")
-        await append_audio(conn, load_clip("utt05_clean.wav"))
-        await conn.input_audio_buffer.commit()
-        await conn.response.create()
+        await pressed_turn(conn, "utt05_clean.wav")
         done = (await events_until_response_done(conn))[-1]
         [item] = done["response"]["output"]
         await conn.conversation.item.truncate(
@@ -137,6 +134,18 @@ async def speak_at_pace(conn: AsyncRealtimeConnection, pcm: bytes, chunk_ms: int
         await asyncio.sleep(chunk_ms / 1000)
 
 
+async def answer_playing(conn: AsyncRealtimeConnection) -> list[dict[str, Any]]:
+    """Server VAD on, a spoken turn, and its answer a second into playing: the events."""
+    await first_session_created(conn)
+    await conn.session.update(session=pcm_session())
+    await until(conn, "session.updated")
+    talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt05_clean.wav") + silence(900)))
+    events = await until(conn, "response.output_audio.delta")
+    await talk
+    await asyncio.sleep(1.0)
+    return events
+
+
 async def test_interrupt_response_false_lets_the_answer_finish_then_answers_the_turn() -> None:
     """GA: with ``interrupt_response: false`` an answer in progress is not cut by the
     user's next turn; the turn is committed and answered once the answer is done."""
@@ -165,13 +174,7 @@ async def test_a_barge_in_closes_the_cut_assistant_item_once() -> None:
     the upstream's own ``conversation.item.done`` for it must not reach the client
     as a second one."""
     async with sdk_connection("duplex", reply_ms=8000) as conn:
-        await first_session_created(conn)
-        await conn.session.update(session=pcm_session())
-        await until(conn, "session.updated")
-        talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt05_clean.wav") + silence(900)))
-        events = await until(conn, "response.output_audio.delta")
-        await talk
-        await asyncio.sleep(1.0)
+        events = await answer_playing(conn)
         talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt04_clean.wav") + silence(900)))
         events += await until(conn, "response.done")
         assert events[-1]["response"]["status"] == "cancelled", events[-1]["response"]
@@ -206,11 +209,7 @@ async def test_response_create_during_a_response_gets_openais_code(kind: str, mo
     ``response_already_active``), and the response in progress goes on."""
     async with sdk_connection(kind, reply_ms=3000) as conn:
         await first_session_created(conn)
-        await conn.session.update(session=pcm_session(turn_detection=None))
-        await until(conn, "session.updated")
-        await append_audio(conn, load_clip("utt05_clean.wav"))
-        await conn.input_audio_buffer.commit()
-        await conn.response.create()
+        await pressed_turn(conn, "utt05_clean.wav")
         await until(conn, "response.created")
         await conn.response.create()
         events = await events_until_response_done_or_error(conn)
@@ -240,11 +239,7 @@ async def test_a_deleted_assistant_item_is_gone_for_retrieve_and_truncate() -> N
     client's event, never a ``conversation.item.truncated`` of a deleted item."""
     async with sdk_connection("duplex") as conn:
         await first_session_created(conn)
-        await conn.session.update(session=pcm_session(turn_detection=None))
-        await until(conn, "session.updated")
-        await append_audio(conn, load_clip("utt05_clean.wav"))
-        await conn.input_audio_buffer.commit()
-        await conn.response.create()
+        await pressed_turn(conn, "utt05_clean.wav")
         [item] = (await events_until_response_done(conn))[-1]["response"]["output"]
         await conn.conversation.item.delete(item_id=item["id"])
         deleted = (await until(conn, "conversation.item.deleted"))[-1]

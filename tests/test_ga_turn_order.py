@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.servers import load_clip, silence
-from tests.test_ga_conformance import events_for, speak_at_pace, until
+from tests.test_ga_conformance import answer_playing, events_for, speak_at_pace, until
 from tests.test_openai_sdk import MODES, first_session_created, pcm_session, sdk_connection
 
 STARTED = "input_audio_buffer.speech_started"
@@ -91,13 +91,7 @@ async def test_an_ordinary_turn_is_told_in_ga_order_under_one_id(kind: str, mode
 async def test_a_barge_in_turn_is_told_in_ga_order_under_one_id(kind: str, mode: str) -> None:
     """The repro: a user speaking over a long answer about a second into it."""
     async with sdk_connection(kind, reply_ms=8000) as conn:
-        await first_session_created(conn)
-        await conn.session.update(session=pcm_session())
-        await until(conn, "session.updated")
-        talk = asyncio.create_task(speak_at_pace(conn, load_clip("utt05_clean.wav") + silence(900)))
-        events = await until(conn, "response.output_audio.delta")
-        await talk
-        await asyncio.sleep(1.0)
+        events = await answer_playing(conn)
         cut_from = len(events)
         talk = asyncio.create_task(
             speak_at_pace(conn, load_clip("utt04_clean.wav") + silence(1200))

@@ -129,6 +129,14 @@ async def push_to_talk(conn: AsyncRealtimeConnection) -> dict[str, Any]:
     return as_dict(await conn.recv())
 
 
+async def pressed_turn(conn: AsyncRealtimeConnection, clip: str = "utt04_clean.wav") -> None:
+    """Push-to-talk on, then one turn pressed whole: appended, committed, answer asked."""
+    assert (await push_to_talk(conn))["type"] == "session.updated"
+    await append_audio(conn, load_clip(clip))
+    await conn.input_audio_buffer.commit()
+    await conn.response.create()
+
+
 def heard_seconds(events: list[dict[str, Any]]) -> float:
     """How much of the turn the reference backend got (its answer's transcript says)."""
     [done] = [e for e in events if e["type"] == "response.output_audio_transcript.done"]
@@ -167,10 +175,7 @@ async def test_sdk_push_to_talk_while_the_answer_still_plays(kind: str, mode: st
     clip = load_clip("utt05_clean.wav")
     async with sdk_connection(kind, reply_ms=3000) as conn:
         await first_session_created(conn)
-        assert (await push_to_talk(conn))["type"] == "session.updated"
-        await append_audio(conn, load_clip("utt04_clean.wav"))
-        await conn.input_audio_buffer.commit()
-        await conn.response.create()
+        await pressed_turn(conn)
         assert_completed_with_audio(await events_until_response_done(conn))
         # At once: 3 s of answer are still to play on the client.
         await append_audio(conn, clip)
@@ -241,10 +246,7 @@ async def test_sdk_push_to_talk_over_an_answer(
         clip = clip[: RATE * 2 * cut_ms // 1000]
     async with sdk_connection(kind, reply_ms=3000) as conn:
         await first_session_created(conn)
-        assert (await push_to_talk(conn))["type"] == "session.updated"
-        await append_audio(conn, load_clip("utt04_clean.wav"))
-        await conn.input_audio_buffer.commit()
-        await conn.response.create()
+        await pressed_turn(conn)
         delta = await until_answer_streams(conn)
         if flow == "cancel":
             await conn.response.cancel()

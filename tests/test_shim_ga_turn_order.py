@@ -40,6 +40,15 @@ def events(order: UserTurnOrder, evs: list[dict[str, Any]], end_ms: int = 0) -> 
     return [a.event for a in out if isinstance(a, SendClient)]
 
 
+# One user turn as GA tells it (vLLM-Omni's conversation.item.created beside added).
+GA_TURN = ["speech_started", "speech_stopped", "committed", "added", "created", "done"]
+
+
+def named(evs: list[dict[str, Any]]) -> set[Any]:
+    """The item ids the events name (their own, or their item's)."""
+    return {ev.get("item_id", ev.get("item", {}).get("id")) for ev in evs}
+
+
 def kinds(evs: list[dict[str, Any]]) -> list[str]:
     return [str(ev["type"]).rsplit(".", 1)[-1] for ev in evs]
 
@@ -49,29 +58,15 @@ def test_an_upstream_turn_is_committed_before_its_item_is_added() -> None:
     out = events(order, [{"type": "input_audio_buffer.speech_started", "item_id": "u1"}])
     out += events(order, [{"type": "input_audio_buffer.speech_stopped", "item_id": "u1"}])
     out += events(order, upstream_commit("u1", "a0"))
-    assert kinds(out) == [
-        "speech_started",
-        "speech_stopped",
-        "committed",
-        "added",
-        "created",
-        "done",
-    ]
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"u1"}
+    assert kinds(out) == GA_TURN
+    assert named(out) == {"u1"}
 
 
 def test_a_told_barge_in_names_the_upstreams_item_as_told_and_stops_before_its_commit() -> None:
     order = UserTurnOrder()
     told = events(order, [{"type": "input_audio_buffer.speech_started", "item_id": "p1"}])
     out = events(order, upstream_commit("u1", "a0"), end_ms=4321)
-    assert kinds(told + out) == [
-        "speech_started",
-        "speech_stopped",
-        "committed",
-        "added",
-        "created",
-        "done",
-    ]
+    assert kinds(told + out) == GA_TURN
     assert out[0] == {
         "type": "input_audio_buffer.speech_stopped",
         "item_id": "p1",
@@ -119,7 +114,7 @@ def test_a_proxy_stop_before_the_commit_goes_out_as_it_is() -> None:
     assert events(order, [stop]) == [stop]
     out = events(order, upstream_commit("u1", "a0"))
     assert kinds(out) == ["committed", "added", "created", "done"]
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"p1"}
+    assert named(out) == {"p1"}
 
 
 def test_a_client_created_item_is_not_held() -> None:
@@ -135,7 +130,7 @@ def test_a_push_to_talk_commit_comes_before_its_item() -> None:
     order = UserTurnOrder()
     out = events(order, upstream_commit("u1", None))
     assert kinds(out) == ["committed", "added", "created", "done"]
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"u1"}
+    assert named(out) == {"u1"}
 
 
 def test_the_ids_told_move_with_the_session_to_another_replica() -> None:
@@ -171,7 +166,7 @@ def test_a_start_naming_no_item_opens_no_turn_and_maps_no_empty_id() -> None:
     events(order, [started])
     out = events(order, upstream_commit("u1", "a0"))
     assert kinds(out) == ["committed", "added", "created", "done"]
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"u1"}
+    assert named(out) == {"u1"}
     raw = json.dumps({"type": "response.create", "response": {"instructions": ""}})
     update = {"type": "session.update", "session": {"instructions": ""}}
     sent = order.to_upstream([ForwardUpstream(raw), SendUpstream(update)])
@@ -184,7 +179,7 @@ def test_a_start_naming_no_item_leaves_the_told_turn_open() -> None:
     events(order, [{"type": "input_audio_buffer.speech_started", "item_id": "p1"}])
     events(order, [{"type": "input_audio_buffer.speech_started", "item_id": ""}])
     out = events(order, upstream_commit("u1", "a0"))
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"p1"}
+    assert named(out) == {"p1"}
 
 
 def test_the_proxys_stop_between_the_item_and_its_commit_goes_out_ahead_of_the_item() -> None:
@@ -194,15 +189,8 @@ def test_the_proxys_stop_between_the_item_and_its_commit_goes_out_ahead_of_the_i
     out += events(order, commit[:2])
     out += events(order, [{"type": "input_audio_buffer.speech_stopped", "item_id": "p1"}])
     out += events(order, commit[2:])
-    assert kinds(out) == [
-        "speech_started",
-        "speech_stopped",
-        "committed",
-        "added",
-        "created",
-        "done",
-    ]
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"p1"}
+    assert kinds(out) == GA_TURN
+    assert named(out) == {"p1"}
 
 
 def client_create(order: UserTurnOrder, iid: str, forwarded: bool) -> None:
@@ -226,7 +214,7 @@ def test_a_client_created_audio_item_during_a_told_turn_keeps_its_id() -> None:
         # The turn's own item is still the told one's.
         out = events(order, upstream_commit("u1", "c1"))
         assert kinds(out) == ["speech_stopped", "committed", "added", "created", "done"]
-        assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"p1"}
+        assert named(out) == {"p1"}
 
 
 def test_a_client_created_audio_item_with_no_turn_open_is_not_held() -> None:
@@ -278,5 +266,5 @@ def test_an_open_told_turn_moves_with_the_session() -> None:
     assert there.created == {"c1": None}
     out = events(there, commit[2:], end_ms=700)
     assert kinds(out) == ["speech_stopped", "committed", "added", "created", "done"]
-    assert {ev.get("item_id", ev.get("item", {}).get("id")) for ev in out} == {"p1"}
+    assert named(out) == {"p1"}
     assert there.open is None and there.closed == "p1" and not there.held
