@@ -15,7 +15,7 @@ from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
-from proxy.ws_direct import fits_direct, tap_queue, text_writer
+from proxy.ws_direct import fits_direct, tap_queue, text_writer, write_buffered
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -88,7 +88,7 @@ async def relay(
         event_id = frame.event.get("event_id")
         if resent(event_id):
             return
-        if upstream_buffered(up) == 0 and fits_direct(frame.raw):
+        if write_buffered(up) == 0 and fits_direct(frame.raw):
             await up.send_str(frame.raw)  # cannot wait (see ws_direct.DIRECT_MAX_BYTES): no timer
         else:
             await send_within(up, frame.raw, send_timeout)
@@ -101,7 +101,7 @@ async def relay(
         """Whether a client frame ``text`` can go up at once, from the client's
         socket callback: nothing in hand here, and room in the upstream's buffer."""
         idle = parked is not None and not parked.done() and not failed.done()
-        return idle and up_write is not None and fits_direct(text) and not upstream_buffered(up)
+        return idle and up_write is not None and fits_direct(text) and not write_buffered(up)
 
     def forward_now(frame: ClientFrame) -> None:
         """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``)."""
@@ -223,17 +223,3 @@ async def relay(
             )
             await client.close(1011, "upstream closed")
     await close_within(up)
-
-
-def upstream_buffered(up: aiohttp.ClientWebSocketResponse) -> int:
-    """Bytes waiting in the upstream socket's buffer (-1: unknown, send with a timer).
-
-    aiohttp keeps the transport on the socket's writer; without it every send takes
-    the timed path, which is correct, only slower. (uvloop's transports are not
-    ``asyncio.WriteTransport`` instances: ask for the method, not the class.)"""
-    transport = getattr(getattr(up, "_writer", None), "transport", None)
-    size = getattr(transport, "get_write_buffer_size", None)
-    if not callable(size):
-        return -1
-    buffered = size()
-    return buffered if isinstance(buffered, int) else -1
