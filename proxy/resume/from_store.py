@@ -32,6 +32,7 @@ from proxy.resume.upstream_reopen import (
     fresh_before_move,
     let_go,
     reattach_upstream,
+    resumes_own,
 )
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, hash_token
 from proxy.store.secret_box import secret_box
@@ -76,9 +77,10 @@ async def take_from_store(
     try:
         record = await _catch_up(conn, store, record, req)
         reached = await dialling
-        if isinstance(reached, UpstreamSocket) and last > checkpoint_of(record).seq:
-            # The client is ahead of what its owner wrote: no resuming the upstream
-            # (see reattach_upstream); the fresh session opens before the lease moves.
+        if isinstance(reached, UpstreamSocket) and not resumes_own(record, last):
+            # The upstream's own session may not come back (the client is ahead of
+            # what its owner wrote, or a commit waits in the snapshot): the fresh
+            # session opens before the lease moves.
             await reached.ws.close()
             reached = await fresh_before_move(state, route, record)
     except BaseException:

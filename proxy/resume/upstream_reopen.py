@@ -41,6 +41,7 @@ from proxy.upstream import (
 )
 from proxy.upstream_book import exhausted
 from proxy.upstream_fresh import UPSTREAM_GRACE_S, dial_fresh, end_over
+from shim.dialects.relay_wait_snapshot import waiting
 from shim.snapshot import opening_session
 
 
@@ -155,20 +156,31 @@ async def connect_upstream(
     return UpstreamSocket(ws, url)
 
 
+def resumes_own(record: SessionRecord, last: int) -> bool:
+    """Whether the upstream's own session may come back for a client at ``last``.
+
+    Not when the client is ahead of the snapshot (its old owner died before writing
+    what it had sent: the upstream would replay events the client already has), nor
+    when a push-to-talk commit waits in it for the upstream's answer to end: the old
+    owner may have sent that commit after the snapshot, and the upstream's session
+    would hear the turn again (``shim/dialects/relay_wait_snapshot.py``).
+    """
+    cp = checkpoint_of(record)
+    return last <= cp.seq and not waiting(cp.shim)
+
+
 async def reattach_upstream(
     conn: ClientConnection, route: Route, record: SessionRecord, last: int, reached: Reached
 ) -> tuple[UpstreamLink, bool]:
     """The upstream for the session taken over, and whether it is its own session.
 
     The upstream's own session comes back where the snapshot has one to resume and
-    the client is not ahead of the snapshot (its old owner died before writing what
-    it had sent: the upstream would replay events the client already has). Else, or
-    if the upstream cannot resume it, a fresh upstream session opens.
+    ``resumes_own`` allows it. Else, or if the upstream cannot resume it, a fresh
+    upstream session opens.
     """
     if isinstance(reached, UpstreamLink):
         return reached, False
     state = conn.state
-    cp = checkpoint_of(record)
     binding = stored_binding(record, secret_box(state.config.store))
     if isinstance(reached, SlotHeld):
         # The move fenced the old owner out. Without the upstream's token it ends its
@@ -179,7 +191,7 @@ async def reattach_upstream(
             with contextlib.suppress(ResumeFailed):
                 sock = await connect_upstream(state, route, record)
                 await end_over(sock.ws, sock.url, *binding, state.config.server.classify_timeout_s)
-    elif binding is not None and last <= cp.seq:
+    elif binding is not None and resumes_own(record, last):
         up_sid, up_token, up_seq = binding
         try:
             link = await resume_over(
@@ -195,8 +207,8 @@ async def reattach_upstream(
         else:
             return link, True
     elif binding is not None:
-        # Its events are of no use (the client is ahead), but left in its grace it
-        # would hold the upstream's slot: end it before the fresh one opens.
+        # It may not come back (resumes_own), but left in its grace it would hold
+        # the upstream's slot: end it before the fresh one opens.
         timeout = state.config.server.classify_timeout_s
         await end_over(reached.ws, reached.url, *binding, timeout)
     else:

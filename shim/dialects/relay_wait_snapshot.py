@@ -4,10 +4,14 @@ While a commit waits (``relay_turn_wait.py``), the turn it ends is the audio the
 holds (all of it goes ahead of the commit under push-to-talk: ``relay_turn_end.py``),
 then the commit and what the client sent after it. The client had all of it
 accepted, so a replica that takes the session over sends it, once, as this one
-would have: the snapshot keeps both beside the relay's state, and on restore the
-commit waits again for the answer's end (a resumed upstream replays it) or goes at
-the next input (a fresh upstream session: the answer ended there). Sent already,
-it is in no snapshot taken since. Both parts are bounded: the held audio by the
+would have: the snapshot keeps both beside the relay's state, and on restore they go
+at the next input, to a fresh upstream session (the answer ended there). Sent
+already, it is in no snapshot taken since; but the old owner may have sent it after
+its last snapshot, before it learnt it was fenced out, and the upstream's own
+session would then hear the turn twice. So a session whose snapshot holds a waiting
+commit never resumes its upstream session (``waiting``, read by
+``proxy/resume/upstream_reopen.py``): the answer the commit waited on ends
+``incomplete`` for the client instead. Both parts are bounded: the held audio by the
 gate's ``KEEP_MS``, what waits by ``MAX_WAITING_CHARS``.
 """
 
@@ -35,6 +39,11 @@ def wire(wait: TurnWait, gate: AudioGate) -> dict[str, Any]:
             "stopped": wait.stopped,
         }
     }
+
+
+def waiting(snap: Mapping[str, Any]) -> bool:
+    """Whether ``snap`` holds a commit waiting for the upstream's answer to end."""
+    return isinstance(snap.get(KEY), dict)
 
 
 def restore(wait: TurnWait, gate: AudioGate, snap: Mapping[str, Any]) -> None:

@@ -1,0 +1,151 @@
+"""Resume across proxy processes of a GA push-to-talk turn pressed over an answer
+(``shim/dialects/relay_wait_snapshot.py``): the turn reaches each upstream session
+once, and is answered once, whatever the old owner had sent before it died.
+
+Real Redis, ``python -m proxy serve`` replicas (so one can be killed with SIGKILL),
+the strict duplex reference backend behind a tap that sees what each of its sessions
+was sent (``tests/upstream_tap.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import re
+import secrets
+import signal
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxy.persist.checkpoint import checkpoint_of
+from proxy.reference.options import ReferenceOptions
+from shim.dialects.relay_wait_snapshot import waiting
+from tests.proxy_process import ProxyProcess, proxy_process
+from tests.redis_server import RedisServer
+from tests.servers import Client, connect, load_clip, reference, tcp_link, ws_url
+from tests.test_resume import Tracked, created, load_record, resumed, until_deltas
+from tests.upstream_tap import UpstreamTap, upstream_tap
+
+pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+TURN = "utt05_clean.wav"
+PTT = {
+    "type": "session.update",
+    "session": {
+        "type": "realtime",
+        "audio": {
+            "input": {"format": {"type": "audio/pcm", "rate": 24000}, "turn_detection": None}
+        },
+    },
+}
+
+
+@asynccontextmanager
+async def tapped_replicas(
+    tmp_path: Path, redis_url: str
+) -> AsyncIterator[tuple[UpstreamTap, ProxyProcess, ProxyProcess]]:
+    """Replica processes "a" and "b" sharing Redis, the duplex backend behind a tap.
+
+    The longest checkpoint interval: what the old owner sends after a checkpoint
+    stays out of the store until it dies. The store's secret key lets a new owner
+    resume the upstream's own session."""
+    key = base64.b64encode(secrets.token_bytes(32)).decode()
+    options = ReferenceOptions(max_sessions=4)
+    async with AsyncExitStack() as stack:
+        up = await stack.enter_async_context(reference("duplex", reply_ms=3000, options=options))
+        tap, tapped = await stack.enter_async_context(upstream_tap(up))
+        config = (
+            '[server]\nlog_level = "info"\n[auth]\nmode = "none"\n'
+            f'[store]\nurl = "{redis_url}"\ncheckpoint_interval_s = 2.0\nsecret_key = "{key}"\n'
+            f'[[routes]]\nmodel = "m"\nupstream = "{tapped}"\n'
+        )
+        a = await stack.enter_async_context(proxy_process(tmp_path, "a", config))
+        b = await stack.enter_async_context(proxy_process(tmp_path, "b", config))
+        await a.until_ready()
+        await b.until_ready()
+        yield tap, a, b
+
+
+async def press(c: Client, clip: str) -> None:
+    """One push-to-talk turn, pressed whole: appended, committed, answer asked."""
+    await c.stream(load_clip(clip), realtime=False)
+    await c.send({"type": "input_audio_buffer.commit"})
+    await c.send({"type": "response.create"})
+
+
+def heard_seconds(transcript: str) -> float:
+    found = re.search(r"I heard about ([0-9.]+) seconds", transcript)
+    assert found, transcript
+    return float(found.group(1))
+
+
+async def answered_after(c: Client, previous: str) -> dict[str, Any]:
+    """The ``response.done`` of a response after ``previous``."""
+    while True:
+        done = await c.until("response.done", timeout=20)
+        if done["response"]["id"] != previous:
+            return done
+
+
+@pytest.fixture
+def redis_url(redis_server_session: RedisServer) -> str:
+    return redis_server_session.url
+
+
+async def test_a_commit_the_dead_owner_sent_after_its_checkpoint_is_not_sent_again(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """The client's connection drops while its turn waits for the answer's end; the
+    owner sends the turn upstream once the answer ends, and is killed at once, before
+    it checkpoints again. The stored snapshot still holds the waiting turn: the
+    replica that takes the session over must not send it to the upstream session
+    that had it already."""
+    async with tapped_replicas(tmp_path, redis_url) as (tap, a, b):
+        killed = asyncio.Event()
+
+        def kill_after_second_commit(no: int, ev: dict[str, Any]) -> None:
+            commits = [e for e in tap.sent[no] if e.get("type") == "input_audio_buffer.commit"]
+            if no == 0 and len(commits) == 2 and not killed.is_set():
+                os.kill(a.proc.pid, signal.SIGKILL)
+                killed.set()
+
+        tap.on_sent = kill_after_second_commit
+        async with tcp_link(a.base) as link, connect(link.url(ws_url(a.base))) as c1:
+            s: Tracked = await created(c1)
+            await c1.send(PTT)
+            await c1.until("session.updated")
+            await press(c1, "utt04_clean.wav")
+            await until_deltas(c1, 3)
+            first = c1.of("response.created")[-1]["response"]["id"]
+            await press(c1, TURN)  # over the answer still generated: it waits
+            await asyncio.sleep(0.05)
+            s.take(c1)
+            link.cut()  # the client's connection drops
+        async with asyncio.timeout(20):
+            await killed.wait()
+        record = await load_record(redis_url, s.sid)
+        assert record is not None
+        assert waiting(checkpoint_of(record).shim), "the store still holds the waiting turn"
+
+        async with connect(ws_url(b.base)) as c2:
+            await resumed(c2, s)
+            done = await answered_after(c2, first)
+            s.take(c2)
+        s.assert_exactly_once()
+        assert done["response"]["status"] == "completed", done
+        dones = [e["response"]["id"] for e in s.events if e["type"] == "response.done"]
+        assert len(dones) == len(set(dones)), "each response ends once"
+        [said] = [
+            e["transcript"]
+            for e in s.events
+            if e["type"] == "response.output_audio_transcript.done"
+            and e["response_id"] == done["response"]["id"]
+        ]
+        assert abs(heard_seconds(said) - len(load_clip(TURN)) / 48000) <= 0.15, said
+        commits = tap.sent_per_session("input_audio_buffer.commit")
+        assert all(n <= 2 for n in commits.values()), f"a turn went twice: {commits}"
