@@ -13,6 +13,9 @@ commit never resumes its upstream session (``waiting``, read by
 ``proxy/resume/upstream_reopen.py``): the answer the commit waited on ends
 ``incomplete`` for the client instead. Both parts are bounded: the held audio by the
 gate's ``KEEP_MS``, what waits by ``MAX_WAITING_CHARS``.
+
+Without a waiting commit the gate may still hold the user's speech kept as a turn
+over the answer: that part is ``relay_keep_snapshot.py``'s.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.dialects import relay_keep_snapshot
 from shim.dialects.relay_gate import AudioGate
 from shim.dialects.relay_turn_wait import TurnWait, Waiting, size
 
@@ -28,9 +32,10 @@ KEY = "turn_wait"
 
 
 def wire(wait: TurnWait, gate: AudioGate) -> dict[str, Any]:
-    """The snapshot's part for a waiting commit (nothing when none waits)."""
+    """The snapshot's part for a waiting commit, or else for kept speech (nothing
+    when neither is held)."""
     if wait.queue is None:
-        return {}
+        return relay_keep_snapshot.wire(gate)
     queue = [_entry(action, kind, whole) for action, kind, whole in wait.queue]
     return {
         KEY: {
@@ -50,6 +55,7 @@ def restore(wait: TurnWait, gate: AudioGate, snap: Mapping[str, Any]) -> None:
     """Take the waiting commit back from ``wire``'s part of ``snap``, if it has one."""
     raw = snap.get(KEY)
     if not isinstance(raw, dict):
+        relay_keep_snapshot.restore(gate, snap)
         return
     queue: list[Waiting] = []
     for entry in raw.get("queue") or ():

@@ -1,6 +1,9 @@
-"""Resume across proxy processes of a GA push-to-talk turn pressed over an answer
-(``shim/dialects/relay_wait_snapshot.py``): the turn reaches each upstream session
-once, and is answered once, whatever the old owner had sent before it died.
+"""Resume across proxy processes of a GA turn the proxy holds back from the upstream
+while an answer plays: a push-to-talk turn pressed over it
+(``shim/dialects/relay_wait_snapshot.py``), or speech over it kept as the next turn
+under ``interrupt_response: false`` (``shim/dialects/relay_keep_snapshot.py``). The
+turn reaches each upstream session once and is answered once, whatever the old owner
+had sent before it died or was fenced out.
 
 Real Redis, ``python -m proxy serve`` replicas (so one can be killed with SIGKILL),
 the strict duplex reference backend behind a tap that sees what each of its sessions
@@ -24,10 +27,11 @@ import pytest
 
 from proxy.persist.checkpoint import checkpoint_of
 from proxy.reference.options import ReferenceOptions
+from shim.dialects import relay_keep_snapshot
 from shim.dialects.relay_wait_snapshot import waiting
 from tests.proxy_process import ProxyProcess, proxy_process
 from tests.redis_server import RedisServer
-from tests.servers import Client, connect, load_clip, reference, tcp_link, ws_url
+from tests.servers import Client, connect, load_clip, reference, silence, tcp_link, ws_url
 from tests.test_resume import Tracked, created, load_record, resumed, until_deltas
 from tests.upstream_tap import UpstreamTap, upstream_tap
 
@@ -47,7 +51,7 @@ PTT = {
 
 @asynccontextmanager
 async def tapped_replicas(
-    tmp_path: Path, redis_url: str
+    tmp_path: Path, redis_url: str, reply_ms: int = 3000
 ) -> AsyncIterator[tuple[UpstreamTap, ProxyProcess, ProxyProcess]]:
     """Replica processes "a" and "b" sharing Redis, the duplex backend behind a tap.
 
@@ -57,7 +61,9 @@ async def tapped_replicas(
     key = base64.b64encode(secrets.token_bytes(32)).decode()
     options = ReferenceOptions(max_sessions=4)
     async with AsyncExitStack() as stack:
-        up = await stack.enter_async_context(reference("duplex", reply_ms=3000, options=options))
+        up = await stack.enter_async_context(
+            reference("duplex", reply_ms=reply_ms, options=options)
+        )
         tap, tapped = await stack.enter_async_context(upstream_tap(up))
         config = (
             '[server]\nlog_level = "info"\n[auth]\nmode = "none"\n'
@@ -82,6 +88,16 @@ def heard_seconds(transcript: str) -> float:
     found = re.search(r"I heard about ([0-9.]+) seconds", transcript)
     assert found, transcript
     return float(found.group(1))
+
+
+def said(events: list[dict[str, Any]], response_id: str) -> str:
+    """The transcript of ``response_id``'s audio."""
+    [text] = [
+        e["transcript"]
+        for e in events
+        if e["type"] == "response.output_audio_transcript.done" and e["response_id"] == response_id
+    ]
+    return str(text)
 
 
 async def answered_after(c: Client, previous: str) -> dict[str, Any]:
@@ -140,12 +156,61 @@ async def test_a_commit_the_dead_owner_sent_after_its_checkpoint_is_not_sent_aga
         assert done["response"]["status"] == "completed", done
         dones = [e["response"]["id"] for e in s.events if e["type"] == "response.done"]
         assert len(dones) == len(set(dones)), "each response ends once"
-        [said] = [
-            e["transcript"]
-            for e in s.events
-            if e["type"] == "response.output_audio_transcript.done"
-            and e["response_id"] == done["response"]["id"]
-        ]
-        assert abs(heard_seconds(said) - len(load_clip(TURN)) / 48000) <= 0.15, said
+        text = said(s.events, done["response"]["id"])
+        assert abs(heard_seconds(text) - len(load_clip(TURN)) / 48000) <= 0.15, text
         commits = tap.sent_per_session("input_audio_buffer.commit")
         assert all(n <= 2 for n in commits.values()), f"a turn went twice: {commits}"
+
+
+KEEP = {
+    "type": "session.update",
+    "session": {
+        "type": "realtime",
+        "audio": {
+            "input": {
+                "format": {"type": "audio/pcm", "rate": 24000},
+                "turn_detection": {"type": "server_vad", "interrupt_response": False},
+            }
+        },
+    },
+}
+
+
+async def test_speech_kept_over_an_answer_is_answered_after_a_resume_elsewhere(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """The user speaks over the answer, which it may not interrupt: the speech is held
+    as the next turn. The client's connection drops before the answer ends, and it
+    resumes on another replica: the held turn still reaches the upstream, whole,
+    and is answered after the answer."""
+    async with tapped_replicas(tmp_path, redis_url, reply_ms=8000) as (tap, a, b):
+        async with tcp_link(a.base) as link, connect(link.url(ws_url(a.base))) as c1:
+            s: Tracked = await created(c1)
+            await c1.send(KEEP)
+            await c1.until("session.updated")
+            await c1.stream(load_clip("utt04_clean.wav") + silence(1000), realtime=False)
+            await until_deltas(c1, 3)
+            first = c1.of("response.created")[-1]["response"]["id"]
+            await c1.stream(silence(300) + load_clip(TURN) + silence(1000))  # in real time
+            s.take(c1)
+            assert not c1.of("response.done"), "the answer still plays"
+            link.cut()  # the client's connection drops
+        async with asyncio.timeout(10):  # the owner checkpoints as its client leaves
+            while True:
+                record = await load_record(redis_url, s.sid)
+                assert record is not None
+                if relay_keep_snapshot.KEY in checkpoint_of(record).shim:
+                    break  # the turn is held, in the store
+                await asyncio.sleep(0.05)
+
+        async with connect(ws_url(b.base)) as c2:
+            await resumed(c2, s)
+            done = await answered_after(c2, first)
+            s.take(c2)
+        s.assert_exactly_once()
+        assert done["response"]["status"] == "completed", done
+        dones = [e["response"]["id"] for e in s.events if e["type"] == "response.done"]
+        assert dones == [first, done["response"]["id"]], "the answer, then the turn's"
+        # The upstream heard the whole turn: its labelled speech (400-2440 ms).
+        assert heard_seconds(said(s.events, done["response"]["id"])) >= 2.04
+        assert all(n == 0 for n in tap.sent_per_session("input_audio_buffer.commit").values())
