@@ -13,9 +13,10 @@ from proxy.connection import ClientConnection
 from proxy.passthrough.binding import keep_binding
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
+from proxy.resume.reach import reach_upstream
 from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired, gap
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
-from proxy.upstream import UpstreamUnavailable, ask, connect, with_query
+from proxy.upstream import UpstreamUnavailable, ask, with_query
 from shim.wire import error_code
 
 # The upstream's refusals, as the codes this proxy documents.
@@ -37,17 +38,7 @@ async def take_passthrough(
         raise expired()
     cfg = state.config.server
     url = with_query(state.upstream_url(route), {"duplex": "1", "autostart": "0"})
-    try:
-        ws = await connect(
-            state.http,
-            url,
-            route,
-            cfg.upstream_connect_timeout_s,
-            heartbeat_s=cfg.upstream_heartbeat_s,
-        )
-    except UpstreamUnavailable:
-        state.metrics.upstream_errors.labels("connect").inc()
-        raise ResumeFailed("upstream_unavailable", "cannot reach the upstream") from None
+    ws = await reach_upstream(state, route, url)
     try:
         # Relayed as the client sent it: the upstream's own session.resume.
         first, answer = await ask(ws, req.raw, cfg.classify_timeout_s)

@@ -26,6 +26,7 @@ from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.persist.checkpoint import checkpoint_of
 from proxy.persist.sealing import stored_binding
+from proxy.resume.reach import reach_upstream
 from proxy.resume.request import ResumeFailed
 from proxy.state import ProxyState
 from proxy.store.base import SessionRecord
@@ -34,7 +35,6 @@ from proxy.upstream import (
     UpstreamLink,
     UpstreamRefused,
     UpstreamUnavailable,
-    connect,
     opening_update,
     resume_over,
     resume_url,
@@ -136,24 +136,9 @@ async def connect_upstream(
     state: ProxyState, route: Route, record: SessionRecord
 ) -> UpstreamSocket:
     """A socket to resume the record's upstream session on."""
-    assert state.http is not None
     upstream_model = str(record.upstream.get("upstream_model", record.model))
     url = resume_url(state.upstream_url(route), upstream_model)
-    try:
-        cfg = state.config.server
-        ws = await connect(
-            state.http,
-            url,
-            route,
-            cfg.upstream_connect_timeout_s,
-            heartbeat_s=cfg.upstream_heartbeat_s,
-        )
-    except UpstreamUnavailable:
-        state.metrics.upstream_errors.labels("connect").inc()
-        raise ResumeFailed(
-            "upstream_unavailable", "cannot reach the upstream; try again or start a new session"
-        ) from None
-    return UpstreamSocket(ws, url)
+    return UpstreamSocket(await reach_upstream(state, route, url), url)
 
 
 def resumes_own(record: SessionRecord, last: int) -> bool:
