@@ -16,7 +16,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from shim import client_events, wire
+from shim import client_events, played_snapshot, wire
 from shim.actions import Action, CloseClient, SendClient
 from shim.assistant_audio import AssistantAudio
 from shim.echo import EchoSuppressor
@@ -242,13 +242,12 @@ class EmulatedSession:
 
     def snapshot(self) -> dict[str, Any]:
         """What another replica needs to carry the session on, as the store keeps it."""
-        return {**self.snapshot_state().to_wire(), **self.native.to_wire()}
+        wired = {**self.snapshot_state().to_wire(), **self.native.to_wire()}
+        return {**wired, **played_snapshot.wire(self.ledger)}
 
     def restore(self, snap: dict[str, Any]) -> list[Action]:
-        """Carry on from ``snapshot()``; a response that was mid-stream ends here.
-
-        Raises ``SnapshotError`` (``SnapshotVersionError``) for a snapshot it cannot read.
-        """
+        """Carry on from ``snapshot()``; a response that was mid-stream ends here (a
+        snapshot it cannot read: ``SnapshotError``, ``SnapshotVersionError``)."""
         self.native.restore(snap)
         return self.restore_state(SessionSnapshot.from_wire(snap))
 

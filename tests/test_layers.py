@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.turns",
             "shim.client_events",
             "shim.native_client",
+            "shim.played_snapshot",
         ],
     ),
     ("shim: the emulated session", ["shim.session"]),

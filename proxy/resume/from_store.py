@@ -37,6 +37,7 @@ from proxy.resume.upstream_reopen import (
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, hash_token
 from proxy.store.secret_box import secret_box
 from proxy.upstream import UpstreamLink
+from shim import played_snapshot
 from shim.capabilities import Classification, ProxyMode, client_of
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
@@ -116,6 +117,11 @@ async def take_from_store(
         runner.recent.seen(event_id)
     snap = opened(checkpoint_of(record).shim, secret_box(state.config.store), sid)
     shim = runner.shim
+    if resumed or not isinstance(shim, BargeInRelaySession):
+        # The items the client was sent, before the restore carries a response on. Not
+        # for a fresh duplex upstream session: it never had their responses, and the
+        # relay would pass a truncate of one on to it (shim/dialects/duplex_relay.py).
+        played_snapshot.restore(shim.ledger, snap)
     if isinstance(shim, BargeInRelaySession):
         restored = shim.restore(snap, link.created if resumed else None, now_ms())
         if not resumed:
