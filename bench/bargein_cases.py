@@ -50,9 +50,13 @@ def manifest(corpus: Path) -> list[dict[str, object]]:
 
 
 def prompt_clip(corpus: Path) -> str:
-    """The user's question that opens every case: the corpus's first speech clip said in
-    one breath, with nothing behind it (a pause inside the question would let a duplex
-    upstream answer half of it, and the rest would talk over the answer)."""
+    """The user's question that opens every case: the manifest's ``question`` clip, else
+    the corpus's first speech clip said in one breath, with nothing behind it (a pause
+    inside the question would let a duplex upstream answer half of it, and the rest
+    would talk over the answer)."""
+    asked = [c for c in manifest(corpus) if c["kind"] == "question"]
+    if asked:
+        return str(asked[0]["file"])
     speech = [c for c in manifest(corpus) if c["kind"] == "speech"]
     for clip in speech:
         spans = clip.get("speech_ms") or []
@@ -68,6 +72,8 @@ def build_cases(corpus: Path, modes: list[str]) -> list[Case]:
     cases: list[Case] = []
     for mode in modes:
         for clip in manifest(corpus):
+            if clip["kind"] == "question":
+                continue  # the question every case opens with (``prompt_clip``)
             audio = read_wav(corpus / str(clip["file"]))
             if clip["kind"] == "echo":
                 echo: dict[str, object] = clip["echo"]  # type: ignore[assignment]

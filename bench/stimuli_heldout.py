@@ -17,8 +17,8 @@ rooms and noises than the default set, all drawn from the seed.
 * ``tv``: one talker from a loudspeaker across a reverberant room, 10-14 dB below the user;
 * ``babble``: 3-6 voices at once, 10-16 dB below the user.
 
-The user's question (the first clean speech clip) is at -20 dBFS like every
-interruption that is not a quiet one.
+The user's question (``question.wav``, a voice of its own: the reference backends answer
+in it) is at -20 dBFS like every interruption that is not a quiet one.
 """
 
 from __future__ import annotations
@@ -186,6 +186,12 @@ def make_heldout(out: Path, seed: int, add: Any) -> None:
     """Adds the wider set's clips through ``add(name, audio, **meta)``."""
     rng = np.random.default_rng(seed)
     user_db = -20.0
+    # The user's question (kind ``question``: not a case): the reference backends answer
+    # in its voice, so it is not one of the interruptions (a user who interrupts with
+    # the very recording the assistant is playing would be its echo).
+    ask, v = say("What time does the museum open on Sunday morning?", rng)
+    x = pad(at_level(ask, user_db), 300)
+    add("question.wav", x, kind="question", speech_ms=speech_spans(x), voice=v, dbfs=user_db)
     # Speech: plain (the first is the question, so clean and in one breath), with an
     # opening word and a pause, hesitant, quiet, over a fan or a street.
     styles = ["plain"] * 4 + ["opener", "opener", "hesitant", "hesitant"]
