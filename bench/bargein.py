@@ -46,6 +46,7 @@ import numpy as np
 import pybase64
 from bargein_cases import FALSE_CLASSES, RATE, Case, build_cases, prompt_clip, read_wav
 from bargein_report import plot_sweep, render, summarize
+from echo_path import EchoPath
 from processes import ROOT, proxy_replica, reference_backend, route, stop_all
 
 CHUNK_MS = 20
@@ -101,6 +102,13 @@ class Speaker:
         self.play_end = 0.0
         if self.start is not None:
             self.audio = self.audio[: int((time.monotonic() - self.start) * RATE)]
+
+    def echo(self, t0: float, n: int, path: EchoPath | None) -> np.ndarray:
+        """What the microphone picks up of the speaker from wall time t0, for n samples:
+        the speaker's output itself, or through ``path`` (a loudspeaker in a room)."""
+        if path is None:
+            return self.heard(t0, n)
+        return path.render(self.heard(t0 - path.history / RATE, n + path.history), n)
 
     def heard(self, t0: float, n: int) -> np.ndarray:
         """What the speaker emits from wall time t0 for n samples."""
@@ -213,8 +221,8 @@ async def run_case(
                     if t_chunk > state["clip_t0"] + clip_s + 2.0:
                         break
                 if case.echo_gain:
-                    mic += case.echo_gain * speaker.heard(
-                        t_chunk - case.echo_delay_ms / 1000, CHUNK
+                    mic += case.echo_gain * speaker.echo(
+                        t_chunk - case.echo_delay_ms / 1000, CHUNK, case.echo_path
                     )
                 pcm = np.clip(mic, -32768, 32767).astype("<i2").tobytes()
                 await ws.send_str(

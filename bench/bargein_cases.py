@@ -4,7 +4,9 @@ A corpus directory holds WAV clips (24 kHz PCM16 mono) and a ``manifest.json``
 (``kind``: speech, backchannel, noise, babble, tv; ``speech_ms`` spans): the dev
 corpus or what ``bench/stimuli.py`` makes. Echo cases
 are added to either: the assistant's own audio fed back at -10 and -20 dB,
-0/120/250 ms late (a client without echo cancellation).
+0/120/250 ms late (a client without echo cancellation). A manifest's own ``echo``
+entries (``bench/stimuli.py --variety held-out``) add echo through a loudspeaker and a
+room (``bench/echo_path.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from echo_path import EchoPath, from_manifest
 
 RATE = 24000
 ECHO_DB = (-10, -20)
@@ -38,6 +41,7 @@ class Case:
     onset_ms: int | None  # first labelled speech in the clip
     echo_gain: float = 0.0
     echo_delay_ms: int = 0
+    echo_path: EchoPath | None = None
 
 
 def manifest(corpus: Path) -> list[dict[str, object]]:
@@ -46,9 +50,13 @@ def manifest(corpus: Path) -> list[dict[str, object]]:
 
 
 def prompt_clip(corpus: Path) -> str:
-    """The user's question that opens every case: the corpus's first speech clip said in
-    one breath, with nothing behind it (a pause inside the question would let a duplex
-    upstream answer half of it, and the rest would talk over the answer)."""
+    """The user's question that opens every case: the manifest's ``question`` clip, else
+    the corpus's first speech clip said in one breath, with nothing behind it (a pause
+    inside the question would let a duplex upstream answer half of it, and the rest
+    would talk over the answer)."""
+    asked = [c for c in manifest(corpus) if c["kind"] == "question"]
+    if asked:
+        return str(asked[0]["file"])
     speech = [c for c in manifest(corpus) if c["kind"] == "speech"]
     for clip in speech:
         spans = clip.get("speech_ms") or []
@@ -64,7 +72,17 @@ def build_cases(corpus: Path, modes: list[str]) -> list[Case]:
     cases: list[Case] = []
     for mode in modes:
         for clip in manifest(corpus):
+            if clip["kind"] == "question":
+                continue  # the question every case opens with (``prompt_clip``)
             audio = read_wav(corpus / str(clip["file"]))
+            if clip["kind"] == "echo":
+                echo: dict[str, object] = clip["echo"]  # type: ignore[assignment]
+                gain = 10 ** (float(echo["gain_db"]) / 20)  # type: ignore[arg-type]
+                path = from_manifest(echo, audio)
+                name = str(clip["file"]).removesuffix(".wav")
+                delay = int(echo["delay_ms"])  # type: ignore[call-overload]
+                cases.append(Case(mode, "echo", name, None, None, gain, delay, path))
+                continue
             spans = clip.get("speech_ms") or []
             onset = int(spans[0][0]) if isinstance(spans, list) and spans else None
             cases.append(Case(mode, str(clip["kind"]), str(clip["file"]), audio, onset))

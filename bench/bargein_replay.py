@@ -103,7 +103,12 @@ def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None)
             mic[: seg.size] += seg
         if case.echo_gain:
             lo = p0 - RATE * case.echo_delay_ms // 1000
-            if lo >= 0:
+            if lo >= 0 and case.echo_path is not None:
+                h = case.echo_path.history  # a loudspeaker in a room: its filters' memory
+                head = np.zeros(max(0, h - lo), np.float32)
+                dry = np.concatenate([head, speaker[max(0, lo - h) : lo + CHUNK]])
+                mic += case.echo_gain * case.echo_path.render(dry, CHUNK)
+            elif lo >= 0:
                 mic += case.echo_gain * speaker[lo : lo + CHUNK]
         pcm = np.clip(mic, -32768, 32767).astype("<i2")
         append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm.tobytes())}

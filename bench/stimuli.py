@@ -15,6 +15,10 @@ format (``kind``, ``speech_ms`` spans for speech, ``duration_ms``), so
 `bench/bargein.py --corpus DIR` reads either.
 
     uv run python bench/stimuli.py --out /tmp/heldout [--seed 7]
+    uv run python bench/stimuli.py --out /tmp/wide --seed 47 --variety held-out
+
+``--variety held-out`` makes the wider set of ``bench/stimuli_heldout.py`` instead: more
+voices, backchannel words and lengths, echo through a loudspeaker and a room, more noises.
 """
 
 from __future__ import annotations
@@ -184,14 +188,31 @@ def write_wav(path: Path, x: np.ndarray) -> None:
         w.writeframes(pcm.tobytes())
 
 
-def make(out: Path, seed: int) -> dict[str, Any]:
+class Clips:
+    """The clips written so far, as the manifest lists them."""
+
+    def __init__(self, out: Path) -> None:
+        self.out = out
+        self.clips: list[dict[str, Any]] = []
+
+    def __call__(self, name: str, x: np.ndarray, **meta: Any) -> None:
+        write_wav(self.out / name, x)
+        self.clips.append({"file": name, "duration_ms": x.size * 1000 // RATE, **meta})
+
+    def entry(self, entry: dict[str, Any]) -> None:
+        self.clips.append(entry)
+
+
+def make(out: Path, seed: int, variety: str = "default") -> dict[str, Any]:
     rng = np.random.default_rng(seed)
     out.mkdir(parents=True, exist_ok=True)
-    clips: list[dict[str, Any]] = []
+    add = Clips(out)
+    clips = add.clips
+    if variety == "held-out":
+        from stimuli_heldout import make_heldout
 
-    def add(name: str, x: np.ndarray, **meta: Any) -> None:
-        write_wav(out / name, x)
-        clips.append({"file": name, "duration_ms": x.size * 1000 // RATE, **meta})
+        make_heldout(out, seed, add)
+        return write_manifest(out, clips, f"bench/stimuli.py --seed {seed} --variety held-out")
 
     for i, text in enumerate(SENTENCES):
         voice = VOICES[i % len(VOICES)]
@@ -222,11 +243,15 @@ def make(out: Path, seed: int) -> dict[str, Any]:
         ("clicks", clicks(rng, 3.0), -30),
     ]:
         add(f"noise_{name}.wav", at_level(signal, level), kind="noise", noise=name, dbfs=level)
+    return write_manifest(out, clips, f"bench/stimuli.py --seed {seed}")
+
+
+def write_manifest(out: Path, clips: list[dict[str, Any]], made_with: str) -> dict[str, Any]:
     manifest = {
         "rate_hz": RATE,
         "format": "pcm16 mono wav",
         "split": "heldout",
-        "made_with": f"bench/stimuli.py --seed {seed}",
+        "made_with": made_with,
         "clips": clips,
     }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -237,8 +262,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--variety", choices=["default", "held-out"], default="default")
     args = parser.parse_args()
-    manifest = make(args.out, args.seed)
+    manifest = make(args.out, args.seed, args.variety)
     kinds: dict[str, int] = {}
     for clip in manifest["clips"]:
         kinds[clip["kind"]] = kinds.get(clip["kind"], 0) + 1

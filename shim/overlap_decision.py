@@ -178,3 +178,23 @@ def user_run(
     if dismissed and user_level_db is not None:
         return all(ev.level_db >= user_level_db - p.level_margin_db for ev, _ in last)
     return True
+
+
+def backstop_counts(
+    ev: WindowEvidence,
+    kind: Kind,
+    dismissed: bool,
+    user_level_db: float | None,
+    p: DecisionParams,
+) -> bool:
+    """The window counts towards the backstop (``min_barge_in_ms`` of the user's speech
+    over the answer in one run): a user-like window and, after an overlap of someone
+    else's in this run (``dismissed``), at the user's own level, as ``user_run`` asks of
+    the windows that begin an overlap. Else a long run of a television's or a room's
+    voices, whose louder words pass as user-like now and then, adds up to the backstop
+    and cuts the answer the moment one of those words is held."""
+    if kind is not Kind.USER:
+        return False
+    if dismissed and user_level_db is not None:
+        return ev.level_db >= user_level_db - p.level_margin_db
+    return True

@@ -30,6 +30,7 @@ from shim.overlap_decision import (
     Kind,
     Tally,
     Verdict,
+    backstop_counts,
     classify,
     judge,
     user_run,
@@ -134,9 +135,10 @@ class Turns:
             )
             out += self._turn_starts(onset) if onset is not None else []
         overlapping = td.interrupt_response and playing and not self._run_is_turn
-        if overlapping and s.gate.speaking and kind is Kind.USER:
-            self._run_user_ms += WINDOW_MS
         user_level = s.evidence.user_level_db
+        counted = backstop_counts(ev, kind, self._dismissed, user_level, params)
+        if overlapping and s.gate.speaking and counted:
+            self._run_user_ms += WINDOW_MS
         held = s.overlap.holding
         if overlapping and not held and user_run(self._recent, self._dismissed, user_level, params):
             out += self._hold(win.now_ms)

@@ -1,0 +1,57 @@
+"""The wider held-out set of ``bench/stimuli.py --variety held-out``: every class is made,
+its question opens every case without being one, and its echo through a loudspeaker and
+a room (``bench/echo_path.py``) comes out the same however the answer is chunked."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.servers import ROOT
+
+pytestmark = pytest.mark.skipif(
+    shutil.which("espeak-ng") is None or shutil.which("sox") is None,
+    reason="espeak-ng and sox make the set",
+)
+
+
+def test_the_set_has_every_class_and_its_echo_plays_through_a_room(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bargein_cases
+    import stimuli
+
+    manifest = stimuli.make(tmp_path, 5, "held-out")
+    kinds: dict[str, int] = {}
+    for clip in manifest["clips"]:
+        kinds[clip["kind"]] = kinds.get(clip["kind"], 0) + 1
+    assert kinds == {
+        "question": 1,
+        "speech": 12,
+        "backchannel": 12,
+        "echo": 8,
+        "noise": 5,
+        "tv": 3,
+        "babble": 3,
+    }
+    # Backchannels are over by about the decision time (600 ms), never well past it.
+    assert all(c["voice_ms"] <= 640 for c in manifest["clips"] if c["kind"] == "backchannel")
+    assert bargein_cases.prompt_clip(tmp_path) == "question.wav"
+    cases = bargein_cases.build_cases(tmp_path, ["m"])
+    assert not [c for c in cases if c.name.startswith("question")]
+    rooms = [c for c in cases if c.echo_path is not None]
+    assert len(rooms) == 8 and all(c.kind == "echo" for c in rooms)
+    # The echo of a whole answer equals the echo rendered 20 ms at a time from the
+    # loudspeaker's recent output (what the benchmark's client does).
+    path = rooms[0].echo_path
+    assert path is not None
+    answer = bargein_cases.read_wav(tmp_path / "question.wav")[:24000]
+    h, chunk = path.history, 480
+    padded = np.concatenate([np.zeros(h, np.float32), answer])
+    whole = path.render(padded, answer.size)
+    parts = [path.render(padded[i : i + h + chunk], chunk) for i in range(0, answer.size, chunk)]
+    np.testing.assert_allclose(np.concatenate(parts), whole, atol=2.0)
+    assert float(np.sqrt(np.mean(whole**2))) > 0.05 * float(np.sqrt(np.mean(answer**2)))
