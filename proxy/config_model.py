@@ -161,7 +161,10 @@ class VadConfig:
     min_barge_in_ms: int = Field(
         default=800,
         ge=0,
-        description="Backstop: this much user-like speech in one run over the answer cuts it, even if the run was judged someone else's (then only windows at the user's own level count).",
+        description=(
+            "Backstop: this much user-like speech in one run over the answer cuts it, even if"
+            " the run was judged someone else's (then only windows at the user's own level count)."
+        ),
     )
     target_barge_in_latency_ms: int = Field(
         default=300, gt=0, description="Declared in capabilities: speech onset to last cut delta."
