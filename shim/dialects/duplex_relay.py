@@ -87,7 +87,7 @@ class BargeInRelaySession(EmulatedSession):
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
         if self.link.bind(event):
-            self.reports.proxy_acked = False  # a new upstream session has seen no ack
+            self.reports.new_upstream_session()  # it has seen no ack
 
     def upstream_position(self) -> tuple[str, int] | None:
         if self.link.id is None:
@@ -134,7 +134,9 @@ class BargeInRelaySession(EmulatedSession):
             return out
         self.reports.client_acks = True
         item, upstream_ms = client_events.item_for(self, ev), self.reports.upstream_audio_ms
-        return [SendUpstream(in_upstream_measure(ev, item, self.response, upstream_ms))]
+        ack = in_upstream_measure(ev, item, self.response, upstream_ms)
+        self.reports.client_ack(ack, ack.get("played_ms"))
+        return [SendUpstream(ack)]
 
     def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.truncate(self, ev, now)
@@ -142,6 +144,7 @@ class BargeInRelaySession(EmulatedSession):
         if client_events.is_refusal(out) or item is None:
             return out
         if self.upstream_truncates:
+            self.reports.client_ack(ev, ev["audio_end_ms"])
             return [*out, SendUpstream(ev)]
         # No truncate upstream: commit what was heard with a playback ack instead.
         ack = self.reports.heard_ack(item.item_id, item.response_id, int(ev["audio_end_ms"]))

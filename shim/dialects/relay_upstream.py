@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from shim.actions import Action, SendClient, StandDown
+from shim.actions import Action, NoteUpstreamError, SendClient, StandDown
 from shim.assistant_audio import AssistantAudio
 from shim.audio import AudioError
 from shim.audio_formats import GA_PCM_RATE
@@ -90,6 +90,10 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
             return []  # the talk so far, given to a fresh upstream: the client has it
     if kind == "playback.acknowledged" and r.reports.answers_own_ack(ev):
         return []  # the answer to an ack the proxy sent, not the client
+    if kind == "error" and r.reports.refuses_own_ack(ev):
+        # The client sent no such ack: a refusal of the proxy's is its own.
+        err = ev["error"]
+        return [NoteUpstreamError(err.get("code"), err.get("message"))]
     rid = response_id(ev)
     if isinstance(rid, str) and rid in r.cancelled_ids:
         return []  # the rest of a response the proxy already cut

@@ -1,0 +1,111 @@
+"""A vLLM-Omni-native client of the barge-in relay sees what the server itself sends.
+
+``barge_in_emulated`` relays a duplex upstream to a native client (``?duplex=1``) and
+adds only the proxy's barge-in. Whatever the proxy sends the upstream on its own
+account (its ``playback.ack`` of what was heard) is answered by the upstream, and
+those answers are the proxy's: the client sent no such command and must never see
+them. Every upstream is a strict stand-in (``docs/fidelity.md``), the speech the dev
+corpus.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pybase64
+import pytest
+import soxr
+
+from proxy.reference import ReferenceOptions
+from tests.servers import (
+    Client,
+    connect,
+    load_clip,
+    proxy,
+    proxy_config,
+    reference,
+    silence,
+    ws_url,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+NATIVE = {"duplex": "1", "autostart": "0"}
+
+
+def pcm16k(pcm24: bytes) -> bytes:
+    samples = np.frombuffer(pcm24, dtype="<i2")
+    out: np.ndarray = soxr.resample(samples, 24000, 16000)
+    return out.astype("<i2").tobytes()
+
+
+def opening(**session: Any) -> dict[str, Any]:
+    """The ``session.update`` vLLM-Omni's ``DuplexClient`` opens with."""
+    body = {
+        "model": "m",
+        "modalities": ["audio", "text"],
+        "input_audio_format": "pcm16",
+        "output_audio_format": "pcm16",
+        "sample_rate_hz": 16000,
+        "audio": {"input": {"sample_rate_hz": 16000}, "output": {"sample_rate_hz": 24000}},
+        "turn_detection": None,
+        "extra_body": {"auto_response": True},
+    }
+    return {"type": "session.update", "session": body | session}
+
+
+async def say(c: Client, pcm: bytes, fmt: str = "pcm16", rate: int = 16000) -> None:
+    """Append ``pcm`` as ``DuplexClient`` does (200 ms appends naming format and rate)."""
+    step = rate * 2 // 5 if fmt == "pcm16" else rate // 5
+    for i in range(0, len(pcm), step):
+        chunk = pybase64.b64encode(pcm[i : i + step]).decode()
+        await c.send(
+            {
+                "type": "input_audio_buffer.append",
+                "audio": chunk,
+                "format": fmt,
+                "sample_rate_hz": rate,
+            }
+        )
+
+
+async def test_a_refusal_of_the_proxys_own_ack_never_reaches_the_client() -> None:
+    """An upstream without truncation gets the client's truncate of an answer as the
+    proxy's ``playback.ack`` of what was heard. Of an answer cancelled and followed
+    by another turn, vLLM-Omni refuses that ack (``playback_ack_too_late``, with no
+    event id: ``engine/duplex/session/playback_ledger.py``); the client, which sent
+    no ack, gets the proxy's ``conversation.item.truncated`` and no error."""
+    speech = pcm16k(load_clip("utt05_clean.wav") + silence(800))
+    options = ReferenceOptions(fidelity="strict")
+    async with (
+        reference("duplex-no-barge-in", reply_ms=3000, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(opening())
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+        await say(c, speech)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        first = (await c.until("response.created"))["response"]["id"]
+        await c.until("response.output_audio.delta")
+        await c.send({"type": "response.cancel"})
+        done = await c.until("response.done")
+        assert done["response"]["status"] == "cancelled"
+        await say(c, speech)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        second = await c.until("response.done", timeout=30)
+        assert second["response"]["status"] == "completed"
+        truncate = {
+            "type": "conversation.item.truncate",
+            "item_id": f"item_{first}",
+            "content_index": 0,
+            "audio_end_ms": 40,
+        }
+        await c.send(truncate)
+        truncated = await c.until("conversation.item.truncated")
+        assert truncated["item_id"] == f"item_{first}"
+        await c.send({"type": "session.heartbeat"})
+        await c.until("session.heartbeat_ack")  # the upstream has answered the ack by now
+        assert not c.of("error"), c.of("error")
