@@ -109,3 +109,32 @@ async def test_a_refusal_of_the_proxys_own_ack_never_reaches_the_client() -> Non
         await c.send({"type": "session.heartbeat"})
         await c.until("session.heartbeat_ack")  # the upstream has answered the ack by now
         assert not c.of("error"), c.of("error")
+
+
+@pytest.mark.parametrize(
+    ("output", "rate"), [({}, 8000), ({"format": {"type": "g711_alaw", "rate": 16000}}, 16000)]
+)
+async def test_the_stand_in_answers_g711_in_g711(output: dict[str, Any], rate: int) -> None:
+    """vLLM-Omni converts each delta of a G.711 session's answer itself
+    (``protocol/realtime/audio.py``, ``convert_output_audio``: to the declared output
+    rate, else 8 kHz, labelled with the G.711 name); so does the strict stand-in."""
+    session: dict[str, Any] = {"audio": {"output": output}} if output else {}
+    if not output:
+        session["output_audio_format"] = "g711_ulaw"
+    options = ReferenceOptions(fidelity="strict")
+    async with (
+        reference("duplex", reply_ms=1000, options=options) as upstream,
+        connect(upstream + "?duplex=1&autostart=0&model=m") as c,
+    ):
+        await c.send(
+            opening(**session) if not output else opening(output_audio_format=None, **session)
+        )
+        await c.until("session.created")
+        await say(c, pcm16k(load_clip("utt05_clean.wav")))
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        await c.until("response.done", timeout=30)
+    deltas = c.of("response.output_audio.delta")
+    name = "g711_alaw" if output else "g711_ulaw"
+    assert {(d["format"], d["sample_rate_hz"]) for d in deltas} == {(name, rate)}
+    audio = b"".join(pybase64.b64decode(d["delta"]) for d in deltas)
+    assert len(audio) == pytest.approx(rate, abs=len(deltas)), "1 s, one byte a sample"
