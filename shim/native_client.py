@@ -18,13 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from shim.audio import PCM16, PCM_F32, AudioError, AudioFormat, Int16Array
+from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat, Int16Array
+from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
 from shim.resample_low_delay import LowDelayResampler
 from shim.session_config import MAX_RATE, MIN_RATE
 from shim.settings import VAD_RATE
 
-# The encodings an append may name (vLLM-Omni's names and the GA ones).
+# The encodings an append may name: vLLM-Omni's names (its
+# ``protocol/realtime/formats.py``, ``parse_realtime_audio_format``; GA's ``audio/pcmu``
+# is not one of them) and GA's PCM ones.
 _APPEND_FORMATS = {
+    **dict.fromkeys(("g711_ulaw", "audio/g711_ulaw", "g711-ulaw", "ulaw", "mulaw"), PCMU),
+    **dict.fromkeys(("g711_alaw", "audio/g711_alaw", "g711-alaw", "alaw"), PCMA),
     "pcm16": PCM16,
     "pcm_s16le": PCM16,
     "s16le": PCM16,
@@ -68,7 +73,8 @@ class NativeOptions:
 
 def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
     """The format of one append: the session's, unless the append names its own
-    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append)."""
+    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). A
+    G.711 append without a rate is at 8 kHz, as vLLM-Omni reads it."""
     name, rate = ev.get("format"), ev.get("sample_rate_hz")
     if name is None and rate is None:
         return declared
@@ -77,11 +83,13 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
         found = _APPEND_FORMATS.get(name.lower()) if isinstance(name, str) else None
         if found is None:
             raise AudioError(
-                "unsupported_audio_format", f"append format {name!r} is not pcm16 or pcm_f32le"
+                "unsupported_audio_format",
+                f"append format {name!r} is not pcm16, pcm_f32le, g711_ulaw or g711_alaw",
             )
         encoding = found
     if rate is None:
-        return AudioFormat(encoding, declared.rate_hz)
+        g711_named = encoding in G711_ENCODINGS and declared.encoding not in G711_ENCODINGS
+        return AudioFormat(encoding, G711_RATE_HZ if g711_named else declared.rate_hz)
     ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
     if not ok or int(rate) != rate or not MIN_RATE <= int(rate) <= MAX_RATE:
         raise AudioError(

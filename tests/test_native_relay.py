@@ -10,6 +10,7 @@ corpus.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ import pytest
 import soxr
 
 from proxy.reference import ReferenceOptions
+from shim.g711 import ULAW, g711_to_int16, int16_to_g711
 from tests.servers import (
     Client,
     connect,
@@ -109,6 +111,47 @@ async def test_a_refusal_of_the_proxys_own_ack_never_reaches_the_client() -> Non
         await c.send({"type": "session.heartbeat"})
         await c.until("session.heartbeat_ack")  # the upstream has answered the ack by now
         assert not c.of("error"), c.of("error")
+
+
+async def test_g711_as_vllm_omni_takes_it_from_a_native_client() -> None:
+    """vLLM-Omni takes ``g711_ulaw`` both ways from a native client: μ-law appends at
+    8 kHz, and the answer as μ-law deltas labelled ``format: g711_ulaw``,
+    ``sample_rate_hz: 8000`` (its ``protocol/realtime/audio.py``). Through the relay
+    the same: the turn is heard (the stand-in says how long it was), the answer's
+    deltas come as the upstream sent them, and its length is what was generated."""
+    pcm8 = soxr.resample(
+        np.frombuffer(load_clip("utt05_clean.wav") + silence(800), "<i2"), 24000, 8000
+    )
+    ulaw = int16_to_g711(pcm8.astype(np.int16), ULAW)
+    options = ReferenceOptions(fidelity="strict")
+    rates = {"input": {"sample_rate_hz": 8000}, "output": {"sample_rate_hz": 8000}}
+    g711 = opening(
+        input_audio_format="g711_ulaw",
+        output_audio_format="g711_ulaw",
+        sample_rate_hz=8000,
+        audio=rates,
+    )
+    async with (
+        reference("duplex-no-barge-in", reply_ms=2000, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(g711)
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+        await say(c, ulaw, fmt="g711_ulaw", rate=8000)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        done = await c.until("response.done", timeout=30)
+    assert not c.of("error"), c.of("error")
+    assert done["response"]["status"] == "completed"
+    transcript = done["response"]["output"][0]["content"][0]["transcript"]
+    heard = re.search(r"heard about ([0-9.]+) seconds", transcript)
+    assert heard and float(heard.group(1)) == pytest.approx(4.0, abs=0.3), transcript
+    deltas = c.of("response.output_audio.delta")
+    assert {(d.get("format"), d.get("sample_rate_hz")) for d in deltas} == {("g711_ulaw", 8000)}
+    audio = b"".join(pybase64.b64decode(d["delta"]) for d in deltas)
+    assert len(audio) == 2000 * 8, "one byte a sample at 8 kHz: the 2 s answer"
+    assert np.abs(g711_to_int16(audio, ULAW).astype(np.int32)).max() > 1000, "not silence"
 
 
 @pytest.mark.parametrize(

@@ -471,7 +471,7 @@ def test_an_append_is_read_at_its_own_sample_rate() -> None:
     assert sc.s.history.end_ms == pytest.approx(1500, abs=80)
     bad = sc.client({**native_append(20), "sample_rate_hz": 12.5})
     assert client_events(bad)[0]["error"]["code"] == "invalid_value"
-    bad = sc.client({**native_append(20), "format": "g711_ulaw"})
+    bad = sc.client({**native_append(20), "format": "pcmu"})
     assert client_events(bad)[0]["error"]["code"] == "unsupported_audio_format"
 
 

@@ -43,7 +43,7 @@ from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
-from shim.dialects.relay_wire import relayed_g711, upstream_settings
+from shim.dialects.relay_wire import ga_g711_names, upstream_settings
 from shim.inputs import (
     ClientEvent,
     UpstreamCheckpointed,
@@ -116,7 +116,9 @@ class BargeInRelaySession(EmulatedSession):
         return [ForwardUpstream(inp.raw)]
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        error = relayed_g711(self.config, ev, self.settings.vad) or self.apply_update(ev)
+        if ga_g711_names(ev):
+            return [SendUpstream(upstream_settings(ev))]  # refused there, as on vLLM-Omni
+        error = self.apply_update(ev)
         if error is not None:
             return [self.err(error.code, str(error), ev, error.param)]  # nothing goes upstream
         # The upstream answers session.updated itself; turn detection goes along (its

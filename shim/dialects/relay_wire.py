@@ -7,9 +7,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
-from shim.g711 import G711_ENCODINGS
-from shim.session_config import ClientSessionConfig, SessionConfigError, apply_session_update
-from shim.vad_gate import VadParams
+# GA's G.711 names, which vLLM-Omni does not know.
+_GA_G711_NAMES = frozenset({"audio/pcmu", "pcmu", "audio/pcma", "pcma"})
 
 
 def response_id(ev: Mapping[str, Any]) -> Any:
@@ -28,22 +27,19 @@ def upstream_settings(ev: Mapping[str, Any]) -> dict[str, Any]:
     return copy.deepcopy(dict(ev))
 
 
-def relayed_g711(
-    cfg: ClientSessionConfig, ev: dict[str, Any], vad: VadParams
-) -> SessionConfigError | None:
-    """A native client's G.711 is refused, as before: its appends and the upstream's
-    audio pass the relay undecoded, as PCM (a GA client's G.711 is converted, in
-    ``shim/dialects/ga_relay.py``; docs/protocol.md, "Audio formats")."""
-    try:
-        after = apply_session_update(cfg, ev, vad)
-    except SessionConfigError as exc:
-        return exc
-    for part, fmt in (("input", after.input_format), ("output", after.output_format)):
-        if fmt.encoding in G711_ENCODINGS:
-            return SessionConfigError(
-                "unsupported_audio_format",
-                f"audio.{part}.format: G.711 is converted for GA clients only "
-                "(/v1/realtime without ?duplex=1); use PCM16",
-                f"audio.{part}.format",
-            )
-    return None
+def ga_g711_names(ev: Mapping[str, Any]) -> list[str]:
+    """The G.711 formats a native client's ``session.update`` names by GA's names
+    (``audio/pcmu``, ``pcma``): vLLM-Omni knows G.711 only as ``g711_ulaw`` /
+    ``g711_alaw`` and refuses the update (``unsupported_audio_format``; its
+    ``protocol/realtime/formats.py``), so the relay lets it say so."""
+    nested = ev.get("session")
+    session: Mapping[str, Any] = nested if isinstance(nested, dict) else ev
+    audio = session.get("audio")
+    specs = [session.get("input_audio_format"), session.get("output_audio_format")]
+    if isinstance(audio, dict):
+        for part in ("input", "output"):
+            side = audio.get(part)
+            if isinstance(side, dict):
+                specs.append(side.get("format"))
+    names = [spec.get("type") if isinstance(spec, dict) else spec for spec in specs]
+    return [n for n in names if isinstance(n, str) and n.lower() in _GA_G711_NAMES]
