@@ -5,9 +5,9 @@ vLLM-Omni's own ``DuplexClient`` (``docs/protocol.md``, "Native clients") opens 
 append with its ``format`` and ``sample_rate_hz``, and ends its turn with
 ``input_audio_buffer.commit{final: true}``. On a vLLM-Omni duplex server a commit is
 answered when it carries ``response_create: true`` or the session has
-``extra_body.auto_response``; otherwise it only commits. The emulated modes keep
-those rules, so a native client gets the same session through the proxy whatever
-the upstream speaks.
+``extra_body.auto_response`` (whatever the commit says); otherwise it only
+commits. The emulated modes keep those rules, so a native client gets the same
+session through the proxy whatever the upstream speaks.
 """
 
 from __future__ import annotations
@@ -58,10 +58,11 @@ class NativeOptions:
 
     def commit_answers(self, ev: dict[str, Any]) -> bool:
         """Whether a client's ``input_audio_buffer.commit`` asks for an answer: its own
-        ``response_create`` (or ``create_response``) if it says, else the session's
-        ``auto_response``."""
+        ``response_create`` (or ``create_response``) ``true``, or the session's
+        ``auto_response``, which a ``response_create: false`` does not turn off
+        (vLLM-Omni's ``engine/duplex/session/runner.py``, ``_on_commit``)."""
         asked = ev.get("response_create", ev.get("create_response"))
-        return asked if isinstance(asked, bool) else self.auto_response
+        return asked is True or self.auto_response
 
     def to_wire(self) -> dict[str, Any]:
         return {"native": {"auto_response": True}} if self.auto_response else {}

@@ -44,7 +44,8 @@ def test_auto_response_is_read_from_either_shape_and_only_when_set() -> None:
     [
         ({}, True, True),
         ({}, False, False),
-        ({"response_create": False}, True, False),
+        ({"response_create": False}, True, True),  # vLLM-Omni answers it all the same
+        ({"response_create": False}, False, False),
         ({"create_response": True}, False, True),
         ({"response_create": "yes"}, False, False),
     ],

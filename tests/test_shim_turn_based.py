@@ -419,7 +419,9 @@ def test_a_native_commit_is_answered_under_auto_response() -> None:
     assert len(audio) // 2 == pytest.approx(16000 * 0.8, abs=160), "800 ms at 16 kHz"
 
 
-@pytest.mark.parametrize(("auto", "asked", "answered"), [(True, False, False), (False, True, True)])
+@pytest.mark.parametrize(
+    ("auto", "asked", "answered"), [(True, False, True), (False, True, True), (False, False, False)]
+)
 def test_a_commit_says_itself_whether_it_wants_an_answer(
     auto: bool, asked: bool, answered: bool
 ) -> None:
