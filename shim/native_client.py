@@ -72,6 +72,17 @@ class NativeOptions:
         self.auto_response = isinstance(native, dict) and native.get("auto_response") is True
 
 
+def native_error(event: dict[str, Any]) -> None:
+    """An ``error`` as vLLM-Omni's duplex sessions nest it: ``event_id`` and ``param``
+    left out when they name nothing, never ``null`` (its ``protocol/realtime/events.py``,
+    ``ErrorEvent``; ``docs/fidelity.md``, row 14)."""
+    err = event.get("error")
+    if event.get("type") == "error" and isinstance(err, dict):
+        for key in ("event_id", "param"):
+            if key in err and err[key] is None:
+                del err[key]
+
+
 def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
     """The format of one append: the session's, unless the append names its own
     ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). A

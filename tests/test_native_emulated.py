@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 
@@ -55,3 +56,64 @@ async def test_auto_response_answers_a_commit_that_asks_for_none() -> None:
         done = await c.until("response.done", timeout=30)
     assert done["response"]["status"] == "completed"
     assert not c.of("error"), c.of("error")
+
+
+def refusal(event: dict[str, Any]) -> tuple[str, str, bool]:
+    err = event["error"]
+    return err["code"], err["message"], "event_id" in err
+
+
+@pytest.mark.parametrize("through", ["proxy", "stand-in"])
+async def test_response_requests_are_refused_in_vllm_omnis_words(through: str) -> None:
+    """``response.create`` with nothing committed or over an answer, and
+    ``response.cancel`` with no answer or of a finished one, are refused with
+    vLLM-Omni's codes and words (``engine/duplex/session/runner.py``,
+    ``engine/duplex/realtime_events.py``): what the strict duplex stand-in says
+    directly, the proxy says over a turn-based upstream."""
+    async with session_for(through) as c:
+        await c.send({"type": "response.create", "event_id": "ev_create"})
+        assert refusal(await c.until("error")) == (
+            "response_create_without_input",
+            "Duplex response.create requires committed audio to answer.",
+            False,
+        )
+        await c.send({"type": "response.cancel", "event_id": "ev_cancel"})
+        assert refusal(await c.until("error")) == (
+            "response_not_active",
+            "response.cancel requires an active response",
+            True,
+        )
+        await say(c, SPEECH)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        await c.until("response.output_audio.delta", timeout=30)
+        await c.send({"type": "response.create"})
+        assert refusal(await c.until("error")) == (
+            "response_already_active",
+            "response.create cannot start while another response is active.",
+            False,
+        )
+        done = await c.until("response.done", timeout=30)
+        assert done["response"]["status"] == "completed"
+        await c.send({"type": "response.cancel"})
+        rid = done["response"]["id"]
+        assert refusal(await c.until("error")) == (
+            "response_not_active",
+            f"Response is already complete: {rid}",
+            False,
+        )
+
+
+@asynccontextmanager
+async def session_for(through: str) -> AsyncIterator[Client]:
+    if through == "proxy":
+        async with native_session(reply_ms=3000) as c:
+            yield c
+        return
+    options = ReferenceOptions(fidelity="strict")
+    async with (
+        reference("duplex", reply_ms=3000, options=options) as upstream,
+        connect(upstream + "?duplex=1&autostart=0&model=m") as c,
+    ):
+        await c.send(opening())
+        await c.until("session.created")
+        yield c

@@ -16,6 +16,7 @@ from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_limits, turn_wire
+from shim.dialects.turn_refusals import Refusals
 from shim.inputs import ClientEvent, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
@@ -45,6 +46,7 @@ class TurnBasedSession(EmulatedSession):
     ) -> None:
         self.upstream_model = upstream_model
         self.empty_commit = turn_limits.empty_commit(native_client)
+        self.refusals = Refusals(native_client)
         self.upstream_busy = False
         self.pending: deque[PendingTurn] = deque(maxlen=4)
         self.commit_from_ms = 0
@@ -110,29 +112,20 @@ class TurnBasedSession(EmulatedSession):
         if option is not None:
             msg = turn_limits.response_option_message(option)
             return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
-        if self._live():
-            return [
-                self.err(
-                    "conversation_already_has_active_response", "a response is in progress", ev
-                )
-            ]
-        if not self.pending:
-            return [
-                self.err(
-                    "response_create_without_input",
-                    "no committed user audio is waiting for a response",
-                    ev,
-                )
-            ]
+        if self._live() or not self.pending:
+            code, message, names_event = self.refusals.create(self._live())
+            return [self.err(code, message, ev if names_event else None)]
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp, rid = self.response, ev.get("response_id")
-        code = "response_cancel_not_active"
-        if resp is None or not resp.live:
-            return [self.err(code, "there is no active response to cancel", ev)]
-        if isinstance(rid, str) and rid != resp.response_id:
-            return [self.err(code, f"response {rid!r} is not active", ev)]
+        resp = self.response
+        active = resp.response_id if resp is not None and resp.live else None
+        last = resp.response_id if resp is not None else None
+        refused = self.refusals.cancel(ev.get("response_id"), active, last)
+        if refused is not None:
+            return [self.err(*refused, ev)]
+        if active is None:
+            return []  # vLLM-Omni answers nothing here
         return self.cancel_response(now, reason="client_cancelled")
 
     # ------------------------------------------------------------ turns
