@@ -117,3 +117,39 @@ async def session_for(through: str) -> AsyncIterator[Client]:
         await c.send(opening())
         await c.until("session.created")
         yield c
+
+
+@pytest.mark.parametrize("through", ["proxy", "stand-in"])
+async def test_every_playback_ack_is_answered(through: str) -> None:
+    """vLLM-Omni answers each ``playback.ack`` with ``playback.acknowledged`` (the
+    acked item and cursors under ``event``), or refuses one naming a response it
+    never had (``playback_item_not_found``, naming no event):
+    ``engine/duplex/session/playback_ledger.py``."""
+    async with session_for(through) as c:
+        await say(c, SPEECH)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        done = await c.until("response.done", timeout=30)
+        rid = done["response"]["id"]
+        item_id = done["response"]["output"][0]["id"]
+        await c.send(
+            {"type": "playback.ack", "played_ms": 1200, "committed_ms": 1200, "response_id": rid}
+        )
+        acked = (await c.until("playback.acknowledged"))["event"]
+        await c.send({"type": "playback.ack", "played_ms": 10, "response_id": "resp_unknown"})
+        refused = await c.until("error")
+    assert set(acked) == {
+        "type",
+        "session_id",
+        "epoch",
+        "item_id",
+        "played_ms",
+        "committed_ms",
+        "truncate",
+        "playback",
+        "history_committed",
+    }
+    assert (acked["item_id"], acked["played_ms"], acked["committed_ms"]) == (item_id, 1200, 1200)
+    assert set(acked["playback"]) == {"generated_ms", "sent_ms", "played_ms", "committed_ms"}
+    assert acked["playback"]["sent_ms"] == pytest.approx(3000, abs=50)
+    assert refused["error"]["code"] == "playback_item_not_found"
+    assert "event_id" not in refused["error"]

@@ -15,7 +15,7 @@ from typing import Any
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
-from shim.dialects import turn_limits, turn_wire
+from shim.dialects import turn_acks, turn_limits, turn_wire
 from shim.dialects.turn_refusals import Refusals
 from shim.inputs import ClientEvent, UpstreamLost
 from shim.response_close import close_response
@@ -69,6 +69,7 @@ class TurnBasedSession(EmulatedSession):
             "input_audio_buffer.clear": self._client_clear,
             "response.create": self._client_response_create,
             "response.cancel": self._client_response_cancel,
+            "playback.ack": lambda ev, now: turn_acks.answer(self, ev, now, self.refusals.native),
         }
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
