@@ -181,3 +181,34 @@ async def test_the_stand_in_answers_g711_in_g711(output: dict[str, Any], rate: i
     assert {(d["format"], d["sample_rate_hz"]) for d in deltas} == {(name, rate)}
     audio = b"".join(pybase64.b64decode(d["delta"]) for d in deltas)
     assert len(audio) == pytest.approx(rate, abs=len(deltas)), "1 s, one byte a sample"
+
+
+async def test_without_turn_detection_every_turn_is_told_as_the_upstream_tells_it() -> None:
+    """Without server VAD vLLM-Omni marks each buffer's first append
+    (``speech_started``) and its commit (``speech_stopped``): ``docs/fidelity.md``,
+    row 2. The proxy decides no barge-in then, so a turn spoken right after the client
+    cancelled an answer (its audio would still be playing by the proxy's clock) is
+    told as the upstream tells it."""
+    speech = pcm16k(load_clip("utt05_clean.wav") + silence(800))
+    options = ReferenceOptions(fidelity="strict")
+    async with (
+        reference("duplex-no-barge-in", reply_ms=3000, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(opening())
+        await c.until("session.created")
+        for turn in range(2):
+            await say(c, speech)
+            await c.send({"type": "input_audio_buffer.commit", "final": True})
+            await c.until("response.output_audio.delta", timeout=30)
+            if turn == 0:
+                await c.send({"type": "response.cancel"})
+            done = await c.until("response.done", timeout=30)
+        assert done["response"]["status"] == "completed"
+    kinds = [e["type"] for e in c.events if e["type"].startswith("input_audio_buffer.")]
+    assert kinds == 2 * [
+        "input_audio_buffer.speech_started",
+        "input_audio_buffer.speech_stopped",
+        "input_audio_buffer.committed",
+    ]

@@ -227,7 +227,9 @@ def transcript_delta(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> li
 def speech(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     if r.suppress_upstream_speech:
         return []
-    playing = r.overlap.holding or r.output.active(now)
+    # Turn detection off: the proxy decides no barge-in, and the upstream's speech
+    # events (a buffer's first append, its commit) are the client's as they come.
+    playing = r.overlap.holding or (r.config.turn.vad is not None and r.output.active(now))
     out: list[Action] = []
     for relayed in r.upstream_speech.on_event(ev, playing):
         out += r.output.event(SendClient(relayed))
