@@ -212,3 +212,44 @@ async def test_without_turn_detection_every_turn_is_told_as_the_upstream_tells_i
         "input_audio_buffer.speech_stopped",
         "input_audio_buffer.committed",
     ]
+
+
+BAD_INPUT = [
+    {"type": "input_audio_buffer.append", "audio": "@@@not base64"},
+    {"type": "input_audio_buffer.append", "audio": pybase64.b64encode(b"\x00\x01\x02").decode()},
+    {"type": "input_audio_buffer.append", "audio": "AAAA", "format": "opus"},
+    {"type": "input_audio_buffer.append", "audio": "AAAA", "sample_rate_hz": 12},
+    {"type": "playback.ack", "played_ms": "soon"},
+    {"type": "session.update", "session": {"input_audio_format": "opus"}},
+]
+
+
+async def refusals(url: str) -> list[tuple[str, str, str | None]]:
+    """The (code, message, event id) of each refusal of ``BAD_INPUT``, in order."""
+    async with connect(url) as c:
+        await c.send(opening())
+        await c.until("session.created")
+        for n, bad in enumerate(BAD_INPUT):
+            await c.send({**bad, "event_id": f"bad_{n}"})
+        await c.send({"type": "session.heartbeat"})
+        await c.until("session.heartbeat_ack")
+    return [
+        (e["error"]["code"], e["error"]["message"], e["error"].get("event_id"))
+        for e in c.of("error")
+    ]
+
+
+async def test_bad_input_is_refused_in_the_upstreams_words() -> None:
+    """What the relay cannot read (an append's audio, format or rate, an ack's
+    position, a session's audio format) goes to the upstream, which refuses it in
+    vLLM-Omni's words: the client gets what it would get from the server itself."""
+    options = ReferenceOptions(fidelity="strict")
+    async with reference("duplex-no-barge-in", options=options) as upstream:
+        direct = await refusals(upstream + "?duplex=1&autostart=0&model=m")
+    async with (
+        reference("duplex-no-barge-in", options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
+        relayed = await refusals(ws_url(base, **NATIVE))
+    assert len(direct) == len(BAD_INPUT), direct
+    assert relayed == direct

@@ -116,11 +116,13 @@ class BargeInRelaySession(EmulatedSession):
         return [ForwardUpstream(inp.raw)]
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        if ga_g711_names(ev):
-            return [SendUpstream(upstream_settings(ev))]  # refused there, as on vLLM-Omni
-        error = self.apply_update(ev)
-        if error is not None:
-            return [self.err(error.code, str(error), ev, error.param)]  # nothing goes upstream
+        error = None if ga_g711_names(ev) else self.apply_update(ev)
+        if ga_g711_names(ev) or (error is not None and (error.param or "").startswith("audio.")):
+            # Audio formats are vLLM-Omni's to judge, in its own words (GA's G.711
+            # names it refuses): the update goes there, unapplied here.
+            return [SendUpstream(upstream_settings(ev))]
+        if error is not None:  # the proxy's own fields: nothing goes upstream
+            return [self.err(error.code, str(error), ev, error.param)]
         # The upstream answers session.updated itself; turn detection goes along (its
         # turns are its own; the proxy's VAD decides only barge-ins).
         self.last_update = upstream_settings(ev)
@@ -128,12 +130,13 @@ class BargeInRelaySession(EmulatedSession):
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.input_audio(self, ev, now)
-        return out if client_events.is_refusal(out) else [SendUpstream(ev), *out]
+        # One the proxy cannot read the upstream refuses itself, in its own words.
+        return [SendUpstream(ev)] if client_events.is_refusal(out) else [SendUpstream(ev), *out]
 
     def _client_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.playback_ack(self, ev, now)
         if client_events.is_refusal(out):
-            return out
+            return [SendUpstream(ev)]  # refused there, in the upstream's words
         self.reports.client_acks = True
         item, upstream_ms = client_events.item_for(self, ev), self.reports.upstream_audio_ms
         ack = in_upstream_measure(ev, item, self.response, upstream_ms)
