@@ -72,7 +72,7 @@ class NativeOptions:
         self.auto_response = isinstance(native, dict) and native.get("auto_response") is True
 
 
-def native_error(event: dict[str, Any]) -> None:
+def native_error(event: dict[str, Any]) -> dict[str, Any]:
     """An ``error`` as vLLM-Omni's duplex sessions nest it: ``event_id`` and ``param``
     left out when they name nothing, never ``null`` (its ``protocol/realtime/events.py``,
     ``ErrorEvent``; ``docs/fidelity.md``, row 14)."""
@@ -81,6 +81,7 @@ def native_error(event: dict[str, Any]) -> None:
         for key in ("event_id", "param"):
             if key in err and err[key] is None:
                 del err[key]
+    return event
 
 
 def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:

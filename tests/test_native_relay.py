@@ -253,3 +253,32 @@ async def test_bad_input_is_refused_in_the_upstreams_words() -> None:
         relayed = await refusals(ws_url(base, **NATIVE))
     assert len(direct) == len(BAD_INPUT), direct
     assert relayed == direct
+
+
+async def frame_refusals(url: str) -> list[dict[str, Any]]:
+    async with connect(url) as c:
+        await c.send(opening())
+        await c.until("session.created")
+        for frame in ("not json", "[1, 2]", '{"no": "type"}'):
+            await c.ws.send_str(frame)
+        await c.send({"type": "session.heartbeat"})
+        await c.until("session.heartbeat_ack")
+    return [e["error"] for e in c.of("error")]
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in", "turn"])
+async def test_a_frame_that_is_no_event_is_refused_as_vllm_omni_refuses_it(kind: str) -> None:
+    """vLLM-Omni refuses a frame that is not JSON (``invalid_json``) or not an object
+    with a ``type`` (``bad_event``) in its own words, naming no event
+    (``entrypoints/duplex/serving.py``); the proxy reads every frame before any mode
+    sees it, and refuses a native client's the same way."""
+    options = ReferenceOptions(fidelity="strict")
+    async with reference("duplex", options=options) as upstream:
+        direct = await frame_refusals(upstream + "?duplex=1&autostart=0&model=m")
+    async with (
+        reference(kind, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
+        through = await frame_refusals(ws_url(base, **NATIVE))
+    assert [e["code"] for e in direct] == ["invalid_json", "bad_event", "bad_event"]
+    assert through == direct
