@@ -13,6 +13,7 @@ session through the proxy whatever the upstream speaks.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -72,15 +73,53 @@ class NativeOptions:
         self.auto_response = isinstance(native, dict) and native.get("auto_response") is True
 
 
+# The proxy's own refusals of input it reads itself (``shim/client_events.py``,
+# ``shim/audio_formats.py``) -> vLLM-Omni's code and words for the same input
+# (``protocol/realtime/audio_input.py``, ``protocol/realtime/formats.py``,
+# ``engine/duplex/realtime_commands.py``, ``engine/duplex/realtime_events.py``).
+# Keyed by code and the start of the proxy's message; ``{name}`` is what it quoted.
+_NATIVE_WORDS = [
+    ("invalid_audio", "audio is not valid base64", "bad_audio", "input audio is not valid base64"),
+    ("invalid_audio", "", "bad_event", "pcm16 audio must be whole 16-bit samples"),
+    (
+        "invalid_event",
+        "playback.ack requires",
+        "bad_event",
+        "playback.ack requires numeric played_ms",
+    ),
+    (
+        "invalid_value",
+        "append sample_rate_hz",
+        "bad_event",
+        "sample_rate_hz must be between 8000 and 192000",
+    ),
+    ("unsupported_audio_format", "append format", None, "Unsupported input_audio_format: {name}"),
+    ("unsupported_audio_format", "audio.input.", None, "Unsupported input_audio_format: {name}"),
+    ("unsupported_audio_format", "audio.output.", None, "Unsupported output_audio_format: {name}"),
+    ("item_not_found", "no ", None, "Conversation item not found: {name}"),
+]
+_QUOTED = re.compile(r"'([^']*)'")
+
+
 def native_error(event: dict[str, Any]) -> dict[str, Any]:
-    """An ``error`` as vLLM-Omni's duplex sessions nest it: ``event_id`` and ``param``
-    left out when they name nothing, never ``null`` (its ``protocol/realtime/events.py``,
-    ``ErrorEvent``; ``docs/fidelity.md``, row 14)."""
+    """An ``error`` as vLLM-Omni's duplex sessions send it: in its code and words
+    where the proxy refused what vLLM-Omni refuses too (``_NATIVE_WORDS``), and
+    ``event_id`` / ``param`` left out when they name nothing, never ``null`` (its
+    ``protocol/realtime/events.py``, ``ErrorEvent``; ``docs/fidelity.md``, row 14)."""
     err = event.get("error")
-    if event.get("type") == "error" and isinstance(err, dict):
-        for key in ("event_id", "param"):
-            if key in err and err[key] is None:
-                del err[key]
+    if event.get("type") != "error" or not isinstance(err, dict):
+        return event
+    code, message = err.get("code"), err.get("message")
+    for ours, starts, theirs, words in _NATIVE_WORDS:
+        if code == ours and isinstance(message, str) and message.startswith(starts):
+            quoted = _QUOTED.search(message)
+            err["code"] = theirs or code
+            err["message"] = words.format(name=quoted.group(1) if quoted else "")
+            err["param"] = None  # vLLM-Omni names none for these
+            break
+    for key in ("event_id", "param"):
+        if key in err and err[key] is None:
+            del err[key]
     return event
 
 

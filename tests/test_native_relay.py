@@ -218,7 +218,7 @@ BAD_INPUT = [
     {"type": "input_audio_buffer.append", "audio": "@@@not base64"},
     {"type": "input_audio_buffer.append", "audio": pybase64.b64encode(b"\x00\x01\x02").decode()},
     {"type": "input_audio_buffer.append", "audio": "AAAA", "format": "opus"},
-    {"type": "input_audio_buffer.append", "audio": "AAAA", "sample_rate_hz": 12},
+    {"type": "input_audio_buffer.append", "audio": "AAAAAA==", "sample_rate_hz": 12},
     {"type": "playback.ack", "played_ms": "soon"},
     {"type": "session.update", "session": {"input_audio_format": "opus"}},
 ]
@@ -239,15 +239,18 @@ async def refusals(url: str) -> list[tuple[str, str, str | None]]:
     ]
 
 
-async def test_bad_input_is_refused_in_the_upstreams_words() -> None:
+@pytest.mark.parametrize("kind", ["duplex-no-barge-in", "turn"])
+async def test_bad_input_is_refused_in_vllm_omnis_words(kind: str) -> None:
     """What the relay cannot read (an append's audio, format or rate, an ack's
     position, a session's audio format) goes to the upstream, which refuses it in
-    vLLM-Omni's words: the client gets what it would get from the server itself."""
+    vLLM-Omni's words; over a turn-based upstream the proxy refuses it in those words
+    itself (``shim/native_client.py``): the client gets what it would get from the
+    server."""
     options = ReferenceOptions(fidelity="strict")
     async with reference("duplex-no-barge-in", options=options) as upstream:
         direct = await refusals(upstream + "?duplex=1&autostart=0&model=m")
     async with (
-        reference("duplex-no-barge-in", options=options) as upstream,
+        reference(kind, options=options) as upstream,
         proxy(proxy_config({"m": upstream})) as base,
     ):
         relayed = await refusals(ws_url(base, **NATIVE))
