@@ -285,3 +285,31 @@ async def test_a_frame_that_is_no_event_is_refused_as_vllm_omni_refuses_it(kind:
         through = await frame_refusals(ws_url(base, **NATIVE))
     assert [e["code"] for e in direct] == ["invalid_json", "bad_event", "bad_event"]
     assert through == direct
+
+
+async def test_the_proxys_own_turn_fields_never_reach_the_upstream() -> None:
+    """vLLM-Omni refuses a ``server_vad`` object with fields it does not know
+    (``engine/duplex/turn_detection.py``). A native client of the barge-in relay may
+    set the proxy's own (``barge_in_decision_ms``, ``overlap_events``:
+    docs/protocol.md, "Overlap protocol"): they stay with the proxy, and the upstream
+    gets its server VAD, at open and on an update, instead of a refusal (at open, the
+    session was opened without turn detection at all)."""
+    options = ReferenceOptions(fidelity="strict")
+    vad = {"type": "server_vad", "barge_in_decision_ms": 400, "overlap_events": True}
+    async with (
+        reference("duplex-no-barge-in", options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(opening(turn_detection=vad))
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+        assert created["session"]["turn_detection"]["type"] == "server_vad"
+        later = {"type": "server_vad", "barge_in_decision_ms": 300}
+        await c.send({"type": "session.update", "session": {"turn_detection": later}})
+        await c.until("session.updated")  # the opening's
+        updated = await c.until("session.updated")
+        assert updated["session"]["turn_detection"]["type"] == "server_vad"
+        await c.send({"type": "session.heartbeat"})
+        await c.until("session.heartbeat_ack")
+    assert not c.of("error"), c.of("error")

@@ -19,12 +19,33 @@ def response_id(ev: Mapping[str, Any]) -> Any:
     return rid
 
 
+# The proxy's own turn-detection fields (docs/protocol.md, "Overlap protocol"):
+# vLLM-Omni refuses a ``server_vad`` object with fields it does not know.
+PROXY_TURN_FIELDS = ("barge_in_decision_ms", "overlap_events")
+
+
 def upstream_settings(ev: Mapping[str, Any]) -> dict[str, Any]:
     """A client's ``session.update`` as the upstream gets it: whole, turn detection
-    included. The proxy's own VAD reads it too (to decide barge-ins), but a vLLM-Omni
-    upstream detects turns only under ``server_vad`` and answers nothing without it
-    (docs/fidelity.md, row 2), so a native client's choice must reach it."""
-    return copy.deepcopy(dict(ev))
+    included, less the proxy's own fields. The proxy's own VAD reads it too (to
+    decide barge-ins), but a vLLM-Omni upstream detects turns only under
+    ``server_vad`` and answers nothing without it (docs/fidelity.md, row 2), so a
+    native client's choice must reach it."""
+    out = copy.deepcopy(dict(ev))
+    nested = out.get("session")
+    without_proxy_fields(nested if isinstance(nested, dict) else out)
+    return out
+
+
+def without_proxy_fields(session: dict[str, Any]) -> dict[str, Any]:
+    """``session`` (changed in place) without the proxy's own turn-detection fields."""
+    audio = session.get("audio")
+    audio_in = audio.get("input") if isinstance(audio, dict) else None
+    for holder in (session, audio_in):
+        td = holder.get("turn_detection") if isinstance(holder, dict) else None
+        if isinstance(td, dict):
+            for key in PROXY_TURN_FIELDS:
+                td.pop(key, None)
+    return session
 
 
 def ga_g711_names(ev: Mapping[str, Any]) -> list[str]:
