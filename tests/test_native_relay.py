@@ -221,6 +221,9 @@ BAD_INPUT = [
     {"type": "input_audio_buffer.append", "audio": "AAAAAA==", "sample_rate_hz": 12},
     {"type": "playback.ack", "played_ms": "soon"},
     {"type": "session.update", "session": {"input_audio_format": "opus"}},
+    # GA's G.711 names are not vLLM-Omni's.
+    {"type": "session.update", "session": {"output_audio_format": "audio/pcmu"}},
+    {"type": "session.update", "session": {"audio": {"input": {"format": {"type": "audio/pcma"}}}}},
 ]
 
 

@@ -64,3 +64,25 @@ def ga_g711_names(ev: Mapping[str, Any]) -> list[str]:
                 specs.append(side.get("format"))
     names = [spec.get("type") if isinstance(spec, dict) else spec for spec in specs]
     return [n for n in names if isinstance(n, str) and n.lower() in _GA_G711_NAMES]
+
+
+def ga_g711_refusal(ev: Mapping[str, Any]) -> str | None:
+    """vLLM-Omni's words refusing an update that names GA's G.711 (its
+    ``protocol/realtime/formats.py``, ``validate_realtime_session_audio_formats``:
+    the input format first), or None."""
+    nested = ev.get("session")
+    session: Mapping[str, Any] = nested if isinstance(nested, dict) else ev
+    audio = session.get("audio")
+    parts = audio if isinstance(audio, dict) else {}
+    for side, keys in (
+        ("input", ("input_audio_format",)),
+        ("output", ("output_audio_format", "response_format")),
+    ):
+        spec = next((session[k] for k in keys if session.get(k)), None)
+        part = parts.get(side)
+        if spec is None and isinstance(part, dict):
+            spec = part.get("format")
+        name = spec.get("type") if isinstance(spec, dict) else spec
+        if isinstance(name, str) and name.lower() in _GA_G711_NAMES:
+            return f"Unsupported {side}_audio_format: {spec}"
+    return None
