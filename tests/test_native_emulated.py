@@ -153,3 +153,18 @@ async def test_every_playback_ack_is_answered(through: str) -> None:
     assert acked["playback"]["sent_ms"] == pytest.approx(3000, abs=50)
     assert refused["error"]["code"] == "playback_item_not_found"
     assert "event_id" not in refused["error"]
+
+
+@pytest.mark.parametrize("through", ["proxy", "stand-in"])
+async def test_every_audio_delta_names_its_format_and_rate(through: str) -> None:
+    """vLLM-Omni labels each ``response.output_audio.delta`` with its ``format`` and
+    ``sample_rate_hz`` (``engine/duplex/realtime_events.py``); so does the proxy's
+    answer over a turn-based upstream to a native client, whose output is 24 kHz PCM16
+    here (``DuplexClient``'s default)."""
+    async with session_for(through) as c:
+        await say(c, SPEECH)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        await c.until("response.done", timeout=30)
+    deltas = c.of("response.output_audio.delta")
+    assert deltas
+    assert {(d.get("format"), d.get("sample_rate_hz")) for d in deltas} == {("pcm16", 24000)}

@@ -245,7 +245,7 @@ class TurnBasedSession(EmulatedSession):
             rate,
             self.config.output_format,
             self.echo is not None,
-            lambda delta: turn_wire.audio_delta(rid, aid, delta),
+            turn_wire.delta_for(rid, aid, self.config.output_format, self.refusals.native),
         )
         return self.output.audio(action, now) if action is not None else []
 
@@ -272,9 +272,8 @@ class TurnBasedSession(EmulatedSession):
         assert resp is not None
         rid, aid = resp.response_id, resp.item_id
         tail: list[Action] = []
-        rest = self.assistant_audio.flush(
-            self.config.output_format, lambda delta: turn_wire.audio_delta(rid, aid, delta)
-        )
+        out_fmt, native = self.config.output_format, self.refusals.native
+        rest = self.assistant_audio.flush(out_fmt, turn_wire.delta_for(rid, aid, out_fmt, native))
         if rest is not None:
             tail += self.output.audio(rest, now)
         closing = self._finish(now, status="completed", reason=None)
