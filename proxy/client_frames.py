@@ -28,6 +28,15 @@ class BadFrame:
     code: str
     message: str
 
+    def native(self) -> tuple[str, str]:
+        """The refusal in vLLM-Omni's words, for its own clients (its
+        ``entrypoints/duplex/serving.py``: no JSON, or no object with a ``type``)."""
+        if self.message.startswith("frame is not valid JSON"):
+            return "invalid_json", "Invalid JSON event"
+        if self.message.startswith("event nested"):
+            return self.code, self.message  # the proxy's own limit
+        return "bad_event", "Duplex event must be a JSON object with a type"
+
 
 def parse_client_frame(raw: str, max_depth: int = 64) -> ClientFrame | BadFrame:
     """JSON object with a string ``type``, or a reason it is not one."""

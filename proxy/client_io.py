@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import astuple
 from typing import Any
 
 import aiohttp
@@ -26,6 +27,7 @@ from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
 from proxy.ws_direct import fits_direct, tap_queue, text_writer
 from shim import wire
+from shim.native_client import native_error
 
 CLOSED = object()  # inbox sentinel: the client went away
 
@@ -64,6 +66,7 @@ class ClientChannel:
         self.closed = asyncio.Event()
         self.close_code: int | None = None
         self.limits = limits or ServerConfig()
+        self.native = False  # a vLLM-Omni client: refused in its words and envelope
         self._loop = asyncio.get_running_loop()
         now = self._loop.time()
         self.rate = InputRate.from_config(self.limits, now)
@@ -111,7 +114,7 @@ class ClientChannel:
                         break
                     parsed = parse_client_frame(msg.data, self.limits.max_json_depth)
                     if isinstance(parsed, BadFrame):
-                        self.send_error(parsed.code, parsed.message)
+                        self.send_error(*(parsed.native() if self.native else astuple(parsed)))
                         continue
                     now = self._loop.time()
                     self.lifetime.heard(now)
@@ -250,7 +253,8 @@ class ClientChannel:
 
     def send_error(self, code: str, message: str, event_id: str | None = None) -> None:
         self.metrics.client_errors.labels(code).inc()
-        self.send_event(wire.error(code, message, event_id=event_id))
+        event = wire.error(code, message, event_id=event_id)
+        self.send_event(native_error(event) if self.native else event)
 
     async def flush(self, within_s: float = 2.0) -> None:
         """Wait (bounded) until queued frames are written, and stop taking new ones."""

@@ -5,26 +5,32 @@ vLLM-Omni's own ``DuplexClient`` (``docs/protocol.md``, "Native clients") opens 
 append with its ``format`` and ``sample_rate_hz``, and ends its turn with
 ``input_audio_buffer.commit{final: true}``. On a vLLM-Omni duplex server a commit is
 answered when it carries ``response_create: true`` or the session has
-``extra_body.auto_response``; otherwise it only commits. The emulated modes keep
-those rules, so a native client gets the same session through the proxy whatever
-the upstream speaks.
+``extra_body.auto_response`` (whatever the commit says); otherwise it only
+commits. The emulated modes keep those rules, so a native client gets the same
+session through the proxy whatever the upstream speaks.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from shim.audio import PCM16, PCM_F32, AudioError, AudioFormat, Int16Array
+from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat, Int16Array
+from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
 from shim.resample_low_delay import LowDelayResampler
 from shim.session_config import MAX_RATE, MIN_RATE
 from shim.settings import VAD_RATE
 
-# The encodings an append may name (vLLM-Omni's names and the GA ones).
+# The encodings an append may name: vLLM-Omni's names (its
+# ``protocol/realtime/formats.py``, ``parse_realtime_audio_format``; GA's ``audio/pcmu``
+# is not one of them) and GA's PCM ones.
 _APPEND_FORMATS = {
+    **dict.fromkeys(("g711_ulaw", "audio/g711_ulaw", "g711-ulaw", "ulaw", "mulaw"), PCMU),
+    **dict.fromkeys(("g711_alaw", "audio/g711_alaw", "g711-alaw", "alaw"), PCMA),
     "pcm16": PCM16,
     "pcm_s16le": PCM16,
     "s16le": PCM16,
@@ -53,10 +59,11 @@ class NativeOptions:
 
     def commit_answers(self, ev: dict[str, Any]) -> bool:
         """Whether a client's ``input_audio_buffer.commit`` asks for an answer: its own
-        ``response_create`` (or ``create_response``) if it says, else the session's
-        ``auto_response``."""
+        ``response_create`` (or ``create_response``) ``true``, or the session's
+        ``auto_response``, which a ``response_create: false`` does not turn off
+        (vLLM-Omni's ``engine/duplex/session/runner.py``, ``_on_commit``)."""
         asked = ev.get("response_create", ev.get("create_response"))
-        return asked if isinstance(asked, bool) else self.auto_response
+        return asked is True or self.auto_response
 
     def to_wire(self) -> dict[str, Any]:
         return {"native": {"auto_response": True}} if self.auto_response else {}
@@ -66,9 +73,60 @@ class NativeOptions:
         self.auto_response = isinstance(native, dict) and native.get("auto_response") is True
 
 
+# The proxy's own refusals of input it reads itself (``shim/client_events.py``,
+# ``shim/audio_formats.py``) -> vLLM-Omni's code and words for the same input
+# (``protocol/realtime/audio_input.py``, ``protocol/realtime/formats.py``,
+# ``engine/duplex/realtime_commands.py``, ``engine/duplex/realtime_events.py``).
+# Keyed by code and the start of the proxy's message; ``{name}`` is what it quoted.
+_NATIVE_WORDS = [
+    ("invalid_audio", "audio is not valid base64", "bad_audio", "input audio is not valid base64"),
+    ("invalid_audio", "", "bad_event", "pcm16 audio must be whole 16-bit samples"),
+    (
+        "invalid_event",
+        "playback.ack requires",
+        "bad_event",
+        "playback.ack requires numeric played_ms",
+    ),
+    (
+        "invalid_value",
+        "append sample_rate_hz",
+        "bad_event",
+        "sample_rate_hz must be between 8000 and 192000",
+    ),
+    ("unsupported_audio_format", "append format", None, "Unsupported input_audio_format: {name}"),
+    ("unsupported_audio_format", "audio.input.", None, "Unsupported input_audio_format: {name}"),
+    ("unsupported_audio_format", "audio.output.", None, "Unsupported output_audio_format: {name}"),
+    ("item_not_found", "no ", None, "Conversation item not found: {name}"),
+]
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def native_error(event: dict[str, Any]) -> dict[str, Any]:
+    """An ``error`` as vLLM-Omni's duplex sessions send it: in its code and words
+    where the proxy refused what vLLM-Omni refuses too (``_NATIVE_WORDS``), and
+    ``event_id`` / ``param`` left out when they name nothing, never ``null`` (its
+    ``protocol/realtime/events.py``, ``ErrorEvent``; ``docs/fidelity.md``, row 14)."""
+    err = event.get("error")
+    if event.get("type") != "error" or not isinstance(err, dict):
+        return event
+    code, message = err.get("code"), err.get("message")
+    for ours, starts, theirs, words in _NATIVE_WORDS:
+        if code == ours and isinstance(message, str) and message.startswith(starts):
+            quoted = _QUOTED.search(message)
+            err["code"] = theirs or code
+            err["message"] = words.format(name=quoted.group(1) if quoted else "")
+            err["param"] = None  # vLLM-Omni names none for these
+            break
+    for key in ("event_id", "param"):
+        if key in err and err[key] is None:
+            del err[key]
+    return event
+
+
 def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
     """The format of one append: the session's, unless the append names its own
-    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append)."""
+    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). A
+    G.711 append without a rate is at 8 kHz, as vLLM-Omni reads it."""
     name, rate = ev.get("format"), ev.get("sample_rate_hz")
     if name is None and rate is None:
         return declared
@@ -77,11 +135,13 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
         found = _APPEND_FORMATS.get(name.lower()) if isinstance(name, str) else None
         if found is None:
             raise AudioError(
-                "unsupported_audio_format", f"append format {name!r} is not pcm16 or pcm_f32le"
+                "unsupported_audio_format",
+                f"append format {name!r} is not pcm16, pcm_f32le, g711_ulaw or g711_alaw",
             )
         encoding = found
     if rate is None:
-        return AudioFormat(encoding, declared.rate_hz)
+        g711_named = encoding in G711_ENCODINGS and declared.encoding not in G711_ENCODINGS
+        return AudioFormat(encoding, G711_RATE_HZ if g711_named else declared.rate_hz)
     ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
     if not ok or int(rate) != rate or not MIN_RATE <= int(rate) <= MAX_RATE:
         raise AudioError(

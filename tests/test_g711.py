@@ -133,20 +133,24 @@ def test_upstream_gets_pcm16_and_snapshot_restores_g711() -> None:
     assert restored.output_format == AudioFormat(PCMA, 8000)
 
 
-@pytest.mark.parametrize(
-    "session", [{"input_audio_format": "g711_ulaw"}, {"output_audio_format": "audio/pcma"}]
-)
-def test_a_native_relay_client_still_gets_g711_refused(session: dict[str, Any]) -> None:
-    """Its audio passes the relay undecoded (docs/protocol.md, "Audio formats")."""
+def test_a_native_relay_client_declares_g711_as_vllm_omni_names_it() -> None:
+    """vLLM-Omni takes ``g711_ulaw`` / ``g711_alaw`` from a native client and refuses
+    GA's ``audio/pcmu`` (its ``protocol/realtime/formats.py``): the relay forwards
+    both, and applies only what the upstream takes (docs/protocol.md, "Audio formats")."""
     settings = ShimSettings(vad=VadParams(), echo_suppression=False)
     sc = Script(BargeInRelaySession("sess_0123456789abcdef", "m", settings, {}))
-    out = sc.client({"type": "session.update", "session": session})
-    [error] = [a.event for a in out if isinstance(a, SendClient)]
-    assert error["error"]["code"] == "unsupported_audio_format", error
-    assert not [a for a in out if isinstance(a, SendUpstream)]
     relay = sc.s
     assert isinstance(relay, BargeInRelaySession)
-    assert relay.config.input_format.encoding == relay.config.output_format.encoding == PCM16
+    ga = {"type": "session.update", "session": {"output_audio_format": "audio/pcma"}}
+    out = sc.client(ga)
+    assert not [a for a in out if isinstance(a, SendClient)]
+    assert [a.event for a in out if isinstance(a, SendUpstream)] == [ga]
+    assert relay.config.output_format.encoding == PCM16  # the upstream refuses it
+    native = {"type": "session.update", "session": {"input_audio_format": "g711_ulaw"}}
+    out = sc.client(native)
+    assert not [a for a in out if isinstance(a, SendClient)]
+    assert [a.event for a in out if isinstance(a, SendUpstream)] == [native]
+    assert relay.config.input_format == AudioFormat(PCMU, 8000)
 
 
 @pytest.mark.parametrize("key", ["output_audio_format"])

@@ -278,6 +278,11 @@ def test_an_invalid_update_is_one_coded_error_and_changes_nothing(
     send(session, first)
     before, snap = session.config, session.snapshot()
     out = send(session, event)
+    if dialect == "relay" and not errors(out):
+        # An audio format the relay cannot take is vLLM-Omni's to refuse, in its words.
+        assert [a.event for a in out if isinstance(a, SendUpstream)] == [event]
+        assert session.config == before and session.snapshot() == snap
+        return
     (err,) = errors(out)
     assert len(out) == 1, "nothing goes upstream for a refused update"
     assert err["code"] in ERROR_CODES

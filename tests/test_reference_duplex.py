@@ -746,6 +746,22 @@ async def test_playback_ack_errors() -> None:
         assert isinstance(late["error"], dict) and late["error"]["code"] == "playback_ack_too_late"
 
 
+async def test_an_ack_before_the_next_turn_keeps_later_acks_in_time() -> None:
+    """vLLM-Omni's first ack of an answer reserves its place in the history; acks of
+    it after the next turn is committed are then not too late
+    (``engine/duplex/session/engine_session.py``, ``playback_ack_is_too_late``)."""
+    async with after_turn("duplex", reply_ms=600) as p:
+        rid = str((await p.until("response.done"))["response_id"])
+        await p.send({"type": "playback.ack", "played_ms": 100, "response_id": rid})
+        await p.until("playback.acknowledged")
+        await p.speak(TURN)
+        await p.until("input_audio_buffer.committed")
+        await p.send({"type": "playback.ack", "played_ms": 600, "response_id": rid})
+        acked = await p.until("playback.acknowledged")
+        assert acked["event"]["played_ms"] == 600
+        assert not [e for e in p.events if e.get("type") == "error"]
+
+
 # ---- resume ----
 
 

@@ -171,6 +171,8 @@ async def test_lenient_detects_turns_without_server_vad() -> None:
         ({}, {"response_create": True}, True),
         ({"extra_body": {"auto_response": True}}, {}, True),
         ({"extra_body": {"auto_response": True}}, {"final": True}, True),
+        # runner.py ``_on_commit``: auto_response answers whatever the commit says.
+        ({"extra_body": {"auto_response": True}}, {"response_create": False}, True),
     ],
 )
 async def test_commit_answers_only_with_response_create_or_auto_response(

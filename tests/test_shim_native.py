@@ -9,7 +9,7 @@ import pybase64
 import pytest
 
 from shim.actions import SendClient
-from shim.audio import PCM16, PCM_F32, AudioError, AudioFormat
+from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat
 from shim.dialects import turn_limits
 from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.native_client import InputRates, NativeOptions, append_format
@@ -44,7 +44,8 @@ def test_auto_response_is_read_from_either_shape_and_only_when_set() -> None:
     [
         ({}, True, True),
         ({}, False, False),
-        ({"response_create": False}, True, False),
+        ({"response_create": False}, True, True),  # vLLM-Omni answers it all the same
+        ({"response_create": False}, False, False),
         ({"create_response": True}, False, True),
         ({"response_create": "yes"}, False, False),
     ],
@@ -62,8 +63,16 @@ def test_an_append_names_its_own_format_and_rate() -> None:
     assert append_format({"format": "S16LE", "sample_rate_hz": 8000.0}, DECLARED) == AudioFormat(
         PCM16, 8000
     )
+    # vLLM-Omni's G.711 names (8 kHz unless said); GA's are not among them.
+    assert append_format({"format": "g711_ulaw"}, DECLARED) == AudioFormat(PCMU, 8000)
+    assert append_format({"format": "mulaw", "sample_rate_hz": 16000}, DECLARED) == AudioFormat(
+        PCMU, 16000
+    )
+    assert append_format({"format": "G711_ALAW"}, AudioFormat(PCMA, 8000)) == AudioFormat(
+        PCMA, 8000
+    )
     for bad, code in [
-        ({"format": "g711_ulaw"}, "unsupported_audio_format"),
+        ({"format": "audio/pcmu"}, "unsupported_audio_format"),
         ({"format": 16}, "unsupported_audio_format"),
         ({"sample_rate_hz": True}, "invalid_value"),
         ({"sample_rate_hz": 4000}, "invalid_value"),

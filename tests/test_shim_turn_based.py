@@ -419,7 +419,9 @@ def test_a_native_commit_is_answered_under_auto_response() -> None:
     assert len(audio) // 2 == pytest.approx(16000 * 0.8, abs=160), "800 ms at 16 kHz"
 
 
-@pytest.mark.parametrize(("auto", "asked", "answered"), [(True, False, False), (False, True, True)])
+@pytest.mark.parametrize(
+    ("auto", "asked", "answered"), [(True, False, True), (False, True, True), (False, False, False)]
+)
 def test_a_commit_says_itself_whether_it_wants_an_answer(
     auto: bool, asked: bool, answered: bool
 ) -> None:
@@ -471,7 +473,7 @@ def test_an_append_is_read_at_its_own_sample_rate() -> None:
     assert sc.s.history.end_ms == pytest.approx(1500, abs=80)
     bad = sc.client({**native_append(20), "sample_rate_hz": 12.5})
     assert client_events(bad)[0]["error"]["code"] == "invalid_value"
-    bad = sc.client({**native_append(20), "format": "g711_ulaw"})
+    bad = sc.client({**native_append(20), "format": "pcmu"})
     assert client_events(bad)[0]["error"]["code"] == "unsupported_audio_format"
 
 

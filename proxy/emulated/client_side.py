@@ -18,11 +18,16 @@ from proxy.emulated.queue_items import Attach
 from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
 from shim.journal import Journal
+from shim.native_client import native_error
 
 
 class ClientSide:
-    def __init__(self, session_id: str, journal: Journal, metrics: Metrics, mode: str) -> None:
+    def __init__(
+        self, session_id: str, journal: Journal, metrics: Metrics, mode: str, native: bool = False
+    ) -> None:
         self.session_id = session_id
+        # A vLLM-Omni client: the proxy's own errors in vLLM-Omni's envelope.
+        self.native = native
         self.journal = journal
         self.metrics = metrics
         self.mode = mode
@@ -37,6 +42,8 @@ class ClientSide:
         return self.attached.client if self.attached is not None else None
 
     def send(self, event: dict[str, Any]) -> None:
+        if self.native:
+            native_error(event)
         text = self.journal.stamp(event, now_ms())
         self.latency.sent(event)
         if event.get("type") == "response.done":

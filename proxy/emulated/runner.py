@@ -92,7 +92,7 @@ class EmulatedRunner(PersistedSession):
         # The session's end (server.max_session_s), across every attachment.
         loop = asyncio.get_running_loop()
         self.ends_at = loop.time() + state.config.server.max_session_s
-        self.out = ClientSide(session_id, self.journal, state.metrics, cls.mode)
+        self.out = ClientSide(session_id, self.journal, state.metrics, cls.mode, not cls.ga_client)
         self.upstream = UpstreamControl(
             state,
             route,

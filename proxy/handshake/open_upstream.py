@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import copy
 import time
 from typing import Any
 
@@ -14,6 +15,7 @@ from proxy.handshake.upstream_wait import dial_through_warmup
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from proxy.upstream_book import exhausted, refused_limit
 from shim.capabilities import classify
+from shim.dialects.relay_wire import without_proxy_fields
 from shim.ga_upstream import opening_session
 from shim.wire import error_code
 
@@ -63,6 +65,8 @@ async def open_upstream(
     # A GA client's session (or GA defaults) as a duplex upstream reads it, in the
     # input format the route declares for it (shim/upstream_input.py).
     opening = opening_session(client_session, route.session_defaults) if ga else client_session
+    if opening is not None and not ga:  # the proxy's own fields are not the upstream's
+        opening = without_proxy_fields(copy.deepcopy(opening))
 
     async def open_with(session: dict[str, Any] | None) -> UpstreamLink:
         assert conn.state.http is not None

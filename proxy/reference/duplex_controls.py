@@ -133,7 +133,7 @@ def _resolve_ack(
             f"No assistant response item is registered for {response_id}.",
         )
         return None
-    if response.superseded and not truncate:
+    if response.superseded and not truncate and not response.acked:
         port.emit_error(
             "playback_ack_too_late", "playback.ack arrived after a later user input was committed."
         )
@@ -158,6 +158,7 @@ def acknowledge(
     committed = played_ms if committed_ms is None else committed_ms
     model.acks_seen = True
     if response is not None:
+        response.acked = True
         playback = response.playback
         playback.played_ms = max(playback.played_ms, played_ms)
         playback.committed_ms = committed if truncate else max(playback.committed_ms, committed)

@@ -8,8 +8,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+import numpy as np
+import soxr
+
+from shim.audio import b64decode, b64encode
+from shim.g711 import ALAW, G711_RATE_HZ, ULAW, int16_to_g711
+
 INPUT_FORMATS = frozenset({"pcm16", "pcm_s16le", "s16le", "pcm_f32le", "g711_ulaw", "g711_alaw"})
 OUTPUT_FORMATS = frozenset({"pcm16", "pcm_s16le", "s16le", "wav", "pcm", "g711_ulaw", "g711_alaw"})
+G711 = {"g711_ulaw": ULAW, "g711_alaw": ALAW}
 _SPELLINGS = {
     "audio/pcm": "pcm16",
     "pcm": "pcm16",
@@ -83,12 +90,19 @@ def format_error(payload: Mapping[str, object]) -> str | None:
 class InputDefaults:
     """Format/rate used for appends that do not say; folded from every session object."""
 
-    __slots__ = ("fmt", "output_fmt", "rate_hz")
+    __slots__ = ("fmt", "output_fmt", "output_rate_hz", "rate_hz")
 
-    def __init__(self, fmt: str = "pcm16", rate_hz: int = 16000, output_fmt: str = "pcm16") -> None:
+    def __init__(
+        self,
+        fmt: str = "pcm16",
+        rate_hz: int = 16000,
+        output_fmt: str = "pcm16",
+        output_rate_hz: int | None = None,
+    ) -> None:
         self.fmt = fmt
         self.rate_hz = rate_hz
         self.output_fmt = output_fmt
+        self.output_rate_hz = output_rate_hz
 
     def fold(self, payload: Mapping[str, object]) -> None:
         parsed, format_rate = parse_format(_declared_input_format(payload))
@@ -104,14 +118,41 @@ class InputDefaults:
         )
         if isinstance(rate, int) and not isinstance(rate, bool) and rate > 0:
             self.rate_hz = rate
-        out, _ = parse_format(_declared_output_format(payload))
+        out, out_rate = parse_format(_declared_output_format(payload))
         if isinstance(out, str) and out.lower() in OUTPUT_FORMATS:
             self.output_fmt = (
                 "pcm16" if out.lower() in {"pcm", "pcm_s16le", "s16le"} else out.lower()
             )
+        # ``audio.output.sample_rate_hz`` counts only where the format comes from
+        # ``audio.output`` too (``apply_realtime_session_defaults``).
+        top_level = payload.get("output_audio_format") or payload.get("response_format")
+        section_rate = audio_part(payload, "output").get("sample_rate_hz") or audio_part(
+            payload, "output"
+        ).get("sample_rate")
+        if out_rate is None and top_level is None and isinstance(section_rate, int | float):
+            out_rate = int(section_rate) if section_rate > 0 else None
+        if out_rate is not None:
+            self.output_rate_hz = out_rate
 
     def copy(self) -> InputDefaults:
-        return InputDefaults(self.fmt, self.rate_hz, self.output_fmt)
+        return InputDefaults(self.fmt, self.rate_hz, self.output_fmt, self.output_rate_hz)
+
+
+def output_delta(fields: dict[str, object], defaults: InputDefaults) -> dict[str, object]:
+    """An audio delta as the session's output format has it: a G.711 session gets
+    G.711, at its declared output rate or 8 kHz, as ``convert_output_audio`` in
+    ``protocol/realtime/audio.py`` makes it (each delta resampled on its own);
+    every other format gets the model's PCM16 as it is."""
+    target = defaults.output_fmt
+    delta, rate = fields.get("delta"), fields.get("sample_rate_hz")
+    if target not in G711 or not isinstance(delta, str) or not isinstance(rate, int):
+        return fields
+    to_rate = defaults.output_rate_hz or G711_RATE_HZ
+    samples = np.frombuffer(b64decode(delta), dtype="<i2")
+    if rate != to_rate:
+        samples = soxr.resample(samples, rate, to_rate).astype("<i2")
+    encoded = int16_to_g711(samples.astype(np.int16), G711[target])
+    return {**fields, "delta": b64encode(encoded), "format": target, "sample_rate_hz": to_rate}
 
 
 def audio_format_object(fmt: str, rate_hz: int | None) -> dict[str, object]:

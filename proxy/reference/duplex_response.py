@@ -45,6 +45,7 @@ class Response:
         "_audio_done",
         "_conversation",
         "_emit",
+        "acked",
         "chunks_sent",
         "cleared",
         "done",
@@ -101,6 +102,9 @@ class Response:
         self.cleared = False
         #: A later user input was committed: acks for it are ``playback_ack_too_late``.
         self.superseded = False
+        #: An ack reserved its place in the history: later acks are never too late
+        #: (``engine_session.py``, ``playback_ack_is_too_late``).
+        self.acked = False
         self._audio_done = False
 
     @property

@@ -19,7 +19,7 @@ import uuid
 from collections.abc import Awaitable
 
 from proxy.reference.duplex_config import ConfigError, SessionSettings
-from proxy.reference.duplex_formats import InputDefaults
+from proxy.reference.duplex_formats import InputDefaults, output_delta
 from proxy.reference.duplex_input import AppendDecoder
 from proxy.reference.duplex_model import DuplexModel
 from proxy.reference.duplex_profile import capabilities, realtime_session_payload
@@ -109,6 +109,8 @@ class DuplexSession:
                 self.frames.commit()  # the commit's unit goes to the model
             elif event_type == "input_audio_buffer.cleared":
                 self.frames.clear()
+        if event_type == "response.output_audio.delta":
+            fields = output_delta(fields, self.defaults)  # the wheel's projection does it
         self._pump({"type": event_type, "event_id": new_event_id(), **fields})
 
     def emit_error(

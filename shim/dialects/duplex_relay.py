@@ -43,7 +43,7 @@ from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
-from shim.dialects.relay_wire import relayed_g711, upstream_settings
+from shim.dialects.relay_wire import ga_g711_names, upstream_settings
 from shim.inputs import (
     ClientEvent,
     UpstreamCheckpointed,
@@ -87,7 +87,7 @@ class BargeInRelaySession(EmulatedSession):
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
         if self.link.bind(event):
-            self.reports.proxy_acked = False  # a new upstream session has seen no ack
+            self.reports.new_upstream_session()  # it has seen no ack
 
     def upstream_position(self) -> tuple[str, int] | None:
         if self.link.id is None:
@@ -116,9 +116,13 @@ class BargeInRelaySession(EmulatedSession):
         return [ForwardUpstream(inp.raw)]
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        error = relayed_g711(self.config, ev, self.settings.vad) or self.apply_update(ev)
-        if error is not None:
-            return [self.err(error.code, str(error), ev, error.param)]  # nothing goes upstream
+        error = None if ga_g711_names(ev) else self.apply_update(ev)
+        if ga_g711_names(ev) or (error is not None and (error.param or "").startswith("audio.")):
+            # Audio formats are vLLM-Omni's to judge, in its own words (GA's G.711
+            # names it refuses): the update goes there, unapplied here.
+            return [SendUpstream(upstream_settings(ev))]
+        if error is not None:  # the proxy's own fields: nothing goes upstream
+            return [self.err(error.code, str(error), ev, error.param)]
         # The upstream answers session.updated itself; turn detection goes along (its
         # turns are its own; the proxy's VAD decides only barge-ins).
         self.last_update = upstream_settings(ev)
@@ -126,15 +130,18 @@ class BargeInRelaySession(EmulatedSession):
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.input_audio(self, ev, now)
-        return out if client_events.is_refusal(out) else [SendUpstream(ev), *out]
+        # One the proxy cannot read the upstream refuses itself, in its own words.
+        return [SendUpstream(ev)] if client_events.is_refusal(out) else [SendUpstream(ev), *out]
 
     def _client_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.playback_ack(self, ev, now)
         if client_events.is_refusal(out):
-            return out
+            return [SendUpstream(ev)]  # refused there, in the upstream's words
         self.reports.client_acks = True
         item, upstream_ms = client_events.item_for(self, ev), self.reports.upstream_audio_ms
-        return [SendUpstream(in_upstream_measure(ev, item, self.response, upstream_ms))]
+        ack = in_upstream_measure(ev, item, self.response, upstream_ms)
+        self.reports.client_ack(ack, ack.get("played_ms"))
+        return [SendUpstream(ack)]
 
     def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = client_events.truncate(self, ev, now)
@@ -142,6 +149,7 @@ class BargeInRelaySession(EmulatedSession):
         if client_events.is_refusal(out) or item is None:
             return out
         if self.upstream_truncates:
+            self.reports.client_ack(ev, ev["audio_end_ms"])
             return [*out, SendUpstream(ev)]
         # No truncate upstream: commit what was heard with a playback ack instead.
         ack = self.reports.heard_ack(item.item_id, item.response_id, int(ev["audio_end_ms"]))

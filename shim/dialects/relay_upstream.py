@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from functools import partial
 from typing import Any, Protocol
 
-from shim.actions import Action, SendClient, StandDown
+from shim.actions import Action, NoteUpstreamError, SendClient, StandDown
 from shim.assistant_audio import AssistantAudio
-from shim.audio import AudioError
+from shim.audio import AudioError, AudioFormat, b64decode, decode_samples
 from shim.audio_formats import GA_PCM_RATE
 from shim.dialects.relay_link import Seq, UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
@@ -24,13 +24,16 @@ from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import ITEM_ECHOES, Talk
 from shim.dialects.relay_wire import response_id
 from shim.echo import EchoSuppressor
-from shim.g711 import G711_ENCODINGS
+from shim.g711 import ALAW, G711_ENCODINGS, G711_RATE_HZ, ULAW
 from shim.inputs import UpstreamEvent, UpstreamLost
 from shim.output import ActiveResponse, AssistantOutput
 from shim.overlap import OverlapMachine
 from shim.playback import PlaybackLedger
 from shim.session import EventHandler
 from shim.session_config import ClientSessionConfig
+
+# vLLM-Omni's names of the G.711 it sends (its ``protocol/realtime/formats.py``).
+_UPSTREAM_G711 = {"g711_ulaw": ULAW, "g711_alaw": ALAW}
 
 
 class RelayUpstreamHost(Protocol):
@@ -90,6 +93,10 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
             return []  # the talk so far, given to a fresh upstream: the client has it
     if kind == "playback.acknowledged" and r.reports.answers_own_ack(ev):
         return []  # the answer to an ack the proxy sent, not the client
+    if kind == "error" and r.reports.refuses_own_ack(ev):
+        # The client sent no such ack: a refusal of the proxy's is its own.
+        err = ev["error"]
+        return [NoteUpstreamError(err.get("code"), err.get("message"))]
     rid = response_id(ev)
     if isinstance(rid, str) and rid in r.cancelled_ids:
         return []  # the rest of a response the proxy already cut
@@ -161,23 +168,34 @@ def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
         resp.item_id = ev["item_id"]
     rate = ev.get("sample_rate_hz")
     out_fmt = r.config.output_format
+    # A native client's G.711 comes from the upstream as G.711, labelled so (vLLM-Omni
+    # converts its output itself); GA clients' is asked for as PCM16 (shim/ga_upstream.py).
+    label = ev.get("format")
+    g711 = _UPSTREAM_G711.get(label.lower()) if isinstance(label, str) else None
     # Unlabelled audio is at the rate asked for: the client's, or GA's 24 kHz PCM16
     # where the client's is G.711 (shim/ga_upstream.py asks the upstream for PCM16).
     fallback = GA_PCM_RATE if out_fmt.encoding in G711_ENCODINGS else out_fmt.rate_hz
+    fallback = G711_RATE_HZ if g711 is not None else fallback
     rate = rate if isinstance(rate, int) and rate > 0 else fallback
     try:
-        samples = r.assistant_audio.decode(data, rate)
+        if g711 is None:
+            samples = r.assistant_audio.decode(data, rate)
+        else:
+            samples = decode_samples(b64decode(data), AudioFormat(g711, rate))
     except AudioError as exc:
         return [r.err("upstream_error", f"upstream sent undecodable audio: {exc}")]
     r.reports.upstream_audio_ms += samples.size * 1000.0 / rate
+    as_sent = g711 == out_fmt.encoding and rate == out_fmt.rate_hz
 
     def event_for(delta: str | None) -> dict[str, Any]:
+        if as_sent:
+            return ev  # already the client's G.711, byte for byte
         if delta is not None:  # converted to the client's format
             ev["delta"] = delta
             if "sample_rate_hz" in ev:
                 ev["sample_rate_hz"] = out_fmt.rate_hz
             if out_fmt.encoding in G711_ENCODINGS:
-                ev.pop("format", None)  # the upstream's "pcm16" label no longer holds
+                ev.pop("format", None)  # the upstream's label no longer holds
         return ev
 
     action = r.assistant_audio.convert(
@@ -209,7 +227,9 @@ def transcript_delta(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> li
 def speech(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
     if r.suppress_upstream_speech:
         return []
-    playing = r.overlap.holding or r.output.active(now)
+    # Turn detection off: the proxy decides no barge-in, and the upstream's speech
+    # events (a buffer's first append, its commit) are the client's as they come.
+    playing = r.overlap.holding or (r.config.turn.vad is not None and r.output.active(now))
     out: list[Action] = []
     for relayed in r.upstream_speech.on_event(ev, playing):
         out += r.output.event(SendClient(relayed))

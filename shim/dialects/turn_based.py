@@ -15,7 +15,9 @@ from typing import Any
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
-from shim.dialects import turn_limits, turn_wire
+from shim.dialects import turn_acks, turn_limits, turn_wire
+from shim.dialects.relay_wire import ga_g711_refusal
+from shim.dialects.turn_refusals import Refusals
 from shim.inputs import ClientEvent, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
@@ -45,6 +47,7 @@ class TurnBasedSession(EmulatedSession):
     ) -> None:
         self.upstream_model = upstream_model
         self.empty_commit = turn_limits.empty_commit(native_client)
+        self.refusals = Refusals(native_client)
         self.upstream_busy = False
         self.pending: deque[PendingTurn] = deque(maxlen=4)
         self.commit_from_ms = 0
@@ -67,6 +70,7 @@ class TurnBasedSession(EmulatedSession):
             "input_audio_buffer.clear": self._client_clear,
             "response.create": self._client_response_create,
             "response.cancel": self._client_response_cancel,
+            "playback.ack": lambda ev, now: turn_acks.answer(self, ev, now, self.refusals.native),
         }
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
@@ -76,6 +80,9 @@ class TurnBasedSession(EmulatedSession):
 
     def _client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         """Apply what the dialect can carry; refuse the rest, coded, field by field."""
+        g711 = ga_g711_refusal(ev) if self.refusals.native else None
+        if g711 is not None:  # vLLM-Omni knows no GA G.711 names
+            return [self.err("unsupported_audio_format", g711, ev)]
         kept, refused = turn_limits.strip_session_fields(ev)
         out = self.client_session_update(kept, now)
         if is_refusal(out):
@@ -110,29 +117,20 @@ class TurnBasedSession(EmulatedSession):
         if option is not None:
             msg = turn_limits.response_option_message(option)
             return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
-        if self._live():
-            return [
-                self.err(
-                    "conversation_already_has_active_response", "a response is in progress", ev
-                )
-            ]
-        if not self.pending:
-            return [
-                self.err(
-                    "response_create_without_input",
-                    "no committed user audio is waiting for a response",
-                    ev,
-                )
-            ]
+        if self._live() or not self.pending:
+            code, message, names_event = self.refusals.create(self._live())
+            return [self.err(code, message, ev if names_event else None)]
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp, rid = self.response, ev.get("response_id")
-        code = "response_cancel_not_active"
-        if resp is None or not resp.live:
-            return [self.err(code, "there is no active response to cancel", ev)]
-        if isinstance(rid, str) and rid != resp.response_id:
-            return [self.err(code, f"response {rid!r} is not active", ev)]
+        resp = self.response
+        active = resp.response_id if resp is not None and resp.live else None
+        last = resp.response_id if resp is not None else None
+        refused = self.refusals.cancel(ev.get("response_id"), active, last)
+        if refused is not None:
+            return [self.err(*refused, ev)]
+        if active is None:
+            return []  # vLLM-Omni answers nothing here
         return self.cancel_response(now, reason="client_cancelled")
 
     # ------------------------------------------------------------ turns
@@ -247,7 +245,7 @@ class TurnBasedSession(EmulatedSession):
             rate,
             self.config.output_format,
             self.echo is not None,
-            lambda delta: turn_wire.audio_delta(rid, aid, delta),
+            turn_wire.delta_for(rid, aid, self.config.output_format, self.refusals.native),
         )
         return self.output.audio(action, now) if action is not None else []
 
@@ -274,9 +272,8 @@ class TurnBasedSession(EmulatedSession):
         assert resp is not None
         rid, aid = resp.response_id, resp.item_id
         tail: list[Action] = []
-        rest = self.assistant_audio.flush(
-            self.config.output_format, lambda delta: turn_wire.audio_delta(rid, aid, delta)
-        )
+        out_fmt, native = self.config.output_format, self.refusals.native
+        rest = self.assistant_audio.flush(out_fmt, turn_wire.delta_for(rid, aid, out_fmt, native))
         if rest is not None:
             tail += self.output.audio(rest, now)
         closing = self._finish(now, status="completed", reason=None)

@@ -10,11 +10,12 @@ The upstream speaks vLLM(-Omni)'s turn-based realtime dialect:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from shim import wire
 from shim.actions import Action, SendClient, SendUpstream
-from shim.audio import Int16Array, b64encode
+from shim.audio import PCM16, PCMA, PCMU, AudioFormat, Int16Array, b64encode
 
 UPSTREAM_RATE = 16000
 # Largest audio chunk per upstream append (keeps frames well under size limits).
@@ -77,6 +78,24 @@ def response_opening(rid: str, aid: str, previous_item_id: str | None) -> list[A
 
 def audio_delta(rid: str, aid: str, delta: str | None) -> dict[str, Any]:
     return {"type": "response.output_audio.delta", **wire.part_ids(rid, aid), "delta": delta}
+
+
+# vLLM-Omni's names of the formats it labels its audio deltas with
+# (``protocol/realtime/formats.py``, ``realtime_output_format``).
+_NATIVE_NAMES = {PCM16: "pcm16", PCMU: "g711_ulaw", PCMA: "g711_alaw"}
+
+
+def delta_for(
+    rid: str, aid: str, out: AudioFormat, native: bool
+) -> Callable[[str | None], dict[str, Any]]:
+    """The client's delta event for each chunk of the answer: to a native client
+    labelled with its ``format`` and ``sample_rate_hz``, as vLLM-Omni sends every
+    delta (``engine/duplex/realtime_events.py``); to a GA client as GA has it."""
+    labels = {
+        "format": _NATIVE_NAMES.get(out.encoding, out.encoding),
+        "sample_rate_hz": out.rate_hz,
+    }
+    return lambda delta: {**audio_delta(rid, aid, delta), **(labels if native else {})}
 
 
 def transcript_delta(rid: str, aid: str, delta: str) -> dict[str, Any]:
