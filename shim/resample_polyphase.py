@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import numpy as np
 import samplerate
-from numpy.lib.stride_tricks import as_strided
 
 from shim.audio import Int16Array
 
@@ -79,10 +78,10 @@ class Polyphase24To16:
             return np.zeros(0, dtype=np.int16)
         m0, m1 = first // 2, (end + 1) // 2
         start = 3 * m0 - HISTORY - self._base
-        # Rows of SPAN inputs, each 3 on from the last (a view): one product per pair.
-        assert start >= 0 and start + 3 * (m1 - m0 - 1) + SPAN <= buf.size
-        step = buf.strides[0]
-        rows = as_strided(buf[start:], shape=(m1 - m0, SPAN), strides=(3 * step, step))
+        # Rows of SPAN inputs, each 3 on from the last, as a view (numpy checks that
+        # it lies inside the buffer): one product per pair of outputs.
+        step = buf.itemsize
+        rows = np.ndarray((m1 - m0, SPAN), np.float64, buf, start * step, (3 * step, step))
         y = np.dot(rows, TAPS).reshape(-1)[first - 2 * m0 : end - 2 * m0]
         self._n_out = end
         keep = 3 * (end // 2) - HISTORY
@@ -90,5 +89,9 @@ class Polyphase24To16:
         self._base = keep
         # The converter's float32 output, scaled to int16 as LowDelayResampler does
         # (its 1/32768 and 32768 are powers of two: the same rounding).
-        out: Int16Array = np.clip(np.rint(y.astype(np.float32)), -32768, 32767).astype(np.int16)
+        z = y.astype(np.float32)
+        np.rint(z, out=z)
+        np.maximum(z, -32768.0, out=z)
+        np.minimum(z, 32767.0, out=z)
+        out: Int16Array = z.astype(np.int16)
         return out
