@@ -19,7 +19,7 @@ import numpy as np
 import samplerate
 
 from shim.audio import Int16Array
-from shim.resample_polyphase import IN_RATE, OUT_RATE, Polyphase24To16
+from shim.resample_polyphase import IN_RATE, OUT_RATE, TAPS, Polyphase24To16
 
 HELD_MS = 2.5  # the most it holds back, at any input rate from 8 kHz
 SCALE = 32768.0
@@ -36,7 +36,8 @@ class LowDelayResampler:
         self.in_rate, self.out_rate = in_rate, out_rate
         self._ratio = out_rate / in_rate
         self._converter = samplerate.Resampler("sinc_fastest", channels=1)
-        self._poly = Polyphase24To16() if (in_rate, out_rate) == (IN_RATE, OUT_RATE) else None
+        matrix = TAPS is not None and (in_rate, out_rate) == (IN_RATE, OUT_RATE)
+        self._poly = Polyphase24To16() if matrix else None
         self._n_in = 0
         self._n_out = 0
 

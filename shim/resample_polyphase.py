@@ -30,16 +30,23 @@ SPAN = 60
 FLUSH_PAD = 256
 
 
-def _taps() -> np.ndarray:
+def _taps() -> np.ndarray | None:
     """The two phases' taps as the columns of a (SPAN, 2) matrix: row ``i`` weighs
-    input ``3m - HISTORY + i`` for the outputs ``2m`` and ``2m + 1``."""
+    input ``3m - HISTORY + i`` for the outputs ``2m`` and ``2m + 1``. None when the
+    installed converter is not the one measured here (a longer filter, or outputs
+    returned at other moments): the caller then keeps the converter's own loop."""
     n = 800
     twice_offset: dict[int, float] = {}  # 2 * (input index - 1.5 n) -> tap
     for p in (300, 301, 302):  # the three input phases cover every half-sample offset
         x = np.zeros(n, dtype=np.float32)
         x[p] = 1.0
         y = samplerate.Resampler("sinc_fastest", channels=1).process(x, OUT_RATE / IN_RATE)
+        # Returned once input 1.5 k + AHEAD has arrived: outputs 0 .. k - 1 for n inputs.
+        if y.size != -(-(2 * n - 2 * AHEAD) // 3):
+            return None
         for k, v in enumerate(np.asarray(y, dtype=np.float64)):
+            if v != 0.0 and not -2 * HISTORY <= 2 * p - 3 * k <= 2 * (SPAN - HISTORY - 1) - 3:
+                return None  # a tap outside the span
             twice_offset[2 * p - 3 * k] = float(v)
     taps = np.zeros((SPAN, 2))
     for i in range(SPAN):
@@ -82,6 +89,7 @@ class Polyphase24To16:
         # it lies inside the buffer): one product per pair of outputs.
         step = buf.itemsize
         rows = np.ndarray((m1 - m0, SPAN), np.float64, buf, start * step, (3 * step, step))
+        assert TAPS is not None  # (LowDelayResampler makes one only then)
         y = np.dot(rows, TAPS).reshape(-1)[first - 2 * m0 : end - 2 * m0]
         self._n_out = end
         keep = 3 * (end // 2) - HISTORY
