@@ -176,7 +176,7 @@ async def ramp(
             t0, cpu0, me0 = time.perf_counter(), cpu_seconds(pids), time.process_time()
             up0 = cpu_seconds([backend])
             if args.profile and count == steps[-1]:
-                await profile(pids, args.window, Path(f"{args.profile}-{mode}.svg"))
+                await profile(pids, args.window, profile_path(args.profile, mode))
             else:
                 await asyncio.sleep(args.window)
             t1, cpu1, me1 = time.perf_counter(), cpu_seconds(pids), time.process_time()
@@ -219,9 +219,17 @@ async def ramp(
     return summarise(mode, rows, obs, idle, args)
 
 
+def profile_path(prefix: str, mode: str) -> Path:
+    """PREFIX-MODE.svg, or PREFIX-MODE.txt (collapsed stacks) for a PREFIX ending in .txt."""
+    stem, suffix = (prefix[:-4], ".txt") if prefix.endswith(".txt") else (prefix, ".svg")
+    return Path(f"{stem}-{mode}{suffix}")
+
+
 async def profile(pids: list[int], seconds: float, out: Path) -> None:
-    """A py-spy flame graph of the proxy (its workers) over the window."""
-    argv = ["py-spy", "record", "--format", "flamegraph", "-o", str(out), "-r", "200"]
+    """A py-spy profile of the proxy (its workers) over the window: a flame graph, or
+    collapsed stacks (for grep and sort) to a .txt path."""
+    fmt = "raw" if out.suffix == ".txt" else "flamegraph"
+    argv = ["py-spy", "record", "--format", fmt, "-o", str(out), "-r", "200"]
     argv += ["-d", str(int(seconds)), "--subprocesses", "--nonblocking", "-p", str(pids[0])]
     proc = await asyncio.create_subprocess_exec(*argv, **QUIET)
     await proc.wait()
@@ -337,7 +345,9 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     parser.add_argument(
-        "--profile", metavar="PREFIX", help="py-spy flame graph of the last step: PREFIX-MODE.svg"
+        "--profile",
+        metavar="PREFIX",
+        help="py-spy flame graph of the last step: PREFIX-MODE.svg (PREFIX.txt: collapsed stacks)",
     )
     args = parser.parse_args()
     if args.smoke:
