@@ -151,8 +151,8 @@ class GaRelaySession(BargeInRelaySession):
         acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
         if client_events.is_refusal(out) or item is None:
             return out
-        if not acked:  # The upstream owns playback by acks: what was heard.
-            played = int(ev["audio_end_ms"])
+        if not acked:  # The upstream owns playback by acks: what was heard (kept).
+            played = item.truncated_ms if item.truncated_ms is not None else 0
             out.append(SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played)))
         resp = self.response
         if resp is not None and resp.item_id == item.item_id:

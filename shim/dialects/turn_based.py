@@ -16,6 +16,7 @@ from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_limits, turn_wire
+from shim.dialects.turn_items import UserItems
 from shim.inputs import ClientEvent, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
@@ -49,6 +50,7 @@ class TurnBasedSession(EmulatedSession):
         self.pending: deque[PendingTurn] = deque(maxlen=4)
         self.commit_from_ms = 0
         self._final_text: str | None = None
+        self.user_items = UserItems()
         super().__init__(session_id, model, settings)
 
     def open_upstream(self) -> list[Action]:
@@ -73,6 +75,10 @@ class TurnBasedSession(EmulatedSession):
         # The turn-based dialect has no way to carry it: refuse it, and go on.
         message = turn_limits.event_message(inp.event.get("type"))
         return [self.err("unsupported_event", message, inp.event, "type")]
+
+    def client_retrieve(self, ev: dict[str, Any], now: float) -> list[Action]:
+        found = self.user_items.retrieved(ev)
+        return found if found is not None else super().client_retrieve(ev, now)
 
     def _client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         """Apply what the dialect can carry; refuse the rest, coded, field by field."""
@@ -106,34 +112,17 @@ class TurnBasedSession(EmulatedSession):
         return [*out, SendClient({"type": "input_audio_buffer.cleared"})]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
-        option = turn_limits.refused_response_option(ev)
-        if option is not None:
-            msg = turn_limits.response_option_message(option)
-            return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
-        if self._live():
-            return [
-                self.err(
-                    "conversation_already_has_active_response", "a response is in progress", ev
-                )
-            ]
-        if not self.pending:
-            return [
-                self.err(
-                    "response_create_without_input",
-                    "no committed user audio is waiting for a response",
-                    ev,
-                )
-            ]
+        refused = turn_limits.create_refusal(ev, self._live(), bool(self.pending))
+        if refused is not None:
+            return [self.err(refused[0], refused[1], ev, refused[2])]
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp, rid = self.response, ev.get("response_id")
-        code = "response_cancel_not_active"
-        if resp is None or not resp.live:
-            return [self.err(code, "there is no active response to cancel", ev)]
-        if isinstance(rid, str) and rid != resp.response_id:
-            return [self.err(code, f"response {rid!r} is not active", ev)]
-        return self.cancel_response(now, reason="client_cancelled")
+        refused = turn_limits.cancel_refusal(self.response, ev)
+        if refused is not None:
+            return [self.err("response_cancel_not_active", refused, ev)]
+        # Cut where it was heard, told only by the client's own truncate (GA).
+        return self.cancel_response(now, reason="client_cancelled", announce=False)
 
     # ------------------------------------------------------------ turns
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
@@ -155,6 +144,7 @@ class TurnBasedSession(EmulatedSession):
         self.commit_from_ms = end_ms
         self.history.drop_before(end_ms)
         self.pending.append(PendingTurn(item_id, audio))
+        self.user_items.committed(item_id)
         out = turn_wire.committed_turn(item_id, prev)
         if respond and defer and self._live():
             # A client's commit (as vLLM-Omni's listen_only) or, with GA's
@@ -187,9 +177,9 @@ class TurnBasedSession(EmulatedSession):
         return out + turn_wire.user_turn(turn.audio)
 
     def cancel_response(
-        self, now: float, reason: str, truncate_at: int | None = None
+        self, now: float, reason: str, truncate_at: int | None = None, announce: bool = True
     ) -> list[Action]:
-        out = self._finish(now, status="cancelled", reason=reason, truncate_at=truncate_at)
+        out = self._finish(now, "cancelled", reason, truncate_at, announce)
         if self.upstream_busy:
             self.upstream_busy = False
             out.append(AbortUpstream(reason=reason, redial=True))
@@ -197,7 +187,12 @@ class TurnBasedSession(EmulatedSession):
         return out
 
     def _finish(
-        self, now: float, status: str, reason: str | None, truncate_at: int | None = None
+        self,
+        now: float,
+        status: str,
+        reason: str | None,
+        truncate_at: int | None = None,
+        announce: bool = True,
     ) -> list[Action]:
         """End the active response with ``status`` and every closing event GA expects."""
         resp = self.response
@@ -207,7 +202,7 @@ class TurnBasedSession(EmulatedSession):
         if ended_early:
             resp.drop_held()
         text = self._final_text
-        return close_response(resp, now, status, reason, truncate_at, text, told_done)
+        return close_response(resp, now, status, reason, truncate_at, text, told_done, announce)
 
     # ------------------------------------------------------------ upstream events
     def upstream_handlers(self) -> dict[str, EventHandler]:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from shim.output import ActiveResponse
+
 UNSUPPORTED = "unsupported_by_upstream"
 
 # session.update fields the dialect cannot carry; refused only when they ask for
@@ -91,3 +93,29 @@ def empty_commit(native_client: bool) -> tuple[str, str]:
             "input_audio_buffer.commit requires a non-empty input audio buffer",
         )
     return "input_audio_buffer_commit_empty", "the input audio buffer is empty"
+
+
+def create_refusal(
+    ev: dict[str, Any], live: bool, waiting: bool
+) -> tuple[str, str, str | None] | None:
+    """Why a ``response.create`` gets no response (code, message, param), or None:
+    an option the dialect cannot honour, an answer in progress, no turn to answer."""
+    option = refused_response_option(ev)
+    if option is not None:
+        return UNSUPPORTED, response_option_message(option), option
+    if live:
+        return "conversation_already_has_active_response", "a response is in progress", None
+    if not waiting:
+        msg = "no committed user audio is waiting for a response"
+        return "response_create_without_input", msg, None
+    return None
+
+
+def cancel_refusal(resp: ActiveResponse | None, ev: dict[str, Any]) -> str | None:
+    """Why a ``response.cancel`` cancels nothing (``response_cancel_not_active``), or None."""
+    if resp is None or not resp.live:
+        return "there is no active response to cancel"
+    rid = ev.get("response_id")
+    if isinstance(rid, str) and rid != resp.response_id:
+        return f"response {rid!r} is not active"
+    return None
