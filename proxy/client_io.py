@@ -20,7 +20,7 @@ import orjson
 from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
-from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
+from proxy.client_limits import InputRate, Lifetime, Rate, Verdict
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
@@ -115,7 +115,7 @@ class ClientChannel:
                         continue
                     now = self._loop.time()
                     self.lifetime.heard(now)
-                    verdict = self.rate.charge(audio_bytes(parsed.event), now)
+                    verdict = self.rate.charge(self.rate.cost(parsed.event), now)
                     if verdict.rate is not Rate.OK and not await self._admit(verdict):
                         break
                     if self.sink is None:
@@ -146,7 +146,9 @@ class ClientChannel:
         if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
         parsed = parse_client_frame(text, self.limits.max_json_depth)
-        if isinstance(parsed, BadFrame) or not self.rate.fits(a := audio_bytes(parsed.event), now):
+        if isinstance(parsed, BadFrame) or not self.rate.fits(
+            a := self.rate.cost(parsed.event), now
+        ):
             return False  # the reader answers, or slows down
         self._tally_in.add(n)
         self.lifetime.heard(now)
