@@ -31,23 +31,29 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim import client_events
-from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
-from shim.audio import AudioFormat
-from shim.dialects import ga_events, relay_keep, relay_upstream, relay_wait_snapshot
+from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.dialects import (
+    ga_append,
+    ga_events,
+    ga_session_update,
+    ga_truncate,
+    relay_keep,
+    relay_upstream,
+    relay_wait_snapshot,
+)
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
-from shim.dialects.relay_turn_wait import TurnWait, generating, stop_playback
+from shim.dialects.relay_turn_wait import TurnWait, generating
 from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
-from shim.ga_upstream import upstream_session
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamEvent, VadWindow
 from shim.overlap import Overlap, Step
 from shim.session import EmulatedSession, ShimSettings
-from shim.session_config import SessionConfigError, session_object
+from shim.session_config import SessionConfigError
 
 
 class GaRelaySession(BargeInRelaySession):
@@ -104,8 +110,8 @@ class GaRelaySession(BargeInRelaySession):
         if not isinstance(action, SendUpstream):
             return [action]
         ev = action.event
-        if ev.get("type") == "input_audio_buffer.append":
-            converted = self.upstream_audio.appends(ev, self.config.input_format)
+        if ev.get("type") == ga_append.APPEND:
+            converted = ga_append.upstream_form(self.upstream_audio, ev, self.config.input_format)
             if converted is not None:
                 return converted
         if ev.get("type") not in ga_events.OWN_COMMANDS or "event_id" in ev:
@@ -117,49 +123,20 @@ class GaRelaySession(BargeInRelaySession):
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
         error = super().apply_update(ev)
         if error is None:
-            nested = ev.get("session")
-            raw = nested if isinstance(nested, dict) else {}
-            # Stated in full, so that a fresh upstream session given it after a loss
-            # (``on_upstream_lost``) gets the same turn detection and format.
-            self.last_update = {
-                "type": "session.update",
-                "session": upstream_session(raw, self.config, opening=True, pinned=self._pinned()),
-            }
+            pinned = self.upstream_audio.pinned
+            self.last_update = ga_session_update.stated(ev, self.config, pinned)
         return error
 
-    def _pinned(self) -> AudioFormat | None:
-        return self.upstream_audio.pinned
-
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        error = self.apply_update(ev)
-        if error is not None:
-            return [self.err(error.code, str(error), ev, error.param)]
-        assert self.last_update is not None
-        update = dict(self.last_update)
-        if isinstance(ev.get("event_id"), str):
-            update["event_id"] = ev["event_id"]
-        session = session_object(self.session_id, self.model, self.config)
-        return [
-            SendUpstream(update),
-            SendClient({"type": "session.updated", "session": session}),
-            *self.turns.detection_changed(now),
-        ]
+        return ga_session_update.answer(self, ev, now)
 
     def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = super()._client_truncate(ev, now)
         item = self.ledger.get(str(ev.get("item_id")))
-        acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
         if client_events.is_refusal(out) or item is None:
             return out
-        if not acked:  # The upstream owns playback by acks: what was heard (kept).
-            played = item.truncated_ms if item.truncated_ms is not None else 0
-            out.append(SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played)))
-        resp = self.response
-        if resp is not None and resp.item_id == item.item_id:
-            self.reports.end_reported = True  # its end, as heard, is the truncation's
-            if resp.upstream_done and not resp.cancelled:  # and the rest is not played
-                out.append(stop_playback(self.turn_wait, self.cancelled_ids, resp.response_id))
-        return out
+        wait, cancelled = self.turn_wait, self.cancelled_ids
+        return ga_truncate.upstream_too(out, item, self.response, self.reports, wait, cancelled)
 
     def snapshot(self) -> dict[str, Any]:
         waiting = relay_wait_snapshot.wire(self.turn_wait, self.audio_gate)
