@@ -30,11 +30,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from shim import client_events
 from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.dialects import (
     ga_append,
     ga_events,
+    ga_response_create,
     ga_session_update,
     ga_truncate,
     relay_keep,
@@ -52,7 +55,7 @@ from shim.fault import fault_actions
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamEvent, VadWindow
 from shim.overlap import Overlap, Step
-from shim.session import EmulatedSession, ShimSettings
+from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import SessionConfigError
 
 
@@ -67,6 +70,7 @@ class GaRelaySession(BargeInRelaySession):
         self.audio_gate = AudioGate()
         self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
+        self.metadata = ga_response_create.ResponseMetadata()
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
@@ -120,6 +124,19 @@ class GaRelaySession(BargeInRelaySession):
         return [SendUpstream({"event_id": f"{ga_events.OWN_PREFIX}{self._own:08d}", **ev})]
 
     # ------------------------------------------------------------ client events
+    def client_handlers(self) -> dict[str, EventHandler]:
+        return {**super().client_handlers(), "response.create": self._client_response_create}
+
+    def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Relayed, unless it asks what the upstream would do otherwise than GA
+        (``ga_response_create.py``); its metadata is the proxy's to tell."""
+        try:
+            sent, metadata = ga_response_create.screened(ev, self.config)
+        except ga_response_create.Refusal as no:
+            return [self.err(no.code, str(no), ev, no.param)]
+        self.metadata.asked(metadata)
+        return [ForwardUpstream(orjson.dumps(sent).decode())]
+
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
         error = super().apply_update(ev)
         if error is None:
@@ -269,4 +286,5 @@ class GaRelaySession(BargeInRelaySession):
         ev = ga_events.translate(screened)
         if ev is None:
             return []
+        ev = self.metadata.told(ev)  # the client's own, never the upstream's
         return EmulatedSession.on_upstream(self, UpstreamEvent(ev, inp.raw, inp.now_ms))
