@@ -19,6 +19,9 @@ UNSUPPORTED = "unsupported_by_upstream"
 # session.update fields the dialect cannot carry; refused only when they ask for
 # something (empty instructions or no tools ask for nothing).
 _SESSION_FIELDS = ("instructions", "tools", "tool_choice")
+# Input transcription and noise reduction (GA under audio.input, beta at the top).
+_INPUT_GA = ("transcription", "noise_reduction")
+_INPUT_BETA = ("input_audio_transcription", "input_audio_noise_reduction")
 # response.create options that would change the generation; vLLM-Omni refuses the same
 # on a runtime without generation overrides (unsupported_native_response_options).
 _RESPONSE_FIELDS = (
@@ -48,21 +51,30 @@ def _asks(value: Any) -> bool:
 
 
 def strip_session_fields(ev: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """``ev`` without the fields the dialect cannot carry, and their names as params."""
+    """``ev`` without the fields the dialect cannot carry, and their names as params.
+
+    Input transcription and noise reduction (``shim/session_options.py``) are among
+    them: the upstream transcribes no input and reduces no noise."""
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
-    refused = [k for k in _SESSION_FIELDS if k in session and _asks(session[k])]
-    if not refused:
+    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and _asks(session[k])]
+    audio = session.get("audio")
+    a_in = audio.get("input") if isinstance(audio, dict) else None
+    inner = [k for k in _INPUT_GA if isinstance(a_in, dict) and a_in.get(k) is not None]
+    if not refused and not inner:
         return ev, []
     kept = {k: v for k, v in session.items() if k not in refused}
+    if inner and isinstance(audio, dict) and isinstance(a_in, dict):
+        kept["audio"] = {**audio, "input": {k: v for k, v in a_in.items() if k not in inner}}
     stripped = {**ev, "session": kept} if nested else kept
-    return stripped, [f"session.{k}" if nested else k for k in refused]
+    params = [f"session.{k}" if nested else k for k in refused]
+    return stripped, params + [f"session.audio.input.{k}" for k in inner]
 
 
 def session_field_message(param: str) -> str:
     return (
         f"{param} is not applied: the upstream is turn-based and takes only a model name "
-        "and audio turns"
+        "and audio turns (it transcribes no input and reduces no noise)"
     )
 
 
