@@ -1,4 +1,4 @@
-"""A GA client's ``response.create`` options over a duplex upstream, through the
+"""A GA client's ``response.create`` options in the emulated modes, through the
 official ``openai`` SDK (``shim/dialects/ga_response_create.py``): what vLLM-Omni
 would carry out otherwise than GA says is refused with a coded ``error`` naming it and
 no response; the session's own output format is accepted; ``metadata`` comes back as
@@ -22,7 +22,8 @@ from tests.test_openai_sdk import (
     sdk_connection,
 )
 
-DUPLEX = ["duplex", "duplex-no-barge-in"]
+# Over a turn-based upstream (duplex_emulated) the same options are refused too.
+KINDS = ["duplex", "duplex-no-barge-in", "turn"]
 REFUSED = [
     ({"conversation": "none"}, "response.conversation"),
     ({"conversation": "none", "input": []}, "response.conversation"),
@@ -46,7 +47,7 @@ async def committed_turn(conn: AsyncRealtimeConnection) -> None:
     await conn.input_audio_buffer.commit()
 
 
-@pytest.mark.parametrize("kind", DUPLEX)
+@pytest.mark.parametrize("kind", KINDS)
 @pytest.mark.parametrize(("options", "param"), REFUSED)
 async def test_an_option_the_upstream_would_not_honour_is_refused_and_nothing_answers(
     kind: str, options: dict[str, Any], param: str
@@ -67,7 +68,7 @@ async def test_an_option_the_upstream_would_not_honour_is_refused_and_nothing_an
         assert answer[-1]["response"]["status"] == "completed"
 
 
-@pytest.mark.parametrize("kind", DUPLEX)
+@pytest.mark.parametrize("kind", KINDS)
 async def test_metadata_comes_back_as_the_responses_own_and_the_sessions_format_is_fine(
     kind: str,
 ) -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
+from shim.actions import Action, SendClient
 from shim.audio_formats import SessionConfigError, parse_format
 from shim.session_config import ClientSessionConfig
 
@@ -113,6 +114,9 @@ class ResponseMetadata:
 
     def asked(self, metadata: dict[str, str] | None) -> None:
         self._asked = metadata
+
+    def told_all(self, actions: list[Action]) -> list[Action]:
+        return [SendClient(self.told(a.event)) if isinstance(a, SendClient) else a for a in actions]
 
     def told(self, ev: dict[str, Any]) -> dict[str, Any]:
         kind, body = ev.get("type"), ev.get("response")

@@ -16,8 +16,9 @@ from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_limits, turn_wire
+from shim.dialects.ga_response_create import ResponseMetadata
 from shim.dialects.turn_items import UserItems
-from shim.inputs import ClientEvent, UpstreamLost
+from shim.inputs import ClientEvent, Input, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.wire import error_code
@@ -50,12 +51,15 @@ class TurnBasedSession(EmulatedSession):
         self.pending: deque[PendingTurn] = deque(maxlen=4)
         self.commit_from_ms = 0
         self._final_text: str | None = None
-        self.user_items = UserItems()
+        self.user_items, self.metadata = UserItems(), ResponseMetadata()
         super().__init__(session_id, model, settings)
 
     def open_upstream(self) -> list[Action]:
         """What a fresh upstream connection needs before it takes a turn."""
         return [turn_wire.open_upstream(self.upstream_model)]
+
+    def handle(self, inp: Input) -> list[Action]:
+        return self.metadata.told_all(super().handle(inp))  # the client's, in its response
 
     def _live(self) -> bool:
         return self.response is not None and self.response.producing
@@ -72,7 +76,6 @@ class TurnBasedSession(EmulatedSession):
         }
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
-        # The turn-based dialect has no way to carry it: refuse it, and go on.
         message = turn_limits.event_message(inp.event.get("type"))
         return [self.err("unsupported_event", message, inp.event, "type")]
 
@@ -112,9 +115,10 @@ class TurnBasedSession(EmulatedSession):
         return [*out, SendClient({"type": "input_audio_buffer.cleared"})]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
-        refused = turn_limits.create_refusal(ev, self._live(), bool(self.pending))
-        if refused is not None:
-            return [self.err(refused[0], refused[1], ev, refused[2])]
+        no, metadata = turn_limits.create_refusal(ev, self.config, self._live(), bool(self.pending))
+        if no is not None:
+            return [self.err(no[0], no[1], ev, no[2])]
+        self.metadata.asked(metadata)
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:

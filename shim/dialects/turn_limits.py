@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shim.dialects import ga_response_create
 from shim.output import ActiveResponse
+from shim.session_config import ClientSessionConfig
 
 UNSUPPORTED = "unsupported_by_upstream"
 
@@ -108,13 +110,23 @@ def empty_commit(native_client: bool) -> tuple[str, str]:
 
 
 def create_refusal(
-    ev: dict[str, Any], live: bool, waiting: bool
-) -> tuple[str, str, str | None] | None:
+    ev: dict[str, Any], cfg: ClientSessionConfig, live: bool, waiting: bool
+) -> tuple[tuple[str, str, str | None] | None, dict[str, str] | None]:
     """Why a ``response.create`` gets no response (code, message, param), or None:
-    an option the dialect cannot honour, an answer in progress, no turn to answer."""
+    an option the dialect cannot honour (as over a duplex upstream, text-only output
+    or another output format: ``ga_response_create.py``), an answer in progress, no
+    turn to answer; and the metadata it names, told back with its response."""
     option = refused_response_option(ev)
     if option is not None:
-        return UNSUPPORTED, response_option_message(option), option
+        return (UNSUPPORTED, response_option_message(option), option), None
+    try:
+        metadata = ga_response_create.screened(ev, cfg)[1]
+    except ga_response_create.Refusal as no:
+        return (no.code, str(no), no.param), None
+    return _busy(live, waiting), metadata
+
+
+def _busy(live: bool, waiting: bool) -> tuple[str, str, str | None] | None:
     if live:
         return "conversation_already_has_active_response", "a response is in progress", None
     if not waiting:
