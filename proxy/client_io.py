@@ -21,7 +21,7 @@ import orjson
 from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
-from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
+from proxy.client_limits import InputRate, Lifetime, Rate, Verdict
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
@@ -30,6 +30,7 @@ from shim import wire
 from shim.native_client import native_error
 
 CLOSED = object()  # inbox sentinel: the client went away
+BINARY_REFUSED = "binary frames are not accepted: send JSON text events"
 
 
 class ClientChannel:
@@ -71,8 +72,7 @@ class ClientChannel:
         now = self._loop.time()
         self.rate = InputRate.from_config(self.limits, now)
         self.lifetime = Lifetime(self.limits, now)
-        # Why the proxy ended the session itself (idle, too long, too fast): the
-        # session then ends with the socket, with no disconnect grace.
+        # Why the proxy ended the session itself (idle, too long, too fast): no resume grace.
         self.ended_by_proxy: str | None = None
         # close() stopped the reader: the close, not the reader, tells the inbox CLOSED.
         self._reader_stopped = False
@@ -118,7 +118,7 @@ class ClientChannel:
                         continue
                     now = self._loop.time()
                     self.lifetime.heard(now)
-                    verdict = self.rate.charge(audio_bytes(parsed.event), now)
+                    verdict = self.rate.charge(self.rate.cost(parsed.event), now)
                     if verdict.rate is not Rate.OK and not await self._admit(verdict):
                         break
                     if self.sink is None:
@@ -126,9 +126,7 @@ class ClientChannel:
                     if self.sink is not None:  # set now, or while the put waited for room
                         await self._to_sink(parsed)
                 elif msg.type == aiohttp.WSMsgType.BINARY:
-                    self.send_error(
-                        "invalid_event", "binary frames are not accepted: send JSON text events"
-                    )
+                    self.send_error("invalid_event", BINARY_REFUSED)
                 else:  # closed, or an error (pings are answered by aiohttp)
                     break
         finally:
@@ -149,7 +147,9 @@ class ClientChannel:
         if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
         parsed = parse_client_frame(text, self.limits.max_json_depth)
-        if isinstance(parsed, BadFrame) or not self.rate.fits(a := audio_bytes(parsed.event), now):
+        if isinstance(parsed, BadFrame) or not self.rate.fits(
+            a := self.rate.cost(parsed.event), now
+        ):
             return False  # the reader answers, or slows down
         self._tally_in.add(n)
         self.lifetime.heard(now)

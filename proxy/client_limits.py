@@ -12,9 +12,13 @@ from enum import Enum
 from typing import Any
 
 from proxy.config import ServerConfig
+from shim.audio import AudioError, AudioFormat
+from shim.native_client import append_format
+from shim.session_config import ClientSessionConfig, SessionConfigError, apply_session_update
+from shim.vad_gate import VadParams
 
-# Audio is measured as 24 kHz PCM16, the densest input format a session takes: a
-# client sending G.711 or 16 kHz audio in real time is well inside its allowance.
+# Audio is counted in time, as the bytes of 24 kHz PCM16 that long: G.711 (8 kHz, a
+# byte a sample) in real time costs what 24 kHz PCM16 in real time does, no less.
 AUDIO_BYTES_PER_S = 24000 * 2
 APPEND = "input_audio_buffer.append"
 
@@ -35,7 +39,38 @@ def audio_bytes(event: dict[str, Any]) -> int:
     if event.get("type") != APPEND:
         return 0
     audio = event.get("audio")
-    return len(audio) * 3 // 4 if isinstance(audio, str) else 0
+    if not isinstance(audio, str):
+        return 0
+    padding = len(audio[-2:]) - len(audio[-2:].rstrip("="))
+    return max(0, len(audio) * 3 // 4 - padding)
+
+
+class InputClock:
+    """How much audio time an append holds: its bytes at the input format the client
+    declared (its ``session.update``s, read as the session reads them, a refused one
+    changing nothing) or that the append names itself, as 24 kHz PCM16 bytes."""
+
+    def __init__(self) -> None:
+        self.config = ClientSessionConfig()
+        self._vad = VadParams()
+
+    def cost(self, event: dict[str, Any]) -> int:
+        kind = event.get("type")
+        if kind == "session.update":
+            try:
+                self.config = apply_session_update(self.config, event, self._vad)
+            except SessionConfigError:
+                pass  # refused: the format stays
+            return 0
+        n_bytes = audio_bytes(event)
+        if n_bytes <= 0:
+            return 0
+        try:
+            fmt: AudioFormat = append_format(event, self.config.input_format)
+        except AudioError:
+            return n_bytes  # refused by the session anyway; counted as it came
+        per_s = fmt.rate_hz * fmt.bytes_per_sample
+        return -(-n_bytes * AUDIO_BYTES_PER_S // per_s)
 
 
 class Rate(Enum):
@@ -61,6 +96,11 @@ class InputRate:
         self.tokens = self.burst
         self.last = now
         self.over_since: float | None = None
+        self.clock = InputClock()
+
+    def cost(self, event: dict[str, Any]) -> int:
+        """What a client event costs of the allowance (``InputClock``)."""
+        return self.clock.cost(event)
 
     @classmethod
     def from_config(cls, cfg: ServerConfig, now: float) -> InputRate:

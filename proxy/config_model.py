@@ -95,7 +95,7 @@ class ServerConfig:
     input_realtime_factor: float = Field(
         default=1.5,
         gt=0,
-        description="Client audio allowed per second of wall time, in seconds (24 kHz PCM16).",
+        description="Client audio allowed per second of wall time, in seconds of audio.",
     )
     input_burst_s: float = Field(
         default=20.0, gt=0, description="Client audio allowed ahead of that rate, in seconds."

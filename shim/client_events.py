@@ -140,6 +140,16 @@ def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]
     item = s.ledger.get(item_id)
     if item is None:
         return [s.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")]
+    left = item.truncated_ms if item.told_by is not None else None
+    if left is not None and end > left:
+        # GA: past the item's audio is an error, and a truncated item's audio ends
+        # where it was cut; it never grows back. A cut the proxy made and told (a
+        # barge-in) is where a client's own truncate, sent as it stopped playing,
+        # lands anyway: it is told again, unchanged.
+        if item.told_by == "proxy":
+            return [SendClient(wire.truncated(item_id, left))]
+        msg = f"audio_end_ms {end} is beyond the {left} ms left after the item's truncation"
+        return [s.err("invalid_value", msg, ev, "audio_end_ms")]
     if end > item.sent_ms + 0.5:
         return [
             s.err(
@@ -149,11 +159,13 @@ def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]
                 "audio_end_ms",
             )
         ]
-    item.truncated_ms = end
+    item.truncated_ms, item.told_by = end, "client"
     resp = s.response
     if resp is not None and resp.live and resp.item_id == item_id:
         # Truncating the item still being produced ends its response too.
-        return s.cancel_response(now, reason="client_cancelled", truncate_at=end)
+        out = s.cancel_response(now, reason="client_cancelled", truncate_at=end)
+        item.told_by = "client"
+        return out
     return [SendClient(wire.truncated(item_id, end))]
 
 

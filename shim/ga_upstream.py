@@ -29,6 +29,10 @@ from shim.session_config import (
 from shim.upstream_input import declared_float_input, state_input
 from shim.vad_gate import VadParams
 
+# vLLM-Omni's server VAD ends a turn after this much silence unless told otherwise
+# (``engine/duplex/turn_detection.py`` in its wheel).
+UPSTREAM_SILENCE_MS = 500
+
 
 def _session_of(event: dict[str, Any]) -> dict[str, Any]:
     nested = event.get("session")
@@ -120,6 +124,10 @@ def upstream_session(
         vad: dict[str, Any] = {"type": "server_vad"}
         if not cfg.turn.create_response:
             vad["create_response"] = False
+        silence = cfg.turn.vad.silence_duration_ms if cfg.turn.vad is not None else None
+        if silence is not None and silence != UPSTREAM_SILENCE_MS:
+            # The turn ends where the client set it (or semantic_vad's eagerness did).
+            vad["silence_duration_ms"] = silence
         out["turn_detection"] = vad if cfg.turn.vad is not None else None
     if pinned is not None and (opening or _mentions_input_format(session)):
         state_input(out, pinned)

@@ -31,6 +31,10 @@ class ItemPlayback:
     marks: list[tuple[float, int]] = field(default_factory=list)
     finished: bool = False  # the response produced all its audio
     truncated_ms: int | None = None
+    # Who told the client where the item ends (``conversation.item.truncated``):
+    # "proxy" (a barge-in), "client" (its own truncate), None (nobody: not cut, or
+    # cut only in the proxy's books, as a client's ``response.cancel`` leaves it).
+    told_by: str | None = None
 
     @property
     def sent_ms(self) -> float:

@@ -22,11 +22,15 @@ def close_response(
     truncate_at: int | None = None,
     full_text: str | None = None,
     told_done: bool = False,
+    announce: bool = True,
 ) -> list[Action]:
     """The events that end ``resp``; an early end truncates it at what was heard.
 
     ``told_done``: its response.done already went out (it ended, but still plays), so
-    an early end only truncates it: a response ends once.
+    an early end only truncates it: a response ends once. ``announce`` False: the cut
+    is kept in the proxy's books but not told (a client's ``response.cancel``: GA and
+    vLLM-Omni send no ``conversation.item.truncated`` then; the client truncates
+    itself, once, where it stopped playing).
     """
     pb = resp.playback
     transcript = full_text if full_text is not None else (pb.transcript if pb else "")
@@ -41,7 +45,8 @@ def close_response(
         else wire.response_end(resp.response_id, resp.item_id, status, transcript, reason)
     )
     out: list[Action] = [SendClient(e) for e in events]
-    if played is not None:
+    if played is not None and announce and pb is not None:
+        pb.told_by = "proxy"
         out.append(SendClient(wire.truncated(resp.item_id, played)))
     return out
 

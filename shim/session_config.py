@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any
 
+from shim import session_options
 from shim.audio import PCM16, AudioFormat
 from shim.audio_formats import MAX_RATE as MAX_RATE
 from shim.audio_formats import MIN_RATE as MIN_RATE
@@ -47,6 +48,8 @@ class TurnDetection:
     barge_in_decision_ms: int | None = None
     # The client wants output_audio_buffer.paused / resumed around undecided overlaps.
     overlap_events: bool = False
+    # GA semantic_vad's eagerness; None: server_vad (``SEMANTIC_SILENCE_MS``).
+    eagerness: str | None = None
 
     def as_wire(self) -> dict[str, Any] | None:
         if self.vad is None:
@@ -61,6 +64,10 @@ class TurnDetection:
             "interrupt_response": self.interrupt_response,
             "idle_timeout_ms": None,
         }
+        if self.eagerness is not None:  # GA's semantic_vad object, and only its fields
+            wire = {"type": "semantic_vad", "eagerness": self.eagerness} | {
+                k: wire[k] for k in ("create_response", "interrupt_response")
+            }
         # The extensions only when a client set them: a GA client sees GA fields.
         if self.barge_in_decision_ms is not None:
             wire["barge_in_decision_ms"] = self.barge_in_decision_ms
@@ -69,6 +76,9 @@ class TurnDetection:
         return wire
 
 
+# semantic_vad without a semantic model: the proxy's VAD, its end-of-turn silence set
+# by the eagerness (GA: low waits longest, high answers soonest; auto is medium).
+SEMANTIC_SILENCE_MS = {"low": 1000, "medium": 500, "auto": 500, "high": 250}
 DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
 DEFAULT_TURN = TurnDetection(VadParams())
 
@@ -79,6 +89,9 @@ class ClientSessionConfig:
     output_format: AudioFormat = DEFAULT_FORMAT
     turn: TurnDetection = DEFAULT_TURN
     instructions: str | None = None
+    # GA's audio.input.transcription / noise_reduction objects (``shim/session_options.py``).
+    transcription: dict[str, Any] | None = None
+    noise_reduction: dict[str, Any] | None = None
 
 
 def _carried_rate(fmt: AudioFormat) -> int | None:
@@ -136,7 +149,13 @@ def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnD
             "turn_detection",
         )
     vad = base.vad or defaults
+    eagerness = raw.get("eagerness", "auto") if kind == "semantic_vad" else None
+    if eagerness is not None and eagerness not in SEMANTIC_SILENCE_MS:
+        msg = f"turn_detection.eagerness must be one of {sorted(SEMANTIC_SILENCE_MS)}"
+        raise SessionConfigError("invalid_value", msg, "turn_detection.eagerness")
     updates: dict[str, Any] = {}
+    if eagerness is not None and "silence_duration_ms" not in raw:
+        updates["silence_duration_ms"] = SEMANTIC_SILENCE_MS[eagerness]
     for key, (lo, hi, whole) in _TD_NUMBERS.items():
         value = raw.get(key)
         if value is not None:
@@ -176,6 +195,7 @@ def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnD
         else bool(flags["interrupt_response"]),
         barge_in_decision_ms=decision_ms,
         overlap_events=overlap_events,
+        eagerness=eagerness,
     )
 
 
@@ -228,6 +248,11 @@ def apply_session_update(
         cfg = replace(cfg, turn=_turn_detection(session["turn_detection"], cfg.turn, vad_defaults))
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
+    session_options.check_modalities(session)
+    for name in session_options.INPUT_OPTIONS:
+        value = session_options.input_option(session, a_in, name)
+        if not session_options.is_unset(value):
+            cfg = replace(cfg, **{name: value})
     return cfg
 
 
@@ -247,8 +272,8 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
         "audio": {
             "input": {
                 "format": fmt(cfg.input_format),
-                "transcription": None,
-                "noise_reduction": None,
+                "transcription": cfg.transcription,
+                "noise_reduction": cfg.noise_reduction,
                 "turn_detection": cfg.turn.as_wire(),
             },
             "output": {"format": fmt(cfg.output_format)},

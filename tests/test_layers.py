@@ -50,7 +50,10 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.assistant_audio",
         ],
     ),
-    ("shim: session settings", ["shim.session_config", "shim.ga_upstream", "shim.turn_params"]),
+    (
+        "shim: session settings",
+        ["shim.session_options", "shim.session_config", "shim.ga_upstream", "shim.turn_params"],
+    ),
     (
         "shim: the session's parts",
         [

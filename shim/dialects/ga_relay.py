@@ -30,24 +30,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from shim import client_events
-from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
-from shim.audio import AudioFormat
-from shim.dialects import ga_events, relay_keep, relay_upstream, relay_wait_snapshot
+from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.dialects import (
+    ga_append,
+    ga_events,
+    ga_response_create,
+    ga_session_update,
+    ga_truncate,
+    relay_keep,
+    relay_upstream,
+    relay_wait_snapshot,
+)
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
-from shim.dialects.relay_turn_wait import TurnWait, generating, stop_playback
+from shim.dialects.relay_turn_wait import TurnWait, generating
 from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
-from shim.ga_upstream import upstream_session
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamEvent, VadWindow
 from shim.overlap import Overlap, Step
-from shim.session import EmulatedSession, ShimSettings
-from shim.session_config import SessionConfigError, session_object
+from shim.session import EmulatedSession, EventHandler, ShimSettings
+from shim.session_config import SessionConfigError
 
 
 class GaRelaySession(BargeInRelaySession):
@@ -61,6 +70,7 @@ class GaRelaySession(BargeInRelaySession):
         self.audio_gate = AudioGate()
         self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
+        self.metadata = ga_response_create.ResponseMetadata()
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
@@ -104,8 +114,8 @@ class GaRelaySession(BargeInRelaySession):
         if not isinstance(action, SendUpstream):
             return [action]
         ev = action.event
-        if ev.get("type") == "input_audio_buffer.append":
-            converted = self.upstream_audio.appends(ev, self.config.input_format)
+        if ev.get("type") == ga_append.APPEND:
+            converted = ga_append.upstream_form(self.upstream_audio, ev, self.config.input_format)
             if converted is not None:
                 return converted
         if ev.get("type") not in ga_events.OWN_COMMANDS or "event_id" in ev:
@@ -114,52 +124,36 @@ class GaRelaySession(BargeInRelaySession):
         return [SendUpstream({"event_id": f"{ga_events.OWN_PREFIX}{self._own:08d}", **ev})]
 
     # ------------------------------------------------------------ client events
+    def client_handlers(self) -> dict[str, EventHandler]:
+        return {**super().client_handlers(), "response.create": self._client_response_create}
+
+    def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Relayed, unless it asks what the upstream would do otherwise than GA
+        (``ga_response_create.py``); its metadata is the proxy's to tell."""
+        try:
+            sent, metadata = ga_response_create.screened(ev, self.config)
+        except ga_response_create.Refusal as no:
+            return [self.err(no.code, str(no), ev, no.param)]
+        self.metadata.asked(metadata)
+        return [ForwardUpstream(orjson.dumps(sent).decode())]
+
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
         error = super().apply_update(ev)
         if error is None:
-            nested = ev.get("session")
-            raw = nested if isinstance(nested, dict) else {}
-            # Stated in full, so that a fresh upstream session given it after a loss
-            # (``on_upstream_lost``) gets the same turn detection and format.
-            self.last_update = {
-                "type": "session.update",
-                "session": upstream_session(raw, self.config, opening=True, pinned=self._pinned()),
-            }
+            pinned = self.upstream_audio.pinned
+            self.last_update = ga_session_update.stated(ev, self.config, pinned)
         return error
 
-    def _pinned(self) -> AudioFormat | None:
-        return self.upstream_audio.pinned
-
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        error = self.apply_update(ev)
-        if error is not None:
-            return [self.err(error.code, str(error), ev, error.param)]
-        assert self.last_update is not None
-        update = dict(self.last_update)
-        if isinstance(ev.get("event_id"), str):
-            update["event_id"] = ev["event_id"]
-        session = session_object(self.session_id, self.model, self.config)
-        return [
-            SendUpstream(update),
-            SendClient({"type": "session.updated", "session": session}),
-            *self.turns.detection_changed(now),
-        ]
+        return ga_session_update.answer(self, ev, now)
 
     def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = super()._client_truncate(ev, now)
         item = self.ledger.get(str(ev.get("item_id")))
-        acked = any(isinstance(a, SendUpstream) and a.event["type"] == "playback.ack" for a in out)
         if client_events.is_refusal(out) or item is None:
             return out
-        if not acked:  # The upstream owns playback by acks: what was heard.
-            played = int(ev["audio_end_ms"])
-            out.append(SendUpstream(self.reports.heard_ack(item.item_id, item.response_id, played)))
-        resp = self.response
-        if resp is not None and resp.item_id == item.item_id:
-            self.reports.end_reported = True  # its end, as heard, is the truncation's
-            if resp.upstream_done and not resp.cancelled:  # and the rest is not played
-                out.append(stop_playback(self.turn_wait, self.cancelled_ids, resp.response_id))
-        return out
+        wait, cancelled = self.turn_wait, self.cancelled_ids
+        return ga_truncate.upstream_too(out, item, self.response, self.reports, wait, cancelled)
 
     def snapshot(self) -> dict[str, Any]:
         waiting = relay_wait_snapshot.wire(self.turn_wait, self.audio_gate)
@@ -292,4 +286,5 @@ class GaRelaySession(BargeInRelaySession):
         ev = ga_events.translate(screened)
         if ev is None:
             return []
+        ev = self.metadata.told(ev)  # the client's own, never the upstream's
         return EmulatedSession.on_upstream(self, UpstreamEvent(ev, inp.raw, inp.now_ms))

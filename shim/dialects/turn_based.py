@@ -9,29 +9,22 @@ with ids, cancellation.
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass
 from typing import Any
 
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_acks, turn_limits, turn_wire
+from shim.dialects.ga_response_create import ResponseMetadata
 from shim.dialects.relay_wire import ga_g711_refusal
+from shim.dialects.turn_items import PendingTurn, UserItems
 from shim.dialects.turn_refusals import Refusals
-from shim.inputs import ClientEvent, UpstreamLost
+from shim.inputs import ClientEvent, Input, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.wire import error_code
 
 DEFAULT_OUTPUT_RATE = 24000
-
-
-@dataclass
-class PendingTurn:
-    item_id: str
-    audio: Int16Array
-    # Answer it once the response in progress ends (a native client's commit during one).
-    respond: bool = False
 
 
 class TurnBasedSession(EmulatedSession):
@@ -52,11 +45,15 @@ class TurnBasedSession(EmulatedSession):
         self.pending: deque[PendingTurn] = deque(maxlen=4)
         self.commit_from_ms = 0
         self._final_text: str | None = None
+        self.user_items, self.metadata = UserItems(), ResponseMetadata()
         super().__init__(session_id, model, settings)
 
     def open_upstream(self) -> list[Action]:
         """What a fresh upstream connection needs before it takes a turn."""
         return [turn_wire.open_upstream(self.upstream_model)]
+
+    def handle(self, inp: Input) -> list[Action]:
+        return self.metadata.told_all(super().handle(inp))  # the client's, in its response
 
     def _live(self) -> bool:
         return self.response is not None and self.response.producing
@@ -74,9 +71,12 @@ class TurnBasedSession(EmulatedSession):
         }
 
     def client_other(self, inp: ClientEvent) -> list[Action]:
-        # The turn-based dialect has no way to carry it: refuse it, and go on.
         message = turn_limits.event_message(inp.event.get("type"))
         return [self.err("unsupported_event", message, inp.event, "type")]
+
+    def client_retrieve(self, ev: dict[str, Any], now: float) -> list[Action]:
+        found = self.user_items.retrieved(ev)
+        return found if found is not None else super().client_retrieve(ev, now)
 
     def _client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         """Apply what the dialect can carry; refuse the rest, coded, field by field."""
@@ -113,25 +113,19 @@ class TurnBasedSession(EmulatedSession):
         return [*out, SendClient({"type": "input_audio_buffer.cleared"})]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
-        option = turn_limits.refused_response_option(ev)
-        if option is not None:
-            msg = turn_limits.response_option_message(option)
-            return [self.err(turn_limits.UNSUPPORTED, msg, ev, option)]
-        if self._live() or not self.pending:
-            code, message, names_event = self.refusals.create(self._live())
-            return [self.err(code, message, ev if names_event else None)]
+        busy, waiting = self._live(), bool(self.pending)
+        no, metadata = self.refusals.response_create(ev, self.config, busy, waiting)
+        if no is not None:
+            return [self.err(*no)]
+        self.metadata.asked(metadata)
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp = self.response
-        active = resp.response_id if resp is not None and resp.live else None
-        last = resp.response_id if resp is not None else None
-        refused = self.refusals.cancel(ev.get("response_id"), active, last)
-        if refused is not None:
-            return [self.err(*refused, ev)]
-        if active is None:
-            return []  # vLLM-Omni answers nothing here
-        return self.cancel_response(now, reason="client_cancelled")
+        no, cancels = self.refusals.response_cancel(self.response, ev)
+        if no is not None or not cancels:
+            return [self.err(*no)] if no is not None else []
+        # Cut where it was heard, told only by the client's own truncate (GA).
+        return self.cancel_response(now, reason="client_cancelled", announce=False)
 
     # ------------------------------------------------------------ turns
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
@@ -153,6 +147,7 @@ class TurnBasedSession(EmulatedSession):
         self.commit_from_ms = end_ms
         self.history.drop_before(end_ms)
         self.pending.append(PendingTurn(item_id, audio))
+        self.user_items.committed(item_id)
         out = turn_wire.committed_turn(item_id, prev)
         if respond and defer and self._live():
             # A client's commit (as vLLM-Omni's listen_only) or, with GA's
@@ -185,9 +180,9 @@ class TurnBasedSession(EmulatedSession):
         return out + turn_wire.user_turn(turn.audio)
 
     def cancel_response(
-        self, now: float, reason: str, truncate_at: int | None = None
+        self, now: float, reason: str, truncate_at: int | None = None, announce: bool = True
     ) -> list[Action]:
-        out = self._finish(now, status="cancelled", reason=reason, truncate_at=truncate_at)
+        out = self._finish(now, "cancelled", reason, truncate_at, announce)
         if self.upstream_busy:
             self.upstream_busy = False
             out.append(AbortUpstream(reason=reason, redial=True))
@@ -195,7 +190,12 @@ class TurnBasedSession(EmulatedSession):
         return out
 
     def _finish(
-        self, now: float, status: str, reason: str | None, truncate_at: int | None = None
+        self,
+        now: float,
+        status: str,
+        reason: str | None,
+        truncate_at: int | None = None,
+        announce: bool = True,
     ) -> list[Action]:
         """End the active response with ``status`` and every closing event GA expects."""
         resp = self.response
@@ -205,7 +205,7 @@ class TurnBasedSession(EmulatedSession):
         if ended_early:
             resp.drop_held()
         text = self._final_text
-        return close_response(resp, now, status, reason, truncate_at, text, told_done)
+        return close_response(resp, now, status, reason, truncate_at, text, told_done, announce)
 
     # ------------------------------------------------------------ upstream events
     def upstream_handlers(self) -> dict[str, EventHandler]:

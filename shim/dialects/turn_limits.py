@@ -12,11 +12,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from shim.dialects import ga_response_create
+from shim.session_config import ClientSessionConfig
+
 UNSUPPORTED = "unsupported_by_upstream"
 
 # session.update fields the dialect cannot carry; refused only when they ask for
 # something (empty instructions or no tools ask for nothing).
 _SESSION_FIELDS = ("instructions", "tools", "tool_choice")
+# Input transcription and noise reduction (GA under audio.input, beta at the top).
+_INPUT_GA = ("transcription", "noise_reduction")
+_INPUT_BETA = ("input_audio_transcription", "input_audio_noise_reduction")
 # response.create options that would change the generation; vLLM-Omni refuses the same
 # on a runtime without generation overrides (unsupported_native_response_options).
 _RESPONSE_FIELDS = (
@@ -46,21 +52,30 @@ def _asks(value: Any) -> bool:
 
 
 def strip_session_fields(ev: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
-    """``ev`` without the fields the dialect cannot carry, and their names as params."""
+    """``ev`` without the fields the dialect cannot carry, and their names as params.
+
+    Input transcription and noise reduction (``shim/session_options.py``) are among
+    them: the upstream transcribes no input and reduces no noise."""
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
-    refused = [k for k in _SESSION_FIELDS if k in session and _asks(session[k])]
-    if not refused:
+    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and _asks(session[k])]
+    audio = session.get("audio")
+    a_in = audio.get("input") if isinstance(audio, dict) else None
+    inner = [k for k in _INPUT_GA if isinstance(a_in, dict) and a_in.get(k) is not None]
+    if not refused and not inner:
         return ev, []
     kept = {k: v for k, v in session.items() if k not in refused}
+    if inner and isinstance(audio, dict) and isinstance(a_in, dict):
+        kept["audio"] = {**audio, "input": {k: v for k, v in a_in.items() if k not in inner}}
     stripped = {**ev, "session": kept} if nested else kept
-    return stripped, [f"session.{k}" if nested else k for k in refused]
+    params = [f"session.{k}" if nested else k for k in refused]
+    return stripped, params + [f"session.audio.input.{k}" for k in inner]
 
 
 def session_field_message(param: str) -> str:
     return (
         f"{param} is not applied: the upstream is turn-based and takes only a model name "
-        "and audio turns"
+        "and audio turns (it transcribes no input and reduces no noise)"
     )
 
 
@@ -91,3 +106,21 @@ def empty_commit(native_client: bool) -> tuple[str, str]:
             "input_audio_buffer.commit requires a non-empty input audio buffer",
         )
     return "input_audio_buffer_commit_empty", "the input audio buffer is empty"
+
+
+def create_refusal(
+    ev: dict[str, Any], cfg: ClientSessionConfig
+) -> tuple[tuple[str, str, str | None] | None, dict[str, str] | None]:
+    """Why a ``response.create`` gets no response (code, message, param), or None:
+    an option the dialect cannot honour (as over a duplex upstream, text-only output
+    or another output format: ``ga_response_create.py``); and the metadata it names,
+    told back with its response. An answer in progress or no turn to answer is
+    refused in the client's own protocol (``turn_refusals.py``)."""
+    option = refused_response_option(ev)
+    if option is not None:
+        return (UNSUPPORTED, response_option_message(option), option), None
+    try:
+        metadata = ga_response_create.screened(ev, cfg)[1]
+    except ga_response_create.Refusal as no:
+        return (no.code, str(no), no.param), None
+    return None, metadata

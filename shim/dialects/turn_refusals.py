@@ -14,6 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from shim.dialects import turn_limits
+from shim.output import ActiveResponse
+from shim.session_config import ClientSessionConfig
+
+# An error to send: (code, message, the client's event it names or None, param).
+Refused = tuple[str, str, dict[str, Any] | None, str | None]
+
 # Why a request is refused -> GA's code and words.
 _GA = {
     "busy": ("conversation_already_has_active_response", "a response is in progress"),
@@ -65,3 +72,29 @@ class Refusals:
         if named is not None:
             return None  # vLLM-Omni leaves a response it does not know unanswered
         return "response_not_active", "response.cancel requires an active response"
+
+    def response_create(
+        self, ev: dict[str, Any], cfg: ClientSessionConfig, busy: bool, waiting: bool
+    ) -> tuple[Refused | None, dict[str, str] | None]:
+        """Why a ``response.create`` starts nothing (an option the dialect cannot honour,
+        an answer in progress, no committed turn waiting), or None; and the metadata it
+        names, told back with its response."""
+        no, metadata = turn_limits.create_refusal(ev, cfg)
+        if no is not None:
+            return (no[0], no[1], ev, no[2]), None
+        if busy or not waiting:
+            code, message, names_event = self.create(busy)
+            return (code, message, ev if names_event else None, None), None
+        return None, metadata
+
+    def response_cancel(
+        self, resp: ActiveResponse | None, ev: dict[str, Any]
+    ) -> tuple[Refused | None, bool]:
+        """Why a ``response.cancel`` cancels nothing, or None; and whether it cancels the
+        response in progress (vLLM-Omni answers nothing to some it cannot serve)."""
+        active = resp.response_id if resp is not None and resp.live else None
+        last = resp.response_id if resp is not None else None
+        refused = self.cancel(ev.get("response_id"), active, last)
+        if refused is not None:
+            return (*refused, ev, None), False
+        return None, active is not None

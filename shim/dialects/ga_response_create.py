@@ -1,0 +1,138 @@
+"""A GA client's ``response.create`` over a duplex upstream, and the metadata it names.
+
+vLLM-Omni 0.30.0 reads a ``response.create``'s options per response
+(``engine/duplex/config.py``, ``ResponseCreateOptions.from_realtime``): it refuses
+generation overrides itself (``unsupported_native_response_options``), but what a GA
+client asks beyond them it would carry out otherwise than GA says, or not at all:
+
+* ``conversation: "none"`` (an out-of-band response) and ``input``: it ignores
+  ``input``, and still tells the response's items into the conversation;
+* ``output_modalities: ["text"]``: a text-only answer, which the proxy cannot tell
+  as GA's text events;
+* ``audio.output.format`` other than the session's: the proxy converts every answer
+  to the session's output format (a GA name reaches vLLM-Omni as a format it does
+  not read, or its own ``response_format``, which the proxy would misread).
+
+So each of these is refused with ``unsupported_by_upstream`` naming it, and no
+response is created (``docs/protocol.md``); the session's own format, ``"auto"`` and
+``["audio"]`` ask for nothing and are accepted. ``metadata`` is GA's to echo: the
+proxy keeps it (16 string values at most, as GA) and tells it as the
+``response.metadata`` of the response it asked for, in ``response.created`` and
+``response.done``; what vLLM-Omni puts there (its own event, stringified) is not
+the client's and is never told.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any
+
+from shim.actions import Action, SendClient
+from shim.audio_formats import SessionConfigError, parse_format
+from shim.session_config import ClientSessionConfig
+
+UNSUPPORTED = "unsupported_by_upstream"
+METADATA_KEYS, METADATA_CHARS = 16, 512
+KEPT = 32  # responses whose metadata is still to be told in their response.done
+# The upstream's refusals of a response.create: the metadata it named goes with it.
+_REFUSED = {"conversation_already_has_active_response", "unsupported_native_response_options"}
+
+
+class Refusal(Exception):
+    def __init__(self, code: str, message: str, param: str) -> None:
+        super().__init__(message)
+        self.code, self.param = code, param
+
+
+def _metadata(value: Any) -> dict[str, str] | None:
+    ok = isinstance(value, dict) and len(value) <= METADATA_KEYS
+    if value is None or (
+        ok and all(isinstance(v, str) and len(v) <= METADATA_CHARS for v in value.values())
+    ):
+        return None if value is None else {str(k): v for k, v in value.items()}
+    msg = f"metadata must be at most {METADATA_KEYS} string values of {METADATA_CHARS} chars"
+    raise Refusal("invalid_value", msg, "response.metadata")
+
+
+def _refuse(param: str, what: str) -> Refusal:
+    return Refusal(
+        UNSUPPORTED,
+        f"{param}: {what} is not supported over this upstream; no response was created",
+        param,
+    )
+
+
+def screened(
+    ev: dict[str, Any], cfg: ClientSessionConfig
+) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """The event as it goes upstream, and the metadata it names; raises ``Refusal``."""
+    options = ev.get("response")
+    if not isinstance(options, dict):
+        return ev, None
+    options = dict(options)
+    if options.get("conversation") not in (None, "auto"):
+        raise _refuse("response.conversation", "an out-of-band response")
+    if options.get("input") is not None:
+        raise _refuse("response.input", "a response over its own input items")
+    modalities = options.get("output_modalities", options.get("modalities"))
+    if modalities is not None and modalities != ["audio"]:
+        raise _refuse("response.output_modalities", f"output_modalities {modalities!r}")
+    audio = options.get("audio")
+    output = audio.get("output") if isinstance(audio, dict) else None
+    spec = output.get("format") if isinstance(output, dict) else None
+    if spec is None:
+        spec = options.pop("output_audio_format", None)
+    if spec is not None:
+        try:
+            fmt = parse_format(spec, None, "response.audio.output.format", allow_f32=False)
+        except SessionConfigError as exc:
+            raise Refusal(exc.code, str(exc), "response.audio.output.format") from None
+        if fmt != cfg.output_format:
+            raise _refuse(
+                "response.audio.output.format", "an output format other than the session's"
+            )
+        if isinstance(audio, dict) and isinstance(output, dict):  # the session's: no further
+            rest = {k: v for k, v in output.items() if k != "format"}
+            outer = {k: v for k, v in audio.items() if k != "output"} | (
+                {"output": rest} if rest else {}
+            )
+            options.pop("audio")
+            if outer:
+                options["audio"] = outer
+    metadata = _metadata(options.pop("metadata", None))
+    return {**ev, "response": options}, metadata
+
+
+class ResponseMetadata:
+    """The client's metadata, told as the ``response.metadata`` of its response."""
+
+    __slots__ = ("_asked", "_told")
+
+    def __init__(self) -> None:
+        self._asked: dict[str, str] | None = None  # for the next response.created
+        self._told: OrderedDict[str, dict[str, str] | None] = OrderedDict()
+
+    def asked(self, metadata: dict[str, str] | None) -> None:
+        self._asked = metadata
+
+    def told_all(self, actions: list[Action]) -> list[Action]:
+        return [SendClient(self.told(a.event)) if isinstance(a, SendClient) else a for a in actions]
+
+    def told(self, ev: dict[str, Any]) -> dict[str, Any]:
+        kind, body = ev.get("type"), ev.get("response")
+        if kind == "error":
+            err = ev.get("error")
+            if isinstance(err, dict) and err.get("code") in _REFUSED:
+                self._asked = None
+            return ev
+        if kind not in ("response.created", "response.done") or not isinstance(body, dict):
+            return ev
+        rid = str(body.get("id"))
+        if kind == "response.created":
+            self._told[rid], self._asked = self._asked, None
+            while len(self._told) > KEPT:
+                self._told.popitem(last=False)
+            metadata = self._told[rid]
+        else:
+            metadata = self._told.pop(rid, None)
+        return {**ev, "response": {**body, "metadata": metadata}}

@@ -1,0 +1,51 @@
+"""The user turns ``duplex_emulated`` committed, as ``conversation.item.retrieve`` finds them.
+
+Over a turn-based upstream the proxy commits each user turn itself
+(``shim/dialects/turn_wire.py``), so the conversation's user items are the proxy's to
+answer for; the assistant's are in the playback ledger (``shim/client_events.py``).
+An item is told as it was added: an input-audio message, completed, with no
+transcript (the dialect transcribes nothing). The most recent ones are kept.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from shim import wire
+from shim.actions import Action, SendClient
+from shim.audio import Int16Array
+
+KEPT = 64  # as many as the playback ledger keeps of the assistant's
+
+
+@dataclass
+class PendingTurn:
+    """A committed user turn not yet sent upstream as a turn to answer."""
+
+    item_id: str
+    audio: Int16Array
+    # Answer it once the response in progress ends (a native client's commit during one).
+    respond: bool = False
+
+
+class UserItems:
+    __slots__ = ("_ids",)
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[str, None] = OrderedDict()
+
+    def committed(self, item_id: str) -> None:
+        self._ids[item_id] = None
+        while len(self._ids) > KEPT:
+            self._ids.popitem(last=False)
+
+    def retrieved(self, ev: dict[str, Any]) -> list[Action] | None:
+        """``conversation.item.retrieved`` for one of them, else None."""
+        item_id = ev.get("item_id")
+        if not isinstance(item_id, str) or item_id not in self._ids:
+            return None
+        return [
+            SendClient({"type": "conversation.item.retrieved", "item": wire.user_item(item_id)})
+        ]

@@ -1,0 +1,57 @@
+"""The GA session fields beyond formats and turn detection, read from ``session.update``:
+output modalities, input transcription, input noise reduction.
+
+Each is applied as far as the mode can, or refused with a coded error
+(``docs/protocol.md``, "Client events"), never accepted and then ignored:
+
+* ``output_modalities`` (beta ``modalities``): every answer is spoken, its transcript
+  alongside, so a list without ``"audio"`` (text-only) is ``unsupported_by_upstream``;
+* ``audio.input.transcription`` and ``audio.input.noise_reduction`` (beta
+  ``input_audio_transcription``, ``input_audio_noise_reduction``): an object or null,
+  kept and told back in ``session.updated``. Over a duplex upstream they go to it
+  (vLLM-Omni reads both); a turn-based upstream has neither, so ``duplex_emulated``
+  refuses them (``shim/dialects/turn_limits.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shim.audio_formats import SessionConfigError
+
+UNSUPPORTED = "unsupported_by_upstream"
+# (GA key under audio.input, beta key at the top level)
+INPUT_OPTIONS = {
+    "transcription": "input_audio_transcription",
+    "noise_reduction": "input_audio_noise_reduction",
+}
+_UNSET = object()
+
+
+def check_modalities(session: dict[str, Any]) -> None:
+    value = session.get("output_modalities", session.get("modalities"))
+    if value is None:
+        return
+    if not isinstance(value, list) or not all(isinstance(m, str) for m in value):
+        raise SessionConfigError(
+            "invalid_value", "output_modalities must be a list", "session.output_modalities"
+        )
+    if "audio" not in value:
+        msg = f"output_modalities {value!r}: every answer is spoken here (its transcript alongside)"
+        raise SessionConfigError(UNSUPPORTED, msg, "session.output_modalities")
+
+
+def input_option(session: dict[str, Any], a_in: dict[str, Any], name: str) -> Any:
+    """The ``name`` input option an update sets (an object, or None to clear), or
+    ``_UNSET`` when it says nothing of it; anything else is ``invalid_value``."""
+    beta = INPUT_OPTIONS[name]
+    value = a_in[name] if name in a_in else session[beta] if beta in session else _UNSET
+    if value is _UNSET or value is None or isinstance(value, dict):
+        return value
+    raise SessionConfigError(
+        "invalid_value", f"{name} must be an object or null", f"session.audio.input.{name}"
+    )
+
+
+def is_unset(value: Any) -> bool:
+    return value is _UNSET

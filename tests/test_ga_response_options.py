@@ -1,0 +1,100 @@
+"""A GA client's ``response.create`` options in the emulated modes, through the
+official ``openai`` SDK (``shim/dialects/ga_response_create.py``): what vLLM-Omni
+would carry out otherwise than GA says is refused with a coded ``error`` naming it and
+no response; the session's own output format is accepted; ``metadata`` comes back as
+the response's own. Every event is checked against the SDK's GA types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from openai.resources.realtime.realtime import AsyncRealtimeConnection
+
+from tests.servers import load_clip
+from tests.test_ga_conformance import events_for
+from tests.test_openai_sdk import (
+    append_audio,
+    events_until_response_done,
+    first_session_created,
+    push_to_talk,
+    refusal,
+    sdk_connection,
+)
+
+# Over a turn-based upstream (duplex_emulated) the same options are refused too.
+KINDS = ["duplex", "duplex-no-barge-in", "turn"]
+REFUSED = [
+    ({"conversation": "none"}, "response.conversation"),
+    ({"conversation": "none", "input": []}, "response.conversation"),
+    ({"input": []}, "response.input"),
+    ({"output_modalities": ["text"]}, "response.output_modalities"),
+    ({"audio": {"output": {"format": {"type": "audio/pcmu"}}}}, "response.audio.output.format"),
+    (
+        {
+            "audio": {"output": {"format": {"type": "audio/pcm", "rate": 24000}}},
+            "output_modalities": ["text"],
+        },
+        "response.output_modalities",
+    ),
+]
+
+
+async def committed_turn(conn: AsyncRealtimeConnection) -> None:
+    await first_session_created(conn)
+    assert (await push_to_talk(conn))["type"] == "session.updated"
+    await append_audio(conn, load_clip("utt04_clean.wav"))
+    await conn.input_audio_buffer.commit()
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize(("options", "param"), REFUSED)
+async def test_an_option_the_upstream_would_not_honour_is_refused_and_nothing_answers(
+    kind: str, options: dict[str, Any], param: str
+) -> None:
+    async with sdk_connection(kind) as conn:
+        await committed_turn(conn)
+        await conn.send({"type": "response.create", "event_id": "evt_opt", "response": options})
+        err = (await refusal(conn))["error"]
+        assert (err["code"], err["param"], err["event_id"]) == (
+            "unsupported_by_upstream",
+            param,
+            "evt_opt",
+        ), err
+        later = await events_for(conn, 2.0)
+        assert "response.created" not in [e["type"] for e in later], later
+        await conn.response.create()  # the session goes on: the turn is answered
+        answer = await events_until_response_done(conn)
+        assert answer[-1]["response"]["status"] == "completed"
+
+
+@pytest.mark.parametrize("kind", KINDS)
+async def test_metadata_comes_back_as_the_responses_own_and_the_sessions_format_is_fine(
+    kind: str,
+) -> None:
+    async with sdk_connection(kind) as conn:
+        await committed_turn(conn)
+        metadata = {"topic": "weather", "turn": "1"}
+        pcm = {"type": "audio/pcm", "rate": 24000}
+        await conn.response.create(
+            response={"metadata": metadata, "audio": {"output": {"format": pcm}}}
+        )
+        events = await events_until_response_done(conn)
+        (created,) = [e for e in events if e["type"] == "response.created"]
+        assert created["response"]["metadata"] == metadata
+        assert events[-1]["response"]["metadata"] == metadata
+        assert events[-1]["response"]["status"] == "completed"
+        assert any(e["type"] == "response.output_audio.delta" for e in events)
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        events = await events_until_response_done(conn)
+        assert events[-1]["response"].get("metadata") is None, "none asked: none told"
+
+
+async def test_bad_metadata_is_an_invalid_value() -> None:
+    async with sdk_connection("duplex") as conn:
+        await committed_turn(conn)
+        await conn.send({"type": "response.create", "response": {"metadata": {"n": 1}}})
+        err = (await refusal(conn))["error"]
+        assert (err["code"], err["param"]) == ("invalid_value", "response.metadata"), err
