@@ -21,6 +21,7 @@ from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime, Rate, Verdict, audio_bytes
+from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
@@ -49,7 +50,8 @@ class ClientChannel:
         self.sink: Callable[[ClientFrame], Awaitable[None]] | None = None
         # Set with it: can a frame of that size be sunk at once; sink it (``_take``).
         self.sink_now: tuple[Callable[[str], bool], Callable[[ClientFrame], None]] | None = None
-        self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
+        self.limits = limits or ServerConfig()
+        self.inbox = FrameInbox(inbox_size, self.limits.pending_client_bytes)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
         self._max_frames, self._max_bytes = outbox_frames, outbox_bytes
@@ -63,7 +65,6 @@ class ClientChannel:
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
-        self.limits = limits or ServerConfig()
         self._loop = asyncio.get_running_loop()
         now = self._loop.time()
         self.rate = InputRate.from_config(self.limits, now)

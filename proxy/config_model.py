@@ -73,6 +73,15 @@ class ServerConfig:
     pending_client_frames: int = Field(
         default=512, gt=0, description="Client frames held while the upstream session opens."
     )
+    pending_client_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description=(
+            "Bytes of client frames held unhandled, while the upstream session opens and"
+            " again on a session's queue; past them the client is not read (its socket"
+            " pushes back). One frame always fits."
+        ),
+    )
     drain_timeout_s: float = Field(
         default=10.0,
         ge=0,

@@ -1,0 +1,124 @@
+"""What one hostile client can make the proxy hold, measured on a proxy in its own
+process (its RSS): frames parked while the upstream warms up are bounded in bytes, not
+only in frames (``server.pending_client_bytes``, ``proxy/client_queue.py``), and
+nothing parked is lost once the session opens (docs/protocol.md)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from contextlib import suppress
+from pathlib import Path
+
+import aiohttp
+
+from proxy.client_frames import ClientFrame
+from proxy.client_queue import FrameCredits, FrameInbox
+from tests.proxy_process import cli_backend, proxy_process
+from tests.servers import Client
+from tests.test_input_flood import rss_mb
+
+WARMUP_S = 20  # from the backend's start: long enough to outlast the proxy's own
+BIG = 1_000_000  # a long prompt; the stand-in upstream drops a reader 4 MiB behind
+FRAMES = 200  # 200 MB of frame text: all of it held before the bound
+
+
+WATCH = {"upgrade_check": "true", "check_interval_s": "0.5"}
+
+
+def config(upstream: str, **readiness: str) -> str:
+    extra = "".join(f"{k} = {v}\n" for k, v in readiness.items())
+    return (
+        # The echoes of every update come back at once: room for them (outbound is
+        # bounded by its own key; this test is about what comes in).
+        f'[server]\nlog_level = "warning"\nclient_send_queue_bytes = {512 * 2**20}\n'
+        f'[readiness]\n{extra}[auth]\nmode = "none"\n'
+        f'[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
+    )
+
+
+async def test_frames_sent_while_the_upstream_warms_up_are_held_in_bounded_bytes_and_all_applied(
+    tmp_path: Path,
+) -> None:
+    options = ("--strict", "--max-sessions", "2", "--warmup-s", str(WARMUP_S))
+    async with (
+        cli_backend("duplex-no-barge-in", *options) as backend,
+        proxy_process(
+            tmp_path, "p", config(f"ws://127.0.0.1:{backend.port}/v1/realtime", **WATCH)
+        ) as replica,
+    ):
+        pid = replica.proc.pid
+        base_mb = rss_mb(pid)
+        url = replica.base.replace("http://", "ws://") + "/v1/realtime?model=m"
+        async with aiohttp.ClientSession() as http, http.ws_connect(url, max_msg_size=0) as ws:
+            c = Client(ws)
+            sent = 0
+
+            async def send_all() -> None:
+                nonlocal sent
+                for i in range(FRAMES):
+                    text = "x" * BIG + f"x{i}"
+                    await ws.send_str(
+                        json.dumps({"type": "session.update", "session": {"instructions": text}})
+                    )
+                    sent += 1
+
+            sender = asyncio.create_task(send_all())
+            # The upstream is still warming: no session yet, so every frame sent is
+            # parked. Once the proxy stops reading, the client's socket stops taking.
+            peak = 0.0
+            for _ in range(16):
+                await asyncio.sleep(0.25)
+                peak = max(peak, rss_mb(pid))
+            assert peak - base_mb < 150, (peak, base_mb, sent)
+            assert sent < FRAMES // 2, sent
+            # Warm: the session opens with the first frame (the opening update) and
+            # takes every other one, in order.
+            created = await c.until("session.created", timeout=60)
+            assert created["session"]["instructions"].endswith("x0")
+            updated = 1
+            while updated < FRAMES:
+                event = await c.recv(timeout=60)
+                assert event["type"] != "error", event
+                if event["type"] == "session.updated":
+                    assert event["session"]["instructions"].endswith(f"x{updated}")
+                    updated += 1
+            await sender
+        assert replica.proc.returncode is None
+
+
+def frame(n: int) -> ClientFrame:
+    return ClientFrame("x" * n, {"type": "x"})
+
+
+async def test_the_inbox_stops_at_its_bytes_but_always_takes_one_frame() -> None:
+    inbox = FrameInbox(512, 1000)
+    inbox.put_nowait(frame(5000))  # bigger than the bound, alone: it fits
+    assert inbox.full() and inbox.held_bytes == 5000
+    blocked = asyncio.ensure_future(inbox.put(frame(10)))
+    await asyncio.sleep(0)
+    assert not blocked.done()
+    assert isinstance(inbox.get_nowait(), ClientFrame)
+    await blocked
+    assert inbox.held_bytes == 10 and not inbox.full()
+
+
+async def test_a_session_queue_stops_at_its_bytes_and_its_frames() -> None:
+    credits = FrameCredits(frames=3, max_bytes=1000)
+    big, small = frame(900), frame(200)
+    await credits.acquire(big)
+    await credits.acquire(small)  # under the bound when asked: taken
+    waiting = asyncio.ensure_future(credits.acquire(small))
+    await asyncio.sleep(0)
+    assert not waiting.done()
+    credits.release(big)
+    await waiting
+    assert credits.held_bytes == 400 and credits.free == 1
+    await credits.acquire(frame(1))
+    last = asyncio.ensure_future(credits.acquire(frame(1)))  # no frames left
+    await asyncio.sleep(0)
+    assert not last.done()
+    credits.release(small)
+    await last
+    with suppress(asyncio.CancelledError):
+        last.cancel()
