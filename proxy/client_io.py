@@ -187,7 +187,7 @@ class ClientChannel:
                     await self.ws.send_bytes(item)
                 else:
                     await self.ws.send_str(item)
-            except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+            except (ConnectionError, RuntimeError, aiohttp.ClientError):
                 self._out.clear()
                 self._drained.set()
                 return
@@ -200,7 +200,7 @@ class ClientChannel:
             return self.send_text(text)
         try:
             await self.ws.send_str(text)
-        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+        except (ConnectionError, RuntimeError, aiohttp.ClientError):
             return False
         return True
 

@@ -165,7 +165,7 @@ async def ask(
     try:
         await ws.send_str(first)
         return await _first_frame(ws, within_s)
-    except (ConnectionResetError, aiohttp.ClientError) as exc:
+    except (ConnectionError, aiohttp.ClientError) as exc:
         await ws.close()
         raise UpstreamUnavailable("the upstream dropped the connection", detail=str(exc)) from None
     except BaseException:

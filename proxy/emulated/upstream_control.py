@@ -96,7 +96,7 @@ class UpstreamControl:
             await send_within(ws, text, within)
         except TimeoutError:
             self._give_up(ws, f"upstream took no frame for {within:g} s")
-        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+        except (ConnectionError, RuntimeError, aiohttp.ClientError):
             pass
 
     def _give_up(self, ws: Socket, why: str) -> None:
@@ -135,7 +135,7 @@ class UpstreamControl:
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
         if end_session and self.cls.kind == "duplex" and self.ws is not self._given_up:
-            quiet = (TimeoutError, ConnectionResetError, RuntimeError, aiohttp.ClientError)
+            quiet = (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError)
             with contextlib.suppress(*quiet):
                 await send_within(self.ws, '{"type": "session.close"}', 1.0)
         await close_within(self.ws)
