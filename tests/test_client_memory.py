@@ -87,6 +87,46 @@ async def test_frames_sent_while_the_upstream_warms_up_are_held_in_bounded_bytes
         assert replica.proc.returncode is None
 
 
+HUGE = 60_000_000  # far over the default max_frame_bytes (4 MiB)
+
+
+async def test_frames_far_over_the_limit_from_many_sockets_are_refused_unread(
+    tmp_path: Path,
+) -> None:
+    async with (
+        cli_backend("duplex-no-barge-in", "--strict", "--max-sessions", "8") as backend,
+        proxy_process(tmp_path, "p", config(f"ws://127.0.0.1:{backend.port}/v1/realtime")) as p,
+    ):
+        pid, base_mb, peak = p.proc.pid, rss_mb(p.proc.pid), 0.0
+        url = p.base.replace("http://", "ws://") + "/v1/realtime?model=m"
+        text = '{"type":"session.update","session":{"instructions":"' + "y" * HUGE + '"}}'
+
+        async def one(http: aiohttp.ClientSession) -> int | None:
+            async with http.ws_connect(url, max_msg_size=0) as ws:
+                await Client(ws).until("session.created")
+                with suppress(ConnectionError, aiohttp.ClientError):
+                    await ws.send_str(text)
+                    while not ws.closed:
+                        await ws.receive(timeout=30)
+                return ws.close_code
+
+        async with aiohttp.ClientSession() as http:
+            senders = asyncio.gather(*(one(http) for _ in range(6)))
+            while not senders.done():
+                peak = max(peak, rss_mb(pid))
+                await asyncio.sleep(0.05)
+            codes = await senders
+            # 1009, or a reset before the client could read it (it was still sending).
+            assert set(codes) <= {1009, 1006, None}, codes
+            # Read whole, six of them held ~360 MB at once (more in copies).
+            assert peak - base_mb < 100, (peak, base_mb)
+            async with http.ws_connect(url, max_msg_size=0) as ws:
+                c = Client(ws)
+                await c.until("session.created")
+                await c.send({"type": "session.update", "session": {"instructions": "ok"}})
+                assert (await c.until("session.updated"))["session"]["instructions"] == "ok"
+
+
 def frame(n: int) -> ClientFrame:
     return ClientFrame("x" * n, {"type": "x"})
 
