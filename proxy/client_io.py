@@ -52,6 +52,7 @@ class ClientChannel:
         self.sink_now: tuple[Callable[[str], bool], Callable[[ClientFrame], None]] | None = None
         self.limits = limits or ServerConfig()
         self.inbox = FrameInbox(inbox_size, self.limits.pending_client_bytes)
+        self._json_limits = (self.limits.max_json_depth, self.limits.max_json_values)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
         self._max_frames, self._max_bytes = outbox_frames, outbox_bytes
@@ -110,7 +111,7 @@ class ClientChannel:
                         self.metrics.client_errors.labels("frame_too_large").inc()
                         await self.end("frame_too_large", 1009, f"frame over {limit} bytes")
                         break
-                    parsed = parse_client_frame(msg.data, self.limits.max_json_depth)
+                    parsed = parse_client_frame(msg.data, *self._json_limits)
                     if isinstance(parsed, BadFrame):
                         self.send_error(parsed.code, parsed.message)
                         continue
@@ -146,7 +147,7 @@ class ClientChannel:
             return False
         if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
-        parsed = parse_client_frame(text, self.limits.max_json_depth)
+        parsed = parse_client_frame(text, *self._json_limits)
         if isinstance(parsed, BadFrame) or not self.rate.fits(a := audio_bytes(parsed.event), now):
             return False  # the reader answers, or slows down
         self._tally_in.add(n)

@@ -41,6 +41,12 @@ class ServerConfig:
         description="Deepest JSON nesting in an event: a client event deeper gets invalid_event,"
         " an upstream event deeper is dropped with a warning.",
     )
+    max_json_values: int = Field(
+        default=50_000,
+        ge=1000,
+        description="Most JSON values (keys and list items, all levels) in a client event:"
+        " one with more gets invalid_event (a few MB of tiny values parse into tens of MB).",
+    )
     max_sessions: int = Field(
         default=1000,
         gt=0,

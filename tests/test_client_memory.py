@@ -11,11 +11,12 @@ from contextlib import suppress
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from proxy.client_frames import ClientFrame
 from proxy.client_queue import FrameCredits, FrameInbox
 from tests.proxy_process import cli_backend, proxy_process
-from tests.servers import Client
+from tests.servers import Client, connect, proxy, proxy_config, reference, ws_url
 from tests.test_input_flood import rss_mb
 
 WARMUP_S = 20  # from the backend's start: long enough to outlast the proxy's own
@@ -162,3 +163,28 @@ async def test_a_session_queue_stops_at_its_bytes_and_its_frames() -> None:
     await last
     with suppress(asyncio.CancelledError):
         last.cancel()
+
+
+@pytest.mark.parametrize(
+    ("kind", "query"),
+    [("duplex", {"duplex": "1"}), ("duplex", {}), ("duplex-no-barge-in", {}), ("turn", {})],
+)
+async def test_an_event_of_too_many_values_is_refused_with_a_code_and_the_session_goes_on(
+    kind: str, query: dict[str, str]
+) -> None:
+    # 3 MB of tiny values parse into ~40 MB of objects, copied again by each step
+    # that handles the event: ten of them held the proxy's loop for seconds.
+    wide = {"type": "session.update", "session": {"metadata": {f"k{i}": i for i in range(200_000)}}}
+    async with (
+        reference(kind) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **query)) as c,
+    ):
+        await c.until("session.created")
+        await c.send(wide)
+        err = await c.until("error")
+        assert err["error"]["code"] == "invalid_event"
+        assert "50000" in err["error"]["message"]
+        await c.send({"type": "session.update", "session": {"output_modalities": ["audio"]}})
+        await c.until("session.updated")
+        assert [e["error"]["code"] for e in c.events if e["type"] == "error"] == ["invalid_event"]
