@@ -123,6 +123,12 @@ class ServerConfig:
     session_queue_frames: int = Field(
         default=64, gt=0, description="Client frames queued in a session before reading stops."
     )
+    upstream_queue_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description="Bytes of upstream events queued in an emulated session unhandled; past"
+        " them the upstream is not read (its socket pushes back). One event always fits.",
+    )
     upstream_heartbeat_s: float = Field(
         default=15.0,
         gt=0,

@@ -146,20 +146,19 @@ async def test_the_inbox_stops_at_its_bytes_but_always_takes_one_frame() -> None
 
 async def test_a_session_queue_stops_at_its_bytes_and_its_frames() -> None:
     credits = FrameCredits(frames=3, max_bytes=1000)
-    big, small = frame(900), frame(200)
-    await credits.acquire(big)
-    await credits.acquire(small)  # under the bound when asked: taken
-    waiting = asyncio.ensure_future(credits.acquire(small))
+    await credits.acquire(900)
+    await credits.acquire(200)  # under the bound when asked: taken
+    waiting = asyncio.ensure_future(credits.acquire(200))
     await asyncio.sleep(0)
     assert not waiting.done()
-    credits.release(big)
+    credits.release(900)
     await waiting
     assert credits.held_bytes == 400 and credits.free == 1
-    await credits.acquire(frame(1))
-    last = asyncio.ensure_future(credits.acquire(frame(1)))  # no frames left
+    await credits.acquire(1)
+    last = asyncio.ensure_future(credits.acquire(1))  # no frames left
     await asyncio.sleep(0)
     assert not last.done()
-    credits.release(small)
+    credits.release(200)
     await last
     with suppress(asyncio.CancelledError):
         last.cancel()

@@ -48,7 +48,7 @@ class ClientFeed:
                     continue
             finally:
                 self.settled.set()
-            await self.credits.acquire(item)
+            await self.credits.acquire(len(item.raw))
             await self.inputs.put(FromClient(self.client, item, credited=True))
 
 

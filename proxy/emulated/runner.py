@@ -61,8 +61,7 @@ class EmulatedRunner(PersistedSession):
         start_seq: int = 0,
     ) -> None:
         self.state, self.session_id, self.route, self.cls = state, session_id, route, cls
-        self.model = model
-        self.upstream_model = upstream_model
+        self.model, self.upstream_model = model, upstream_model
         self.upstream_url = upstream_url
         self.upstream_created = upstream_created
         self.log = log
@@ -80,7 +79,7 @@ class EmulatedRunner(PersistedSession):
         # bounded by ``credits``: past them the client is no longer read (its inbox,
         # then its socket, push back).
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
-        self.credits = FrameCredits(srv.session_queue_frames, srv.pending_client_bytes)
+        self.credits = FrameCredits(srv.pending_client_bytes, srv.session_queue_frames)
         self.vad = VadFeed(state.vad_runner(), self.inputs)
         keep_ms = self.shim.settings.max_hold_ms + 1000
         self.loop = InputLoop(self.inputs, self._step, self._failed)
@@ -246,7 +245,7 @@ class EmulatedRunner(PersistedSession):
                     await self._client_input(item.frame)
             finally:
                 if item.credited:
-                    self.credits.release(item.frame)
+                    self.credits.release(len(item.frame.raw))
         elif isinstance(item, Attach):
             item.client.end_by(self.ends_at)
             await self.out.attach(item)
@@ -255,8 +254,11 @@ class EmulatedRunner(PersistedSession):
         elif isinstance(item, Execute):
             await self._execute(item.actions)
         elif isinstance(item, FromUpstream):
-            if item.ws is self.upstream.ws:
-                await self._handle(item.event)
+            try:
+                if item.ws is self.upstream.ws:
+                    await self._handle(item.event)
+            finally:
+                self.upstream.room.release(len(item.event.raw))
         elif isinstance(item, InLoop):
             await item.run()  # e.g. a redialled upstream attached (upstream_control.py)
         else:

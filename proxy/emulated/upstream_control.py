@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.client_side import ClientSide
@@ -46,14 +47,10 @@ class UpstreamControl:
         handle: Callable[[Input], Awaitable[None]],
         log: Logger,
     ) -> None:
-        self.state = state
-        self.route = route
-        self.cls = cls
-        self.upstream_model = upstream_model
-        self.url = url
-        self.ws = ws
-        self.inputs = inputs
-        self.out = out
+        self.state, self.route, self.cls = state, route, cls
+        self.upstream_model, self.url, self.ws = upstream_model, url, ws
+        self.inputs, self.out = inputs, out
+        self.room = FrameCredits(state.config.server.upstream_queue_bytes)
         # Hands the shim an input now, inside the input being handled.
         self.handle = handle
         self.log = log
@@ -292,6 +289,7 @@ class UpstreamControl:
                 self.log.warning("upstream_event_dropped", reason="nested too deeply")
                 continue
             if isinstance(event, dict):
+                await self.room.acquire(len(msg.data))  # given back once handled (runner)
                 await self.inputs.put(FromUpstream(ws, UpstreamEvent(event, msg.data, now_ms())))
         if not self.closing:
             self.state.metrics.upstream_errors.labels("closed").inc()
