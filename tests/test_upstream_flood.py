@@ -1,7 +1,9 @@
 """An upstream that sends faster than a session handles its events (here: 40 000
 audio deltas, ~33 minutes of audio, at once) is read only as fast as the session
 takes them (``server.upstream_queue_bytes``, ``proxy/client_queue.py``): the proxy in
-its own process stays bounded, and the client still gets every delta."""
+its own process stays bounded, and the client still gets every delta. One that sends
+a frame over its route's ``upstream_max_frame_bytes`` loses its socket before the
+frame is read."""
 
 from __future__ import annotations
 
@@ -14,8 +16,9 @@ import aiohttp
 import pybase64
 from aiohttp import web
 
+from tests.fuzz_upstream import FuzzUpstream, Script, Send, fuzz_upstream
 from tests.proxy_process import proxy_process
-from tests.servers import serve_app
+from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
 from tests.test_input_flood import rss_mb
 
 DELTAS = 40_000  # ~260 MB of events: queued whole, the proxy grew by about 600 MB
@@ -90,3 +93,32 @@ async def test_an_upstream_flooding_a_session_is_read_as_fast_as_it_is_handled(
                 await reader
             assert deltas == DELTAS
             assert peak - base_mb < 250, (peak, base_mb)
+
+
+async def test_an_upstream_frame_over_the_routes_limit_is_never_read_and_the_session_goes_on() -> (
+    None
+):
+    upstream = FuzzUpstream("duplex-no-barge-in")
+    huge = json.dumps({"type": "session.updated", "session": {"instructions": "h" * 4_000_000}})
+    upstream.arm(Script(steps=(Send("huge", text=huge),)))
+    async with fuzz_upstream(upstream) as url:
+        route = {"model": "m", "upstream": url, "upstream_max_frame_bytes": 1024 * 1024}
+        async with (
+            proxy(proxy_config({}, routes=[route])) as base,
+            connect(ws_url(base)) as c,
+        ):
+            await c.until("session.created")
+            await c.send({"type": "session.update", "session": {"instructions": "after"}})
+            while True:
+                event = await c.recv(timeout=20)
+                assert "h" * 1000 not in json.dumps(event)
+                if event["type"] == "session.updated":
+                    assert event["session"]["instructions"] == "after"
+                    break
+            for _ in range(400):  # the socket that sent it was let go, and replaced
+                if upstream.connections >= 2:
+                    break
+                await asyncio.sleep(0.05)
+            assert upstream.connections >= 2
+            await c.send({"type": "session.update", "session": {"instructions": "again"}})
+            assert (await c.until("session.updated"))["session"]["instructions"] == "again"
