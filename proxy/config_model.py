@@ -137,6 +137,12 @@ class ServerConfig:
     upstream_send_timeout_s: float = Field(
         default=10.0, gt=0, description="An upstream that takes no frame for this long is lost."
     )
+    client_heartbeat_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Ping a client socket that sent nothing this long; no pong in half of it:"
+        " it is gone (a half-open connection), and its session waits for a resume. 0: never.",
+    )
     idle_timeout_s: float = Field(
         default=600.0, gt=0, description="A session whose client sends nothing this long ends."
     )
