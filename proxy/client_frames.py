@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from proxy.json_depth import nests_deeper_than
+from proxy.json_depth import holds_more_values_than, nests_deeper_than
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +33,14 @@ class BadFrame:
         ``entrypoints/duplex/serving.py``: no JSON, or no object with a ``type``)."""
         if self.message.startswith("frame is not valid JSON"):
             return "invalid_json", "Invalid JSON event"
-        if self.message.startswith("event nested"):
-            return self.code, self.message  # the proxy's own limit
+        if self.message.startswith(("event nested", "event holds")):
+            return self.code, self.message  # the proxy's own limits
         return "bad_event", "Duplex event must be a JSON object with a type"
 
 
-def parse_client_frame(raw: str, max_depth: int = 64) -> ClientFrame | BadFrame:
+def parse_client_frame(
+    raw: str, max_depth: int = 64, max_values: int = 50_000
+) -> ClientFrame | BadFrame:
     """JSON object with a string ``type``, or a reason it is not one."""
     try:
         event = orjson.loads(raw)
@@ -48,6 +50,8 @@ def parse_client_frame(raw: str, max_depth: int = 64) -> ClientFrame | BadFrame:
         return BadFrame("invalid_event", f"event nested too deeply (over {max_depth} levels)")
     if not isinstance(event, dict):
         return BadFrame("invalid_event", "an event must be a JSON object")
+    if _nested(event) and holds_more_values_than(raw, event, max_values):
+        return BadFrame("invalid_event", f"event holds too many JSON values (over {max_values})")
     kind = event.get("type")
     if not isinstance(kind, str) or not kind:
         return BadFrame("invalid_event", "an event needs a string 'type'")

@@ -22,6 +22,7 @@ from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime, Rate, Verdict
+from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
@@ -52,7 +53,9 @@ class ClientChannel:
         self.sink: Callable[[ClientFrame], Awaitable[None]] | None = None
         # Set with it: can a frame of that size be sunk at once; sink it (``_take``).
         self.sink_now: tuple[Callable[[str], bool], Callable[[ClientFrame], None]] | None = None
-        self.inbox: asyncio.Queue[ClientFrame | object] = asyncio.Queue(inbox_size)
+        self.limits = limits or ServerConfig()
+        self.inbox = FrameInbox(inbox_size, self.limits.pending_client_bytes)
+        self._json_limits = (self.limits.max_json_depth, self.limits.max_json_values)
         self._out: deque[str | bytes] = deque()
         self._out_bytes = 0
         self._max_frames, self._max_bytes = outbox_frames, outbox_bytes
@@ -66,7 +69,6 @@ class ClientChannel:
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
-        self.limits = limits or ServerConfig()
         self.native = False  # a vLLM-Omni client: refused in its words and envelope
         self._loop = asyncio.get_running_loop()
         now = self._loop.time()
@@ -112,7 +114,7 @@ class ClientChannel:
                         self.metrics.client_errors.labels("frame_too_large").inc()
                         await self.end("frame_too_large", 1009, f"frame over {limit} bytes")
                         break
-                    parsed = parse_client_frame(msg.data, self.limits.max_json_depth)
+                    parsed = parse_client_frame(msg.data, *self._json_limits)
                     if isinstance(parsed, BadFrame):
                         self.send_error(*(parsed.native() if self.native else astuple(parsed)))
                         continue
@@ -146,7 +148,7 @@ class ClientChannel:
             return False
         if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
-        parsed = parse_client_frame(text, self.limits.max_json_depth)
+        parsed = parse_client_frame(text, *self._json_limits)
         if isinstance(parsed, BadFrame) or not self.rate.fits(
             a := self.rate.cost(parsed.event), now
         ):
@@ -189,7 +191,7 @@ class ClientChannel:
                     await self.ws.send_bytes(item)
                 else:
                     await self.ws.send_str(item)
-            except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+            except (ConnectionError, RuntimeError, aiohttp.ClientError):
                 self._out.clear()
                 self._drained.set()
                 return
@@ -202,7 +204,7 @@ class ClientChannel:
             return self.send_text(text)
         try:
             await self.ws.send_str(text)
-        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+        except (ConnectionError, RuntimeError, aiohttp.ClientError):
             return False
         return True
 
@@ -214,8 +216,7 @@ class ClientChannel:
         return not t.get_write_buffer_size() and self._write_text(text)
 
     def send_text(self, text: str | bytes) -> bool:
-        """Queue a frame; False (and the client is dropped) if the client is too slow:
-        the queue is bounded in frames and bytes, past them the client is closed (1008)."""
+        """Queue a frame; False if the client is too slow (past frames or bytes: 1008)."""
         if self.ws.closed or self._slow or self._finishing:
             return False
         self._out.append(text)
@@ -231,8 +232,7 @@ class ClientChannel:
     async def _drop_slow(self) -> None:
         """The client stopped reading: let go of what it did not take, and close it."""
         self.metrics.client_errors.labels("slow_consumer").inc()
-        # A policy close, like a client too fast: the session ends with it, no grace
-        # holding its slot for a client that would only fall behind again.
+        # A policy close (as for a client too fast): no grace holds a slot for it.
         self.ended_by_proxy = "slow_consumer"
         writer = self._tasks[1] if len(self._tasks) > 1 else None
         if writer is not None:

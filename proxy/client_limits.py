@@ -23,15 +23,16 @@ AUDIO_BYTES_PER_S = 24000 * 2
 APPEND = "input_audio_buffer.append"
 
 # aiohttp reads a frame whole before the channel sees it: frames up to this many
-# times the limit are read and refused with 1009 and a reason; a bigger one is cut
-# by aiohttp itself (still 1009, but the client may see its socket reset first).
-READ_CAP_FACTOR = 16
-READ_CAP_MIN = 64 * 1024 * 1024
+# times the limit are read and refused with 1009 and a reason (the client, which has
+# sent all of it, reads the close); a bigger one is refused by aiohttp from its header,
+# before any of it is buffered (still 1009, but the client, still sending, may see its
+# socket reset first). Every connection may hold this much at once, so it is small.
+READ_CAP_FACTOR = 2
 
 
 def read_cap(max_frame_bytes: int) -> int:
     """The ``max_msg_size`` to read client frames with."""
-    return max(max_frame_bytes * READ_CAP_FACTOR, READ_CAP_MIN)
+    return max_frame_bytes * READ_CAP_FACTOR
 
 
 def audio_bytes(event: dict[str, Any]) -> int:

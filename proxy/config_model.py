@@ -41,6 +41,12 @@ class ServerConfig:
         description="Deepest JSON nesting in an event: a client event deeper gets invalid_event,"
         " an upstream event deeper is dropped with a warning.",
     )
+    max_json_values: int = Field(
+        default=50_000,
+        ge=1000,
+        description="Most JSON values (keys and list items, all levels) in a client event:"
+        " one with more gets invalid_event (a few MB of tiny values parse into tens of MB).",
+    )
     max_sessions: int = Field(
         default=1000,
         gt=0,
@@ -72,6 +78,15 @@ class ServerConfig:
     )
     pending_client_frames: int = Field(
         default=512, gt=0, description="Client frames held while the upstream session opens."
+    )
+    pending_client_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description=(
+            "Bytes of client frames held unhandled, while the upstream session opens and"
+            " again on a session's queue; past them the client is not read (its socket"
+            " pushes back). One frame always fits."
+        ),
     )
     drain_timeout_s: float = Field(
         default=10.0,
@@ -108,6 +123,12 @@ class ServerConfig:
     session_queue_frames: int = Field(
         default=64, gt=0, description="Client frames queued in a session before reading stops."
     )
+    upstream_queue_bytes: int = Field(
+        default=16 * 1024 * 1024,
+        gt=0,
+        description="Bytes of upstream events queued in an emulated session unhandled; past"
+        " them the upstream is not read (its socket pushes back). One event always fits.",
+    )
     upstream_heartbeat_s: float = Field(
         default=15.0,
         gt=0,
@@ -115,6 +136,12 @@ class ServerConfig:
     )
     upstream_send_timeout_s: float = Field(
         default=10.0, gt=0, description="An upstream that takes no frame for this long is lost."
+    )
+    client_heartbeat_s: float = Field(
+        default=30.0,
+        ge=0,
+        description="Ping a client socket that sent nothing this long; no pong in half of it:"
+        " it is gone (a half-open connection), and its session waits for a resume. 0: never.",
     )
     idle_timeout_s: float = Field(
         default=600.0, gt=0, description="A session whose client sends nothing this long ends."

@@ -71,6 +71,13 @@ class Route:
         le=240,  # the upgrade request itself is cut at 300 s (aiohttp's total timeout)
         description="Longest wait for an upstream holding the upgrade to warm up.",
     )
+    upstream_max_frame_bytes: int = Field(
+        default=64 * 1024 * 1024,
+        ge=64 * 1024,
+        description="Largest upstream frame read, whole (a duplex session.created echoes the"
+        " client's ref_audio); a bigger one loses the upstream socket (1009) and the session"
+        " reaches the upstream again.",
+    )
     request_duplex: bool = Field(
         default=True,
         description="Ask for the duplex dialect with ?duplex=1 (falls back if refused).",

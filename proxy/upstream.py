@@ -25,8 +25,6 @@ from proxy.config import Route
 from proxy.ws_direct import UpstreamResponse, fits_direct, install_tap, write_buffered
 from shim.wire import error_code
 
-# Upstream frames can be large: a duplex session.created echoes the client's ref_audio.
-UPSTREAM_MAX_MSG = 64 * 1024 * 1024
 # Ping every upstream socket this often (``server.upstream_heartbeat_s``); one whose
 # pong is late by half of it is closed, and the session takes its upstream-lost path.
 DEFAULT_HEARTBEAT_S = 15.0
@@ -119,14 +117,14 @@ async def _connect(
             url,
             headers=dict(route.headers),
             timeout=aiohttp.ClientWSTimeout(ws_receive=None, ws_close=2.0),
-            max_msg_size=UPSTREAM_MAX_MSG,
+            max_msg_size=route.upstream_max_frame_bytes,
             autoping=True,
             heartbeat=heartbeat_s,
             compress=0,
         )
     except (TimeoutError, aiohttp.ClientError, OSError) as exc:
         raise UpstreamUnavailable("cannot connect to the upstream", detail=str(exc)) from None
-    install_tap(ws, UPSTREAM_MAX_MSG)  # before any await: nothing read yet
+    install_tap(ws, route.upstream_max_frame_bytes)  # before any await: nothing read yet
     return ws
 
 
@@ -165,7 +163,7 @@ async def ask(
     try:
         await ws.send_str(first)
         return await _first_frame(ws, within_s)
-    except (ConnectionResetError, aiohttp.ClientError) as exc:
+    except (ConnectionError, aiohttp.ClientError) as exc:
         await ws.close()
         raise UpstreamUnavailable("the upstream dropped the connection", detail=str(exc)) from None
     except BaseException:

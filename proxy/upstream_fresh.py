@@ -102,7 +102,7 @@ async def end_over(
         async with asyncio.timeout(classify_timeout):
             async for _ in link.ws:
                 pass
-    except (TimeoutError, ConnectionResetError, RuntimeError, aiohttp.ClientError):
+    except (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError):
         return False
     finally:
         await close_within(link.ws)

@@ -26,6 +26,8 @@ import aiohttp
 from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
+from proxy.client_limits import READ_CAP_FACTOR
+
 try:  # private modules: their absence only turns the direct paths off
     from aiohttp._websocket import reader as _reader
     from aiohttp._websocket import writer as _writer
@@ -136,6 +138,11 @@ def install_tap(ws: aiohttp.ClientWebSocketResponse, max_msg_size: int) -> None:
 
 class ClientResponse(web.WebSocketResponse):
     """The client sockets' response class: prepared, its queue is a ``TapQueue``."""
+
+    async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
+        if code == 1009 and not message:  # aiohttp refused a frame over the limit itself
+            message = f"frame over {self._max_msg_size // READ_CAP_FACTOR} bytes".encode()
+        return await super().close(code=code, message=message, drain=drain)
 
     def _post_start(self, request: BaseRequest, protocol: str | None, writer: Any) -> None:
         proto: Any = getattr(request, "_protocol", None)

@@ -106,6 +106,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.client_limits",
             "proxy.client_watch",
             "proxy.client_frames",
+            "proxy.client_queue",
             "proxy.client_io",
             "proxy.upstream",
             "proxy.upstream_book",

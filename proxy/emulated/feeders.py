@@ -10,6 +10,7 @@ from collections.abc import Awaitable, Callable
 
 from proxy.client_frames import ClientFrame
 from proxy.client_io import CLOSED, ClientChannel
+from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
 from proxy.emulated.queue_items import Attach, Detached, Execute, Failed, FromClient
 from proxy.vad import VadRunner
@@ -27,7 +28,7 @@ class ClientFeed:
         self,
         client: ClientChannel,
         inputs: asyncio.Queue[object],
-        credits: asyncio.Semaphore,
+        credits: FrameCredits,
         offer: Callable[[FromClient], Awaitable[bool]],
     ) -> None:
         self.client, self.inputs, self.credits, self.offer = client, inputs, credits, offer
@@ -47,13 +48,13 @@ class ClientFeed:
                     continue
             finally:
                 self.settled.set()
-            await self.credits.acquire()
+            await self.credits.acquire(len(item.raw))
             await self.inputs.put(FromClient(self.client, item, credited=True))
 
 
 async def feed_attachment(
     inputs: asyncio.Queue[object],
-    credits: asyncio.Semaphore,
+    credits: FrameCredits,
     offer: Callable[[FromClient], Awaitable[bool]],
     attach: Attach,
     pending: list[ClientFrame],

@@ -12,6 +12,7 @@ import aiohttp
 
 from proxy.client_frames import ClientFrame
 from proxy.client_io import ClientChannel
+from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
@@ -59,16 +60,12 @@ class EmulatedRunner(PersistedSession):
         log: Logger,
         start_seq: int = 0,
     ) -> None:
-        self.state = state
-        self.session_id = session_id
-        self.route = route
-        self.cls = cls
-        self.model = model
-        self.upstream_model = upstream_model
+        self.state, self.session_id, self.route, self.cls = state, session_id, route, cls
+        self.model, self.upstream_model = model, upstream_model
         self.upstream_url = upstream_url
         self.upstream_created = upstream_created
         self.log = log
-        store_cfg = state.config.store
+        store_cfg, srv = state.config.store, state.config.server
         self.journal = Journal(
             session_id[-8:],
             store_cfg.replay_max_bytes,
@@ -82,7 +79,7 @@ class EmulatedRunner(PersistedSession):
         # bounded by ``credits``: past them the client is no longer read (its inbox,
         # then its socket, push back).
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
-        self.credits = asyncio.Semaphore(state.config.server.session_queue_frames)
+        self.credits = FrameCredits(srv.pending_client_bytes, srv.session_queue_frames)
         self.vad = VadFeed(state.vad_runner(), self.inputs)
         keep_ms = self.shim.settings.max_hold_ms + 1000
         self.loop = InputLoop(self.inputs, self._step, self._failed)
@@ -248,7 +245,7 @@ class EmulatedRunner(PersistedSession):
                     await self._client_input(item.frame)
             finally:
                 if item.credited:
-                    self.credits.release()
+                    self.credits.release(len(item.frame.raw))
         elif isinstance(item, Attach):
             item.client.end_by(self.ends_at)
             await self.out.attach(item)
@@ -257,8 +254,11 @@ class EmulatedRunner(PersistedSession):
         elif isinstance(item, Execute):
             await self._execute(item.actions)
         elif isinstance(item, FromUpstream):
-            if item.ws is self.upstream.ws:
-                await self._handle(item.event)
+            try:
+                if item.ws is self.upstream.ws:
+                    await self._handle(item.event)
+            finally:
+                self.upstream.room.release(len(item.event.raw))
         elif isinstance(item, InLoop):
             await item.run()  # e.g. a redialled upstream attached (upstream_control.py)
         else:

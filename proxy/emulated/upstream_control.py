@@ -17,6 +17,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.client_side import ClientSide
@@ -46,14 +47,10 @@ class UpstreamControl:
         handle: Callable[[Input], Awaitable[None]],
         log: Logger,
     ) -> None:
-        self.state = state
-        self.route = route
-        self.cls = cls
-        self.upstream_model = upstream_model
-        self.url = url
-        self.ws = ws
-        self.inputs = inputs
-        self.out = out
+        self.state, self.route, self.cls = state, route, cls
+        self.upstream_model, self.url, self.ws = upstream_model, url, ws
+        self.inputs, self.out = inputs, out
+        self.room = FrameCredits(state.config.server.upstream_queue_bytes)
         # Hands the shim an input now, inside the input being handled.
         self.handle = handle
         self.log = log
@@ -96,7 +93,7 @@ class UpstreamControl:
             await send_within(ws, text, within)
         except TimeoutError:
             self._give_up(ws, f"upstream took no frame for {within:g} s")
-        except (ConnectionResetError, RuntimeError, aiohttp.ClientError):
+        except (ConnectionError, RuntimeError, aiohttp.ClientError):
             pass
 
     def _give_up(self, ws: Socket, why: str) -> None:
@@ -135,7 +132,7 @@ class UpstreamControl:
         if self._task is not None and self._task is not asyncio.current_task():
             self._task.cancel()
         if end_session and self.cls.kind == "duplex" and self.ws is not self._given_up:
-            quiet = (TimeoutError, ConnectionResetError, RuntimeError, aiohttp.ClientError)
+            quiet = (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError)
             with contextlib.suppress(*quiet):
                 await send_within(self.ws, '{"type": "session.close"}', 1.0)
         await close_within(self.ws)
@@ -292,6 +289,7 @@ class UpstreamControl:
                 self.log.warning("upstream_event_dropped", reason="nested too deeply")
                 continue
             if isinstance(event, dict):
+                await self.room.acquire(len(msg.data))  # given back once handled (runner)
                 await self.inputs.put(FromUpstream(ws, UpstreamEvent(event, msg.data, now_ms())))
         if not self.closing:
             self.state.metrics.upstream_errors.labels("closed").inc()

@@ -20,7 +20,7 @@ async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocke
     ws = ClientResponse(  # a web.WebSocketResponse (proxy/ws_direct.py)
         max_msg_size=read_cap(cfg.max_frame_bytes),
         autoping=True,
-        heartbeat=None,
+        heartbeat=cfg.client_heartbeat_s or None,  # only sent once the client is quiet
         compress=False,
         protocols=SUBPROTOCOLS,
     )
