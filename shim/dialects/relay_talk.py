@@ -14,8 +14,13 @@ from typing import Any
 from shim.actions import Action, SendUpstream
 from shim.playback import PlaybackLedger
 
-# Conversation items (as text) kept to give a fresh upstream session the talk so far.
+# Conversation items (as text) kept to give a fresh upstream session the talk so far:
+# at most this many, of at most this many characters in all (the newest first), each
+# clipped to ITEM_CHARS, so a client's huge text items cannot grow the session or
+# its snapshot past them.
 HISTORY_KEPT = 64
+HISTORY_CHARS = 256 * 1024
+ITEM_CHARS = 32 * 1024
 ITEM_ECHOES = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
 
 
@@ -38,7 +43,7 @@ class Talk:
     def heard(self, item_id: str, text: str) -> None:
         """An assistant item was cut: keep what was heard of it."""
         if item_id in self.items:
-            self.items[item_id] = ("assistant", text)
+            self.items[item_id] = ("assistant", text[:ITEM_CHARS])
 
     def give(self) -> list[Action]:
         """The conversation so far, for a fresh upstream session (as text items)."""
@@ -74,6 +79,7 @@ class Talk:
         text = " ".join(texts).strip()
         if not text:
             return
-        self.items[iid] = (str(role), text)
-        while len(self.items) > HISTORY_KEPT:
-            self.items.pop(next(iter(self.items)))
+        self.items[iid] = (str(role), text[:ITEM_CHARS])
+        chars = sum(len(t) for _, t in self.items.values())
+        while len(self.items) > HISTORY_KEPT or chars > HISTORY_CHARS:
+            chars -= len(self.items.pop(next(iter(self.items)))[1])
