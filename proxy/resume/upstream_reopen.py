@@ -41,6 +41,7 @@ from proxy.upstream import (
 )
 from proxy.upstream_book import exhausted
 from proxy.upstream_fresh import UPSTREAM_GRACE_S, dial_fresh, end_over
+from shim.dialects.relay_keep_snapshot import kept
 from shim.dialects.relay_wait_snapshot import waiting
 from shim.snapshot import opening_session
 
@@ -146,12 +147,13 @@ def resumes_own(record: SessionRecord, last: int) -> bool:
 
     Not when the client is ahead of the snapshot (its old owner died before writing
     what it had sent: the upstream would replay events the client already has), nor
-    when a push-to-talk commit waits in it for the upstream's answer to end: the old
-    owner may have sent that commit after the snapshot, and the upstream's session
-    would hear the turn again (``shim/dialects/relay_wait_snapshot.py``).
+    when a turn the proxy holds over the answer is in it, a push-to-talk commit that
+    waits for the answer's end or speech kept as the next turn: the old owner may
+    have sent it after the snapshot, and the upstream's session would hear the turn
+    again (``shim/dialects/relay_wait_snapshot.py``, ``relay_keep_snapshot.py``).
     """
     cp = checkpoint_of(record)
-    return last <= cp.seq and not waiting(cp.shim)
+    return last <= cp.seq and not waiting(cp.shim) and not kept(cp.shim)
 
 
 async def reattach_upstream(
