@@ -3,7 +3,8 @@ while an answer plays: a push-to-talk turn pressed over it
 (``shim/dialects/relay_wait_snapshot.py``), or speech over it kept as the next turn
 under ``interrupt_response: false`` (``shim/dialects/relay_keep_snapshot.py``). The
 turn reaches each upstream session once and is answered once, whatever the old owner
-had sent before it died or was fenced out.
+had sent before it died or was fenced out; and the upstream session the dead owner
+left, not resumed, is ended rather than left to generate in its grace.
 
 Real Redis, ``python -m proxy serve`` replicas (so one can be killed with SIGKILL),
 the strict duplex reference backend behind a tap that sees what each of its sessions
@@ -160,6 +161,7 @@ async def test_a_commit_the_dead_owner_sent_after_its_checkpoint_is_not_sent_aga
         assert abs(heard_seconds(text) - len(load_clip(TURN)) / 48000) <= 0.15, text
         commits = tap.sent_per_session("input_audio_buffer.commit")
         assert all(n <= 2 for n in commits.values()), f"a turn went twice: {commits}"
+        assert ended(tap, 0), "the dead owner's upstream session is ended, not left running"
 
 
 KEEP = {
@@ -214,6 +216,15 @@ async def test_speech_kept_over_an_answer_is_answered_after_a_resume_elsewhere(
         # The upstream heard the whole turn: its labelled speech (400-2440 ms).
         assert heard_seconds(said(s.events, done["response"]["id"])) >= 2.04
         assert all(n == 0 for n in tap.sent_per_session("input_audio_buffer.commit").values())
+
+
+def ended(tap: UpstreamTap, no: int) -> bool:
+    """Whether the backend session socket ``no`` spoke for was closed by the proxy."""
+    sid = tap.upstream_session(no)
+    return sid is not None and any(
+        tap.upstream_session(other) == sid and {"type": "session.close"} in events
+        for other, events in enumerate(tap.sent)
+    )
 
 
 def spoken(ev: dict[str, Any]) -> bool:
@@ -295,3 +306,4 @@ async def test_kept_speech_the_dead_owner_released_after_its_checkpoint_is_not_s
         assert len(dones) == len(set(dones)), "each response ends once"
         assert heard_seconds(said(s.events, done["response"]["id"])) >= 2.04
         assert not heard_twice(tap), f"a turn went twice: {heard_twice(tap)}"
+        assert ended(tap, 0), "the dead owner's upstream session is ended, not left running"
