@@ -4,8 +4,9 @@ A client that reconnects elsewhere goes on with the conversation it has: a GA cl
 truncates the item its playback stopped in (``conversation.item.truncate``) and may
 retrieve it. Where the proxy answers those itself (``shim/client_events.py``), it
 answers from the ledger, so the ledger's recent items move with the session: their
-ids, audio sent, transcript and its marks, and a truncation already made. Bounded to
-the most recent ``KEPT`` items (a truncate is of the item playing, or just played).
+ids, audio sent, transcript and its marks, and a truncation already made and who
+told the client of it. Bounded to the most recent ``KEPT`` items (a truncate is of the
+item playing, or just played).
 
 How much of an item was heard is not carried: after the move the client is taken to
 have heard every item in full, until its truncate says otherwise. The items are put
@@ -25,6 +26,7 @@ KEPT = 8
 # Played out long ago, in full: the playback clock of an item restored after a move
 # (finite: the input clock maps the answer's end onto samples, ``relay_input_clock.py``).
 LONG_AGO_MS = -1e12
+TOLD_BY = ("proxy", "client")
 
 
 def wire(ledger: PlaybackLedger) -> dict[str, Any]:
@@ -42,6 +44,7 @@ def wire(ledger: PlaybackLedger) -> dict[str, Any]:
                 "transcript": item.transcript,
                 "marks": [[ms, chars] for ms, chars in item.marks],
                 "truncated_ms": item.truncated_ms,
+                "told_by": item.told_by,
             }
             for item in items[-KEPT:]
         ]
@@ -79,5 +82,9 @@ def restore(ledger: PlaybackLedger, snap: Mapping[str, Any]) -> None:
         ]
         cut = entry.get("truncated_ms")
         item.truncated_ms = cut if isinstance(cut, int) else None
+        # Who told the client the cut: a later truncate never grows a told cut back
+        # (``shim/client_events.py``). A snapshot stored without it tells nobody.
+        told = entry.get("told_by")
+        item.told_by = told if told in TOLD_BY and item.truncated_ms is not None else None
         item.first_sent_ms = item.play_end_ms = LONG_AGO_MS
         item.finished = True

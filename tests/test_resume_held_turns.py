@@ -3,7 +3,8 @@ while an answer plays: a push-to-talk turn pressed over it
 (``shim/dialects/relay_wait_snapshot.py``), or speech over it kept as the next turn
 under ``interrupt_response: false`` (``shim/dialects/relay_keep_snapshot.py``). The
 turn reaches each upstream session once and is answered once, whatever the old owner
-had sent before it died or was fenced out.
+had sent before it died or was fenced out; and the upstream session the dead owner
+left, not resumed, is ended rather than left to generate in its grace.
 
 Real Redis, ``python -m proxy serve`` replicas (so one can be killed with SIGKILL),
 the strict duplex reference backend behind a tap that sees what each of its sessions
@@ -160,6 +161,7 @@ async def test_a_commit_the_dead_owner_sent_after_its_checkpoint_is_not_sent_aga
         assert abs(heard_seconds(text) - len(load_clip(TURN)) / 48000) <= 0.15, text
         commits = tap.sent_per_session("input_audio_buffer.commit")
         assert all(n <= 2 for n in commits.values()), f"a turn went twice: {commits}"
+        assert ended(tap, 0), "the dead owner's upstream session is ended, not left running"
 
 
 KEEP = {
@@ -214,3 +216,94 @@ async def test_speech_kept_over_an_answer_is_answered_after_a_resume_elsewhere(
         # The upstream heard the whole turn: its labelled speech (400-2440 ms).
         assert heard_seconds(said(s.events, done["response"]["id"])) >= 2.04
         assert all(n == 0 for n in tap.sent_per_session("input_audio_buffer.commit").values())
+
+
+def ended(tap: UpstreamTap, no: int) -> bool:
+    """Whether the backend session socket ``no`` spoke for was closed by the proxy."""
+    sid = tap.upstream_session(no)
+    return sid is not None and any(
+        tap.upstream_session(other) == sid and {"type": "session.close"} in events
+        for other, events in enumerate(tap.sent)
+    )
+
+
+def spoken(ev: dict[str, Any]) -> bool:
+    """Whether ``ev`` appends audio that is not digital silence."""
+    return ev.get("type") == "input_audio_buffer.append" and any(base64.b64decode(str(ev["audio"])))
+
+
+def audio_seconds(events: list[dict[str, Any]], response_id: str) -> float:
+    """How long ``response_id``'s audio plays."""
+    return sum(
+        len(base64.b64decode(str(e["delta"]))) / 48000
+        for e in events
+        if e["type"] == "response.output_audio.delta" and e["response_id"] == response_id
+    )
+
+
+def heard_twice(tap: UpstreamTap) -> dict[str, int]:
+    """Per backend session, how many of the appends it was sent it had been sent before."""
+    seen: dict[str, set[str]] = {}
+    twice: dict[str, int] = {}
+    for no, events in enumerate(tap.sent):
+        sid = tap.upstream_session(no)
+        if sid is None:
+            continue
+        for ev in filter(spoken, events):
+            audio = str(ev["audio"])
+            if audio in seen.setdefault(sid, set()):
+                twice[sid] = twice.get(sid, 0) + 1
+            seen[sid].add(audio)
+    return twice
+
+
+async def test_kept_speech_the_dead_owner_released_after_its_checkpoint_is_not_sent_again(
+    tmp_path: Path, redis_url: str
+) -> None:
+    """Speech kept over the answer; the client's connection drops; the answer ends and
+    the owner sends the kept turn upstream, and is killed at once, before it
+    checkpoints again. The stored snapshot still holds the kept speech: the replica
+    that takes the session over must not send it to the upstream session that had it
+    already."""
+    async with tapped_replicas(tmp_path, redis_url, reply_ms=6000) as (tap, a, b):
+        killed = asyncio.Event()
+
+        def kill_at_the_kept_turn(no: int, ev: dict[str, Any]) -> None:
+            # The client is gone and the gate held everything over the answer: speech
+            # sent after the answer's end is the kept turn going upstream.
+            ended = any(e.get("type") == "response.done" for e in tap.answered[no])
+            if no == 0 and ended and spoken(ev) and not killed.is_set():
+                os.kill(a.proc.pid, signal.SIGKILL)
+                killed.set()
+
+        tap.on_sent = kill_at_the_kept_turn
+        async with tcp_link(a.base) as link, connect(link.url(ws_url(a.base))) as c1:
+            s: Tracked = await created(c1)
+            await c1.send(KEEP)
+            await c1.until("session.updated")
+            await c1.stream(load_clip("utt04_clean.wav") + silence(1000), realtime=False)
+            await until_deltas(c1, 3)
+            first = c1.of("response.created")[-1]["response"]["id"]
+            await c1.stream(silence(300) + load_clip(TURN) + silence(1000))  # in real time
+            s.take(c1)
+            assert not c1.of("response.done"), "the answer still plays"
+            link.cut()  # the client's connection drops
+        async with asyncio.timeout(30):
+            await killed.wait()
+        record = await load_record(redis_url, s.sid)
+        assert record is not None
+        assert relay_keep_snapshot.KEY in checkpoint_of(record).shim, "the store holds it"
+
+        async with connect(ws_url(b.base)) as c2:
+            await resumed(c2, s)
+            done = await answered_after(c2, first)
+            # Should the kept turn go again, it goes once this answer has played out.
+            await asyncio.sleep(audio_seconds(c2.events, done["response"]["id"]) + 1.0)
+            s.take(c2)
+        s.assert_exactly_once()
+        assert done["response"]["status"] == "completed", done
+        dones = [e["response"]["id"] for e in s.events if e["type"] == "response.done"]
+        assert len(dones) == len(set(dones)), "each response ends once"
+        assert heard_seconds(said(s.events, done["response"]["id"])) >= 2.04
+        assert not heard_twice(tap), f"a turn went twice: {heard_twice(tap)}"
+        assert ended(tap, 0), "the dead owner's upstream session is ended, not left running"

@@ -80,8 +80,8 @@ async def take_from_store(
         reached = await dialling
         if isinstance(reached, UpstreamSocket) and not resumes_own(record, last):
             # The upstream's own session may not come back (the client is ahead of
-            # what its owner wrote, or a commit waits in the snapshot): the fresh
-            # session opens before the lease moves.
+            # what its owner wrote, or a turn held over the answer is in the
+            # snapshot): the fresh session opens before the lease moves.
             await reached.ws.close()
             reached = await fresh_before_move(state, route, record)
     except BaseException:

@@ -11,6 +11,10 @@ default, docs/fidelity.md, row 8). Only the move frees it: the old owner, fenced
 out, ends that session (``proxy/emulated/runner.py``, ``stop``), so the fresh
 session is dialled again after the move, waiting for the slot
 (``proxy/upstream_fresh.py``).
+
+An upstream session the old owner left (its token in the snapshot) that does not
+come back is ended once the lease moved, whichever way the fresh session opened:
+left to its grace it would go on generating and hold an upstream slot.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from proxy.upstream import (
 )
 from proxy.upstream_book import exhausted
 from proxy.upstream_fresh import UPSTREAM_GRACE_S, dial_fresh, end_over
+from shim.dialects.relay_keep_snapshot import kept
 from shim.dialects.relay_wait_snapshot import waiting
 from shim.snapshot import opening_session
 
@@ -146,12 +151,13 @@ def resumes_own(record: SessionRecord, last: int) -> bool:
 
     Not when the client is ahead of the snapshot (its old owner died before writing
     what it had sent: the upstream would replay events the client already has), nor
-    when a push-to-talk commit waits in it for the upstream's answer to end: the old
-    owner may have sent that commit after the snapshot, and the upstream's session
-    would hear the turn again (``shim/dialects/relay_wait_snapshot.py``).
+    when a turn the proxy holds over the answer is in it, a push-to-talk commit that
+    waits for the answer's end or speech kept as the next turn: the old owner may
+    have sent it after the snapshot, and the upstream's session would hear the turn
+    again (``shim/dialects/relay_wait_snapshot.py``, ``relay_keep_snapshot.py``).
     """
     cp = checkpoint_of(record)
-    return last <= cp.seq and not waiting(cp.shim)
+    return last <= cp.seq and not waiting(cp.shim) and not kept(cp.shim)
 
 
 async def reattach_upstream(
@@ -163,19 +169,22 @@ async def reattach_upstream(
     ``resumes_own`` allows it. Else, or if the upstream cannot resume it, a fresh
     upstream session opens.
     """
-    if isinstance(reached, UpstreamLink):
-        return reached, False
     state = conn.state
     binding = stored_binding(record, secret_box(state.config.store))
+    if isinstance(reached, UpstreamLink):
+        # A fresh session opened before the move: the upstream's own session was not
+        # to come back (``resumes_own``). Left to its grace it would go on generating
+        # and hold an upstream slot: ended like the others below.
+        if binding is not None:
+            await _end_left(state, route, record, binding)
+        return reached, False
     if isinstance(reached, SlotHeld):
         # The move fenced the old owner out. Without the upstream's token it ends its
         # upstream session itself; with it, that session is ended here (the old owner
         # leaves it for the new one). The fresh one opens as soon as the slot frees.
         conn.log.info("upstream_slot_held", effect="fresh session once the slot frees")
         if binding is not None:
-            with contextlib.suppress(ResumeFailed):
-                sock = await connect_upstream(state, route, record)
-                await end_over(sock.ws, sock.url, *binding, state.config.server.classify_timeout_s)
+            await _end_left(state, route, record, binding)
     elif binding is not None and resumes_own(record, last):
         up_sid, up_token, up_seq = binding
         try:
@@ -204,3 +213,13 @@ async def reattach_upstream(
         # The lease has moved: the session cannot go on anywhere.
         conn.log.warning("session_lost", reason="upstream unreachable after the takeover")
         raise
+
+
+async def _end_left(
+    state: ProxyState, route: Route, record: SessionRecord, binding: tuple[str, str, int]
+) -> None:
+    """End the upstream session the old owner left to the lease's holder, on a socket
+    of its own (``reached`` went to the fresh session, or was refused)."""
+    with contextlib.suppress(ResumeFailed):
+        sock = await connect_upstream(state, route, record)
+        await end_over(sock.ws, sock.url, *binding, state.config.server.classify_timeout_s)

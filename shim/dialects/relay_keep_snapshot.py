@@ -9,6 +9,13 @@ turn is lost. So the snapshot keeps the held appends from the kept onset on (wha
 this gate would send), bounded by the gate's ``KEEP_MS``; the rest of what the gate
 holds (echo, silence, noise, to be judged and mostly dropped) is not kept.
 
+Sent already, it is in no snapshot taken since; but the old owner may have sent it
+after its last snapshot, once the answer ended, before it learnt it was fenced out,
+and the upstream's own session would then hear the turn twice. So, as for a waiting
+commit (``relay_wait_snapshot.py``), a session whose snapshot keeps speech never
+resumes its upstream session (``kept``, read by ``proxy/resume/upstream_reopen.py``):
+the answer ends ``incomplete`` for the client, and the turn goes to a fresh one.
+
 The input timeline is not part of the snapshot: the session that restores it counts
 its input from sample 0. The kept appends are put back just before it, so they go
 ahead of anything the client sends after the move, and the gate judges the audio
@@ -37,6 +44,11 @@ def wire(gate: AudioGate) -> dict[str, Any]:
         if end > first or (start == end and start >= first)
     ]
     return {KEY: kept} if kept else {}
+
+
+def kept(snap: Mapping[str, Any]) -> bool:
+    """Whether ``snap`` keeps the user's speech over an answer as the next turn."""
+    return isinstance(snap.get(KEY), list)
 
 
 def restore(gate: AudioGate, snap: Mapping[str, Any]) -> None:
