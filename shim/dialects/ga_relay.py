@@ -60,6 +60,8 @@ from shim.session_config import SessionConfigError
 
 
 class GaRelaySession(BargeInRelaySession):
+    answers_truncates = True  # in GA's words, before the upstream has heard it
+
     def __init__(
         self,
         session_id: str,
@@ -152,6 +154,8 @@ class GaRelaySession(BargeInRelaySession):
         item = self.ledger.get(str(ev.get("item_id")))
         if client_events.is_refusal(out) or item is None:
             return out
+        if self.reports.before_this_session(item.item_id):
+            return out  # the upstream session never had it
         wait, cancelled = self.turn_wait, self.cancelled_ids
         return ga_truncate.upstream_too(out, item, self.response, self.reports, wait, cancelled)
 
