@@ -63,7 +63,8 @@ CANCELLED_KEPT = 32
 class BargeInRelaySession(EmulatedSession):
     mode = "barge_in_emulated"
     announce_turns = False
-    answers_truncates = False  # the upstream answers a client's truncate it takes
+    # A native client hears the upstream's own answers to its playback reports.
+    answers_reports = False
 
     def __init__(
         self,

@@ -60,7 +60,7 @@ from shim.session_config import SessionConfigError
 
 
 class GaRelaySession(BargeInRelaySession):
-    answers_truncates = True  # in GA's words, before the upstream has heard it
+    answers_reports = True  # in GA's words: the upstream's are not a GA client's
 
     def __init__(
         self,

@@ -32,8 +32,9 @@ class RelayClientHost(client_events.ClientEventHost, Protocol):
     reports: PlaybackReporter
     ledger: PlaybackLedger
     upstream_truncates: bool
-    # The proxy answers a client's truncate itself; the upstream's answers are its own.
-    answers_truncates: bool
+    # The proxy answers the client's acks and truncates itself (a GA client's): the
+    # upstream's answers to them are kept from the client.
+    answers_reports: bool
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -42,7 +43,8 @@ class RelayClientHost(client_events.ClientEventHost, Protocol):
 def playback_ack(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
     out = client_events.playback_ack(r, ev, now)
     if client_events.is_refusal(out):
-        return [SendUpstream(ev)]  # refused there, in the upstream's words
+        # A native client's is refused there, in the upstream's words.
+        return out if r.answers_reports else [SendUpstream(ev)]
     r.reports.client_acks = True
     item, upstream_ms = client_events.item_for(r, ev), r.reports.upstream_audio_ms
     ack = in_upstream_measure(ev, item, r.response, upstream_ms)
@@ -58,7 +60,7 @@ def truncate(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]
     if r.reports.before_this_session(item.item_id):
         return out
     if r.upstream_truncates:
-        r.reports.truncate_sent(ev, own=r.answers_truncates)
+        r.reports.truncate_sent(ev, own=r.answers_reports)
         return [*out, SendUpstream(ev)]
     # No truncate upstream: commit what was heard with a playback ack instead.
     ack = r.reports.heard_ack(item.item_id, item.response_id, int(ev["audio_end_ms"]))
