@@ -12,12 +12,14 @@ session through the proxy whatever the upstream speaks.
 
 from __future__ import annotations
 
+import binascii
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pybase64
 
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat, Int16Array
 from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
@@ -148,6 +150,32 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
             "invalid_value", f"append sample_rate_hz must be a whole {MIN_RATE}..{MAX_RATE} Hz"
         )
     return AudioFormat(encoding, int(rate))
+
+
+def as_upstream_reads(ev: dict[str, Any], declared: AudioFormat) -> dict[str, Any]:
+    """A native append as vLLM-Omni reads it, so that a relay hears what its upstream
+    hears (``protocol/realtime/audio_input.py``, ``protocol/realtime/audio.py``:
+    ``convert_input_audio_with_rate``): a ``sample_rate_hz`` that is no number (or 0)
+    names no rate, and PCM16 / G.711 audio is decoded leniently (stripped, characters
+    outside base64 skipped: ``b64decode(validate=False)``). Anything it would refuse
+    is left as it is."""
+    out = dict(ev)
+    rate = out.get("sample_rate_hz")
+    if "sample_rate_hz" in out and not isinstance(rate, bool):
+        if not isinstance(rate, int | float) or rate == 0:
+            del out["sample_rate_hz"]
+    audio = out.get("audio")
+    try:
+        fmt = append_format(out, declared)
+    except AudioError:
+        return out
+    if isinstance(audio, str) and fmt.encoding != PCM_F32:
+        try:
+            raw = pybase64.b64decode(audio.strip(), validate=False)
+        except (binascii.Error, ValueError):
+            return out
+        out["audio"] = pybase64.b64encode(raw).decode("ascii")
+    return out
 
 
 @dataclass

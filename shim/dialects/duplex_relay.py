@@ -131,9 +131,7 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream(self.last_update), *self.turns.detection_changed(now)]
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
-        out = client_events.input_audio(self, ev, now)
-        # One the proxy cannot read the upstream refuses itself, in its own words.
-        return [SendUpstream(ev)] if client_events.is_refusal(out) else [SendUpstream(ev), *out]
+        return relay_client.audio(self, ev, now)
 
     def _client_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
         return relay_client.playback_ack(self, ev, now)

@@ -1,7 +1,9 @@
-"""How the barge-in relay (``duplex_relay.py``) relays the client's playback reports.
+"""How the barge-in relay (``duplex_relay.py``) relays the client's audio and
+playback reports.
 
-A client's ``playback.ack`` (or vLLM-Omni's alias ``audio.playback_ack``) goes
-upstream in the upstream's own measure (``relay_client_acks.py``); a
+A native client's appends are heard as the upstream reads them. A client's
+``playback.ack`` (or vLLM-Omni's alias ``audio.playback_ack``) goes upstream in the
+upstream's own measure (``relay_client_acks.py``); a
 ``conversation.item.truncate`` goes up as it is when the upstream truncates items
 itself, else as a ``playback.ack`` of what was heard. Each is recorded in flight
 (``relay_reports.py``) so that the upstream's answer reaches whoever asked.
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from shim import client_events
+from shim import client_events, native_client
 from shim.actions import Action, SendUpstream
 from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.dialects.relay_reports import PlaybackReporter
@@ -38,6 +40,15 @@ class RelayClientHost(client_events.ClientEventHost, Protocol):
 
     @property
     def response(self) -> ActiveResponse | None: ...
+
+
+def audio(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
+    """A native client's append: heard as the upstream reads it
+    (``native_client.as_upstream_reads``), and sent there as it came."""
+    heard = native_client.as_upstream_reads(ev, r.config.input_format)
+    out = client_events.input_audio(r, heard, now)
+    # One the proxy cannot read the upstream refuses itself, in its own words.
+    return [SendUpstream(ev)] if client_events.is_refusal(out) else [SendUpstream(ev), *out]
 
 
 def playback_ack(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
