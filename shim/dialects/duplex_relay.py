@@ -42,7 +42,7 @@ from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
-from shim.dialects.relay_wire import ga_g711_names, upstream_settings
+from shim.dialects.relay_wire import upstream_format_refusal, upstream_settings
 from shim.inputs import (
     ClientEvent,
     UpstreamCheckpointed,
@@ -118,12 +118,12 @@ class BargeInRelaySession(EmulatedSession):
         return [ForwardUpstream(inp.raw)]
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        error = None if ga_g711_names(ev) else self.apply_update(ev)
-        if ga_g711_names(ev) or (error is not None and (error.param or "").startswith("audio.")):
-            # Audio formats are vLLM-Omni's to judge, in its own words (GA's G.711
-            # names it refuses): the update goes there, unapplied here.
+        if upstream_format_refusal(ev) is not None:
+            # Audio formats vLLM-Omni refuses are its to refuse, in its own words (GA's
+            # G.711 names among them): the update goes there, unapplied here.
             return [SendUpstream(upstream_settings(ev))]
-        if error is not None:  # the proxy's own fields: nothing goes upstream
+        error = self.apply_update(ev)
+        if error is not None:  # nothing goes upstream: neither side takes any of it
             return [self.err(error.code, str(error), ev, error.param)]
         # The upstream answers session.updated itself; turn detection goes along (its
         # turns are its own; the proxy's VAD decides only barge-ins).
