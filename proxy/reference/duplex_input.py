@@ -135,7 +135,10 @@ class AppendDecoder:
             rate = _rate(declared) if declared is not None else MIN_RATE_HZ
         else:
             if len(raw) % 2:
-                raise CommandError("bad_event", "pcm16 audio must be whole 16-bit samples")
+                # vLLM-Omni's runner (``engine/duplex/session/runner.py``).
+                raise CommandError(
+                    "bad_audio", "input_audio_buffer.append pcm16 audio could not be decoded"
+                )
             pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
             rate = _rate(declared) if declared is not None else _rate(defaults.rate_hz)
         if self._resampler is None or self._resampler.in_rate != rate:
