@@ -167,23 +167,29 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
     return AudioFormat(encoding, int(rate))
 
 
+# The rate vLLM-Omni's runner takes an append without one at (its ``_on_append_audio``).
+_RUNNER_RATE = 16_000
+
+
 def as_upstream_reads(ev: dict[str, Any], declared: AudioFormat) -> dict[str, Any]:
     """A native append as vLLM-Omni reads it, so that a relay hears what its upstream
     hears (``protocol/realtime/audio_input.py``, ``protocol/realtime/audio.py``:
-    ``convert_input_audio_with_rate``): a ``sample_rate_hz`` that is no number (or 0)
-    names no rate, and PCM16 / G.711 audio is decoded leniently (stripped, characters
-    outside base64 skipped: ``b64decode(validate=False)``). Anything it would refuse
-    is left as it is."""
+    ``convert_input_audio_with_rate``; ``engine/duplex/session/runner.py``): a falsy
+    ``sample_rate_hz`` names none (the session's rate), one that is no number is
+    taken as 16 kHz (8 kHz for G.711), and PCM16 / G.711 audio is decoded leniently
+    (stripped, characters outside base64 skipped: ``b64decode(validate=False)``).
+    Anything it would refuse is left as it is."""
     out = dict(ev)
-    rate = out.get("sample_rate_hz")
-    if "sample_rate_hz" in out and not isinstance(rate, bool):
-        if not isinstance(rate, int | float) or rate == 0:
-            del out["sample_rate_hz"]
-    audio = out.get("audio")
+    rate = out.pop("sample_rate_hz", None)
     try:
         fmt = append_format(out, declared)
     except AudioError:
-        return out
+        return ev
+    if isinstance(rate, int | float) and rate:
+        out["sample_rate_hz"] = rate  # a number (or a bool, refused) as it is
+    elif rate:  # no number: no rate by the time its runner reads it
+        out["sample_rate_hz"] = G711_RATE_HZ if fmt.encoding in G711_ENCODINGS else _RUNNER_RATE
+    audio = out.get("audio")
     if isinstance(audio, str) and fmt.encoding != PCM_F32:
         try:
             raw = pybase64.b64decode(audio.strip(), validate=False)

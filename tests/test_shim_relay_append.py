@@ -19,22 +19,25 @@ CLEAN = base64.b64encode(PCM).decode()
 
 
 @pytest.mark.parametrize(
-    "audio, rate",
+    ("audio", "rate", "heard"),
     [
-        (base64.encodebytes(PCM).decode(), 24000),  # MIME line breaks
-        (CLEAN + "\n", 24000),  # a trailing newline
-        (CLEAN, "24000"),  # a rate that is no number: the session's
+        (base64.encodebytes(PCM).decode(), 24000, 3200),  # MIME line breaks
+        (CLEAN + "\n", 24000, 3200),  # a trailing newline
+        (CLEAN, 0, 3200),  # no rate: the session's (24 kHz)
+        # No number: its runner takes it as 16 kHz, so 4800 samples last 300 ms.
+        (CLEAN, "24000", 4800),
     ],
 )
-def test_what_the_upstream_hears_the_proxy_hears(audio: str, rate: object) -> None:
+def test_what_the_upstream_hears_the_proxy_hears(audio: str, rate: object, heard: int) -> None:
     sc = make()
     before = sc.s.history.end
     ev = {"type": "input_audio_buffer.append", "audio": audio, "format": "pcm16"}
     out = sc.client(ev | {"sample_rate_hz": rate})
     assert not [a for a in out if isinstance(a, SendClient)]
     (sent,) = [a.event for a in out if isinstance(a, SendUpstream)]
-    assert sent["audio"] == audio, "sent upstream as it came"
-    assert sc.s.history.end - before > 3000, "heard: 200 ms on the 16 kHz timeline"
+    assert sent["audio"] == audio and sent["sample_rate_hz"] == rate, "sent as it came"
+    # On the 16 kHz timeline, less the resampler's few samples of delay.
+    assert heard - 40 <= sc.s.history.end - before <= heard
 
 
 def test_what_the_upstream_refuses_goes_there_unread() -> None:
