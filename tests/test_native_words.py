@@ -5,6 +5,8 @@ wheel's ``protocol/realtime/audio_input.py`` (no audio) and
 
 from __future__ import annotations
 
+import base64
+
 import pybase64
 import pytest
 
@@ -43,3 +45,22 @@ def test_the_stand_in_says_the_same(audio: str, theirs: tuple[str, str]) -> None
     with pytest.raises(CommandError) as refused:
         AppendDecoder().decode(event, InputDefaults())
     assert (refused.value.code, str(refused.value)) == theirs
+
+
+PCM = bytes(range(256)) * 30  # 3840 samples
+
+
+@pytest.mark.parametrize(
+    ("audio", "rate", "ms"),
+    [
+        (pybase64.b64encode(PCM).decode() + "\n", 24000, 160.0),
+        (base64.encodebytes(PCM).decode(), 24000, 160.0),  # MIME line breaks
+        (pybase64.b64encode(PCM).decode(), "24000", 240.0),  # no number: 16 kHz
+    ],
+)
+def test_the_stand_in_reads_pcm16_as_leniently_as_vllm_omni(
+    audio: str, rate: object, ms: float
+) -> None:
+    event = {"type": "input_audio_buffer.append", "audio": audio, "format": "pcm16"}
+    decoded = AppendDecoder().decode(event | {"sample_rate_hz": rate}, InputDefaults())
+    assert decoded.duration_ms == ms
