@@ -38,7 +38,8 @@ OWN_ACKS_KEPT = 256
 ACK_REFUSALS = frozenset(
     {"playback_ack_too_late", "playback_item_not_found", "playback_item_mismatch"}
 )
-# vLLM-Omni's words when it names the response an ack was for (``playback_ledger.py``).
+# vLLM-Omni's words when it names the response an ack was for (its
+# ``engine/duplex/session/playback_ledger.py``).
 _NAMED_RESPONSE = re.compile(r"registered for (\S+?)\.?$")
 _ITEM_NOT_FOUND = "Conversation item not found: "
 _TRUNCATE_REFUSAL = "conversation.item.truncate "
@@ -52,7 +53,7 @@ class InFlight:
     def __init__(self, own: bool, truncate: bool, item_id: Any, ms: Any, rid: Any) -> None:
         self.own, self.truncate, self.item_id, self.ms = own, truncate, item_id, ms
         if not (isinstance(rid, str) and rid) and isinstance(item_id, str):
-            # vLLM-Omni's own reading of an ack without one (``playback_ledger.py``).
+            # vLLM-Omni's own reading of an ack without one (``apply_playback_ack``).
             rid = item_id.removeprefix("item_") if item_id.startswith("item_") else None
         self.response_id = rid if isinstance(rid, str) and rid else None
 
