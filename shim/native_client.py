@@ -12,12 +12,14 @@ session through the proxy whatever the upstream speaks.
 
 from __future__ import annotations
 
+import binascii
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pybase64
 
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat, Int16Array
 from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
@@ -74,29 +76,44 @@ class NativeOptions:
 
 
 # The proxy's own refusals of input it reads itself (``shim/client_events.py``,
-# ``shim/audio_formats.py``) -> vLLM-Omni's code and words for the same input
-# (``protocol/realtime/audio_input.py``, ``protocol/realtime/formats.py``,
-# ``engine/duplex/realtime_commands.py``, ``engine/duplex/realtime_events.py``).
-# Keyed by code and the start of the proxy's message; ``{name}`` is what it quoted.
+# ``shim/audio.py``, ``shim/audio_formats.py``) -> vLLM-Omni's code and words for the
+# same input (``protocol/realtime/audio_input.py``, ``protocol/realtime/formats.py``,
+# ``engine/duplex/session/runner.py``, ``engine/duplex/realtime_commands.py``,
+# ``engine/duplex/realtime_events.py``). Keyed by code and a pattern the proxy's
+# message starts with; ``{name}`` is what it quoted. Float audio the proxy cannot
+# read keeps its own words: vLLM-Omni has none of its own for it.
+_NO_AUDIO = "input_audio_buffer.append requires audio and/or video_frames"
 _NATIVE_WORDS = [
-    ("invalid_audio", "audio is not valid base64", "bad_audio", "input audio is not valid base64"),
-    ("invalid_audio", "", "bad_event", "pcm16 audio must be whole 16-bit samples"),
+    ("invalid_audio", r"audio is not valid base64", "bad_audio", "input audio is not valid base64"),
+    (
+        "invalid_audio",
+        r"\d+ bytes is not a whole number of pcm16 samples",
+        "bad_audio",
+        "input_audio_buffer.append pcm16 audio could not be decoded",
+    ),
+    ("invalid_audio", r"input_audio_buffer\.append carries no audio", "bad_event", _NO_AUDIO),
+    ("invalid_event", r"input_audio_buffer\.append needs", "bad_event", _NO_AUDIO),
     (
         "invalid_event",
-        "playback.ack requires",
+        r"playback\.ack requires",
         "bad_event",
         "playback.ack requires numeric played_ms",
     ),
     (
         "invalid_value",
-        "append sample_rate_hz",
+        r"append sample_rate_hz",
         "bad_event",
         "sample_rate_hz must be between 8000 and 192000",
     ),
-    ("unsupported_audio_format", "append format", None, "Unsupported input_audio_format: {name}"),
-    ("unsupported_audio_format", "audio.input.", None, "Unsupported input_audio_format: {name}"),
-    ("unsupported_audio_format", "audio.output.", None, "Unsupported output_audio_format: {name}"),
-    ("item_not_found", "no ", None, "Conversation item not found: {name}"),
+    ("unsupported_audio_format", r"append format", None, "Unsupported input_audio_format: {name}"),
+    ("unsupported_audio_format", r"audio\.input\.", None, "Unsupported input_audio_format: {name}"),
+    (
+        "unsupported_audio_format",
+        r"audio\.output\.",
+        None,
+        "Unsupported output_audio_format: {name}",
+    ),
+    ("item_not_found", r"no ", None, "Conversation item not found: {name}"),
 ]
 _QUOTED = re.compile(r"'([^']*)'")
 
@@ -111,7 +128,7 @@ def native_error(event: dict[str, Any]) -> dict[str, Any]:
         return event
     code, message = err.get("code"), err.get("message")
     for ours, starts, theirs, words in _NATIVE_WORDS:
-        if code == ours and isinstance(message, str) and message.startswith(starts):
+        if code == ours and isinstance(message, str) and re.match(starts, message):
             quoted = _QUOTED.search(message)
             err["code"] = theirs or code
             err["message"] = words.format(name=quoted.group(1) if quoted else "")
@@ -148,6 +165,38 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
             "invalid_value", f"append sample_rate_hz must be a whole {MIN_RATE}..{MAX_RATE} Hz"
         )
     return AudioFormat(encoding, int(rate))
+
+
+# The rate vLLM-Omni's runner takes an append without one at (its ``_on_append_audio``).
+_RUNNER_RATE = 16_000
+
+
+def as_upstream_reads(ev: dict[str, Any], declared: AudioFormat) -> dict[str, Any]:
+    """A native append as vLLM-Omni reads it, so that a relay hears what its upstream
+    hears (``protocol/realtime/audio_input.py``, ``protocol/realtime/audio.py``:
+    ``convert_input_audio_with_rate``; ``engine/duplex/session/runner.py``): a falsy
+    ``sample_rate_hz`` names none (the session's rate), one that is no number is
+    taken as 16 kHz (8 kHz for G.711), and PCM16 / G.711 audio is decoded leniently
+    (stripped, characters outside base64 skipped: ``b64decode(validate=False)``).
+    Anything it would refuse is left as it is."""
+    out = dict(ev)
+    rate = out.pop("sample_rate_hz", None)
+    try:
+        fmt = append_format(out, declared)
+    except AudioError:
+        return ev
+    if isinstance(rate, int | float) and rate:
+        out["sample_rate_hz"] = rate  # a number (or a bool, refused) as it is
+    elif rate:  # no number: no rate by the time its runner reads it
+        out["sample_rate_hz"] = G711_RATE_HZ if fmt.encoding in G711_ENCODINGS else _RUNNER_RATE
+    audio = out.get("audio")
+    if isinstance(audio, str) and fmt.encoding != PCM_F32:
+        try:
+            raw = pybase64.b64decode(audio.strip(), validate=False)
+        except (binascii.Error, ValueError):
+            return out
+        out["audio"] = pybase64.b64encode(raw).decode("ascii")
+    return out
 
 
 @dataclass

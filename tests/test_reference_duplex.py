@@ -442,8 +442,11 @@ async def test_transport_errors_are_direct_and_session_survives() -> None:
             "message": "Unknown duplex event type: nope",
             "event_id": "evt_9",
         }
-        bad_b64 = '{"type":"input_audio_buffer.append","audio":"***"}'
+        bad_b64 = '{"type":"input_audio_buffer.append","audio":"QUJ"}'
         assert (await error_for(bad_b64))["code"] == "bad_audio"
+        # Read leniently (``b64decode(validate=False)``), nothing is left of it.
+        no_b64 = '{"type":"input_audio_buffer.append","audio":"***"}'
+        assert (await error_for(no_b64))["code"] == "invalid_input_modality"
         assert (await error_for('{"type":"input_audio_buffer.append"}'))["code"] == "bad_event"
         f32 = b64encode(np.zeros(480, dtype="<f4").tobytes())
         wrong_rate = json.dumps(

@@ -104,10 +104,22 @@ class AppendDecoder:
             raise CommandError("unsupported_audio_format", f"Unsupported input_audio_format: {fmt}")
         fmt = fmt.lower()
         try:
-            raw = pybase64.b64decode(audio, validate=True)
+            # PCM16 and G.711 are decoded leniently (``convert_input_audio_with_rate``:
+            # stripped, ``validate=False``), float strictly.
+            lenient = fmt != "pcm_f32le"
+            raw = pybase64.b64decode(audio.strip() if lenient else audio, validate=not lenient)
         except (binascii.Error, ValueError):
             raise CommandError("bad_audio", "input audio is not valid base64") from None
+        if not raw:  # nothing left of it: the runner finds no audio (its modality check)
+            raise CommandError(
+                "invalid_input_modality",
+                "input_audio_buffer.append requires audio and/or video_frames",
+            )
         declared = event.get("sample_rate_hz") or event.get("sample_rate") or format_rate
+        if declared is not None and not isinstance(declared, int | float):
+            # No number: converted without a rate, then read by the runner at 16 kHz
+            # (G.711 at 8 kHz) (``engine/duplex/session/runner.py``).
+            declared = MIN_RATE_HZ if fmt in {"g711_ulaw", "g711_alaw"} else MODEL_RATE_HZ
         marked = event.get("is_speech")
         is_speech = marked if isinstance(marked, bool) else None
         if fmt == "pcm_f32le":
@@ -135,7 +147,10 @@ class AppendDecoder:
             rate = _rate(declared) if declared is not None else MIN_RATE_HZ
         else:
             if len(raw) % 2:
-                raise CommandError("bad_event", "pcm16 audio must be whole 16-bit samples")
+                # vLLM-Omni's runner (``engine/duplex/session/runner.py``).
+                raise CommandError(
+                    "bad_audio", "input_audio_buffer.append pcm16 audio could not be decoded"
+                )
             pcm = np.frombuffer(raw, dtype="<i2").astype(np.int16)
             rate = _rate(declared) if declared is not None else _rate(defaults.rate_hz)
         if self._resampler is None or self._resampler.in_rate != rate:

@@ -37,13 +37,12 @@ from shim.actions import (
     SendClient,
     SendUpstream,
 )
-from shim.dialects import relay_cut, relay_snapshot, relay_upstream
-from shim.dialects.relay_client_acks import in_upstream_measure
+from shim.dialects import relay_client, relay_cut, relay_snapshot, relay_upstream
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
-from shim.dialects.relay_wire import ga_g711_names, upstream_settings
+from shim.dialects.relay_wire import upstream_format_refusal, upstream_settings
 from shim.inputs import (
     ClientEvent,
     UpstreamCheckpointed,
@@ -64,6 +63,8 @@ CANCELLED_KEPT = 32
 class BargeInRelaySession(EmulatedSession):
     mode = "barge_in_emulated"
     announce_turns = False
+    # A native client hears the upstream's own answers to its playback reports.
+    answers_reports = False
 
     def __init__(
         self,
@@ -87,7 +88,8 @@ class BargeInRelaySession(EmulatedSession):
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
         if self.link.bind(event):
-            self.reports.new_upstream_session()  # it has seen no ack
+            # It has seen no ack, nor any item played so far.
+            self.reports.new_upstream_session(item.item_id for item in self.ledger.items())
 
     def upstream_position(self) -> tuple[str, int] | None:
         if self.link.id is None:
@@ -107,7 +109,7 @@ class BargeInRelaySession(EmulatedSession):
         return {
             **super().client_handlers(),
             "input_audio_buffer.append": self._client_audio,
-            "playback.ack": self._client_playback_ack,
+            **dict.fromkeys(relay_client.ACK_NAMES, self._client_playback_ack),
             "conversation.item.truncate": self._client_truncate,
         }
 
@@ -116,12 +118,12 @@ class BargeInRelaySession(EmulatedSession):
         return [ForwardUpstream(inp.raw)]
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        error = None if ga_g711_names(ev) else self.apply_update(ev)
-        if ga_g711_names(ev) or (error is not None and (error.param or "").startswith("audio.")):
-            # Audio formats are vLLM-Omni's to judge, in its own words (GA's G.711
-            # names it refuses): the update goes there, unapplied here.
+        if upstream_format_refusal(ev) is not None:
+            # Audio formats vLLM-Omni refuses are its to refuse, in its own words (GA's
+            # G.711 names among them): the update goes there, unapplied here.
             return [SendUpstream(upstream_settings(ev))]
-        if error is not None:  # the proxy's own fields: nothing goes upstream
+        error = self.apply_update(ev)
+        if error is not None:  # nothing goes upstream: neither side takes any of it
             return [self.err(error.code, str(error), ev, error.param)]
         # The upstream answers session.updated itself; turn detection goes along (its
         # turns are its own; the proxy's VAD decides only barge-ins).
@@ -129,31 +131,13 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream(self.last_update), *self.turns.detection_changed(now)]
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
-        out = client_events.input_audio(self, ev, now)
-        # One the proxy cannot read the upstream refuses itself, in its own words.
-        return [SendUpstream(ev)] if client_events.is_refusal(out) else [SendUpstream(ev), *out]
+        return relay_client.audio(self, ev, now)
 
     def _client_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
-        out = client_events.playback_ack(self, ev, now)
-        if client_events.is_refusal(out):
-            return [SendUpstream(ev)]  # refused there, in the upstream's words
-        self.reports.client_acks = True
-        item, upstream_ms = client_events.item_for(self, ev), self.reports.upstream_audio_ms
-        ack = in_upstream_measure(ev, item, self.response, upstream_ms)
-        self.reports.client_ack(ack, ack.get("played_ms"))
-        return [SendUpstream(ack)]
+        return relay_client.playback_ack(self, ev, now)
 
     def _client_truncate(self, ev: dict[str, Any], now: float) -> list[Action]:
-        out = client_events.truncate(self, ev, now)
-        item = self.ledger.get(str(ev.get("item_id")))
-        if client_events.is_refusal(out) or item is None:
-            return out
-        if self.upstream_truncates:
-            self.reports.client_ack(ev, ev["audio_end_ms"])
-            return [*out, SendUpstream(ev)]
-        # No truncate upstream: commit what was heard with a playback ack instead.
-        ack = self.reports.heard_ack(item.item_id, item.response_id, int(ev["audio_end_ms"]))
-        return [*out, SendUpstream(ack)]
+        return relay_client.truncate(self, ev, now)
 
     def client_retrieve(self, ev: dict[str, Any], now: float) -> list[Action]:
         found = client_events.retrieve(self, ev)

@@ -60,6 +60,8 @@ from shim.session_config import SessionConfigError
 
 
 class GaRelaySession(BargeInRelaySession):
+    answers_reports = True  # in GA's words: the upstream's are not a GA client's
+
     def __init__(
         self,
         session_id: str,
@@ -152,6 +154,8 @@ class GaRelaySession(BargeInRelaySession):
         item = self.ledger.get(str(ev.get("item_id")))
         if client_events.is_refusal(out) or item is None:
             return out
+        if self.reports.before_this_session(item.item_id):
+            return out  # the upstream session never had it
         wait, cancelled = self.turn_wait, self.cancelled_ids
         return ga_truncate.upstream_too(out, item, self.response, self.reports, wait, cancelled)
 

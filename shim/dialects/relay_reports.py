@@ -13,24 +13,49 @@ or a refusal (``playback_ack_too_late``, ``playback_item_not_found``,
 ``playback_item_mismatch``) that names no event id
 (``docs/fidelity.md``, row 1d). So the acks in flight are kept in the order they
 went upstream, the proxy's and the client's: an answer to one of the proxy's is
-kept from the client, whose acks alone it answers.
+kept from the client, whose acks alone it answers. A refusal that names its
+response (``No assistant response item is registered for {rid}.``) is matched by
+it. A ``conversation.item.truncate`` is in flight too: vLLM-Omni either refuses it
+(``item_not_found`` ``Conversation item not found: {item}``, ``bad_event``
+``conversation.item.truncate ...``: ``realtime_events.resolve_truncate_item``), with
+no ack answer, or turns it into a ``playback.ack`` of its item, answered as one.
 """
 
 from __future__ import annotations
 
 import math
+import re
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from shim.snapshot import PlaybackReports
 
-# Acks in flight whose answers are still told apart (the proxy's from the client's).
-OWN_ACKS_KEPT = 32
+# Acks in flight whose answers are still told apart (the proxy's from the client's);
+# the upstream answers each at once, so this many are never outstanding in practice.
+OWN_ACKS_KEPT = 256
 # The codes a vLLM-Omni upstream refuses a ``playback.ack`` with.
 ACK_REFUSALS = frozenset(
     {"playback_ack_too_late", "playback_item_not_found", "playback_item_mismatch"}
 )
+# vLLM-Omni's words when it names the response an ack was for (its
+# ``engine/duplex/session/playback_ledger.py``).
+_NAMED_RESPONSE = re.compile(r"registered for (\S+?)\.?$")
+_ITEM_NOT_FOUND = "Conversation item not found: "
+_TRUNCATE_REFUSAL = "conversation.item.truncate "
+
+
+class InFlight:
+    """An ack (or truncate) sent upstream whose answer is still to come."""
+
+    __slots__ = ("item_id", "ms", "own", "response_id", "truncate")
+
+    def __init__(self, own: bool, truncate: bool, item_id: Any, ms: Any, rid: Any) -> None:
+        self.own, self.truncate, self.item_id, self.ms = own, truncate, item_id, ms
+        if not (isinstance(rid, str) and rid) and isinstance(item_id, str):
+            # vLLM-Omni's own reading of an ack without one (``apply_playback_ack``).
+            rid = item_id.removeprefix("item_") if item_id.startswith("item_") else None
+        self.response_id = rid if isinstance(rid, str) and rid else None
 
 
 class PlaybackReporter:
@@ -39,8 +64,9 @@ class PlaybackReporter:
         self.proxy_acked = False  # the proxy has sent an ack to this upstream session
         self.upstream_audio_ms = 0.0  # the current response's audio as the upstream sent it
         self.end_reported = False  # its end was reported (or needs no report)
-        # The acks in flight upstream, in order: (the proxy's own?, item id, played ms).
-        self._in_flight: deque[tuple[bool, Any, Any]] = deque(maxlen=OWN_ACKS_KEPT)
+        # The acks (and truncates) in flight upstream, in the order they went.
+        self._in_flight: deque[InFlight] = deque(maxlen=OWN_ACKS_KEPT)
+        self._earlier_items: set[str] = set()
 
     def new_response(self) -> None:
         self.upstream_audio_ms, self.end_reported = 0.0, False
@@ -52,7 +78,7 @@ class PlaybackReporter:
     def heard_ack(self, item_id: str, response_id: str, played: int) -> dict[str, Any]:
         """The proxy's own ``playback.ack`` of what was heard."""
         self.proxy_acked = True
-        self._in_flight.append((True, item_id, played))
+        self._in_flight.append(InFlight(True, False, item_id, played, response_id))
         return {
             "type": "playback.ack",
             "played_ms": played,
@@ -70,41 +96,73 @@ class PlaybackReporter:
         return math.ceil(self.upstream_audio_ms - 1e-6)
 
     def client_ack(self, ev: Mapping[str, Any], played: Any) -> None:
-        """The client's ``playback.ack`` (or truncate, which vLLM-Omni answers as an
-        ack) goes upstream: its answer is the client's. Its item as the upstream
-        names it in the answer: the ack's, else ``item_<response_id>``; None if
-        neither (the upstream picks one)."""
+        """The client's ``playback.ack`` goes upstream: its answer is the client's.
+        Its item as the upstream names it in the answer: the ack's, else
+        ``item_<response_id>``; None if neither (the upstream picks one)."""
         item_id, rid = ev.get("item_id"), ev.get("response_id")
         if not (isinstance(item_id, str) and item_id):
             item_id = f"item_{rid}" if isinstance(rid, str) and rid else None
         ms = int(played) if isinstance(played, int | float) else played
-        self._in_flight.append((False, item_id, ms))
+        self._in_flight.append(InFlight(False, False, item_id, ms, rid))
 
-    def new_upstream_session(self) -> None:
-        """A fresh upstream session answers none of the acks sent to the last one."""
+    def truncate_sent(self, ev: Mapping[str, Any], own: bool) -> None:
+        """A ``conversation.item.truncate`` goes upstream; ``own``: the proxy already
+        answered it, so none of the upstream's answers to it are the client's."""
+        end = ev.get("audio_end_ms")
+        ms = int(end) if isinstance(end, int | float) else end
+        self._in_flight.append(InFlight(own, True, ev.get("item_id"), ms, None))
+
+    def new_upstream_session(self, earlier_items: Iterable[str] = ()) -> None:
+        """A fresh upstream session answers none of the acks sent to the last one,
+        and knows none of its items (``earlier_items``, the ones played so far)."""
         self.proxy_acked = False
         self._in_flight.clear()
+        self._earlier_items = set(earlier_items)
+
+    def before_this_session(self, item_id: str) -> bool:
+        """The item came from an upstream session before the current one."""
+        return item_id in self._earlier_items
 
     def answers_own_ack(self, ev: Mapping[str, Any]) -> bool:
         """A ``playback.acknowledged`` that answers an ack the proxy sent."""
         inner = ev.get("event")
         src: Mapping[str, Any] = inner if isinstance(inner, dict) else ev
         item_id, played = src.get("item_id"), src.get("played_ms")
-        for i, (own, sent_item, sent_ms) in enumerate(self._in_flight):
-            if sent_ms == played and sent_item in (None, item_id):
-                for _ in range(i + 1):  # the acks before it were answered already
-                    self._in_flight.popleft()
-                return own
+        for i, sent in enumerate(self._in_flight):
+            if sent.ms == played and sent.item_id in (None, item_id):
+                return self._answered(i).own
         return False
 
     def refuses_own_ack(self, ev: Mapping[str, Any]) -> bool:
-        """An ``error`` refusing the oldest ack in flight, when that ack is the proxy's."""
+        """An ``error`` refusing an ack (or truncate) in flight that is the proxy's."""
         err = ev.get("error")
-        if not isinstance(err, dict) or err.get("code") not in ACK_REFUSALS:
+        if not isinstance(err, dict) or not self._in_flight:
             return False
-        if not self._in_flight:
-            return False
-        return self._in_flight.popleft()[0]
+        code, message = err.get("code"), str(err.get("message") or "")
+        if code in ACK_REFUSALS:
+            named = _NAMED_RESPONSE.search(message)
+            if named is None:  # names no response: the oldest still unanswered
+                return self._in_flight.popleft().own
+            return self._refused(lambda sent: sent.response_id == named.group(1))
+        if code == "item_not_found" and message.startswith(_ITEM_NOT_FOUND):
+            item_id = message.removeprefix(_ITEM_NOT_FOUND)
+            return self._refused(lambda sent: sent.truncate and sent.item_id == item_id)
+        if code == "bad_event" and message.startswith(_TRUNCATE_REFUSAL):
+            return self._refused(lambda sent: sent.truncate)
+        return False
+
+    def _refused(self, which: Callable[[InFlight], bool]) -> bool:
+        for i, sent in enumerate(self._in_flight):
+            if which(sent):
+                return self._answered(i).own
+        return False  # none in flight: the client's
+
+    def _answered(self, i: int) -> InFlight:
+        """The ``i``-th in flight, answered; the ones before it were answered already
+        (vLLM-Omni answers in order) in a way not recognised here."""
+        for _ in range(i):
+            self._in_flight.popleft()
+        return self._in_flight.popleft()
 
     def state(self, audio_ms: float, playing: Any) -> PlaybackReports:
         return PlaybackReports(

@@ -9,6 +9,18 @@ from typing import Any
 
 # GA's G.711 names, which vLLM-Omni does not know.
 _GA_G711_NAMES = frozenset({"audio/pcmu", "pcmu", "audio/pcma", "pcma"})
+# vLLM-Omni's session audio formats, as it reads their spellings (its
+# ``protocol/realtime/formats.py``: ``parse_realtime_audio_format``, the format sets).
+_SPELLINGS = {
+    **dict.fromkeys(("audio/pcm", "pcm", "audio/pcm16"), "pcm16"),
+    **dict.fromkeys(("audio/wav",), "wav"),
+    **dict.fromkeys(("audio/pcm_f32le", "f32le"), "pcm_f32le"),
+    **dict.fromkeys(("audio/g711_ulaw", "g711-ulaw", "ulaw", "mulaw"), "g711_ulaw"),
+    **dict.fromkeys(("audio/g711_alaw", "g711-alaw", "alaw"), "g711_alaw"),
+}
+_G711 = ("g711_ulaw", "g711_alaw")
+_UPSTREAM_INPUT = frozenset({"pcm16", "pcm_s16le", "s16le", "pcm_f32le", *_G711})
+_UPSTREAM_OUTPUT = frozenset({"pcm16", "pcm_s16le", "s16le", "wav", "pcm", *_G711})
 
 
 def response_id(ev: Mapping[str, Any]) -> Any:
@@ -48,24 +60,6 @@ def without_proxy_fields(session: dict[str, Any]) -> dict[str, Any]:
     return session
 
 
-def ga_g711_names(ev: Mapping[str, Any]) -> list[str]:
-    """The G.711 formats a native client's ``session.update`` names by GA's names
-    (``audio/pcmu``, ``pcma``): vLLM-Omni knows G.711 only as ``g711_ulaw`` /
-    ``g711_alaw`` and refuses the update (``unsupported_audio_format``; its
-    ``protocol/realtime/formats.py``), so the relay lets it say so."""
-    nested = ev.get("session")
-    session: Mapping[str, Any] = nested if isinstance(nested, dict) else ev
-    audio = session.get("audio")
-    specs = [session.get("input_audio_format"), session.get("output_audio_format")]
-    if isinstance(audio, dict):
-        for part in ("input", "output"):
-            side = audio.get(part)
-            if isinstance(side, dict):
-                specs.append(side.get("format"))
-    names = [spec.get("type") if isinstance(spec, dict) else spec for spec in specs]
-    return [n for n in names if isinstance(n, str) and n.lower() in _GA_G711_NAMES]
-
-
 def ga_g711_refusal(ev: Mapping[str, Any]) -> str | None:
     """vLLM-Omni's words refusing an update that names GA's G.711 (its
     ``protocol/realtime/formats.py``, ``validate_realtime_session_audio_formats``:
@@ -84,5 +78,31 @@ def ga_g711_refusal(ev: Mapping[str, Any]) -> str | None:
             spec = part.get("format")
         name = spec.get("type") if isinstance(spec, dict) else spec
         if isinstance(name, str) and name.lower() in _GA_G711_NAMES:
+            return f"Unsupported {side}_audio_format: {spec}"
+    return None
+
+
+def upstream_format_refusal(ev: Mapping[str, Any]) -> str | None:
+    """vLLM-Omni's words refusing a ``session.update`` for its audio formats (its
+    ``validate_realtime_session_audio_formats``: the input format first), or None
+    when it takes them. It checks no rates there."""
+    nested = ev.get("session")
+    session: Mapping[str, Any] = nested if isinstance(nested, dict) else ev
+    audio = session.get("audio")
+    parts = audio if isinstance(audio, dict) else {}
+    for side, spec, known in (
+        ("input", session.get("input_audio_format"), _UPSTREAM_INPUT),
+        (
+            "output",
+            session.get("output_audio_format") or session.get("response_format"),
+            _UPSTREAM_OUTPUT,
+        ),
+    ):
+        part = parts.get(side)
+        if spec is None and isinstance(part, dict):
+            spec = part.get("format")
+        name = (spec.get("type") or spec.get("format")) if isinstance(spec, dict) else spec
+        read = _SPELLINGS.get(name.lower(), name.lower()) if isinstance(name, str) else None
+        if spec is not None and read not in known:
             return f"Unsupported {side}_audio_format: {spec}"
     return None

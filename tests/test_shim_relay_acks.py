@@ -1,0 +1,113 @@
+"""The barge-in relay's acks in flight: each upstream answer reaches whoever asked.
+
+vLLM-Omni answers a ``playback.ack`` with ``playback.acknowledged`` or a refusal;
+it refuses a ``conversation.item.truncate`` it cannot take (``item_not_found``,
+``bad_event``) with no ack answer at all (``shim/dialects/relay_reports.py``).
+"""
+
+from __future__ import annotations
+
+from shim.actions import NoteUpstreamError, SendClient
+from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_script import Script, upstream_events
+from tests.test_shim_duplex_relay import AID, RID, acks, audio_delta, make, start_response
+
+
+def refusal(code: str, message: str) -> dict:  # type: ignore[type-arg]
+    return {
+        "type": "error",
+        "error": {"type": "invalid_request_error", "code": code, "message": message},
+    }
+
+
+TOO_LATE = refusal(
+    "playback_ack_too_late", "playback.ack arrived after a later user input was committed."
+)
+
+
+def to_client(out: list) -> bool:  # type: ignore[type-arg]
+    return any(isinstance(a, SendClient) and a.event["type"] == "error" for a in out)
+
+
+def kept(out: list) -> bool:  # type: ignore[type-arg]
+    return any(isinstance(a, NoteUpstreamError) for a in out) and not to_client(out)
+
+
+def play_response(sc: Script, rid: str, deltas: int) -> None:
+    """A response still being generated: cutting it acks what was heard."""
+    sc.upstream({"type": "response.created", "response": {"id": rid}})
+    for _ in range(deltas):
+        sc.upstream(audio_delta(rid))
+
+
+def truncate(item_id: str, end: int) -> dict:  # type: ignore[type-arg]
+    return {
+        "type": "conversation.item.truncate",
+        "item_id": item_id,
+        "content_index": 0,
+        "audio_end_ms": end,
+    }
+
+
+def test_a_refused_truncate_leaves_no_ack_in_flight() -> None:
+    sc = make(truncates=True)
+    start_response(sc, chunks=5)
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    assert upstream_events(sc.client(truncate(AID, 400)))
+    bad = refusal(
+        "bad_event", "conversation.item.truncate audio_end_ms exceeds item audio duration"
+    )
+    assert to_client(sc.upstream(bad)), "the client's truncate, refused"
+    play_response(sc, "resp-2", deltas=20)
+    assert acks(sc.speak([0.9] * 10)), "the proxy's cut says what was heard"
+    assert kept(sc.upstream(TOO_LATE)), "the refusal of the proxy's own ack"
+    sc.client({"type": "playback.ack", "played_ms": 10, "response_id": "resp-2"})
+    assert to_client(sc.upstream(TOO_LATE)), "the client's own ack, refused"
+
+
+def test_an_ack_refusal_that_names_its_response_is_matched_by_it() -> None:
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    assert acks(sc.speak([0.9] * 10))  # the proxy's ack of resp-2, in flight
+    sc.client({"type": "playback.ack", "played_ms": 10, "response_id": "resp-9"})
+    named = refusal(
+        "playback_item_not_found", "No assistant response item is registered for resp-9."
+    )
+    # The answer to the proxy's ack went unrecognised; the client's is named.
+    assert to_client(sc.upstream(named)), "the client's ack, though the proxy's went first"
+    assert to_client(sc.upstream(TOO_LATE)), "answered in order: none of the proxy's left"
+
+
+def test_the_ack_alias_is_an_ack_in_flight_too() -> None:
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    sc.client({"type": "audio.playback_ack", "played_ms": 10, "response_id": "resp-2"})
+    assert acks(sc.speak([0.9] * 10))  # the proxy's cut, after the client's ack
+    assert to_client(sc.upstream(TOO_LATE)), "the first answer is the client's"
+    assert kept(sc.upstream(TOO_LATE))
+
+
+def test_a_truncate_of_an_earlier_upstream_sessions_item_stays_here() -> None:
+    sc = make(truncates=True)
+    start_response(sc, chunks=5)
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    sc.tick(2000)
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    sc.s.handle(UpstreamReattached(fresh, sc.now))
+    out = sc.client(truncate(AID, 50))
+    assert not upstream_events(out), "the fresh upstream session never had it"
+    assert "conversation.item.truncated" in [
+        e.event["type"] for e in out if isinstance(e, SendClient)
+    ]
+
+
+def test_many_acks_in_flight_are_all_told_apart() -> None:
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    for _ in range(40):
+        sc.client({"type": "playback.ack", "played_ms": 10, "response_id": "resp-2"})
+    assert acks(sc.speak([0.9] * 10))
+    for _ in range(40):
+        assert to_client(sc.upstream(TOO_LATE))
+    assert kept(sc.upstream(TOO_LATE)), "the proxy's, the 41st"

@@ -1,0 +1,65 @@
+"""A native client's ``session.update`` in the barge-in relay: vLLM-Omni refuses one
+only for its audio formats (its ``validate_realtime_session_audio_formats``), which
+then go there unapplied here; one it would take but the proxy cannot is refused by
+the proxy, and neither side takes any of it (``shim/dialects/duplex_relay.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shim.dialects.relay_wire import upstream_format_refusal
+from tests.shim_script import client_events, upstream_events
+from tests.test_shim_duplex_relay import make, relay
+
+
+@pytest.mark.parametrize(
+    "audio",
+    [
+        {"output_audio_format": "wav"},  # vLLM-Omni answers in WAV; the proxy cannot
+        {"audio": {"output": {"format": {"type": "audio/pcm", "rate": 4000}}}},
+    ],
+)
+def test_what_only_the_proxy_refuses_is_refused_whole(audio: dict[str, Any]) -> None:
+    sc = make()
+    sc.client({"type": "session.update", "session": {"turn_detection": None}})
+    kept = relay(sc).last_update
+    session = {**audio, "turn_detection": {"type": "server_vad"}, "instructions": "be brief"}
+    out = sc.client({"type": "session.update", "session": session})
+    assert not upstream_events(out), "the upstream would take the rest the proxy does not"
+    (err,) = client_events(out)
+    assert err["type"] == "error"
+    assert sc.s.config.turn.vad is None and relay(sc).last_update == kept
+
+
+def test_what_vllm_omni_refuses_goes_there_unapplied() -> None:
+    sc = make()
+    session = {"input_audio_format": "opus", "instructions": "be brief"}
+    out = sc.client({"type": "session.update", "session": session})
+    assert not client_events(out), "the upstream refuses it, in its own words"
+    (sent,) = upstream_events(out)
+    assert sent["session"]["input_audio_format"] == "opus"
+    assert sc.s.config.instructions != "be brief"
+
+
+@pytest.mark.parametrize(
+    ("session", "refusal"),
+    [
+        ({"output_audio_format": "wav"}, None),
+        ({"output_audio_format": "audio/wav"}, None),
+        ({"input_audio_format": "wav"}, "Unsupported input_audio_format: wav"),
+        ({"output_audio_format": "pcm_f32le"}, "Unsupported output_audio_format: pcm_f32le"),
+        (
+            {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
+            "Unsupported input_audio_format",
+        ),
+        ({"audio": {"output": {"format": {"type": "g711_alaw", "rate": 16000}}}}, None),
+    ],
+)
+def test_the_formats_vllm_omni_refuses(session: dict[str, Any], refusal: str | None) -> None:
+    said = upstream_format_refusal({"type": "session.update", "session": session})
+    if refusal is None:
+        assert said is None
+    else:
+        assert said is not None and said.startswith(refusal)
