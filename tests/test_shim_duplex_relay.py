@@ -502,3 +502,23 @@ def test_a_response_whose_end_is_held_moves_as_still_open() -> None:
     ended = make(bound=False).s.restore(snap)
     (done,) = [e for e in client_events(ended) if e["type"] == "response.done"]
     assert done["response"]["status"] == "incomplete", "never silently, on a fresh upstream"
+
+
+@pytest.mark.parametrize("truncates", [True, False])
+def test_a_truncate_past_the_proxys_cut_goes_upstream_at_the_cut(truncates: bool) -> None:
+    # A GA client stops playing on the proxy's speech_started and truncates where it
+    # stopped, often past the cut the proxy made and told: the client is told that cut
+    # again, and the upstream must hear the same point, not the client's larger one.
+    sc = make(truncates=truncates)
+    start_response(sc, chunks=20)
+    sc.tick(400)
+    sc.speak([0.9] * 10)
+    item = sc.s.ledger.get(AID)
+    assert item is not None and item.told_by == "proxy" and item.truncated_ms is not None
+    cut = item.truncated_ms
+    ev = {"type": "conversation.item.truncate", "item_id": AID, "content_index": 0}
+    out = sc.client({**ev, "audio_end_ms": cut + 300})
+    told = [e["audio_end_ms"] for e in client_events(out) if e["type"].endswith("truncated")]
+    assert told == [cut]
+    heard = [e.get("audio_end_ms", e.get("played_ms")) for e in upstream_events(out)]
+    assert heard and all(ms == cut for ms in heard)

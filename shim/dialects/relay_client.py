@@ -70,9 +70,11 @@ def truncate(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]
         return out
     if r.reports.before_this_session(item.item_id):
         return out
+    # The upstream hears the cut the client was told: a truncate past the proxy's own
+    # cut (a barge-in) tells that cut again, so it goes up at the cut, not beyond.
+    cut = item.truncated_ms if item.truncated_ms is not None else int(ev["audio_end_ms"])
     if r.upstream_truncates:
         r.reports.truncate_sent(ev, own=r.answers_reports)
-        return [*out, SendUpstream(ev)]
+        return [*out, SendUpstream({**ev, "audio_end_ms": cut})]
     # No truncate upstream: commit what was heard with a playback ack instead.
-    ack = r.reports.heard_ack(item.item_id, item.response_id, int(ev["audio_end_ms"]))
-    return [*out, SendUpstream(ack)]
+    return [*out, SendUpstream(r.reports.heard_ack(item.item_id, item.response_id, cut))]
