@@ -12,9 +12,9 @@ from enum import Enum
 from typing import Any
 
 from proxy.config import ServerConfig
-from shim.audio import AudioError, AudioFormat
+from shim.audio import AudioFormat
 from shim.native_client import append_format
-from shim.session_config import ClientSessionConfig, SessionConfigError, apply_session_update
+from shim.session_config import ClientSessionConfig, apply_session_update
 from shim.vad_gate import VadParams
 
 # Audio is counted in time, as the bytes of 24 kHz PCM16 that long: G.711 (8 kHz, a
@@ -57,18 +57,20 @@ class InputClock:
     def cost(self, event: dict[str, Any]) -> int:
         kind = event.get("type")
         if kind == "session.update":
+            # A shadow of the session's own reading, in the edge's reader: whatever it
+            # makes of an update, the format stays as it was rather than the reader die.
             try:
                 self.config = apply_session_update(self.config, event, self._vad)
-            except SessionConfigError:
-                pass  # refused: the format stays
+            except Exception:  # refused or unreadable: the format stays
+                pass
             return 0
         n_bytes = audio_bytes(event)
         if n_bytes <= 0:
             return 0
         try:
             fmt: AudioFormat = append_format(event, self.config.input_format)
-        except AudioError:
-            return n_bytes  # refused by the session anyway; counted as it came
+        except Exception:  # refused by the session anyway
+            return n_bytes  # counted as it came
         per_s = fmt.rate_hz * fmt.bytes_per_sample
         return -(-n_bytes * AUDIO_BYTES_PER_S // per_s)
 

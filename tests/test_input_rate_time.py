@@ -41,6 +41,16 @@ def test_a_second_of_audio_costs_a_second_in_every_format() -> None:
     assert clock.cost({"type": "input_audio_buffer.commit"}) == 0
 
 
+def test_an_update_the_clock_cannot_read_leaves_the_format_and_never_raises() -> None:
+    clock = InputClock()
+    clock.cost(PCMU)
+    td = {"type": "semantic_vad", "eagerness": ["high"]}
+    for session in ({"audio": {"input": {"turn_detection": td}}}, {"audio": [1]}, 5, None):
+        assert clock.cost({"type": "session.update", "session": session}) == 0
+        assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S
+    assert clock.cost(append(8000, format=["x"], sample_rate_hz={})) > 0
+
+
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[Procs]:
     p = Procs(tmp_path)

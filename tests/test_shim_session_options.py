@@ -64,9 +64,10 @@ def test_semantic_vad_is_told_as_set_and_its_eagerness_sets_when_a_turn_ends() -
 
 def test_a_bad_eagerness_is_an_invalid_value() -> None:
     sc = turn_based()
-    td = {"type": "semantic_vad", "eagerness": "eager"}
-    (err,) = errors(update(sc, audio={"input": {"turn_detection": td}}))
-    assert (err["code"], err["param"]) == ("invalid_value", "turn_detection.eagerness")
+    for eagerness in ("eager", ["high"], {"level": "high"}, 3):
+        td = {"type": "semantic_vad", "eagerness": eagerness}
+        (err,) = errors(update(sc, audio={"input": {"turn_detection": td}}))
+        assert (err["code"], err["param"]) == ("invalid_value", "turn_detection.eagerness")
 
 
 def test_over_a_duplex_upstream_transcription_and_noise_reduction_go_up_and_are_told() -> None:
