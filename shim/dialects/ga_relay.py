@@ -134,7 +134,7 @@ class GaRelaySession(BargeInRelaySession):
             sent, metadata = ga_response_create.screened(ev, self.config)
         except ga_response_create.Refusal as no:
             return [self.err(no.code, str(no), ev, no.param)]
-        self.metadata.asked(metadata)
+        self.metadata.asked(metadata, ev.get("event_id"))
         return [ForwardUpstream(orjson.dumps(sent).decode())]
 
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:

@@ -34,8 +34,6 @@ from shim.session_config import ClientSessionConfig
 UNSUPPORTED = "unsupported_by_upstream"
 METADATA_KEYS, METADATA_CHARS = 16, 512
 KEPT = 32  # responses whose metadata is still to be told in their response.done
-# The upstream's refusals of a response.create: the metadata it named goes with it.
-_REFUSED = {"conversation_already_has_active_response", "unsupported_native_response_options"}
 
 
 class Refusal(Exception):
@@ -106,14 +104,16 @@ def screened(
 class ResponseMetadata:
     """The client's metadata, told as the ``response.metadata`` of its response."""
 
-    __slots__ = ("_asked", "_told")
+    __slots__ = ("_asked", "_asked_by", "_told")
 
     def __init__(self) -> None:
         self._asked: dict[str, str] | None = None  # for the next response.created
+        self._asked_by: str | None = None  # the event_id of the create that asked it
         self._told: OrderedDict[str, dict[str, str] | None] = OrderedDict()
 
-    def asked(self, metadata: dict[str, str] | None) -> None:
+    def asked(self, metadata: dict[str, str] | None, event_id: Any = None) -> None:
         self._asked = metadata
+        self._asked_by = event_id if isinstance(event_id, str) else None
 
     def told_all(self, actions: list[Action]) -> list[Action]:
         return [SendClient(self.told(a.event)) if isinstance(a, SendClient) else a for a in actions]
@@ -121,8 +121,13 @@ class ResponseMetadata:
     def told(self, ev: dict[str, Any]) -> dict[str, Any]:
         kind, body = ev.get("type"), ev.get("response")
         if kind == "error":
+            # vLLM-Omni refuses a create in many ways (a busy conversation, no input
+            # yet, a text-only turn, ...), most naming no event: any error that does not
+            # name another event answers the create, and its metadata goes with it,
+            # rather than onto the next response the upstream makes of its own.
             err = ev.get("error")
-            if isinstance(err, dict) and err.get("code") in _REFUSED:
+            named = err.get("event_id") if isinstance(err, dict) else None
+            if not isinstance(named, str) or named == self._asked_by:
                 self._asked = None
             return ev
         if kind not in ("response.created", "response.done") or not isinstance(body, dict):
