@@ -14,12 +14,13 @@ client asks beyond them it would carry out otherwise than GA says, or not at all
   not read, or its own ``response_format``, which the proxy would misread).
 
 So each of these is refused with ``unsupported_by_upstream`` naming it, and no
-response is created (``docs/protocol.md``); the session's own format, ``"auto"`` and
-``["audio"]`` ask for nothing and are accepted. ``metadata`` is GA's to echo: the
-proxy keeps it (16 string values at most, as GA) and tells it as the
-``response.metadata`` of the response it asked for, in ``response.created`` and
-``response.done``; what vLLM-Omni puts there (its own event, stringified) is not
-the client's and is never told.
+response is created (``docs/protocol.md``); the session's own format (a name without
+a rate is at the session's), ``"auto"`` and modalities with ``"audio"`` among them
+(every answer is spoken, its transcript alongside) ask for nothing and are accepted.
+``metadata`` is GA's to echo: the proxy keeps it (16 string values at most, as GA)
+and tells it as the ``response.metadata`` of the response it asked for, in
+``response.created`` and ``response.done``; what vLLM-Omni puts there (its own
+event, stringified) is not the client's and is never told.
 """
 
 from __future__ import annotations
@@ -73,7 +74,11 @@ def screened(
     if options.get("input") is not None:
         raise _refuse("response.input", "a response over its own input items")
     modalities = options.get("output_modalities", options.get("modalities"))
-    if modalities is not None and modalities != ["audio"]:
+    if modalities is not None and not (
+        isinstance(modalities, list)
+        and all(isinstance(m, str) for m in modalities)
+        and "audio" in modalities
+    ):  # spoken, its transcript alongside, as the session's (shim/session_options.py)
         raise _refuse("response.output_modalities", f"output_modalities {modalities!r}")
     audio = options.get("audio")
     output = audio.get("output") if isinstance(audio, dict) else None
@@ -82,7 +87,9 @@ def screened(
         spec = options.pop("output_audio_format", None)
     if spec is not None:
         try:
-            fmt = parse_format(spec, None, "response.audio.output.format", allow_f32=False)
+            # A format named without its rate is at the session's rate.
+            rate = cfg.output_format.rate_hz
+            fmt = parse_format(spec, rate, "response.audio.output.format", allow_f32=False)
         except SessionConfigError as exc:
             raise Refusal(exc.code, str(exc), "response.audio.output.format") from None
         if fmt != cfg.output_format:
