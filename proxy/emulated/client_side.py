@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 from proxy.client_io import ClientChannel
+from proxy.client_limits import TOLD
 from proxy.clock import now_ms
 from proxy.emulated.queue_items import Attach
 from proxy.latency import TurnLatency
@@ -36,6 +37,9 @@ class ClientSide:
         # When the session expires with no client attached.
         self.grace_deadline: float | None = None
         self._closers: set[asyncio.Task[None]] = set()
+        # The session object the client was last told: its input clock reads its
+        # format (proxy/client_limits.py), what the session accepted, no more.
+        self.told_session: Any = None
 
     @property
     def client(self) -> ClientChannel | None:
@@ -46,6 +50,10 @@ class ClientSide:
             native_error(event)
         text = self.journal.stamp(event, now_ms())
         self.latency.sent(event)
+        if event.get("type") in TOLD:
+            self.told_session = event.get("session")
+            if self.attached is not None:
+                self.attached.client.rate.clock.accepted(self.told_session)
         if event.get("type") == "response.done":
             self.metrics.responses.labels(self.mode, event["response"]["status"]).inc()
             details = event["response"].get("status_details") or {}
@@ -85,7 +93,11 @@ class ClientSide:
             old.done.set()
         self.attached = attach
         self.grace_deadline = None
+        clock = attach.client.rate.clock
+        clock.accepted(self.told_session)
         for event in attach.first_events:
+            if event.get("type") in TOLD:
+                clock.accepted(event.get("session"))
             attach.client.send_event(event)
         for text in replay:
             attach.client.send_text(text)
