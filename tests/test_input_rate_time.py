@@ -12,7 +12,7 @@ import pybase64
 import pytest
 
 from proxy.client_limits import AUDIO_BYTES_PER_S, InputClock
-from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
 from tests.test_cli import Procs, free_port, wait_http_ok
 from tests.test_native_relay import NATIVE, opening
 
@@ -140,3 +140,30 @@ async def test_in_passthrough_audio_costs_its_time_at_the_format_the_upstream_ac
         while (event := await c.recv())["type"] != "session.updated":
             seen.append(event)
         assert not [e for e in seen if e["type"] == "error"], seen
+
+
+async def test_a_resumed_session_counts_audio_at_the_format_it_accepted_before() -> None:
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    pcm48k = {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 48000}}}}
+    async with reference("turn", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"}, server=limits)
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base)) as c1:
+                created = await c1.until("session.created")
+                await c1.send({"type": "session.update", "session": pcm48k})
+                seq = (await c1.until("session.updated"))["server_event_seq"]
+            query = {
+                "session_id": created["session"]["id"],
+                "resume_token": created["resume_token"],
+                "last_received_server_event_seq": str(seq),
+            }
+            async with connect(ws_url(base, model=None, **query)) as c2:
+                assert (await c2.recv())["type"] == "session.resumed"
+                # 1.8 s of 48 kHz PCM16 at once, in the 2 s burst (3.6 s if read as 24 kHz).
+                for _ in range(3):
+                    await c2.send(append(57600))
+                await c2.send({"type": "session.update", "session": {"type": "realtime"}})
+                seen = []
+                while (event := await c2.recv())["type"] != "session.updated":
+                    seen.append(event)
+                assert not [e for e in seen if e["type"] == "error"], seen
