@@ -11,15 +11,17 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+import orjson
+
 from proxy.config import ServerConfig
-from shim.audio import AudioError, AudioFormat
+from shim.audio import PCM16, AudioFormat
+from shim.audio_formats import parse_format
 from shim.native_client import append_format
-from shim.session_config import ClientSessionConfig, SessionConfigError, apply_session_update
-from shim.vad_gate import VadParams
 
 # Audio is counted in time, as the bytes of 24 kHz PCM16 that long: G.711 (8 kHz, a
 # byte a sample) in real time costs what 24 kHz PCM16 in real time does, no less.
 AUDIO_BYTES_PER_S = 24000 * 2
+PCM16_24K = AudioFormat(PCM16, 24000)  # a session's input until it tells another
 APPEND = "input_audio_buffer.append"
 
 # aiohttp reads a frame whole before the channel sees it: frames up to this many
@@ -46,30 +48,67 @@ def audio_bytes(event: dict[str, Any]) -> int:
     return max(0, len(audio) * 3 // 4 - padding)
 
 
+# The session events that tell a client the session it has; a bigger frame is audio.
+TOLD = ("session.created", "session.updated")
+TOLD_MAX_CHARS = 64 * 1024
+
+
+def told_input_format(session: Any) -> AudioFormat | None:
+    """The input format a session object tells (GA ``audio.input.format``, or the flat
+    ``input_audio_format`` + ``sample_rate_hz`` of vLLM-Omni's); None if it names none."""
+    if not isinstance(session, dict):
+        return None
+    audio = session.get("audio")
+    a_in = audio.get("input") if isinstance(audio, dict) else None
+    spec = a_in.get("format") if isinstance(a_in, dict) else None
+    if spec is not None:
+        return parse_format(spec, None, "session", allow_f32=True)
+    name = session.get("input_audio_format")
+    if name is None:
+        return None
+    return parse_format(name, session.get("sample_rate_hz"), "session", allow_f32=True)
+
+
 class InputClock:
-    """How much audio time an append holds: its bytes at the input format the client
-    declared (its ``session.update``s, read as the session reads them, a refused one
-    changing nothing) or that the append names itself, as 24 kHz PCM16 bytes."""
+    """How much audio time an append holds, as 24 kHz PCM16 bytes: its bytes at the
+    format the append names itself, else at the input format the session last told the
+    client it has (its ``session.created`` / ``session.updated``, ``accepted``). The
+    client's own ``session.update`` counts for nothing here: only the session knows
+    what of it applies."""
 
     def __init__(self) -> None:
-        self.config = ClientSessionConfig()
-        self._vad = VadParams()
+        self.input_format = PCM16_24K
+
+    def accepted(self, session: Any) -> None:
+        """The session object the client was told; one naming no readable format
+        leaves the format as it was (this runs in the edge: it never raises)."""
+        try:
+            fmt = told_input_format(session)
+        except Exception:  # unreadable: the format stays
+            return
+        if fmt is not None:
+            self.input_format = fmt
+
+    def told(self, text: str) -> None:
+        """A frame the client was sent as it is (passthrough): ``accepted`` if it is a
+        session event; a big frame is audio and is not read."""
+        if len(text) > TOLD_MAX_CHARS or '"session.' not in text:
+            return
+        try:
+            event = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(event, dict) and event.get("type") in TOLD:
+            self.accepted(event.get("session"))
 
     def cost(self, event: dict[str, Any]) -> int:
-        kind = event.get("type")
-        if kind == "session.update":
-            try:
-                self.config = apply_session_update(self.config, event, self._vad)
-            except SessionConfigError:
-                pass  # refused: the format stays
-            return 0
         n_bytes = audio_bytes(event)
         if n_bytes <= 0:
             return 0
         try:
-            fmt: AudioFormat = append_format(event, self.config.input_format)
-        except AudioError:
-            return n_bytes  # refused by the session anyway; counted as it came
+            fmt: AudioFormat = append_format(event, self.input_format)
+        except Exception:  # refused by the session anyway
+            return n_bytes  # counted as it came
         per_s = fmt.rate_hz * fmt.bytes_per_sample
         return -(-n_bytes * AUDIO_BYTES_PER_S // per_s)
 

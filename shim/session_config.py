@@ -150,7 +150,9 @@ def _turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> TurnD
         )
     vad = base.vad or defaults
     eagerness = raw.get("eagerness", "auto") if kind == "semantic_vad" else None
-    if eagerness is not None and eagerness not in SEMANTIC_SILENCE_MS:
+    if eagerness is not None and (
+        not isinstance(eagerness, str) or eagerness not in SEMANTIC_SILENCE_MS
+    ):
         msg = f"turn_detection.eagerness must be one of {sorted(SEMANTIC_SILENCE_MS)}"
         raise SessionConfigError("invalid_value", msg, "turn_detection.eagerness")
     updates: dict[str, Any] = {}

@@ -7,8 +7,9 @@ Each is applied as far as the mode can, or refused with a coded error
 * ``output_modalities`` (beta ``modalities``): every answer is spoken, its transcript
   alongside, so a list without ``"audio"`` (text-only) is ``unsupported_by_upstream``;
 * ``audio.input.transcription`` and ``audio.input.noise_reduction`` (beta
-  ``input_audio_transcription``, ``input_audio_noise_reduction``): an object or null,
-  kept and told back in ``session.updated``. Over a duplex upstream they go to it
+  ``input_audio_transcription``, ``input_audio_noise_reduction``): an object of GA's
+  shape (``invalid_value`` otherwise) or null, kept and told back in
+  ``session.updated``. Over a duplex upstream they go to it
   (vLLM-Omni reads both); a turn-based upstream has neither, so ``duplex_emulated``
   refuses them (``shim/dialects/turn_limits.py``).
 """
@@ -26,6 +27,10 @@ INPUT_OPTIONS = {
     "noise_reduction": "input_audio_noise_reduction",
 }
 _UNSET = object()
+# GA's shapes of the objects (told back in session.updated, which must parse as GA):
+# transcription's fields are strings; noise reduction names a known microphone.
+_STRING_FIELDS = {"transcription": ("model", "language", "prompt"), "noise_reduction": ()}
+NOISE_TYPES = ("near_field", "far_field")
 
 
 def check_modalities(session: dict[str, Any]) -> None:
@@ -46,11 +51,18 @@ def input_option(session: dict[str, Any], a_in: dict[str, Any], name: str) -> An
     ``_UNSET`` when it says nothing of it; anything else is ``invalid_value``."""
     beta = INPUT_OPTIONS[name]
     value = a_in[name] if name in a_in else session[beta] if beta in session else _UNSET
-    if value is _UNSET or value is None or isinstance(value, dict):
+    if value is _UNSET or value is None:
         return value
-    raise SessionConfigError(
-        "invalid_value", f"{name} must be an object or null", f"session.audio.input.{name}"
-    )
+    param = f"session.audio.input.{name}"
+    if not isinstance(value, dict):
+        raise SessionConfigError("invalid_value", f"{name} must be an object or null", param)
+    for key in _STRING_FIELDS[name]:
+        if value.get(key) is not None and not isinstance(value[key], str):
+            raise SessionConfigError("invalid_value", f"{name}.{key} must be a string", param)
+    if name == "noise_reduction" and value.get("type") not in (None, *NOISE_TYPES):
+        msg = f"noise_reduction.type must be one of {list(NOISE_TYPES)} or null"
+        raise SessionConfigError("invalid_value", msg, param)
+    return value
 
 
 def is_unset(value: Any) -> bool:

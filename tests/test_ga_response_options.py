@@ -11,6 +11,9 @@ from typing import Any
 import pytest
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 
+from shim.dialects.ga_response_create import Refusal, screened
+from shim.session_config import ClientSessionConfig, apply_session_update
+from shim.vad_gate import VadParams
 from tests.servers import load_clip
 from tests.test_ga_conformance import events_for
 from tests.test_openai_sdk import (
@@ -98,3 +101,23 @@ async def test_bad_metadata_is_an_invalid_value() -> None:
         await conn.send({"type": "response.create", "response": {"metadata": {"n": 1}}})
         err = (await refusal(conn))["error"]
         assert (err["code"], err["param"]) == ("invalid_value", "response.metadata"), err
+
+
+def test_audio_among_the_modalities_and_a_format_at_the_sessions_rate_are_accepted() -> None:
+    pcm16k = {"type": "audio/pcm", "rate": 16000}
+    update = {"type": "session.update", "session": {"audio": {"output": {"format": pcm16k}}}}
+    cfg = apply_session_update(ClientSessionConfig(), update, VadParams())
+    accepted = [
+        {"output_modalities": ["audio", "text"]},
+        {"output_modalities": ["text", "audio"]},
+        {"modalities": ["text", "audio"]},
+        {"audio": {"output": {"format": {"type": "audio/pcm"}}}},
+        {"output_audio_format": "pcm16"},
+    ]
+    for options in accepted:
+        sent, _ = screened({"type": "response.create", "response": options}, cfg)
+        assert "metadata" not in sent["response"], options
+    at_24k = {"audio": {"output": {"format": {"type": "audio/pcm", "rate": 24000}}}}
+    for options in [at_24k, {"output_modalities": ["text"]}, {"output_modalities": "audio"}]:
+        with pytest.raises(Refusal):
+            screened({"type": "response.create", "response": options}, cfg)

@@ -7,17 +7,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pybase64
 import pytest
 
 from proxy.client_limits import AUDIO_BYTES_PER_S, InputClock
-from tests.servers import connect, reference, ws_url
+from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
 from tests.test_cli import Procs, free_port, wait_http_ok
+from tests.test_native_relay import NATIVE, opening
 
-PCMU = {
-    "type": "session.update",
-    "session": {"audio": {"input": {"format": {"type": "audio/pcmu"}}}},
-}
+PCMU_TOLD = {"audio": {"input": {"format": {"type": "audio/pcmu"}}}}
+PCMU = {"type": "session.update", "session": PCMU_TOLD}
 
 
 def append(n_bytes: int, **extra: object) -> dict[str, object]:
@@ -25,20 +25,43 @@ def append(n_bytes: int, **extra: object) -> dict[str, object]:
     return {"type": "input_audio_buffer.append", "audio": audio, **extra}
 
 
+def told(session: object) -> dict[str, object]:
+    return {"type": "session.updated", "session": session}
+
+
 def test_a_second_of_audio_costs_a_second_in_every_format() -> None:
     clock = InputClock()
     assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S  # 24 kHz PCM16 by default
-    assert clock.cost(PCMU) == 0
+    clock.accepted(PCMU_TOLD)
     assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S  # a second of G.711
-    # A refused update changes nothing.
-    clock.cost({"type": "session.update", "session": {"audio": {"input": {"format": 7}}}})
-    assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S
     # An append naming its own format and rate (vLLM-Omni's clients) is read so.
     assert clock.cost(append(32000, format="pcm16", sample_rate_hz=16000)) == AUDIO_BYTES_PER_S
-    flat = {"type": "session.update", "input_audio_format": "pcm_f32le", "sample_rate_hz": 16000}
-    clock.cost(flat)
+    clock.accepted({"input_audio_format": "pcm_f32le", "sample_rate_hz": 16000})  # vLLM-Omni's
     assert clock.cost(append(64000)) == AUDIO_BYTES_PER_S
     assert clock.cost({"type": "input_audio_buffer.commit"}) == 0
+
+
+def test_the_clock_follows_what_the_session_told_not_what_the_client_asked() -> None:
+    clock = InputClock()
+    # The session may refuse it, or apply part of it: only what it tells counts.
+    assert clock.cost(PCMU) == 0
+    assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+    clock.told(orjson.dumps(told(PCMU_TOLD)).decode())
+    assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S
+    pcm16k = {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}}
+    clock.told(orjson.dumps({"type": "session.created", "session": pcm16k}).decode())
+    assert clock.cost(append(32000)) == AUDIO_BYTES_PER_S
+    # What names no format, or none readable, leaves it as it was; nothing raises.
+    td = {"type": "semantic_vad", "eagerness": ["high"]}
+    for session in ({"audio": {"input": {"turn_detection": td}}}, {"audio": [1]}, 5, None):
+        clock.accepted(session)
+        clock.told(orjson.dumps(told(session)).decode())
+    for bad in (5, "audio/ogg", {"type": 7}, {"type": "audio/pcm", "rate": "x"}):
+        clock.accepted({"audio": {"input": {"format": bad}}})
+        clock.told(orjson.dumps(told({"input_audio_format": bad})).decode())
+    assert clock.cost(append(32000)) == AUDIO_BYTES_PER_S
+    clock.told('{not json, but "session."')
+    assert clock.cost(append(8000, format=["x"], sample_rate_hz={})) > 0
 
 
 @pytest.fixture
@@ -73,3 +96,74 @@ async def test_a_g711_client_is_held_to_real_time_like_any_other(
             err = await c.until("error", timeout=20)
             assert err["error"]["code"] == "input_rate_exceeded", err
         proc.check_alive()
+
+
+async def test_a_format_the_session_refused_does_not_change_what_audio_costs() -> None:
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    async with (
+        reference("turn", reply_ms=600) as up,
+        proxy(proxy_config({"m": up}, server=limits)) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(opening(turn_detection=None))  # 16 kHz PCM16
+        await c.until("session.created")
+        await c.send(PCMU)  # a GA name, which vLLM-Omni's protocol does not have
+        assert (await c.until("error"))["error"]["code"] == "unsupported_audio_format"
+        for _ in range(3):  # 1.5 s of 16 kHz PCM16 at once, inside the 2 s burst
+            await c.send(append(16000))
+        await c.send({"type": "session.update", "session": {"voice": "alloy"}})
+        seen = []
+        while (event := await c.recv())["type"] != "session.updated":
+            seen.append(event)
+        codes = [e["error"]["code"] for e in seen if e["type"] == "error"]
+        assert "input_rate_exceeded" not in codes, seen
+
+
+async def test_in_passthrough_audio_costs_its_time_at_the_format_the_upstream_accepted() -> None:
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    f32 = {"input_audio_format": "pcm_f32le", "sample_rate_hz": 16000}
+    async with (
+        reference("duplex", reply_ms=600) as up,
+        proxy(proxy_config({"m": up}, server=limits)) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(opening(turn_detection=None, audio={"input": {}}, **f32))
+        await c.until("session.created")
+        opened = await c.until("session.updated")  # the upstream's answer to the opening
+        assert opened["session"]["input_audio_format"] == "pcm_f32le", opened
+        # 1.8 s of 16 kHz float at once, in the 2 s burst (2.4 s if read as 24 kHz PCM16).
+        silence = pybase64.b64encode(bytes(38400)).decode()  # float zeros, 0.6 s
+        for _ in range(3):
+            await c.send({"type": "input_audio_buffer.append", "audio": silence})
+        await c.send({"type": "session.update", "session": {"voice": "alloy"}})
+        seen = []
+        while (event := await c.recv())["type"] != "session.updated":
+            seen.append(event)
+        assert not [e for e in seen if e["type"] == "error"], seen
+
+
+async def test_a_resumed_session_counts_audio_at_the_format_it_accepted_before() -> None:
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    pcm48k = {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 48000}}}}
+    async with reference("turn", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"}, server=limits)
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base)) as c1:
+                created = await c1.until("session.created")
+                await c1.send({"type": "session.update", "session": pcm48k})
+                seq = (await c1.until("session.updated"))["server_event_seq"]
+            query = {
+                "session_id": created["session"]["id"],
+                "resume_token": created["resume_token"],
+                "last_received_server_event_seq": str(seq),
+            }
+            async with connect(ws_url(base, model=None, **query)) as c2:
+                assert (await c2.recv())["type"] == "session.resumed"
+                # 1.8 s of 48 kHz PCM16 at once, in the 2 s burst (3.6 s if read as 24 kHz).
+                for _ in range(3):
+                    await c2.send(append(57600))
+                await c2.send({"type": "session.update", "session": {"type": "realtime"}})
+                seen = []
+                while (event := await c2.recv())["type"] != "session.updated":
+                    seen.append(event)
+                assert not [e for e in seen if e["type"] == "error"], seen

@@ -64,9 +64,10 @@ def test_semantic_vad_is_told_as_set_and_its_eagerness_sets_when_a_turn_ends() -
 
 def test_a_bad_eagerness_is_an_invalid_value() -> None:
     sc = turn_based()
-    td = {"type": "semantic_vad", "eagerness": "eager"}
-    (err,) = errors(update(sc, audio={"input": {"turn_detection": td}}))
-    assert (err["code"], err["param"]) == ("invalid_value", "turn_detection.eagerness")
+    for eagerness in ("eager", ["high"], {"level": "high"}, 3):
+        td = {"type": "semantic_vad", "eagerness": eagerness}
+        (err,) = errors(update(sc, audio={"input": {"turn_detection": td}}))
+        assert (err["code"], err["param"]) == ("invalid_value", "turn_detection.eagerness")
 
 
 def test_over_a_duplex_upstream_transcription_and_noise_reduction_go_up_and_are_told() -> None:
@@ -78,6 +79,28 @@ def test_over_a_duplex_upstream_transcription_and_noise_reduction_go_up_and_are_
     assert sent["session"]["audio"]["input"]["transcription"] == TRANSCRIBE
     told = updated(ga(update(sc, audio={"input": {"noise_reduction": None}})))["audio"]["input"]
     assert (told["transcription"], told["noise_reduction"]) == (TRANSCRIBE, None)
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("transcription", {"model": 5}),
+        ("transcription", {"language": ["en"]}),
+        ("noise_reduction", {"type": "far"}),
+        ("noise_reduction", 3),
+    ],
+)
+def test_a_shape_ga_does_not_know_is_an_invalid_value_and_is_not_told(
+    name: str, value: Any
+) -> None:
+    sc = make()
+    out = update(sc, audio={"input": {name: value}})
+    (err,) = errors(out)
+    assert (err["code"], err["param"]) == ("invalid_value", f"session.audio.input.{name}")
+    assert "session.updated" not in [e["type"] for e in ga(out)]
+    fine = {"model": "whisper-1", "language": "en"} if name == "transcription" else NEAR
+    told = updated(ga(update(sc, audio={"input": {name: fine}})))["audio"]["input"]
+    assert told[name] == fine
 
 
 def test_over_a_turn_based_upstream_they_are_refused_field_by_field_and_the_rest_applies() -> None:

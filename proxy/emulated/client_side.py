@@ -13,10 +13,12 @@ import time
 from typing import Any
 
 from proxy.client_io import ClientChannel
+from proxy.client_limits import TOLD
 from proxy.clock import now_ms
 from proxy.emulated.queue_items import Attach
 from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
+from shim.audio import AudioFormat
 from shim.journal import Journal
 from shim.native_client import native_error
 
@@ -46,6 +48,10 @@ class ClientSide:
             native_error(event)
         text = self.journal.stamp(event, now_ms())
         self.latency.sent(event)
+        if event.get("type") in TOLD and self.attached is not None:
+            # The client's input clock reads what the session accepted, no more
+            # (proxy/client_limits.py).
+            self.attached.client.rate.clock.accepted(event.get("session"))
         if event.get("type") == "response.done":
             self.metrics.responses.labels(self.mode, event["response"]["status"]).inc()
             details = event["response"].get("status_details") or {}
@@ -61,7 +67,9 @@ class ClientSide:
         if self.attached is not None:
             self.attached.client.send_error(code, message)
 
-    async def attach(self, attach: Attach) -> None:
+    async def attach(self, attach: Attach, input_format: AudioFormat | None = None) -> None:
+        """``input_format``: the session's, which the client's input clock starts at
+        (a resumed session's may not be told again)."""
         replay: list[str] = []
         if attach.replay_after is not None:
             local = self.journal.after(attach.replay_after, now_ms())
@@ -85,7 +93,12 @@ class ClientSide:
             old.done.set()
         self.attached = attach
         self.grace_deadline = None
+        clock = attach.client.rate.clock
+        if input_format is not None:
+            clock.input_format = input_format
         for event in attach.first_events:
+            if event.get("type") in TOLD:
+                clock.accepted(event.get("session"))
             attach.client.send_event(event)
         for text in replay:
             attach.client.send_text(text)

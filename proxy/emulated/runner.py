@@ -248,7 +248,7 @@ class EmulatedRunner(PersistedSession):
                     self.credits.release(len(item.frame.raw))
         elif isinstance(item, Attach):
             item.client.end_by(self.ends_at)
-            await self.out.attach(item)
+            await self.out.attach(item, self.shim.config.input_format)  # the clock's start
         elif isinstance(item, Detached):
             await self._on_detach(item.client)
         elif isinstance(item, Execute):

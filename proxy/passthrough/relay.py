@@ -31,6 +31,7 @@ async def run_passthrough(
     created = annotated_created(link, cls, resume=record is not None)
     session.state.metrics.frames.labels("upstream_to_client").inc()
     session.client.send_event(created)
+    session.client.rate.clock.accepted(created.get("session"))
     store = session.state.store
     keeper = None
     if record is not None and store is not None:
@@ -127,6 +128,7 @@ async def relay(
         """An upstream frame written to the client from the socket's data callback."""
         if not client.write_now(text):
             return False  # queued: the loop below sends it
+        client.rate.clock.told(text)  # the format the upstream accepted, if it says
         to_client.add(len(text))
         return True
 
@@ -141,6 +143,7 @@ async def relay(
                 tap.tap = None
                 if msg.type == aiohttp.WSMsgType.TEXT:
                     to_client.add(len(msg.data))
+                    client.rate.clock.told(msg.data)
                     if not await client.send_now(msg.data):
                         return
                 elif msg.type == aiohttp.WSMsgType.BINARY:

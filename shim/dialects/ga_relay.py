@@ -105,7 +105,10 @@ class GaRelaySession(BargeInRelaySession):
         due = self.turn_wait.due(self.response)
         for action, by, whole in [(a, kind, ptt) for a in actions] + due:
             out += self._tagged(action, by, whole)
-        return self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
+        out = self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
+        # The client's metadata, in its response's events whoever made them: the
+        # upstream's, or the proxy's own response.done of a cut or a lost upstream.
+        return self.metadata.told_all(out)
 
     def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
         """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
@@ -136,7 +139,7 @@ class GaRelaySession(BargeInRelaySession):
             sent, metadata = ga_response_create.screened(ev, self.config)
         except ga_response_create.Refusal as no:
             return [self.err(no.code, str(no), ev, no.param)]
-        self.metadata.asked(metadata)
+        self.metadata.asked(metadata, ev.get("event_id"))
         return [ForwardUpstream(orjson.dumps(sent).decode())]
 
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
@@ -290,5 +293,4 @@ class GaRelaySession(BargeInRelaySession):
         ev = ga_events.translate(screened)
         if ev is None:
             return []
-        ev = self.metadata.told(ev)  # the client's own, never the upstream's
         return EmulatedSession.on_upstream(self, UpstreamEvent(ev, inp.raw, inp.now_ms))

@@ -14,12 +14,13 @@ client asks beyond them it would carry out otherwise than GA says, or not at all
   not read, or its own ``response_format``, which the proxy would misread).
 
 So each of these is refused with ``unsupported_by_upstream`` naming it, and no
-response is created (``docs/protocol.md``); the session's own format, ``"auto"`` and
-``["audio"]`` ask for nothing and are accepted. ``metadata`` is GA's to echo: the
-proxy keeps it (16 string values at most, as GA) and tells it as the
-``response.metadata`` of the response it asked for, in ``response.created`` and
-``response.done``; what vLLM-Omni puts there (its own event, stringified) is not
-the client's and is never told.
+response is created (``docs/protocol.md``); the session's own format (a name without
+a rate is at the session's), ``"auto"`` and modalities with ``"audio"`` among them
+(every answer is spoken, its transcript alongside) ask for nothing and are accepted.
+``metadata`` is GA's to echo: the proxy keeps it (16 string values at most, as GA)
+and tells it as the ``response.metadata`` of the response it asked for, in
+``response.created`` and ``response.done``; what vLLM-Omni puts there (its own
+event, stringified) is not the client's and is never told.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from shim.session_config import ClientSessionConfig
 UNSUPPORTED = "unsupported_by_upstream"
 METADATA_KEYS, METADATA_CHARS = 16, 512
 KEPT = 32  # responses whose metadata is still to be told in their response.done
-# The upstream's refusals of a response.create: the metadata it named goes with it.
-_REFUSED = {"conversation_already_has_active_response", "unsupported_native_response_options"}
 
 
 class Refusal(Exception):
@@ -75,7 +74,11 @@ def screened(
     if options.get("input") is not None:
         raise _refuse("response.input", "a response over its own input items")
     modalities = options.get("output_modalities", options.get("modalities"))
-    if modalities is not None and modalities != ["audio"]:
+    if modalities is not None and not (
+        isinstance(modalities, list)
+        and all(isinstance(m, str) for m in modalities)
+        and "audio" in modalities
+    ):  # spoken, its transcript alongside, as the session's (shim/session_options.py)
         raise _refuse("response.output_modalities", f"output_modalities {modalities!r}")
     audio = options.get("audio")
     output = audio.get("output") if isinstance(audio, dict) else None
@@ -84,7 +87,9 @@ def screened(
         spec = options.pop("output_audio_format", None)
     if spec is not None:
         try:
-            fmt = parse_format(spec, None, "response.audio.output.format", allow_f32=False)
+            # A format named without its rate is at the session's rate.
+            rate = cfg.output_format.rate_hz
+            fmt = parse_format(spec, rate, "response.audio.output.format", allow_f32=False)
         except SessionConfigError as exc:
             raise Refusal(exc.code, str(exc), "response.audio.output.format") from None
         if fmt != cfg.output_format:
@@ -106,14 +111,16 @@ def screened(
 class ResponseMetadata:
     """The client's metadata, told as the ``response.metadata`` of its response."""
 
-    __slots__ = ("_asked", "_told")
+    __slots__ = ("_asked", "_asked_by", "_told")
 
     def __init__(self) -> None:
         self._asked: dict[str, str] | None = None  # for the next response.created
+        self._asked_by: str | None = None  # the event_id of the create that asked it
         self._told: OrderedDict[str, dict[str, str] | None] = OrderedDict()
 
-    def asked(self, metadata: dict[str, str] | None) -> None:
+    def asked(self, metadata: dict[str, str] | None, event_id: Any = None) -> None:
         self._asked = metadata
+        self._asked_by = event_id if isinstance(event_id, str) else None
 
     def told_all(self, actions: list[Action]) -> list[Action]:
         return [SendClient(self.told(a.event)) if isinstance(a, SendClient) else a for a in actions]
@@ -121,8 +128,13 @@ class ResponseMetadata:
     def told(self, ev: dict[str, Any]) -> dict[str, Any]:
         kind, body = ev.get("type"), ev.get("response")
         if kind == "error":
+            # vLLM-Omni refuses a create in many ways (a busy conversation, no input
+            # yet, a text-only turn, ...), most naming no event: any error that does not
+            # name another event answers the create, and its metadata goes with it,
+            # rather than onto the next response the upstream makes of its own.
             err = ev.get("error")
-            if isinstance(err, dict) and err.get("code") in _REFUSED:
+            named = err.get("event_id") if isinstance(err, dict) else None
+            if not isinstance(named, str) or named == self._asked_by:
                 self._asked = None
             return ev
         if kind not in ("response.created", "response.done") or not isinstance(body, dict):

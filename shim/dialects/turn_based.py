@@ -117,7 +117,7 @@ class TurnBasedSession(EmulatedSession):
         no, metadata = self.refusals.response_create(ev, self.config, busy, waiting)
         if no is not None:
             return [self.err(*no)]
-        self.metadata.asked(metadata)
+        self.metadata.asked(metadata, ev.get("event_id"))
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
