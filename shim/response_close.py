@@ -60,7 +60,7 @@ def lost_response_done(response_id: str, output: list[dict[str, Any]]) -> SendCl
                 response_id,
                 "incomplete",
                 output,
-                {"type": "incomplete", "reason": "upstream_lost"},
+                wire.status_details("incomplete", "upstream_lost"),
             ),
         }
     )

@@ -100,6 +100,20 @@ def response(
     }
 
 
+# The reasons GA gives a response that did not complete; any other cause (the upstream
+# lost, its error code) is told as the response's error, which GA clients validate.
+GA_REASONS = frozenset({"turn_detected", "client_cancelled", "max_output_tokens", "content_filter"})
+
+
+def status_details(status: str, reason: str | None) -> dict[str, Any] | None:
+    """A response's ``status_details`` in GA's shape: ``reason`` only from GA's list."""
+    if status == "completed":
+        return None
+    if reason is None or reason in GA_REASONS:
+        return {"type": status, "reason": reason}
+    return {"type": status, "error": {"type": "server_error", "code": reason}}
+
+
 def part_ids(response_id: str, item_id: str) -> dict[str, Any]:
     return {"response_id": response_id, "item_id": item_id, "output_index": 0, "content_index": 0}
 
@@ -174,7 +188,7 @@ def response_end(
         item_id, "completed" if status == "completed" else "incomplete", transcript
     )
     ids = part_ids(response_id, item_id)
-    details = None if status == "completed" else {"type": status, "reason": reason}
+    details = status_details(status, reason)
     return [
         {"type": "response.output_audio.done", **ids},
         {"type": "response.output_audio_transcript.done", **ids, "transcript": transcript},

@@ -372,7 +372,7 @@ async def test_a_restarted_upstream_ends_the_response_incomplete_and_talks_on() 
         link.cut()
         cut_at = len(c.events)
         done = await cut_answer_ends(c, rid)
-        assert done["response"]["status_details"]["reason"] == "upstream_lost"
+        assert done["response"]["status_details"]["error"]["code"] == "upstream_lost"
         await answered(c)
         assert await reattached(base) == {"fresh": 1}
         # The fresh upstream session got the client's settings back, and the talk so far.

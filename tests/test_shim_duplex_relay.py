@@ -121,7 +121,7 @@ def test_an_upstream_that_cannot_resume_ends_the_response_and_opens_a_fresh_sess
     out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
     (done,) = [e for e in client_events(out) if e["type"] == "response.done"]
     assert done["response"]["status"] == "incomplete"
-    assert done["response"]["status_details"]["reason"] == "upstream_lost"
+    assert done["response"]["status_details"]["error"]["code"] == "upstream_lost"
     assert any(isinstance(a, AbortUpstream) and a.redial for a in out)
     (restore,) = upstream_events(out)
     assert restore["session"]["instructions"] == "be brief"

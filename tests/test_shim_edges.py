@@ -230,7 +230,7 @@ def test_a_lost_upstream_ends_the_response_incomplete_and_redials() -> None:
     done = the(client_events(out), "response.done")
     assert done["response"]["id"] == rid
     assert done["response"]["status"] == "incomplete"
-    assert done["response"]["status_details"]["reason"] == "upstream_lost"
+    assert done["response"]["status_details"]["error"]["code"] == "upstream_lost"
     (abort,) = [a for a in out if isinstance(a, AbortUpstream)]
     assert abort.after_loss and abort.redial
     assert upstream_events(out) == [{"type": "session.update", "model": "demo-up"}]

@@ -82,5 +82,4 @@ def test_the_proxys_own_response_done_of_a_lost_upstream_tells_the_metadata() ->
     sc = asked()
     answered(sc)
     out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
-    # Not checked against GA: its status_details.reason "upstream_lost" is no GA reason.
-    assert told(sc, out, "response.done", ga=False) == ASKED
+    assert told(sc, out, "response.done") == ASKED  # GA-valid: the cause is its error

@@ -86,7 +86,7 @@ def test_a_turn_based_snapshot_stored_by_the_old_code_restores() -> None:
     out = s.restore(OLD_TURN)
     (done,) = [e for e in client_events(out) if e["type"] == "response.done"]
     assert done["response"]["id"] == "resp_1"
-    assert done["response"]["status_details"]["reason"] == "upstream_lost"
+    assert done["response"]["status_details"]["error"]["code"] == "upstream_lost"
     assert s.config.input_format.rate_hz == 16000 and s.config.instructions == "be brief"
     assert s.config.turn.vad is not None and s.config.turn.vad.threshold == 0.6
     assert s.new_id("item").endswith("000008"), "ids go on from the snapshot's counter"

@@ -368,7 +368,7 @@ def test_an_upstream_error_mid_response_fails_the_response_with_its_code() -> No
     assert events[0]["error"]["code"] == "model_error" and "boom" in events[0]["error"]["message"]
     (done,) = [e for e in events if e["type"] == "response.done"]
     assert done["response"]["status"] == "failed"
-    assert done["response"]["status_details"]["reason"] == "model_error"
+    assert done["response"]["status_details"]["error"]["code"] == "model_error"  # GA: the error
 
 
 # ---------------------------------------------------------------- native clients
