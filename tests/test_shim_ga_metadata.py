@@ -37,7 +37,7 @@ def upstream_error(code: str, event_id: str | None = None) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "code", ["response_create_without_input", "text_only_turn_unsupported", "anything_else"]
+    "code", ["response_create_without_input", "text_only_turn_unsupported", "bad_event"]
 )
 @pytest.mark.parametrize("event_id", [None, "evt_greet"])
 def test_a_refused_creates_metadata_is_not_told_in_the_next_response(
@@ -83,3 +83,14 @@ def test_the_proxys_own_response_done_of_a_lost_upstream_tells_the_metadata() ->
     answered(sc)
     out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
     assert told(sc, out, "response.done") == ASKED  # GA-valid: the cause is its error
+
+
+def test_the_proxys_refusal_of_another_event_leaves_the_metadata_waiting() -> None:
+    # The openai SDK sets no event ids: the proxy's refusal of an unrelated event
+    # names none, and is no answer to the create.
+    sc = asked("evt_greet")
+    bad = {"type": "conversation.item.truncate", "item_id": "item_nope", "content_index": 0}
+    out = sc.client({**bad, "audio_end_ms": 5})
+    assert [e["error"]["code"] for e in client_events(out)] == ["item_not_found"]
+    created = sc.upstream({"type": "response.created", "response": {"id": RID}})
+    assert told(sc, created, "response.created") == ASKED

@@ -111,3 +111,23 @@ def test_many_acks_in_flight_are_all_told_apart() -> None:
     for _ in range(40):
         assert to_client(sc.upstream(TOO_LATE))
     assert kept(sc.upstream(TOO_LATE)), "the proxy's, the 41st"
+
+
+def test_a_truncate_past_the_proxys_cut_is_answered_at_the_cut_and_leaves_nothing_in_flight() -> (
+    None
+):
+    # The client truncates past the proxy's own cut; the upstream is sent the cut and
+    # answers at it. That answer must take the truncate's entry, so that a later
+    # refusal of the proxy's own ack is still kept from the client.
+    sc = make(truncates=True)
+    play_response(sc, "resp-2", deltas=40)
+    ack = next(e for e in upstream_events(sc.speak([0.9] * 10)) if e["type"] == "playback.ack")
+    cut = ack["played_ms"]
+    sc.client(truncate("item_resp-2", cut + 100))
+    answer = {"type": "playback.acknowledged", "item_id": "item_resp-2", "played_ms": cut}
+    sc.upstream({**answer, "committed_ms": cut})
+    sc.upstream({**answer, "committed_ms": cut, "truncate": True})
+    sc.speak([0.05] * 40)  # the user's turn ends
+    play_response(sc, "resp-3", deltas=40)
+    assert acks(sc.speak([0.9] * 10)), "the proxy's second cut says what was heard"
+    assert kept(sc.upstream(TOO_LATE)), "the refusal of the proxy's own ack"

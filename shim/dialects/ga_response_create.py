@@ -35,6 +35,20 @@ from shim.session_config import ClientSessionConfig
 UNSUPPORTED = "unsupported_by_upstream"
 METADATA_KEYS, METADATA_CHARS = 16, 512
 KEPT = 32  # responses whose metadata is still to be told in their response.done
+# vLLM-Omni's refusals of a response.create (engine/duplex/session/runner.py
+# ``_start_response_from_committed_audio``, engine/duplex/config.py
+# ``ResponseCreateOptions``), with the GA codes the relay tells two of them as
+# (``ga_events.py``).
+CREATE_REFUSALS = frozenset(
+    {
+        "response_already_active",
+        "conversation_already_has_active_response",
+        "response_create_without_input",
+        "text_only_turn_unsupported",
+        "unsupported_native_response_options",
+        "bad_event",  # malformed options (DuplexConfigError's own code)
+    }
+)
 
 
 class Refusal(Exception):
@@ -128,13 +142,17 @@ class ResponseMetadata:
     def told(self, ev: dict[str, Any]) -> dict[str, Any]:
         kind, body = ev.get("type"), ev.get("response")
         if kind == "error":
-            # vLLM-Omni refuses a create in many ways (a busy conversation, no input
-            # yet, a text-only turn, ...), most naming no event: any error that does not
-            # name another event answers the create, and its metadata goes with it,
-            # rather than onto the next response the upstream makes of its own.
+            # vLLM-Omni refuses a create in several ways, most naming no event: an error
+            # naming the create, or one of those refusals naming none, answers it, and
+            # its metadata goes with it rather than onto the next response the upstream
+            # makes of its own. Other errors (the proxy's own refusal of another event,
+            # which a client without event ids gets unnamed) leave it waiting.
             err = ev.get("error")
-            named = err.get("event_id") if isinstance(err, dict) else None
-            if not isinstance(named, str) or named == self._asked_by:
+            err = err if isinstance(err, dict) else {}
+            named = err.get("event_id")
+            if (named is None and err.get("code") in CREATE_REFUSALS) or (
+                named is not None and named == self._asked_by
+            ):
                 self._asked = None
             return ev
         if kind not in ("response.created", "response.done") or not isinstance(body, dict):

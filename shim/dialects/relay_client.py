@@ -74,7 +74,8 @@ def truncate(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]
     # cut (a barge-in) tells that cut again, so it goes up at the cut, not beyond.
     cut = item.truncated_ms if item.truncated_ms is not None else int(ev["audio_end_ms"])
     if r.upstream_truncates:
-        r.reports.truncate_sent(ev, own=r.answers_reports)
-        return [*out, SendUpstream({**ev, "audio_end_ms": cut})]
+        sent = {**ev, "audio_end_ms": cut}
+        r.reports.truncate_sent(sent, own=r.answers_reports)  # answered at the cut
+        return [*out, SendUpstream(sent)]
     # No truncate upstream: commit what was heard with a playback ack instead.
     return [*out, SendUpstream(r.reports.heard_ack(item.item_id, item.response_id, cut))]
