@@ -64,6 +64,24 @@ def test_the_clock_follows_what_the_session_told_not_what_the_client_asked() -> 
     assert clock.cost(append(8000, format=["x"], sample_rate_hz={})) > 0
 
 
+def test_the_clock_reads_vllm_omni_session_objects_in_its_spellings() -> None:
+    # vLLM-Omni tells its session as ``realtime_audio_format_object`` spells it: a
+    # G.711 object names the session's rate, which GA's never does.
+    for name, rate in (("g711_ulaw", 16000), ("g711_alaw", 8000)):
+        clock = InputClock()
+        fmt = {"type": f"audio/{name}", "rate": rate}
+        clock.told(
+            orjson.dumps(
+                told({"input_audio_format": name, "audio": {"input": {"format": fmt}}})
+            ).decode()
+        )
+        assert clock.cost(append(rate)) == AUDIO_BYTES_PER_S, name
+    for spelling in ("mulaw", "audio/g711_ulaw", {"type": "ulaw"}):
+        clock = InputClock()
+        clock.accepted({"audio": {"input": {"format": spelling}}})
+        assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, spelling
+
+
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[Procs]:
     p = Procs(tmp_path)
