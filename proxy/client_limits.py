@@ -8,6 +8,7 @@ client channel (``proxy/client_io.py``) acts on the verdicts: it slows its readi
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -51,9 +52,13 @@ def audio_bytes(event: dict[str, Any]) -> int:
     return max(0, len(audio) * 3 // 4 - padding)
 
 
-# The session events that tell a client the session it has; a bigger frame is audio.
+# The session events that tell a client the session it has.
 TOLD = ("session.created", "session.updated")
-TOLD_MAX_CHARS = 64 * 1024
+# A frame's own ``type`` comes first (vLLM-Omni's events, GA's, the proxy's): only a
+# frame whose first characters name a session event is parsed, whatever its size (it
+# is bounded by ``max_frame_bytes``), so an audio frame costs a look at its start.
+TOLD_TYPE_WITHIN = 256
+_TOLD_TYPE = re.compile(r'"type"\s*:\s*"session\.(?:created|updated)"')
 
 
 def told_input_format(session: Any) -> AudioFormat | None:
@@ -133,8 +138,8 @@ class InputClock:
 
     def told(self, text: str) -> None:
         """A frame the client was sent as it is (passthrough): ``accepted`` if it is a
-        session event; a big frame is audio and is not read."""
-        if len(text) > TOLD_MAX_CHARS or '"session.' not in text:
+        session event, as its ``type`` near the start says."""
+        if _TOLD_TYPE.search(text, 0, TOLD_TYPE_WITHIN) is None:
             return
         try:
             event = orjson.loads(text)

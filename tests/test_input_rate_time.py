@@ -82,6 +82,28 @@ def test_the_clock_reads_vllm_omni_session_objects_in_its_spellings() -> None:
         assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, spelling
 
 
+def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
+    # A session object may carry long instructions or tools: its size says nothing.
+    pcmu = {**PCMU_TOLD, "instructions": "x" * 100_000}
+    for frame in (told(pcmu), {"type": "session.created", "session": pcmu}):
+        clock = InputClock()
+        clock.told(orjson.dumps(frame).decode())
+        assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, frame["type"]
+    # Python's json spells ``"type": "..."`` with a space.
+    clock = InputClock()
+    clock.told('{"type": "session.updated", "session": {"input_audio_format": "g711_ulaw"}}')
+    assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S
+    # Another event naming a session format in its text is no session event.
+    clock = InputClock()
+    delta = {
+        "type": "response.output_text.delta",
+        "delta": '"session.updated"',
+        "session": PCMU_TOLD,
+    }
+    clock.told(orjson.dumps(delta).decode())
+    assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+
+
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[Procs]:
     p = Procs(tmp_path)
