@@ -53,12 +53,12 @@ def audio_bytes(event: dict[str, Any]) -> int:
 
 
 # The session events that tell a client the session it has.
-TOLD = ("session.created", "session.updated")
+TOLD = ("session.created", "session.updated", "session.resumed")
 # A frame's own ``type`` comes first (vLLM-Omni's events, GA's, the proxy's): only a
 # frame whose first characters name a session event is parsed, whatever its size (it
 # is bounded by ``max_frame_bytes``), so an audio frame costs a look at its start.
 TOLD_TYPE_WITHIN = 256
-_TOLD_TYPE = re.compile(r'"type"\s*:\s*"session\.(?:created|updated)"')
+_TOLD_TYPE = re.compile(r'"type"\s*:\s*"session\.(?:created|updated|resumed)"')
 
 
 def told_input_format(session: Any) -> AudioFormat | None:

@@ -207,3 +207,38 @@ async def test_a_resumed_session_counts_audio_at_the_format_it_accepted_before()
                 while (event := await c2.recv())["type"] != "session.updated":
                     seen.append(event)
                 assert not [e for e in seen if e["type"] == "error"], seen
+
+
+async def test_a_passthrough_resume_counts_audio_at_the_format_the_upstream_resumed() -> None:
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    f32 = {"input_audio_format": "pcm_f32le", "sample_rate_hz": 16000}
+    async with reference("duplex", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"}, server=limits)
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base, **NATIVE)) as c1:
+                await c1.send(opening(turn_detection=None, audio={"input": {}}, **f32))
+                created = await c1.until("session.created")
+                opened = await c1.until("session.updated")
+                assert opened["session"]["input_audio_format"] == "pcm_f32le", opened
+                seqs = [e["server_event_seq"] for e in c1.events if "server_event_seq" in e]
+            async with connect(ws_url(base)) as c2:
+                await c2.send(
+                    {
+                        "type": "session.resume",
+                        "session_id": created["session"]["id"],
+                        "resume_token": created["resume_token"],
+                        "last_received_server_event_seq": max(seqs, default=0),
+                    }
+                )
+                first = await c2.recv()
+                assert first["type"] == "session.resumed", first
+                assert first["session"]["input_audio_format"] == "pcm_f32le", first
+                # 1.8 s of 16 kHz float at once, in the 2 s burst (2.4 s as 24 kHz PCM16).
+                silence = pybase64.b64encode(bytes(38400)).decode()  # float zeros, 0.6 s
+                for _ in range(3):
+                    await c2.send({"type": "input_audio_buffer.append", "audio": silence})
+                await c2.send({"type": "session.update", "session": {"voice": "alloy"}})
+                seen = []
+                while (event := await c2.recv())["type"] != "session.updated":
+                    seen.append(event)
+                assert not [e for e in seen if e["type"] == "error"], seen
