@@ -11,8 +11,11 @@ import pytest
 
 from shim.audio import PCM16, PCMA, PCMU
 from shim.dialects.relay_wire import upstream_format_refusal
+from shim.dialects.turn_based import TurnBasedSession
 from shim.native_client import native_error
-from tests.shim_script import client_events, upstream_events
+from shim.session import ShimSettings
+from shim.settings import VadParams
+from tests.shim_script import Script, client_events, upstream_events
 from tests.test_shim_duplex_relay import make, relay
 
 
@@ -105,3 +108,32 @@ def test_wav_output_is_refused_in_the_proxy_words(spec: object) -> None:
     said = native_error(err)["error"]
     assert said["code"] == "unsupported_by_proxy", "not dressed as vLLM-Omni's refusal"
     assert not said["message"].startswith("Unsupported output_audio_format")
+
+
+def native_turn_based() -> Script:
+    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
+    return Script(TurnBasedSession("sess_0123456789abcdef", "m", "m", settings, native_client=True))
+
+
+@pytest.mark.parametrize(
+    ("session", "encoding"),
+    [
+        ({"input_audio_format": "mulaw"}, PCMU),
+        ({"audio": {"input": {"format": {"type": "audio/pcm16", "rate": 16000}}}}, PCM16),
+        ({"audio": {"input": {"format": {"type": "audio/g711_alaw"}}}}, PCMA),
+    ],
+)
+def test_over_a_turn_based_upstream_a_native_spelling_applies_too(
+    session: dict[str, Any], encoding: str
+) -> None:
+    sc = native_turn_based()
+    out = sc.client({"type": "session.update", "session": session})
+    assert not [e for e in client_events(out) if e["type"] == "error"], out
+    assert sc.s.config.input_format.encoding == encoding
+
+
+def test_over_a_turn_based_upstream_wav_output_is_refused_in_the_proxy_words() -> None:
+    sc = native_turn_based()
+    out = sc.client({"type": "session.update", "session": {"output_audio_format": "wav"}})
+    (err,) = client_events(out)
+    assert native_error(err)["error"]["code"] == "unsupported_by_proxy"
