@@ -7,6 +7,8 @@ client channel (``proxy/client_io.py``) acts on the verdicts: it slows its readi
 
 from __future__ import annotations
 
+import math
+import re
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -14,9 +16,11 @@ from typing import Any
 import orjson
 
 from proxy.config import ServerConfig
-from shim.audio import PCM16, AudioFormat
-from shim.audio_formats import parse_format
+from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioFormat
+from shim.audio_formats import MAX_RATE, MIN_RATE, SessionConfigError, parse_format
+from shim.g711 import G711_RATE_HZ
 from shim.native_client import append_format
+from shim.native_formats import native_input_spec, native_name, proxy_spelled
 
 # Audio is counted in time, as the bytes of 24 kHz PCM16 that long: G.711 (8 kHz, a
 # byte a sample) in real time costs what 24 kHz PCM16 in real time does, no less.
@@ -48,25 +52,68 @@ def audio_bytes(event: dict[str, Any]) -> int:
     return max(0, len(audio) * 3 // 4 - padding)
 
 
-# The session events that tell a client the session it has; a bigger frame is audio.
-TOLD = ("session.created", "session.updated")
-TOLD_MAX_CHARS = 64 * 1024
+# The session events that tell a client the session it has.
+TOLD = ("session.created", "session.updated", "session.resumed")
+# A frame's own ``type`` comes first (vLLM-Omni's events, GA's, the proxy's): only a
+# frame whose first characters name a session event is parsed, whatever its size (it
+# is bounded by ``max_frame_bytes``), so an audio frame costs a look at its start.
+TOLD_TYPE_WITHIN = 256
+_TOLD_TYPE = re.compile(r'"type"\s*:\s*"session\.(?:created|updated|resumed)"')
 
 
 def told_input_format(session: Any) -> AudioFormat | None:
     """The input format a session object tells (GA ``audio.input.format``, or the flat
-    ``input_audio_format`` + ``sample_rate_hz`` of vLLM-Omni's); None if it names none."""
+    ``input_audio_format`` + ``sample_rate_hz`` of vLLM-Omni's, under any spelling it
+    has: ``shim/native_formats.py``); None if it names none."""
     if not isinstance(session, dict):
         return None
     audio = session.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
-    spec = a_in.get("format") if isinstance(a_in, dict) else None
+    a_in = a_in if isinstance(a_in, dict) else {}
+    spec = a_in.get("format")
     if spec is not None:
-        return parse_format(spec, None, "session", allow_f32=True)
-    name = session.get("input_audio_format")
-    if name is None:
+        try:
+            return parse_format(proxy_spelled(spec), None, "session", allow_f32=True)
+        except SessionConfigError:
+            # vLLM-Omni's G.711 object names the session's rate (16 kHz), which GA's
+            # never does: its flat name and rate say the same, as it reads them.
+            pass
+    return _native_told(session, a_in)
+
+
+def _format_rate(spec: object) -> Any:
+    return (spec.get("rate") or spec.get("sample_rate_hz")) if isinstance(spec, dict) else None
+
+
+_NATIVE_ENCODINGS = {"pcm16": PCM16, "pcm_f32le": PCM_F32, "g711_ulaw": PCMU, "g711_alaw": PCMA}
+
+
+def _native_told(session: dict[str, Any], a_in: dict[str, Any]) -> AudioFormat | None:
+    """The input format as vLLM-Omni reads a session object (its
+    ``apply_realtime_session_defaults``): the flat name first, the rate from
+    ``sample_rate_hz`` before the format's own."""
+    spec = native_input_spec(session)
+    if spec is None:
         return None
-    return parse_format(name, session.get("sample_rate_hz"), "session", allow_f32=True)
+    encoding = _NATIVE_ENCODINGS.get(str(native_name(spec)))
+    if encoding is None:
+        raise SessionConfigError("unsupported_audio_format", f"{spec!r}")
+    rate = (
+        session.get("sample_rate_hz")
+        or session.get("sample_rate")
+        or a_in.get("sample_rate_hz")
+        or a_in.get("sample_rate")
+        or _format_rate(spec)
+        or _format_rate(a_in.get("format"))  # the rate the session has, told there
+    )
+    if rate is None and encoding in (PCMU, PCMA):
+        return AudioFormat(encoding, G711_RATE_HZ)
+    if rate is None:
+        return PCM16_24K
+    ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
+    if not ok or int(rate) != rate or not MIN_RATE <= int(rate) <= MAX_RATE:
+        raise SessionConfigError("invalid_value", f"sample rate {rate!r}")
+    return AudioFormat(encoding, int(rate))
 
 
 class InputClock:
@@ -91,8 +138,8 @@ class InputClock:
 
     def told(self, text: str) -> None:
         """A frame the client was sent as it is (passthrough): ``accepted`` if it is a
-        session event; a big frame is audio and is not read."""
-        if len(text) > TOLD_MAX_CHARS or '"session.' not in text:
+        session event, as its ``type`` near the start says."""
+        if _TOLD_TYPE.search(text, 0, TOLD_TYPE_WITHIN) is None:
             return
         try:
             event = orjson.loads(text)

@@ -64,6 +64,46 @@ def test_the_clock_follows_what_the_session_told_not_what_the_client_asked() -> 
     assert clock.cost(append(8000, format=["x"], sample_rate_hz={})) > 0
 
 
+def test_the_clock_reads_vllm_omni_session_objects_in_its_spellings() -> None:
+    # vLLM-Omni tells its session as ``realtime_audio_format_object`` spells it: a
+    # G.711 object names the session's rate, which GA's never does.
+    for name, rate in (("g711_ulaw", 16000), ("g711_alaw", 8000)):
+        clock = InputClock()
+        fmt = {"type": f"audio/{name}", "rate": rate}
+        clock.told(
+            orjson.dumps(
+                told({"input_audio_format": name, "audio": {"input": {"format": fmt}}})
+            ).decode()
+        )
+        assert clock.cost(append(rate)) == AUDIO_BYTES_PER_S, name
+    for spelling in ("mulaw", "audio/g711_ulaw", {"type": "ulaw"}):
+        clock = InputClock()
+        clock.accepted({"audio": {"input": {"format": spelling}}})
+        assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, spelling
+
+
+def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
+    # A session object may carry long instructions or tools: its size says nothing.
+    pcmu = {**PCMU_TOLD, "instructions": "x" * 100_000}
+    for frame in (told(pcmu), {"type": "session.created", "session": pcmu}):
+        clock = InputClock()
+        clock.told(orjson.dumps(frame).decode())
+        assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, frame["type"]
+    # Python's json spells ``"type": "..."`` with a space.
+    clock = InputClock()
+    clock.told('{"type": "session.updated", "session": {"input_audio_format": "g711_ulaw"}}')
+    assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S
+    # Another event naming a session format in its text is no session event.
+    clock = InputClock()
+    delta = {
+        "type": "response.output_text.delta",
+        "delta": '"session.updated"',
+        "session": PCMU_TOLD,
+    }
+    clock.told(orjson.dumps(delta).decode())
+    assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+
+
 @pytest.fixture
 def processes(tmp_path: Path) -> Iterator[Procs]:
     p = Procs(tmp_path)
@@ -163,6 +203,41 @@ async def test_a_resumed_session_counts_audio_at_the_format_it_accepted_before()
                 for _ in range(3):
                     await c2.send(append(57600))
                 await c2.send({"type": "session.update", "session": {"type": "realtime"}})
+                seen = []
+                while (event := await c2.recv())["type"] != "session.updated":
+                    seen.append(event)
+                assert not [e for e in seen if e["type"] == "error"], seen
+
+
+async def test_a_passthrough_resume_counts_audio_at_the_format_the_upstream_resumed() -> None:
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    f32 = {"input_audio_format": "pcm_f32le", "sample_rate_hz": 16000}
+    async with reference("duplex", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"}, server=limits)
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base, **NATIVE)) as c1:
+                await c1.send(opening(turn_detection=None, audio={"input": {}}, **f32))
+                created = await c1.until("session.created")
+                opened = await c1.until("session.updated")
+                assert opened["session"]["input_audio_format"] == "pcm_f32le", opened
+                seqs = [e["server_event_seq"] for e in c1.events if "server_event_seq" in e]
+            async with connect(ws_url(base)) as c2:
+                await c2.send(
+                    {
+                        "type": "session.resume",
+                        "session_id": created["session"]["id"],
+                        "resume_token": created["resume_token"],
+                        "last_received_server_event_seq": max(seqs, default=0),
+                    }
+                )
+                first = await c2.recv()
+                assert first["type"] == "session.resumed", first
+                assert first["session"]["input_audio_format"] == "pcm_f32le", first
+                # 1.8 s of 16 kHz float at once, in the 2 s burst (2.4 s as 24 kHz PCM16).
+                silence = pybase64.b64encode(bytes(38400)).decode()  # float zeros, 0.6 s
+                for _ in range(3):
+                    await c2.send({"type": "input_audio_buffer.append", "audio": silence})
+                await c2.send({"type": "session.update", "session": {"voice": "alloy"}})
                 seen = []
                 while (event := await c2.recv())["type"] != "session.updated":
                     seen.append(event)

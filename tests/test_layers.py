@@ -25,6 +25,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.g711",
             "shim.audio",
             "shim.audio_formats",
+            "shim.native_formats",
             "shim.resample_polyphase",
             "shim.resample_low_delay",
             "shim.upstream_input",

@@ -9,8 +9,13 @@ from typing import Any
 
 import pytest
 
+from shim.audio import PCM16, PCMA, PCMU
 from shim.dialects.relay_wire import upstream_format_refusal
-from tests.shim_script import client_events, upstream_events
+from shim.dialects.turn_based import TurnBasedSession
+from shim.native_client import native_error
+from shim.session import ShimSettings
+from shim.settings import VadParams
+from tests.shim_script import Script, client_events, upstream_events
 from tests.test_shim_duplex_relay import make, relay
 
 
@@ -63,3 +68,72 @@ def test_the_formats_vllm_omni_refuses(session: dict[str, Any], refusal: str | N
         assert said is None
     else:
         assert said is not None and said.startswith(refusal)
+
+
+@pytest.mark.parametrize(
+    ("session", "encoding", "side"),
+    [
+        # The server's own session object, sent back as it came.
+        ({"audio": {"input": {"format": {"type": "audio/g711_ulaw"}}}}, PCMU, "input"),
+        ({"audio": {"output": {"format": {"type": "audio/g711_alaw"}}}}, PCMA, "output"),
+        ({"audio": {"input": {"format": {"type": "audio/pcm16", "rate": 16000}}}}, PCM16, "input"),
+        ({"audio": {"input": {"format": "ulaw"}}}, PCMU, "input"),
+        ({"input_audio_format": "mulaw"}, PCMU, "input"),
+        ({"input_audio_format": "g711-alaw"}, PCMA, "input"),
+        ({"input_audio_format": "audio/g711_ulaw"}, PCMU, "input"),
+        ({"response_format": "alaw"}, PCMA, "output"),
+        # vLLM-Omni reads the flat name before ``audio.input.format``.
+        ({"input_audio_format": "alaw", "audio": {"input": {"format": "pcm16"}}}, PCMA, "input"),
+    ],
+)
+def test_every_spelling_vllm_omni_takes_applies_here_too(
+    session: dict[str, Any], encoding: str, side: str
+) -> None:
+    assert upstream_format_refusal({"session": session}) is None
+    sc = make()
+    out = sc.client({"type": "session.update", "session": session})
+    assert not client_events(out), "the upstream takes it: the proxy refuses nothing"
+    (sent,) = upstream_events(out)
+    assert sent["session"] == session, "the upstream gets it as the client spelled it"
+    fmt = sc.s.config.input_format if side == "input" else sc.s.config.output_format
+    assert fmt.encoding == encoding
+
+
+@pytest.mark.parametrize("spec", ["wav", "audio/wav", {"type": "audio/wav"}])
+def test_wav_output_is_refused_in_the_proxy_words(spec: object) -> None:
+    sc = make()
+    out = sc.client({"type": "session.update", "session": {"output_audio_format": spec}})
+    assert not upstream_events(out)
+    (err,) = client_events(out)
+    said = native_error(err)["error"]
+    assert said["code"] == "unsupported_by_proxy", "not dressed as vLLM-Omni's refusal"
+    assert not said["message"].startswith("Unsupported output_audio_format")
+
+
+def native_turn_based() -> Script:
+    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
+    return Script(TurnBasedSession("sess_0123456789abcdef", "m", "m", settings, native_client=True))
+
+
+@pytest.mark.parametrize(
+    ("session", "encoding"),
+    [
+        ({"input_audio_format": "mulaw"}, PCMU),
+        ({"audio": {"input": {"format": {"type": "audio/pcm16", "rate": 16000}}}}, PCM16),
+        ({"audio": {"input": {"format": {"type": "audio/g711_alaw"}}}}, PCMA),
+    ],
+)
+def test_over_a_turn_based_upstream_a_native_spelling_applies_too(
+    session: dict[str, Any], encoding: str
+) -> None:
+    sc = native_turn_based()
+    out = sc.client({"type": "session.update", "session": session})
+    assert not [e for e in client_events(out) if e["type"] == "error"], out
+    assert sc.s.config.input_format.encoding == encoding
+
+
+def test_over_a_turn_based_upstream_wav_output_is_refused_in_the_proxy_words() -> None:
+    sc = native_turn_based()
+    out = sc.client({"type": "session.update", "session": {"output_audio_format": "wav"}})
+    (err,) = client_events(out)
+    assert native_error(err)["error"]["code"] == "unsupported_by_proxy"

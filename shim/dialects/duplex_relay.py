@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from shim import client_events
+from shim import client_events, native_formats
 from shim.actions import (
     AbortUpstream,
     Action,
@@ -122,7 +122,11 @@ class BargeInRelaySession(EmulatedSession):
             # Audio formats vLLM-Omni refuses are its to refuse, in its own words (GA's
             # G.711 names among them): the update goes there, unapplied here.
             return [SendUpstream(upstream_settings(ev))]
-        error = self.apply_update(ev)
+        cannot = native_formats.proxy_refusal(ev)
+        if cannot is not None:  # in the proxy's words: vLLM-Omni would take it
+            return [self.err(native_formats.PROXY_CANNOT_SERVE, cannot[0], ev, cannot[1])]
+        # Read as vLLM-Omni reads it, so the proxy applies what the upstream applies.
+        error = self.apply_update(native_formats.as_the_proxy_reads(ev))
         if error is not None:  # nothing goes upstream: neither side takes any of it
             return [self.err(error.code, str(error), ev, error.param)]
         # The upstream answers session.updated itself; turn detection goes along (its

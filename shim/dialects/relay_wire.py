@@ -7,17 +7,10 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from shim.native_formats import NATIVE_NAMES
+
 # GA's G.711 names, which vLLM-Omni does not know.
 _GA_G711_NAMES = frozenset({"audio/pcmu", "pcmu", "audio/pcma", "pcma"})
-# vLLM-Omni's session audio formats, as it reads their spellings (its
-# ``protocol/realtime/formats.py``: ``parse_realtime_audio_format``, the format sets).
-_SPELLINGS = {
-    **dict.fromkeys(("audio/pcm", "pcm", "audio/pcm16"), "pcm16"),
-    **dict.fromkeys(("audio/wav",), "wav"),
-    **dict.fromkeys(("audio/pcm_f32le", "f32le"), "pcm_f32le"),
-    **dict.fromkeys(("audio/g711_ulaw", "g711-ulaw", "ulaw", "mulaw"), "g711_ulaw"),
-    **dict.fromkeys(("audio/g711_alaw", "g711-alaw", "alaw"), "g711_alaw"),
-}
 _G711 = ("g711_ulaw", "g711_alaw")
 _UPSTREAM_INPUT = frozenset({"pcm16", "pcm_s16le", "s16le", "pcm_f32le", *_G711})
 _UPSTREAM_OUTPUT = frozenset({"pcm16", "pcm_s16le", "s16le", "wav", "pcm", *_G711})
@@ -102,7 +95,7 @@ def upstream_format_refusal(ev: Mapping[str, Any]) -> str | None:
         if spec is None and isinstance(part, dict):
             spec = part.get("format")
         name = (spec.get("type") or spec.get("format")) if isinstance(spec, dict) else spec
-        read = _SPELLINGS.get(name.lower(), name.lower()) if isinstance(name, str) else None
+        read = NATIVE_NAMES.get(name.lower(), name.lower()) if isinstance(name, str) else None
         if spec is not None and read not in known:
             return f"Unsupported {side}_audio_format: {spec}"
     return None

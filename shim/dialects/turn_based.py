@@ -16,7 +16,6 @@ from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_acks, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.dialects.relay_wire import ga_g711_refusal
 from shim.dialects.turn_items import PendingTurn, UserItems
 from shim.dialects.turn_refusals import Refusals
 from shim.inputs import ClientEvent, Input, UpstreamLost
@@ -80,11 +79,11 @@ class TurnBasedSession(EmulatedSession):
 
     def _client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
         """Apply what the dialect can carry; refuse the rest, coded, field by field."""
-        g711 = ga_g711_refusal(ev) if self.refusals.native else None
-        if g711 is not None:  # vLLM-Omni knows no GA G.711 names
-            return [self.err("unsupported_audio_format", g711, ev)]
+        refusal = self.refusals.session_update(ev)
+        if refusal is not None:
+            return [self.err(*refusal)]
         kept, refused = turn_limits.strip_session_fields(ev)
-        out = self.client_session_update(kept, now)
+        out = self.client_session_update(self.refusals.as_read(kept), now)
         if is_refusal(out):
             return out  # invalid anyway: that one error, nothing changed
         msg = turn_limits.session_field_message

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from shim import native_formats
 from shim.dialects import turn_limits
+from shim.dialects.relay_wire import ga_g711_refusal
 from shim.output import ActiveResponse
 from shim.session_config import ClientSessionConfig
 
@@ -35,6 +37,24 @@ _GA = {
 class Refusals:
     def __init__(self, native_client: bool) -> None:
         self.native = native_client
+
+    def session_update(self, ev: dict[str, Any]) -> Refused | None:
+        """A native client's ``session.update`` refused before the proxy reads it: GA's
+        G.711 names, which vLLM-Omni does not know (in its words), or a format it takes
+        but the proxy cannot serve (in the proxy's)."""
+        if not self.native:
+            return None
+        g711 = ga_g711_refusal(ev)
+        if g711 is not None:
+            return ("unsupported_audio_format", g711, ev, None)
+        cannot = native_formats.proxy_refusal(ev)
+        if cannot is not None:
+            return (native_formats.PROXY_CANNOT_SERVE, cannot[0], ev, cannot[1])
+        return None
+
+    def as_read(self, ev: dict[str, Any]) -> dict[str, Any]:
+        """A native client's update read as vLLM-Omni reads it (``shim/native_formats.py``)."""
+        return native_formats.as_the_proxy_reads(ev) if self.native else ev
 
     def create(self, busy: bool) -> tuple[str, str, bool]:
         """A ``response.create`` refused while a response is in progress (``busy``) or
