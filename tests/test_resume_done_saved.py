@@ -19,11 +19,19 @@ from typing import Any
 
 import pytest
 
+from proxy.persist.checkpoint import checkpoint_of
 from proxy.reference.options import ReferenceOptions
 from tests.proxy_process import ProxyProcess, proxy_process
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, ws_url
-from tests.test_resume import Tracked, created, resumed, speak, wait_persisted
+from tests.servers import connect, reference, replica_pair, ws_url
+from tests.test_resume import (
+    Tracked,
+    created,
+    load_record,
+    resumed,
+    speak,
+    wait_persisted,
+)
 from tests.upstream_tap import upstream_tap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -101,4 +109,23 @@ async def test_a_response_the_client_saw_end_does_not_end_again_after_the_owner_
         dones = [e["response"]["id"] for e in s.events if e["type"] == "response.done"]
         assert dones.count(first) == 1, f"the response ended twice: {dones}"
         assert ended["response"]["status"] == "completed", ended
+        s.assert_exactly_once()
+
+
+async def test_the_store_holds_each_response_end_its_client_has(redis_url: str) -> None:
+    """In process: the moment the client has a ``response.done``, the stored checkpoint
+    holds it, turn after turn, and the events still come in order, each once."""
+    async with replica_pair("duplex", redis_url, reply_ms=1500, checkpoint_interval_s=2.0) as (
+        a,
+        _,
+    ):
+        async with connect(ws_url(a)) as c:
+            s: Tracked = await created(c)
+            for _ in range(2):
+                await speak(c)
+                done = await c.until("response.done", timeout=20)
+                record = await load_record(redis_url, s.sid)
+                assert record is not None
+                assert checkpoint_of(record).seq >= done["server_event_seq"], "store behind"
+            s.take(c)
         s.assert_exactly_once()
