@@ -57,8 +57,8 @@ class ClientSide:
             details = event["response"].get("status_details") or {}
             if details.get("reason") == "turn_detected":
                 self.metrics.barge_ins.labels(self.mode).inc()
-            if held is not None:
-                held.ended(self.journal.seq)
+            if held is not None and self.attached is not None:
+                held.ended(self.journal.seq)  # (a client attached later: ``replaying``)
         if self.attached is not None:
             self.metrics.frames.labels("upstream_to_client").inc()
             self.metrics.bytes.labels("upstream_to_client").inc(len(text))
@@ -114,6 +114,8 @@ class ClientSide:
             attach.client.send_event(event)
         if self.held is not None:
             self.held.drop()  # the old client's: the replay has them
+            if attach.replay_after is not None:
+                self.held.replaying(attach.replay_after, self.journal.seq)
         first = self.journal.seq - len(replay) + 1
         for seq, text in enumerate(replay, first):
             if self.held is None or self.held.clear:

@@ -34,7 +34,8 @@ HOLD_BOUND = 4
 
 @dataclass(slots=True)
 class _End:
-    seq: int
+    seq: int  # what the client is sent from this seq on waits
+    through: int  # until the store holds every event up to this seq
     over: bool = False  # its wait is over (saved, or given up on)
 
 
@@ -58,15 +59,19 @@ class HeldEnds:
         """Nothing held: an event goes out at once."""
         return not self._ends and not self._held
 
-    def ended(self, seq: int) -> None:
-        """A response's end was stamped at ``seq``: hold it until it is saved."""
+    def ended(self, seq: int, through: int | None = None) -> None:
+        """A response's end was stamped at ``seq``: hold it until it is saved (with
+        ``through``: hold from ``seq`` until every event up to ``through`` is)."""
         if not self.shared:
             return
         if not self.persister.saves():
             self.unsaved.labels(self.mode, "not_saving").inc()
             return
-        end = _End(seq)
-        self._ends.append(end)
+        end = _End(seq, seq if through is None else through)
+        at = len(self._ends)
+        while at and self._ends[at - 1].seq > seq:
+            at -= 1
+        self._ends.insert(at, end)
         task = asyncio.get_running_loop().create_task(self._wait(end))
         self._waits.add(task)
         task.add_done_callback(self._waits.discard)
@@ -89,8 +94,16 @@ class HeldEnds:
         self._ends.clear()
         self._go()
 
+    def replaying(self, after: int, head: int) -> None:
+        """A client attached and is replayed the events after ``after`` up to ``head``:
+        those the store does not hold yet wait for it (they may hold an end that went
+        unheld while no client was attached)."""
+        saved = self.persister.saved.seq
+        if head > max(saved, after):
+            self.ended(max(saved, after) + 1, head)
+
     async def _wait(self, end: _End) -> None:
-        if not await self.persister.saved.through(end.seq, self.bound_s):
+        if not await self.persister.saved.through(end.through, self.bound_s):
             why = "timeout" if self.persister.saves() else "not_saving"
             self.unsaved.labels(self.mode, why).inc()
         end.over = True
