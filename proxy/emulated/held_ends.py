@@ -14,7 +14,9 @@ protocol. Audio is never held on its own, only behind an end. The wait is one st
 round trip, bounded: past ``HOLD_BOUND`` store timeouts, or at once when the store
 is down (or the session is not persisted), the end goes anyway (an event is never
 lost) and ``duplex_proxy_response_ends_unsaved_total`` counts it. The memory store
-goes with the process: there is nothing to wait for.
+goes with the process: there is nothing to wait for. With no client attached an end
+is not held (nobody is sent it); a client that attaches on this replica is replayed
+what the store does not hold yet only once it does.
 """
 
 from __future__ import annotations
