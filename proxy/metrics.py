@@ -88,6 +88,13 @@ class Metrics:
             ["mode", "status"],
             registry=r,
         )
+        self.response_ends_unsaved = Counter(
+            "duplex_proxy_response_ends_unsaved_total",
+            "Response ends sent to the client before the store held them (timeout: the"
+            " store was slow; not_saving: down, or the session is not persisted), by mode.",
+            ["mode", "reason"],
+            registry=r,
+        )
         self.shim_faults = Counter(
             "duplex_proxy_shim_faults_total",
             "Inputs the shim failed to handle (a bug; the client got internal_error), by"

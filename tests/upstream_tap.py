@@ -24,6 +24,8 @@ class UpstreamTap:
         self.answered: list[list[dict[str, Any]]] = []
         # Called with (socket number, event) once an event from the proxy went on.
         self.on_sent: Callable[[int, dict[str, Any]], None] | None = None
+        # Called with (socket number, event) once an event from the backend went on.
+        self.on_answered: Callable[[int, dict[str, Any]], None] | None = None
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         no = len(self.sent)
@@ -48,6 +50,8 @@ class UpstreamTap:
                     if msg.type == aiohttp.WSMsgType.TEXT:
                         self.answered[no].append(json.loads(msg.data))
                         await ws.send_str(msg.data)
+                        if self.on_answered is not None:
+                            self.on_answered(no, self.answered[no][-1])
                 await ws.close()
 
             tasks = [asyncio.create_task(onward()), asyncio.create_task(back())]

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 from proxy.client_io import ClientChannel
 from proxy.client_limits import TOLD
 from proxy.clock import now_ms
+from proxy.emulated.held_ends import HeldEnds
 from proxy.emulated.queue_items import Attach
 from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
@@ -38,6 +41,8 @@ class ClientSide:
         # When the session expires with no client attached.
         self.grace_deadline: float | None = None
         self._closers: set[asyncio.Task[None]] = set()
+        # Holds what follows a response's end until the store has it (set by the runner).
+        self.held: HeldEnds | None = None
 
     @property
     def client(self) -> ClientChannel | None:
@@ -52,20 +57,40 @@ class ClientSide:
             # The client's input clock reads what the session accepted, no more
             # (proxy/client_limits.py).
             self.attached.client.rate.clock.accepted(event.get("session"))
+        held = self.held
         if event.get("type") == "response.done":
             self.metrics.responses.labels(self.mode, event["response"]["status"]).inc()
             details = event["response"].get("status_details") or {}
             if details.get("reason") == "turn_detected":
                 self.metrics.barge_ins.labels(self.mode).inc()
+            if held is not None and self.attached is not None:
+                held.ended(self.journal.seq)  # (a client attached later: ``replaying``)
         if self.attached is not None:
             self.metrics.frames.labels("upstream_to_client").inc()
             self.metrics.bytes.labels("upstream_to_client").inc(len(text))
-            self.attached.client.send_text(text)
+            if held is None or held.clear:
+                self.attached.client.send_text(text)
+            else:
+                held.send(self.journal.seq, partial(self.attached.client.send_text, text))
 
     def error(self, code: str, message: str) -> None:
         """An error for the attached client only: errors are not replayed."""
         if self.attached is not None:
-            self.attached.client.send_error(code, message)
+            send = partial(self.attached.client.send_error, code, message)
+            self.in_order(send)
+
+    def in_order(self, send: Callable[[], object]) -> None:
+        """``send`` (an event out of the replay log) after what the client is owed."""
+        if self.held is None or self.held.clear:
+            send()
+        else:
+            self.held.send(self.journal.seq, send)
+
+    def release(self) -> Attach | None:
+        """The session stops here or moves: what is held goes out now; the attached."""
+        if self.held is not None:
+            self.held.release()
+        return self.attached
 
     async def attach(self, attach: Attach, input_format: AudioFormat | None = None) -> None:
         """``input_format``: the session's, which the client's input clock starts at
@@ -100,8 +125,16 @@ class ClientSide:
             if event.get("type") in TOLD:
                 clock.accepted(event.get("session"))
             attach.client.send_event(event)
-        for text in replay:
-            attach.client.send_text(text)
+        if self.held is not None:
+            self.held.drop()  # the old client's: the replay has them
+            if attach.replay_after is not None:
+                self.held.replaying(attach.replay_after, self.journal.seq)
+        first = self.journal.seq - len(replay) + 1
+        for seq, text in enumerate(replay, first):
+            if self.held is None or self.held.clear:
+                attach.client.send_text(text)
+            else:
+                self.held.send(seq, partial(attach.client.send_text, text))
 
     def detach(self, client: ClientChannel, grace_s: float) -> bool:
         """The client left; False if it was not the attached one (already replaced)."""
@@ -109,6 +142,8 @@ class ClientSide:
             return False
         self.attached.done.set()
         self.attached = None
+        if self.held is not None:
+            self.held.drop()  # in the replay log, for the next attachment
         self.grace_deadline = time.monotonic() + grace_s
         return True
 

@@ -18,6 +18,7 @@ from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.feeders import VadFeed, feed_attachment
+from proxy.emulated.held_ends import HeldEnds
 from proxy.emulated.persisted import PersistedSession
 from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
 from proxy.emulated.session_controls import answer_control
@@ -105,6 +106,7 @@ class EmulatedRunner(PersistedSession):
         self._tasks: list[asyncio.Task[None]] = []
         self.finished = asyncio.Event()
         self.persister = Persister(self, state)
+        self.out.held = HeldEnds(self.persister, state.metrics, cls.mode)
         self._ended = False
         self._close_reason: str | None = None
         self.actions = ActionRunner(
@@ -165,7 +167,7 @@ class EmulatedRunner(PersistedSession):
         if self._ended:
             return
         self._ended = self.upstream.closing = True
-        attached = self.out.attached  # a Detached input may run while the close is awaited
+        attached = self.out.release()  # (a Detached input may run during the close)
         if attached is not None:
             await attached.client.close(code, reason)
             attached.done.set()
@@ -192,10 +194,8 @@ class EmulatedRunner(PersistedSession):
 
     async def replaced_elsewhere(self) -> None:
         """Another replica resumed this session: tell the client here and let go."""
-        if self.out.attached is not None:
-            self.out.attached.client.send_event(
-                {"type": "session.replaced", "session_id": self.session_id}
-            )
+        if (attached := self.out.release()) is not None:
+            attached.client.send_event({"type": "session.replaced", "session_id": self.session_id})
         await self.stop(1000, "session_replaced")
 
     async def drain(self) -> None:

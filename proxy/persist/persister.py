@@ -9,6 +9,7 @@ import time
 from proxy.persist.checkpoint import checkpoint_of, pack_state, serialised
 from proxy.persist.lease_pace import lease_check_interval
 from proxy.persist.port import MirroredSession
+from proxy.persist.saved_mark import SavedMark
 from proxy.persist.sealing import TokenSealer
 from proxy.state import ProxyState
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
@@ -34,6 +35,7 @@ class Persister:
         self.key_id = ""
         # Head of the replay log as written to the store.
         self.flushed_seq = session.journal.seq
+        self.saved = SavedMark(session.journal.seq, self.flush_now, self.saves)
         # One store conversation at a time (a flush, or a resume moving the lease).
         self.lock = asyncio.Lock()
         # One resume of this session at a time on this replica.
@@ -116,6 +118,7 @@ class Persister:
         if flushed_seq is not None:
             self.flushed_seq = flushed_seq
         self._written = {}
+        self.saved.reached(self.session.journal.seq)  # given it from the store
 
     def poke(self) -> None:
         """Something changed: checkpoint it (within ``checkpoint_interval_s``: coalesced)."""
@@ -135,6 +138,11 @@ class Persister:
     def let_go(self) -> None:
         """Another replica holds the session: stop writing, whatever happens next."""
         self.enabled, self.replaced = False, True
+        self.saved.wake()
+
+    def saves(self) -> bool:
+        """Whether a checkpoint is on its way: persisting, and the store answers."""
+        return self.enabled and not self._store_down
 
     async def run(self) -> None:
         # Woken by the session when it handled something (``poke``), else only for
@@ -209,6 +217,7 @@ class Persister:
             elif changed:
                 await store.update(r.session_id, self.epoch, changed)
             self._written = fields
+            self.saved.reached(record.state["seq"])  # record and tail: a resume finds them
             if tail or due or record.acked_seq != self._written_acked:
                 await store.append_events(r.session_id, self.epoch, tail, record.acked_seq)
                 self._last_write, self._written_acked = time.monotonic(), record.acked_seq
@@ -222,6 +231,7 @@ class Persister:
             self._down_since_try = time.monotonic()
             if not self._store_down:
                 self._store_down = True
+                self.saved.wake()
                 r.log.warning("store_unavailable", error=str(exc), effect="resume paused")
         except LeaseLost:
             return await self._lease_lost(store)

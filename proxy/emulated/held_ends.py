@@ -1,0 +1,119 @@
+"""Save first, send second, for a response's end: ``response.done`` reaches the
+client only once the store holds a checkpoint with it (``SavedMark`` in
+``proxy/persist/saved_mark.py``).
+
+Otherwise an owner killed between sending the end and its next checkpoint (they are
+coalesced, ``[store] checkpoint_interval_s``) leaves the client ahead of the store: a
+replica that takes the session over restores the response as still open and ends it
+again. The resume carries only the client's last seq and the replay log stops at the
+checkpoint, so the new owner cannot tell (docs/architecture.md, "Session state,
+resume and fencing").
+
+What the client is sent after a held end waits behind it: order is part of the
+protocol. Audio is never held on its own, only behind an end. The wait is one store
+round trip, bounded: past ``HOLD_BOUND`` store timeouts, or at once when the store
+is down (or the session is not persisted), the end goes anyway (an event is never
+lost) and ``duplex_proxy_response_ends_unsaved_total`` counts it. The memory store
+goes with the process: there is nothing to wait for. With no client attached an end
+is not held (nobody is sent it); a client that attaches on this replica is replayed
+what the store does not hold yet only once it does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from proxy.metrics import Metrics
+from proxy.persist.persister import Persister
+from proxy.store.memory import MemoryStore
+
+# A checkpoint is two store writes, and one may be under way when the end is stamped.
+HOLD_BOUND = 4
+
+
+@dataclass(slots=True)
+class _End:
+    seq: int  # what the client is sent from this seq on waits
+    through: int  # until the store holds every event up to this seq
+    over: bool = False  # its wait is over (saved, or given up on)
+
+
+class HeldEnds:
+    def __init__(self, persister: Persister, metrics: Metrics, mode: str) -> None:
+        self.persister = persister
+        self.mode = mode
+        self.unsaved = metrics.response_ends_unsaved
+        store = persister.state.store
+        self.shared = store is not None and not isinstance(store, MemoryStore)
+        self.bound_s = HOLD_BOUND * persister.state.config.store.timeout_s
+        # Seqs of the ends not known to be saved yet, oldest first, and whether each
+        # one's wait is over.
+        self._ends: deque[_End] = deque()
+        # What the attached client is owed behind them: (the seq it follows, send).
+        self._held: deque[tuple[int, Callable[[], object]]] = deque()
+        self._waits: set[asyncio.Task[None]] = set()
+
+    @property
+    def clear(self) -> bool:
+        """Nothing held: an event goes out at once."""
+        return not self._ends and not self._held
+
+    def ended(self, seq: int, through: int | None = None) -> None:
+        """A response's end was stamped at ``seq``: hold it until it is saved (with
+        ``through``: hold from ``seq`` until every event up to ``through`` is)."""
+        if not self.shared:
+            return
+        if not self.persister.saves():
+            self.unsaved.labels(self.mode, "not_saving").inc()
+            return
+        end = _End(seq, seq if through is None else through)
+        at = len(self._ends)
+        while at and self._ends[at - 1].seq > seq:
+            at -= 1
+        self._ends.insert(at, end)
+        task = asyncio.get_running_loop().create_task(self._wait(end))
+        self._waits.add(task)
+        task.add_done_callback(self._waits.discard)
+
+    def send(self, after: int, send: Callable[[], object]) -> None:
+        """``send`` now, or once every end up to ``after`` is released."""
+        if not self._held and (not self._ends or after < self._ends[0].seq):
+            send()
+        else:
+            self._held.append((after, send))
+
+    def drop(self) -> None:
+        """The client changed: what the old one was owed stays in the replay log."""
+        self._held.clear()
+
+    def release(self) -> None:
+        """Send everything held now (the session stops, or moves on elsewhere)."""
+        for task in self._waits:
+            task.cancel()
+        self._ends.clear()
+        self._go()
+
+    def replaying(self, after: int, head: int) -> None:
+        """A client attached and is replayed the events after ``after`` up to ``head``:
+        those the store does not hold yet wait for it (they may hold an end that went
+        unheld while no client was attached)."""
+        saved = self.persister.saved.seq
+        if head > max(saved, after):
+            self.ended(max(saved, after) + 1, head)
+
+    async def _wait(self, end: _End) -> None:
+        if not await self.persister.saved.through(end.through, self.bound_s):
+            why = "timeout" if self.persister.saves() else "not_saving"
+            self.unsaved.labels(self.mode, why).inc()
+        end.over = True
+        while self._ends and self._ends[0].over:
+            self._ends.popleft()
+        self._go()
+
+    def _go(self) -> None:
+        first = self._ends[0].seq if self._ends else None
+        while self._held and (first is None or self._held[0][0] < first):
+            self._held.popleft()[1]()
