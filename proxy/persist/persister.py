@@ -111,14 +111,15 @@ class Persister:
         self._last_write = time.monotonic()
         return True
 
-    def adopt(self, epoch: int, token: str, flushed_seq: int | None = None) -> None:
-        """Carry the session on at ``epoch`` with a new resume token."""
+    def adopt(
+        self, epoch: int, token: str, flushed_seq: int | None = None, saved: int | None = None
+    ) -> None:
+        """Carry the session on at ``epoch`` with a new token; ``saved``: the seq the
+        store is known to hold (None: the mark stays)."""
         self.epoch, self.token_hash, self.enabled = epoch, hash_token(token), True
-        self.replaced = False
-        if flushed_seq is not None:
-            self.flushed_seq = flushed_seq
-        self._written = {}
-        self.saved.reached(self.session.journal.seq)  # given it from the store
+        self.replaced, self._written = False, {}
+        self.flushed_seq = self.flushed_seq if flushed_seq is None else flushed_seq
+        self.saved.reached(self.saved.seq if saved is None else saved)
 
     def poke(self) -> None:
         """Something changed: checkpoint it (within ``checkpoint_interval_s``: coalesced)."""

@@ -131,7 +131,8 @@ async def take_from_store(
         restored = shim.restore(snap)
     preload(runner.journal, events)
     # Events up to the log head are in the store; the rest are appended at the next flush.
-    runner.persister.adopt(epoch, token, flushed_seq=max(last, record.last_seq))
+    flushed = max(last, record.last_seq)
+    runner.persister.adopt(epoch, token, flushed_seq=flushed, saved=runner.journal.seq)
     conn.log = runner.log
     conn.log.info(
         "session_resumed",

@@ -76,11 +76,15 @@ async def take_local(
                 return None
             first, degraded = None, "the session store lost the session"
         if first is not None:
+            written: list[int] = []
 
             async def rotated(epoch: int) -> SessionRecord:
-                return await p.checkpoint(epoch, new_hash)
+                record = await p.checkpoint(epoch, new_hash)
+                written.append(runner.journal.seq)  # what that record holds, no further
+                return record
 
-            p.adopt(await rotate(store, sid, owner, first, rotated), token)
+            epoch = await rotate(store, sid, owner, first, rotated)
+            p.adopt(epoch, token, saved=written[-1] if written else None)
     if degraded is not None:
         # No one else can resume it meanwhile (the store cannot hand it out): carry
         # on here; the persister saves the new token once the store answers.

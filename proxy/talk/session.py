@@ -201,7 +201,8 @@ class Talk:
     async def on_response_done(self, ev: dict[str, Any], now: float) -> None:
         response = ev.get("response") or {}
         status = str(response.get("status"))
-        reason = (response.get("status_details") or {}).get("reason")
+        details = response.get("status_details") or {}
+        reason = details.get("reason") or (details.get("error") or {}).get("code")
         self.summary.responses[status] = self.summary.responses.get(status, 0) + 1
         answer, self.answer = self.answer, None
         self.line("response.done", status + (f" ({reason})" if reason else ""))
