@@ -55,6 +55,7 @@ class HeldEnds:
         # What the attached client is owed behind them: (the seq it follows, send).
         self._held: deque[tuple[int, Callable[[], object]]] = deque()
         self._waits: set[asyncio.Task[None]] = set()
+        self._released = False  # the session stops or moved: nothing is held any more
 
     @property
     def clear(self) -> bool:
@@ -64,7 +65,7 @@ class HeldEnds:
     def ended(self, seq: int, through: int | None = None) -> None:
         """A response's end was stamped at ``seq``: hold it until it is saved (with
         ``through``: hold from ``seq`` until every event up to ``through`` is)."""
-        if not self.shared:
+        if not self.shared or self._released:
             return
         if not self.persister.saves():
             self.unsaved.labels(self.mode, "not_saving").inc()
@@ -90,7 +91,9 @@ class HeldEnds:
         self._held.clear()
 
     def release(self) -> None:
-        """Send everything held now (the session stops, or moves on elsewhere)."""
+        """Send everything held now, and from now on hold nothing (the session stops,
+        or moves on elsewhere: an end stamped while it closes goes at once)."""
+        self._released = True
         for task in self._waits:
             task.cancel()
         self._ends.clear()
