@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -28,7 +27,7 @@ from typing import Any
 
 import aiohttp
 import pybase64
-from processes import QUIET, free_port, proxy_replica, read_clip, reference_backend, route, stop_all
+from processes import proxy_replica, read_clip, reference_backend, route, start_redis, stop_all
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
 CLIP = "utt05_clean.wav"
@@ -111,17 +110,12 @@ def main() -> None:
     ap.add_argument("--reply-ms", type=int, default=1000)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
-    if binary is None:
-        raise SystemExit("redis-server not found")
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="dxp-bench-") as tmp:
         try:
-            rport = free_port()
-            argv = [binary, "--port", str(rport), "--bind", "127.0.0.1", "--save", ""]
-            procs.append(subprocess.Popen([*argv, "--appendonly", "no"], **QUIET))
-            redis_url = f"redis://127.0.0.1:{rport}/0"
+            proc, redis_url = start_redis()
+            procs.append(proc)
             proc, upstream = reference_backend("duplex", args.reply_ms, env)
             procs.append(proc)
             urls: dict[str, str] = {}

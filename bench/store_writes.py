@@ -17,7 +17,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -28,7 +27,7 @@ from typing import Any
 import aiohttp
 import pybase64
 import redis.asyncio as aioredis
-from processes import QUIET, free_port, proxy_replica, reference_backend, route, stop_all
+from processes import proxy_replica, reference_backend, route, start_redis, stop_all
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
 CLIP = "utt05_clean.wav"
@@ -93,21 +92,18 @@ def main() -> None:
     ap.add_argument("--reply-ms", type=int, default=4000)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    binary = shutil.which(os.environ.get("REDIS_SERVER") or "redis-server")
-    if binary is None:
-        raise SystemExit("redis-server not found")
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory(prefix="dxp-bench-") as tmp:
         try:
-            rport = free_port()
-            argv = [binary, "--port", str(rport), "--bind", "127.0.0.1", "--save", ""]
-            procs.append(subprocess.Popen([*argv, "--appendonly", "no"], **QUIET))
-            redis_url = f"redis://127.0.0.1:{rport}/0"
+            proc, redis_url = start_redis()
+            procs.append(proc)
             proc, upstream = reference_backend(args.kind, args.reply_ms, env)
             procs.append(proc)
             config = Path(tmp) / "proxy.toml"
-            config.write_text(f'[store]\nurl = "{redis_url}"\n' + route("m", upstream))
+            config.write_text(
+                f'[auth]\nmode = "none"\n[store]\nurl = "{redis_url}"\n' + route("m", upstream)
+            )
             proc, ws_base = proxy_replica(config, env)
             procs.append(proc)
             result = asyncio.run(run_session(ws_base, redis_url, args.instructions_kb))

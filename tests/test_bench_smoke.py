@@ -80,3 +80,19 @@ def test_sessions_bench_runs_every_mode_with_real_speech() -> None:
         assert step["proxy_cpu_pct"] > 0 and step["rss_mb"] > 0, mode
         assert run["idle_sessions"] == 2, mode
         assert "sustained" in step and "vad_lag_p99_ms" in step, mode
+
+
+@pytest.mark.slow
+def test_store_writes_bench_measures_redis_input() -> None:
+    result = run_bench("store_writes.py", "--instructions-kb", "16", "--reply-ms", "1000", "--json")
+    assert result["audio_deltas"] > 0 and result["redis_input_bytes"] > 0
+
+
+@pytest.mark.slow
+def test_done_hold_bench_measures_each_end_against_the_memory_store() -> None:
+    result = run_bench("done_hold.py", "--turns", "2", "--json")
+    assert result["turns"] == 2
+    for store in ("redis", "memory"):
+        figures = result[store]
+        assert isinstance(figures, dict)
+        assert figures["done_gap_ms_max"] >= figures["done_gap_ms_median"] > 0, store
