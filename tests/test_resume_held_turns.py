@@ -19,7 +19,7 @@ import os
 import re
 import secrets
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -109,6 +109,23 @@ async def answered_after(c: Client, previous: str) -> dict[str, Any]:
             return done
 
 
+async def kept_over_the_answer(c1: Client, drop: Callable[[], None]) -> tuple[Tracked, str]:
+    """A session that keeps speech over the answer (``KEEP``): a question, then a turn
+    spoken over its answer in real time, then the client's connection drops (``drop``)
+    while the answer still plays. The tracked session and the answer's response id."""
+    s: Tracked = await created(c1)
+    await c1.send(KEEP)
+    await c1.until("session.updated")
+    await c1.stream(load_clip("utt04_clean.wav") + silence(1000), realtime=False)
+    await until_deltas(c1, 3)
+    first = c1.of("response.created")[-1]["response"]["id"]
+    await c1.stream(silence(300) + load_clip(TURN) + silence(1000))  # in real time
+    s.take(c1)
+    assert not c1.of("response.done"), "the answer still plays"
+    drop()
+    return s, first
+
+
 @pytest.fixture
 def redis_url(redis_server_session: RedisServer) -> str:
     return redis_server_session.url
@@ -187,16 +204,7 @@ async def test_speech_kept_over_an_answer_is_answered_after_a_resume_elsewhere(
     and is answered after the answer."""
     async with tapped_replicas(tmp_path, redis_url, reply_ms=8000) as (tap, a, b):
         async with tcp_link(a.base) as link, connect(link.url(ws_url(a.base))) as c1:
-            s: Tracked = await created(c1)
-            await c1.send(KEEP)
-            await c1.until("session.updated")
-            await c1.stream(load_clip("utt04_clean.wav") + silence(1000), realtime=False)
-            await until_deltas(c1, 3)
-            first = c1.of("response.created")[-1]["response"]["id"]
-            await c1.stream(silence(300) + load_clip(TURN) + silence(1000))  # in real time
-            s.take(c1)
-            assert not c1.of("response.done"), "the answer still plays"
-            link.cut()  # the client's connection drops
+            s, first = await kept_over_the_answer(c1, link.cut)
         async with asyncio.timeout(10):  # the owner checkpoints as its client leaves
             while True:
                 record = await load_record(redis_url, s.sid)
@@ -278,16 +286,7 @@ async def test_kept_speech_the_dead_owner_released_after_its_checkpoint_is_not_s
 
         tap.on_sent = kill_at_the_kept_turn
         async with tcp_link(a.base) as link, connect(link.url(ws_url(a.base))) as c1:
-            s: Tracked = await created(c1)
-            await c1.send(KEEP)
-            await c1.until("session.updated")
-            await c1.stream(load_clip("utt04_clean.wav") + silence(1000), realtime=False)
-            await until_deltas(c1, 3)
-            first = c1.of("response.created")[-1]["response"]["id"]
-            await c1.stream(silence(300) + load_clip(TURN) + silence(1000))  # in real time
-            s.take(c1)
-            assert not c1.of("response.done"), "the answer still plays"
-            link.cut()  # the client's connection drops
+            s, first = await kept_over_the_answer(c1, link.cut)
         async with asyncio.timeout(30):
             await killed.wait()
         record = await load_record(redis_url, s.sid)
