@@ -19,38 +19,20 @@ from tests.servers import (
     Client,
     connect,
     load_clip,
-    proxy,
-    proxy_config,
     reference,
     silence,
-    ws_url,
 )
-from tests.test_native_relay import NATIVE, opening, pcm16k, say
+from tests.test_native_relay import native_session, opening, pcm16k, say
 
 pytestmark = pytest.mark.timeout(120)
 
 SPEECH = pcm16k(load_clip("utt05_clean.wav") + silence(800))
 
 
-@asynccontextmanager
-async def native_session(reply_ms: int = 1000) -> AsyncIterator[Client]:
-    """A native client's session through the proxy in front of the turn-based stand-in."""
-    options = ReferenceOptions(fidelity="strict")
-    async with (
-        reference("turn", reply_ms=reply_ms, options=options) as upstream,
-        proxy(proxy_config({"m": upstream})) as base,
-        connect(ws_url(base, **NATIVE)) as c,
-    ):
-        await c.send(opening())
-        created = await c.until("session.created")
-        assert created["session"]["capabilities"]["proxy"]["mode"] == "duplex_emulated"
-        yield c
-
-
 async def test_auto_response_answers_a_commit_that_asks_for_none() -> None:
     """vLLM-Omni answers a commit in an ``auto_response`` session whatever its
     ``response_create`` says (``engine/duplex/session/runner.py``, ``_on_commit``)."""
-    async with native_session() as c:
+    async with native_session("turn", "duplex_emulated") as c:
         await say(c, SPEECH)
         await c.send({"type": "input_audio_buffer.commit", "final": True, "response_create": False})
         done = await c.until("response.done", timeout=30)
@@ -106,7 +88,7 @@ async def test_response_requests_are_refused_in_vllm_omnis_words(through: str) -
 @asynccontextmanager
 async def session_for(through: str) -> AsyncIterator[Client]:
     if through == "proxy":
-        async with native_session(reply_ms=3000) as c:
+        async with native_session("turn", "duplex_emulated", 3000) as c:
             yield c
         return
     options = ReferenceOptions(fidelity="strict")

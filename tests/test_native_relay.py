@@ -11,6 +11,8 @@ corpus.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import numpy as np
@@ -57,6 +59,25 @@ def opening(**session: Any) -> dict[str, Any]:
     return {"type": "session.update", "session": body | session}
 
 
+@asynccontextmanager
+async def native_session(
+    kind: str, mode: str, reply_ms: int = 1000, opened: dict[str, Any] | None = None
+) -> AsyncIterator[Client]:
+    """A native client's session through the proxy in front of a strict ``kind``
+    stand-in, opened as ``DuplexClient`` opens (or with ``opened``) and served in
+    ``mode``."""
+    options = ReferenceOptions(fidelity="strict")
+    async with (
+        reference(kind, reply_ms=reply_ms, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+        connect(ws_url(base, **NATIVE)) as c,
+    ):
+        await c.send(opened or opening())
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        yield c
+
+
 async def say(c: Client, pcm: bytes, fmt: str = "pcm16", rate: int = 16000) -> None:
     """Append ``pcm`` as ``DuplexClient`` does (200 ms appends naming format and rate)."""
     step = rate * 2 // 5 if fmt == "pcm16" else rate // 5
@@ -79,15 +100,7 @@ async def test_a_refusal_of_the_proxys_own_ack_never_reaches_the_client() -> Non
     event id: ``engine/duplex/session/playback_ledger.py``); the client, which sent
     no ack, gets the proxy's ``conversation.item.truncated`` and no error."""
     speech = pcm16k(load_clip("utt05_clean.wav") + silence(800))
-    options = ReferenceOptions(fidelity="strict")
-    async with (
-        reference("duplex-no-barge-in", reply_ms=3000, options=options) as upstream,
-        proxy(proxy_config({"m": upstream})) as base,
-        connect(ws_url(base, **NATIVE)) as c,
-    ):
-        await c.send(opening())
-        created = await c.until("session.created")
-        assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+    async with native_session("duplex-no-barge-in", "barge_in_emulated", 3000) as c:
         await say(c, speech)
         await c.send({"type": "input_audio_buffer.commit", "final": True})
         first = (await c.until("response.created"))["response"]["id"]
@@ -123,7 +136,6 @@ async def test_g711_as_vllm_omni_takes_it_from_a_native_client() -> None:
         np.frombuffer(load_clip("utt05_clean.wav") + silence(800), "<i2"), 24000, 8000
     )
     ulaw = int16_to_g711(pcm8.astype(np.int16), ULAW)
-    options = ReferenceOptions(fidelity="strict")
     rates = {"input": {"sample_rate_hz": 8000}, "output": {"sample_rate_hz": 8000}}
     g711 = opening(
         input_audio_format="g711_ulaw",
@@ -131,14 +143,7 @@ async def test_g711_as_vllm_omni_takes_it_from_a_native_client() -> None:
         sample_rate_hz=8000,
         audio=rates,
     )
-    async with (
-        reference("duplex-no-barge-in", reply_ms=2000, options=options) as upstream,
-        proxy(proxy_config({"m": upstream})) as base,
-        connect(ws_url(base, **NATIVE)) as c,
-    ):
-        await c.send(g711)
-        created = await c.until("session.created")
-        assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+    async with native_session("duplex-no-barge-in", "barge_in_emulated", 2000, g711) as c:
         await say(c, ulaw, fmt="g711_ulaw", rate=8000)
         await c.send({"type": "input_audio_buffer.commit", "final": True})
         done = await c.until("response.done", timeout=30)
@@ -190,14 +195,7 @@ async def test_without_turn_detection_every_turn_is_told_as_the_upstream_tells_i
     cancelled an answer (its audio would still be playing by the proxy's clock) is
     told as the upstream tells it."""
     speech = pcm16k(load_clip("utt05_clean.wav") + silence(800))
-    options = ReferenceOptions(fidelity="strict")
-    async with (
-        reference("duplex-no-barge-in", reply_ms=3000, options=options) as upstream,
-        proxy(proxy_config({"m": upstream})) as base,
-        connect(ws_url(base, **NATIVE)) as c,
-    ):
-        await c.send(opening())
-        await c.until("session.created")
+    async with native_session("duplex-no-barge-in", "barge_in_emulated", 3000) as c:
         for turn in range(2):
             await say(c, speech)
             await c.send({"type": "input_audio_buffer.commit", "final": True})
