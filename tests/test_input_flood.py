@@ -15,7 +15,7 @@ import pytest
 
 from proxy.reference.options import ReferenceOptions
 from tests.servers import Client, connect, reference, silence, ws_url
-from tests.test_cli import Procs, free_port, wait_http_ok
+from tests.test_cli import Proc, Procs, free_port, wait_http_ok
 
 RSS_BOUND_MB = 300  # generous: unbounded queues grew by gigabytes within seconds
 
@@ -27,6 +27,21 @@ def processes(tmp_path: Path) -> Iterator[Procs]:
         yield p
     finally:
         p.close()
+
+
+async def served(processes: Procs, tmp_path: Path, server: str, upstream: str) -> tuple[Proc, str]:
+    """``duplex-proxy serve`` on loopback with ``server`` under ``[server]``, no auth and
+    one route (``m``) to ``upstream``, answering: the process and its base URL."""
+    config = tmp_path / "proxy.toml"
+    config.write_text(
+        f'[server]\nhost = "127.0.0.1"\n{server}[auth]\nmode = "none"\n'
+        f'\n[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
+    )
+    port = free_port()
+    proc = processes.spawn("proxy", ["serve", "--config", str(config), "--port", str(port)])
+    base = f"http://127.0.0.1:{port}"
+    await wait_http_ok(proc, base)
+    return proc, base
 
 
 def rss_mb(pid: int) -> float:
@@ -64,16 +79,8 @@ async def test_a_flooding_client_is_slowed_warned_and_closed_and_others_never_no
 ) -> None:
     # Two sessions at once on one server: it is configured for them, as a real one is.
     async with reference(kind, reply_ms=600, options=ReferenceOptions(max_sessions=2)) as upstream:
-        config = tmp_path / "proxy.toml"
-        config.write_text(
-            '[server]\nhost = "127.0.0.1"\ninput_burst_s = 2.0\ninput_rate_grace_s = 3.0\n'
-            '[auth]\nmode = "none"\n'
-            f'\n[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
-        )
-        port = free_port()
-        proc = processes.spawn("proxy", ["serve", "--config", str(config), "--port", str(port)])
-        base = f"http://127.0.0.1:{port}"
-        await wait_http_ok(proc, base)
+        server = "input_burst_s = 2.0\ninput_rate_grace_s = 3.0\n"
+        proc, base = await served(processes, tmp_path, server, upstream)
         pid = proc.popen.pid
         async with connect(ws_url(base)) as calm, connect(ws_url(base)) as fast:
             await calm.until("session.created")

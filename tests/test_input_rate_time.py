@@ -13,7 +13,8 @@ import pytest
 
 from proxy.client_limits import AUDIO_BYTES_PER_S, InputClock
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
-from tests.test_cli import Procs, free_port, wait_http_ok
+from tests.test_cli import Procs
+from tests.test_input_flood import served
 from tests.test_native_relay import NATIVE, opening
 
 PCMU_TOLD = {"audio": {"input": {"format": {"type": "audio/pcmu"}}}}
@@ -117,16 +118,8 @@ async def test_a_g711_client_is_held_to_real_time_like_any_other(
     processes: Procs, tmp_path: Path
 ) -> None:
     async with reference("turn", reply_ms=600) as upstream:
-        config = tmp_path / "proxy.toml"
-        config.write_text(
-            '[server]\nhost = "127.0.0.1"\ninput_realtime_factor = 1.0\ninput_burst_s = 1.0\n'
-            'input_rate_grace_s = 60.0\n[auth]\nmode = "none"\n'
-            f'\n[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
-        )
-        port = free_port()
-        proc = processes.spawn("proxy", ["serve", "--config", str(config), "--port", str(port)])
-        base = f"http://127.0.0.1:{port}"
-        await wait_http_ok(proc, base)
+        server = "input_realtime_factor = 1.0\ninput_burst_s = 1.0\ninput_rate_grace_s = 60.0\n"
+        proc, base = await served(processes, tmp_path, server, upstream)
         async with connect(ws_url(base)) as c:
             await c.until("session.created")
             await c.send(PCMU)
