@@ -21,7 +21,7 @@ import pytest
 
 from proxy.persist.checkpoint import checkpoint_of
 from proxy.reference.options import ReferenceOptions
-from tests.proxy_process import ProxyProcess, proxy_process
+from tests.proxy_process import ProxyProcess
 from tests.redis_server import RedisServer
 from tests.servers import connect, reference, replica_pair, ws_url
 from tests.test_resume import (
@@ -32,6 +32,7 @@ from tests.test_resume import (
     speak,
     wait_persisted,
 )
+from tests.test_resume_held_turns import slow_replicas
 from tests.upstream_tap import upstream_tap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
@@ -54,16 +55,7 @@ async def slow_checkpointing_pair(
         up = await stack.enter_async_context(
             reference("duplex", reply_ms=5000, options=ReferenceOptions(max_sessions=4))
         )
-        config = (
-            '[server]\nlog_level = "info"\n[auth]\nmode = "none"\n'
-            f'[store]\nurl = "{redis_url}"\ncheckpoint_interval_s = 2.0\n'
-            f'[[routes]]\nmodel = "m"\nupstream = "{up}"\n'
-        )
-        a = await stack.enter_async_context(proxy_process(tmp_path, "a", config))
-        b = await stack.enter_async_context(proxy_process(tmp_path, "b", config))
-        await a.until_ready()
-        await b.until_ready()
-        yield a, b
+        yield await slow_replicas(stack, tmp_path, redis_url, up)
 
 
 async def test_a_response_the_client_saw_end_does_not_end_again_after_the_owner_died(

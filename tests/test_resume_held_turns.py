@@ -66,16 +66,26 @@ async def tapped_replicas(
             reference("duplex", reply_ms=reply_ms, options=options)
         )
         tap, tapped = await stack.enter_async_context(upstream_tap(up))
-        config = (
-            '[server]\nlog_level = "info"\n[auth]\nmode = "none"\n'
-            f'[store]\nurl = "{redis_url}"\ncheckpoint_interval_s = 2.0\nsecret_key = "{key}"\n'
-            f'[[routes]]\nmodel = "m"\nupstream = "{tapped}"\n'
-        )
-        a = await stack.enter_async_context(proxy_process(tmp_path, "a", config))
-        b = await stack.enter_async_context(proxy_process(tmp_path, "b", config))
-        await a.until_ready()
-        await b.until_ready()
+        store = f'secret_key = "{key}"\n'
+        a, b = await slow_replicas(stack, tmp_path, redis_url, tapped, store)
         yield tap, a, b
+
+
+async def slow_replicas(
+    stack: AsyncExitStack, tmp_path: Path, redis_url: str, upstream: str, store: str = ""
+) -> tuple[ProxyProcess, ProxyProcess]:
+    """Replica processes "a" and "b" sharing Redis in front of ``upstream``, ready, at
+    the longest checkpoint interval (2 s); ``store``: more ``[store]`` lines."""
+    config = (
+        '[server]\nlog_level = "info"\n[auth]\nmode = "none"\n'
+        f'[store]\nurl = "{redis_url}"\ncheckpoint_interval_s = 2.0\n{store}'
+        f'[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
+    )
+    a = await stack.enter_async_context(proxy_process(tmp_path, "a", config))
+    b = await stack.enter_async_context(proxy_process(tmp_path, "b", config))
+    await a.until_ready()
+    await b.until_ready()
+    return a, b
 
 
 async def press(c: Client, clip: str) -> None:
