@@ -86,11 +86,17 @@ class ClientSide:
         else:
             self.held.send(self.journal.seq, send)
 
-    def release(self) -> Attach | None:
-        """The session stops here or moves: what is held goes out now; the attached."""
+    def release(self, unsaved: bool = True) -> Attach | None:
+        """The session stops here or moves: what is held goes out now (without
+        ``unsaved``, only what the store holds: ``HeldEnds.release``); the attached."""
         if self.held is not None:
-            self.held.release()
+            self.held.release(unsaved)
         return self.attached
+
+    async def settle(self, client: ClientChannel, code: int) -> None:
+        """The proxy closes ``client`` (``ClientChannel.owed``): what it is owed first."""
+        if self.held is not None and self.client is client:
+            await self.held.settle(code)
 
     async def attach(self, attach: Attach, input_format: AudioFormat | None = None) -> None:
         """``input_format``: the session's, which the client's input clock starts at
@@ -117,6 +123,7 @@ class ClientSide:
             self._closers = {t for t in self._closers if not t.done()}
             old.done.set()
         self.attached = attach
+        attach.client.owed = partial(self.settle, attach.client)  # before the proxy closes it
         self.grace_deadline = None
         clock = attach.client.rate.clock
         if input_format is not None:

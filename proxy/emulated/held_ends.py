@@ -17,6 +17,12 @@ lost) and ``duplex_proxy_response_ends_unsaved_total`` counts it. The memory sto
 goes with the process: there is nothing to wait for. With no client attached an end
 is not held (nobody is sent it); a client that attaches on this replica is replayed
 what the store does not hold yet only once it does.
+
+When the proxy closes the client itself (``settle``) what it is owed goes before the
+closing error: all of it at once if the close is final (the session ends there, its
+record is deleted, nothing resumes it); only what the store holds if the client is
+told to resume elsewhere (1012, a drain): an end the store lacks is withheld, since
+the resume restores its response as open and ends it (counted as ``withheld``).
 """
 
 from __future__ import annotations
@@ -56,6 +62,7 @@ class HeldEnds:
         self._held: deque[tuple[int, Callable[[], object]]] = deque()
         self._waits: set[asyncio.Task[None]] = set()
         self._released = False  # the session stops or moved: nothing is held any more
+        self._withhold = False  # the client resumes elsewhere: what is unsaved stays
 
     @property
     def clear(self) -> bool:
@@ -90,14 +97,32 @@ class HeldEnds:
         """The client changed: what the old one was owed stays in the replay log."""
         self._held.clear()
 
-    def release(self) -> None:
+    def release(self, unsaved: bool = True) -> None:
         """Send everything held now, and from now on hold nothing (the session stops,
-        or moves on elsewhere: an end stamped while it closes goes at once)."""
+        or moves on elsewhere: an end stamped while it closes goes at once); without
+        ``unsaved``, not an end the store lacks, nor what follows it."""
         self._released = True
         for task in self._waits:
             task.cancel()
+        saved = self.persister.saved.seq
+        lacking = next((e.seq for e in self._ends if e.through > saved), None)
         self._ends.clear()
+        if not unsaved and lacking is not None:
+            self.unsaved.labels(self.mode, "withheld").inc()
+            while self._held and self._held[-1][0] >= lacking:
+                self._held.pop()
         self._go()
+
+    async def settle(self, code: int) -> None:
+        """The proxy closes the client with ``code``: what it is owed goes now, but for
+        a client told to resume elsewhere (1012) only once the store holds it, bounded
+        (what it lacks then, the resume gives)."""
+        if code == 1012:
+            self._withhold = True
+            self.persister.flush_now()
+            if self._waits:
+                await asyncio.wait(set(self._waits))
+        self.release(unsaved=code != 1012)
 
     def replaying(self, after: int, head: int) -> None:
         """A client attached and is replayed the events after ``after`` up to ``head``:
@@ -109,6 +134,8 @@ class HeldEnds:
 
     async def _wait(self, end: _End) -> None:
         if not await self.persister.saved.through(end.through, self.bound_s):
+            if self._withhold:
+                return  # left for ``release``: not sent to a client that resumes
             why = "timeout" if self.persister.saves() else "not_saving"
             self.unsaved.labels(self.mode, why).inc()
         end.over = True
