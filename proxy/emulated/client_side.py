@@ -71,20 +71,22 @@ class ClientSide:
             if held is None or held.clear:
                 self.attached.client.send_text(text)
             else:
-                held.send(self.journal.seq, partial(self.attached.client.send_text, text))
+                send = partial(self.attached.client.send_text, text)
+                held.send(self.journal.seq, send, len(text))
 
     def error(self, code: str, message: str) -> None:
         """An error for the attached client only: errors are not replayed."""
         if self.attached is not None:
             send = partial(self.attached.client.send_error, code, message)
-            self.in_order(send)
+            self.in_order(send, len(message))
 
-    def in_order(self, send: Callable[[], object]) -> None:
-        """``send`` (an event out of the replay log) after what the client is owed."""
+    def in_order(self, send: Callable[[], object], size: int = 0) -> None:
+        """``send`` (an event out of the replay log, ``size`` bytes) after what the
+        client is owed."""
         if self.held is None or self.held.clear:
             send()
         else:
-            self.held.send(self.journal.seq, send)
+            self.held.send(self.journal.seq, send, size)
 
     def release(self, unsaved: bool = True) -> Attach | None:
         """The session stops here or moves: what is held goes out now (without
@@ -141,7 +143,7 @@ class ClientSide:
             if self.held is None or self.held.clear:
                 attach.client.send_text(text)
             else:
-                self.held.send(seq, partial(attach.client.send_text, text))
+                self.held.send(seq, partial(attach.client.send_text, text), len(text))
 
     def detach(self, client: ClientChannel, grace_s: float) -> bool:
         """The client left; False if it was not the attached one (already replaced)."""

@@ -23,6 +23,14 @@ closing error: all of it at once if the close is final (the session ends there, 
 record is deleted, nothing resumes it); only what the store holds if the client is
 told to resume elsewhere (1012, a drain): an end the store lacks is withheld, since
 the resume restores its response as open and ends it (counted as ``withheld``).
+
+What is held is bounded (``[store] held_max_frames``, ``held_max_bytes``): while the
+store is slow or down a session that talks on would otherwise hold ever more. Past
+the cap the ends held are given up on: they and what follows go out unsaved, logged
+(``held_events_over_cap``) and counted (``over_cap``). That is the same trade as the
+time bound: the client keeps talking, and only an owner killed before its next
+checkpoint could leave it a response that ends twice; closing the session instead
+would end every session on a slow store.
 """
 
 from __future__ import annotations
@@ -58,8 +66,11 @@ class HeldEnds:
         # Seqs of the ends not known to be saved yet, oldest first, and whether each
         # one's wait is over.
         self._ends: deque[_End] = deque()
-        # What the attached client is owed behind them: (the seq it follows, send).
-        self._held: deque[tuple[int, Callable[[], object]]] = deque()
+        # What the attached client is owed behind them: (the seq it follows, send, size).
+        self._held: deque[tuple[int, Callable[[], object], int]] = deque()
+        self._held_bytes = 0
+        cfg = persister.state.config.store
+        self.max_frames, self.max_bytes = cfg.held_max_frames, cfg.held_max_bytes
         self._waits: set[asyncio.Task[None]] = set()
         self._released = False  # the session stops or moved: nothing is held any more
         self._withhold = False  # the client resumes elsewhere: what is unsaved stays
@@ -86,16 +97,32 @@ class HeldEnds:
         self._waits.add(task)
         task.add_done_callback(self._waits.discard)
 
-    def send(self, after: int, send: Callable[[], object]) -> None:
-        """``send`` now, or once every end up to ``after`` is released."""
+    def send(self, after: int, send: Callable[[], object], size: int = 0) -> None:
+        """``send`` (a frame of ``size`` bytes) now, or once every end up to ``after``
+        is released; past the cap, every end held is given up on."""
         if not self._held and (not self._ends or after < self._ends[0].seq):
             send()
-        else:
-            self._held.append((after, send))
+            return
+        self._held.append((after, send, size))
+        self._held_bytes += size
+        if len(self._held) > self.max_frames or self._held_bytes > self.max_bytes:
+            self._over_cap()
 
     def drop(self) -> None:
         """The client changed: what the old one was owed stays in the replay log."""
         self._held.clear()
+        self._held_bytes = 0
+
+    def _over_cap(self) -> None:
+        frames, size = len(self._held), self._held_bytes
+        self.unsaved.labels(self.mode, "over_cap").inc(len(self._ends))
+        self.persister.session.log.warning(
+            "held_events_over_cap", frames=frames, bytes=size, ends=len(self._ends)
+        )
+        for task in self._waits:
+            task.cancel()
+        self._ends.clear()
+        self._go()
 
     def release(self, unsaved: bool = True) -> None:
         """Send everything held now, and from now on hold nothing (the session stops,
@@ -110,7 +137,7 @@ class HeldEnds:
         if not unsaved and lacking is not None:
             self.unsaved.labels(self.mode, "withheld").inc()
             while self._held and self._held[-1][0] >= lacking:
-                self._held.pop()
+                self._held_bytes -= self._held.pop()[2]
         self._go()
 
     async def settle(self, code: int) -> None:
@@ -146,4 +173,6 @@ class HeldEnds:
     def _go(self) -> None:
         first = self._ends[0].seq if self._ends else None
         while self._held and (first is None or self._held[0][0] < first):
-            self._held.popleft()[1]()
+            _, send, size = self._held.popleft()
+            self._held_bytes -= size
+            send()
