@@ -46,6 +46,9 @@ from proxy.store.memory import MemoryStore
 
 # A checkpoint is two store writes, and one may be under way when the end is stamped.
 HOLD_BOUND = 4
+# How a response's end reads in the replay log (``shim/journal.py`` writes compact
+# JSON; the same characters inside a string value would be escaped).
+END_TYPE = '"type":"response.done"'
 
 
 @dataclass(slots=True)
@@ -155,9 +158,13 @@ class HeldEnds:
         """A client attached and is replayed the events after ``after`` up to ``head``:
         those the store does not hold yet wait for it (they may hold an end that went
         unheld while no client was attached)."""
-        saved = self.persister.saved.seq
-        if head > max(saved, after):
-            self.ended(max(saved, after) + 1, head)
+        start = max(self.persister.saved.seq, after)
+        if head <= start:
+            return
+        entries = self.persister.session.journal.entries()
+        # Only a range with an end in it is held (and, unsaved, counted as one).
+        if any(e.seq > start and END_TYPE in e.text for e in entries):
+            self.ended(start + 1, head)
 
     async def _wait(self, end: _End) -> None:
         if not await self.persister.saved.through(end.through, self.bound_s):
