@@ -117,10 +117,10 @@ class HeldEnds:
         self._held_bytes = 0
 
     def _over_cap(self) -> None:
-        frames, size = len(self._held), self._held_bytes
-        self.unsaved.labels(self.mode, "over_cap").inc(len(self._ends))
+        ends = sum(1 for end in self._ends if not end.over)  # (the rest were counted)
+        self.unsaved.labels(self.mode, "over_cap").inc(ends)
         self.persister.session.log.warning(
-            "held_events_over_cap", frames=frames, bytes=size, ends=len(self._ends)
+            "held_events_over_cap", frames=len(self._held), bytes=self._held_bytes, ends=ends
         )
         for task in self._waits:
             task.cancel()
