@@ -97,8 +97,7 @@ class ClientChannel:
                 self._tasks[2] = asyncio.create_task(self._watch(), name="client-watch")
 
     async def end(self, why: str, code: int, reason: str, *error: str) -> None:
-        """The proxy ends the session (no grace to resume it): what the session owes the
-        client, then the closing ``error`` (code, message) if any, then the close."""
+        """The proxy ends the session, no grace: what it owes, the ``error`` if any, the close."""
         self.ended_by_proxy = why
         await self._settle(code)
         if error:
@@ -284,8 +283,7 @@ class ClientChannel:
 
     async def _stop_reader(self) -> bool:
         """Stop the reader first (True if done here): aiohttp, closed while a reader waits,
-        drops the socket with the client's frames unread (the client sees 1006); it must
-        not say CLOSED (the session would end and aiohttp close with 1000 first)."""
+        drops the socket with the client's frames unread (1006); it must not say CLOSED."""
         reader = self._tasks[0] if self._tasks else None
         if reader is None or reader.done() or reader is asyncio.current_task():
             return False
@@ -297,4 +295,6 @@ class ClientChannel:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
