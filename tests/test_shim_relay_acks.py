@@ -185,3 +185,17 @@ def test_the_redial_outbox_keeps_the_playback_reports_it_drops() -> None:
     assert box.unsent == [ack]
     again = Outbox.replacing(box, limit=200)  # a second resume: what was held is dropped
     assert again.unsent == [ack, cut] and not again.frames
+
+
+def test_an_ack_without_played_ms_is_refused_upstream_and_awaits_no_ack_answer() -> None:
+    """vLLM-Omni 0.30.0 refuses it (``bad_event``, "playback.ack requires numeric
+    played_ms", its ``realtime_commands.translate_realtime_command``), as the proxy
+    does: it is no ack, so nothing waits in flight for it."""
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    assert acks(sc.speak([0.9] * 10)), "the proxy's ack of what was heard, in flight"
+    bare = {"type": "playback.ack", "response_id": "resp-2"}
+    assert upstream_events(sc.client(bare)) == [bare], "refused there, in its own words"
+    bad = refusal("bad_event", "playback.ack requires numeric played_ms")
+    assert to_client(sc.upstream(bad)), "the client's, refused"
+    assert kept(sc.upstream(TOO_LATE)), "the proxy's own ack is still the one awaited"
