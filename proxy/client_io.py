@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import astuple
+from functools import partial
 from typing import Any
 
 import aiohttp
@@ -21,7 +22,7 @@ import orjson
 from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
-from proxy.client_limits import InputRate, Lifetime, Rate, Verdict
+from proxy.client_limits import InputRate, Lifetime, Rate
 from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
@@ -62,8 +63,7 @@ class ClientChannel:
         self._wake = asyncio.Event()
         self._drained = asyncio.Event()
         self._drained.set()
-        self._finishing = False
-        self._slow = False
+        self._finishing = self._slow = False
         self._transport = transport
         self._write_text = text_writer(ws)  # None: not in this aiohttp, or turned off
         self._tasks: list[asyncio.Task[None]] = []
@@ -74,8 +74,10 @@ class ClientChannel:
         now = self._loop.time()
         self.rate = InputRate.from_config(self.limits, now)
         self.lifetime = Lifetime(self.limits, now)
-        # Why the proxy ended the session itself (idle, too long, too fast): no resume grace.
-        self.ended_by_proxy: str | None = None
+        self._watch = partial(watch_lifetime, self.lifetime, self.send_error, self.end)
+        self.ended_by_proxy: str | None = None  # why the proxy ended it itself: no grace
+        # The attached session's: what it owes the client goes before any close (held_ends.py).
+        self.owed: Callable[[int], Awaitable[None]] | None = None
         # close() stopped the reader: the close, not the reader, tells the inbox CLOSED.
         self._reader_stopped = False
 
@@ -94,10 +96,18 @@ class ClientChannel:
                 self._tasks[2].cancel()
                 self._tasks[2] = asyncio.create_task(self._watch(), name="client-watch")
 
-    async def end(self, why: str, code: int, reason: str) -> None:
-        """The proxy ends the session: no grace to resume it."""
+    async def end(self, why: str, code: int, reason: str, *error: str) -> None:
+        """The proxy ends the session, no grace: what it owes, the ``error`` if any, the close."""
         self.ended_by_proxy = why
+        await self._settle(code)
+        if error:
+            self.send_error(*error)
         await self.close(code, reason)
+
+    async def _settle(self, code: int) -> None:
+        owed, self.owed = self.owed, None  # once
+        if owed is not None and not self.ws.closed and not self._slow:
+            await owed(code)
 
     async def _read(self) -> None:
         tap, take = tap_queue(self.ws), self._take
@@ -109,8 +119,7 @@ class ClientChannel:
                 tap.tap = None
                 if msg.type == aiohttp.WSMsgType.TEXT:
                     self._tally_in.add(len(msg.data))
-                    if len(msg.data) > self.limits.max_frame_bytes:
-                        limit = self.limits.max_frame_bytes
+                    if len(msg.data) > (limit := self.limits.max_frame_bytes):
                         self.metrics.client_errors.labels("frame_too_large").inc()
                         await self.end("frame_too_large", 1009, f"frame over {limit} bytes")
                         break
@@ -121,7 +130,8 @@ class ClientChannel:
                     now = self._loop.time()
                     self.lifetime.heard(now)
                     verdict = self.rate.charge(self.rate.cost(parsed.event), now)
-                    if verdict.rate is not Rate.OK and not await self._admit(verdict):
+                    ok = verdict.rate is Rate.OK
+                    if not ok and not await admit(verdict, self.limits, self.send_error, self.end):
                         break
                     if self.sink is None:
                         await self.inbox.put(parsed)
@@ -170,12 +180,6 @@ class ClientChannel:
         if self.sink is not None and not queued:
             await self.sink(frame)
 
-    def _watch(self) -> Coroutine[Any, Any, None]:
-        return watch_lifetime(self.lifetime, self.send_error, self.end)
-
-    def _admit(self, verdict: Verdict) -> Coroutine[Any, Any, bool]:
-        return admit(verdict, self.limits, self.send_error, self.end)
-
     async def _write(self) -> None:
         while True:
             while not self._out:
@@ -187,10 +191,8 @@ class ClientChannel:
             item = self._out.popleft()
             self._out_bytes -= len(item)
             try:
-                if isinstance(item, bytes):
-                    await self.ws.send_bytes(item)
-                else:
-                    await self.ws.send_str(item)
+                send = self.ws.send_bytes if isinstance(item, bytes) else self.ws.send_str
+                await send(item)  # type: ignore[arg-type]
             except (ConnectionError, RuntimeError, aiohttp.ClientError):
                 self._out.clear()
                 self._drained.set()
@@ -232,11 +234,9 @@ class ClientChannel:
     async def _drop_slow(self) -> None:
         """The client stopped reading: let go of what it did not take, and close it."""
         self.metrics.client_errors.labels("slow_consumer").inc()
-        # A policy close (as for a client too fast): no grace holds a slot for it.
-        self.ended_by_proxy = "slow_consumer"
-        writer = self._tasks[1] if len(self._tasks) > 1 else None
-        if writer is not None:
-            writer.cancel()
+        self.ended_by_proxy = "slow_consumer"  # a policy close: no grace holds a slot
+        if len(self._tasks) > 1:
+            self._tasks[1].cancel()  # the writer
         self._out.clear()
         self._out_bytes = 0
         self._drained.set()
@@ -264,6 +264,7 @@ class ClientChannel:
             await asyncio.wait_for(self._drained.wait(), within_s)
 
     async def close(self, code: int, reason: str) -> None:
+        await self._settle(code)
         if not self.ws.closed and not self._slow:
             await self.flush()
             stopped = await self._stop_reader()
@@ -281,9 +282,8 @@ class ClientChannel:
         self.closed.set()
 
     async def _stop_reader(self) -> bool:
-        """Stop the reader first (True if done here): aiohttp, closed while a reader
-        waits, drops the socket with the client's frames unread (the client sees 1006).
-        It must not say CLOSED: the session would end and aiohttp close with 1000 first."""
+        """Stop the reader first (True if done here): aiohttp, closed while a reader waits,
+        drops the socket with the client's frames unread (1006); it must not say CLOSED."""
         reader = self._tasks[0] if self._tasks else None
         if reader is None or reader.done() or reader is asyncio.current_task():
             return False

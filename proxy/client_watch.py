@@ -15,7 +15,7 @@ async def admit(
     verdict: Verdict,
     limits: ServerConfig,
     send_error: Callable[[str, str], None],
-    end: Callable[[str, int, str], Awaitable[None]],
+    end: Callable[..., Awaitable[None]],
 ) -> bool:
     """Act on an append over the client's audio allowance; False once it is closed."""
     if verdict.rate is Rate.CLOSE:
@@ -36,9 +36,10 @@ async def admit(
 async def watch_lifetime(
     life: Lifetime,
     send_error: Callable[[str, str], None],
-    end: Callable[[str, int, str], Awaitable[None]],
+    end: Callable[..., Awaitable[None]],
 ) -> None:
-    """Act on ``life``'s deadlines until one ends the session (``end``).
+    """Act on ``life``'s deadlines until one ends the session (``end``, which sends
+    the closing error after what the session still owes the client).
 
     It sleeps until the next moment something may be due: an idle session costs
     one wakeup per deadline, not a timer ticking."""
@@ -47,8 +48,8 @@ async def watch_lifetime(
         await asyncio.sleep(max(0.0, life.next_check() - loop.time()))
         now = loop.time()
         if now >= life.ends_at:
-            send_error("session_expired", "the session reached its maximum duration")
-            await end("session_expired", 1000, "maximum session duration")
+            told = ("session_expired", "the session reached its maximum duration")
+            await end("session_expired", 1000, "maximum session duration", *told)
             return
         if now >= life.idle_close_at():
             await end("session_idle_timeout", 1000, "idle timeout")

@@ -69,6 +69,18 @@ class StoreConfig:
     timeout_s: float = Field(
         default=0.25, gt=0, description="No request ever blocks on the store longer than this."
     )
+    held_max_frames: int = Field(
+        default=2048,
+        gt=0,
+        description="Events a client is owed behind a response end not yet saved, at most; "
+        "past this (or held_max_bytes) the end and what follows go unsaved, logged and counted "
+        "(over_cap in duplex_proxy_response_ends_unsaved_total).",
+    )
+    held_max_bytes: int = Field(
+        default=4 * 1024 * 1024,
+        gt=0,
+        description="Bytes of those held events, at most (see held_max_frames).",
+    )
     recent_event_ids: int = Field(
         default=256, ge=0, description="Client event_ids remembered per session to drop re-sends."
     )

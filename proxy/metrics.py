@@ -91,7 +91,8 @@ class Metrics:
         self.response_ends_unsaved = Counter(
             "duplex_proxy_response_ends_unsaved_total",
             "Response ends sent to the client before the store held them (timeout: the"
-            " store was slow; not_saving: down, or the session is not persisted), by mode.",
+            " store was slow; not_saving: down, or the session is not persisted; over_cap:"
+            " too much held behind them), or withheld from a drained client (withheld).",
             ["mode", "reason"],
             registry=r,
         )

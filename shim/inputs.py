@@ -52,10 +52,15 @@ class UpstreamLost:
 @dataclass(frozen=True, slots=True)
 class UpstreamReattached:
     """The upstream is back on a new socket: its first event, ``session.created``
-    for a fresh upstream session or ``session.resumed`` for the same one."""
+    for a fresh upstream session or ``session.resumed`` for the same one.
+
+    ``unsent``: the playback reports (acks, truncates) the shim sent meanwhile that
+    the edge dropped (held for the new socket past its bound, or for a socket given
+    up): no answer to them will come."""
 
     event: dict[str, Any]
     now_ms: float
+    unsent: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,10 +6,17 @@ increasing ``server_event_seq`` (from 1, the last key); the client acks with
 last seq, exactly once, in order. The log is bounded by bytes and by age; once a
 gap opens (trimmed past what a client still needs), resume says so instead of
 replaying a partial history.
+
+The byte bound counts what the log really holds: each event's text as the
+interpreter stores it, or as UTF-8 (what a checkpoint writes of it) where that is
+more (a non-ASCII transcript takes 2 to 4 bytes a character, not one), and each
+entry's own cost (``ENTRY_BYTES``), so a stream of small events cannot hold
+several times the bound.
 """
 
 from __future__ import annotations
 
+import sys
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +29,17 @@ class Entry:
     seq: int
     at_ms: float
     text: str
+
+
+# An entry's cost besides its text: the entry object (three slots), its float time
+# and int seq, and its slot in the deque (CPython, 64-bit).
+ENTRY_BYTES = 56 + 24 + 28 + 8
+
+
+def held_bytes(text: str) -> int:
+    """What one logged event holds."""
+    size = sys.getsizeof(text)
+    return (size if text.isascii() else max(size, len(text.encode()))) + ENTRY_BYTES
 
 
 class Journal:
@@ -45,7 +63,7 @@ class Journal:
         event["server_event_seq"] = self.seq
         text = orjson.dumps(event).decode()
         self._entries.append(Entry(self.seq, now_ms, text))
-        self._bytes += len(text)
+        self._bytes += held_bytes(text)
         self._trim(now_ms)
         return text
 
@@ -54,7 +72,7 @@ class Journal:
             self._bytes > self.max_bytes or now_ms - self._entries[0].at_ms > self.max_age_ms
         ):
             gone = self._entries.popleft()
-            self._bytes -= len(gone.text)
+            self._bytes -= held_bytes(gone.text)
             self.floor = gone.seq
 
     def ack(self, seq: int) -> bool:
@@ -64,7 +82,7 @@ class Journal:
         self.acked = max(self.acked, seq)
         while self._entries and self._entries[0].seq <= seq:
             gone = self._entries.popleft()
-            self._bytes -= len(gone.text)
+            self._bytes -= held_bytes(gone.text)
         self.floor = max(self.floor, seq)
         return True
 

@@ -84,6 +84,7 @@ class PlaybackReports:
     end_reported: bool = False
     # A response generated in full whose playback end is still to report.
     playing: ResponseState | None = None
+    in_flight: tuple[list[Any], ...] = ()  # acks, truncates unanswered (relay_reports.py)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class PlaybackReports:
             "upstream_audio_ms": self.upstream_audio_ms,
             "end_reported": self.end_reported,
             "playing": self.playing.to_wire() if self.playing else None,
+            "in_flight": list(self.in_flight),
         }
 
 
@@ -222,11 +224,11 @@ def _relay(wire: dict[str, Any]) -> RelayState:
             upstream_audio_ms=float(reports.get("upstream_audio_ms") or 0.0),
             end_reported=reports.get("end_reported") is True,
             playing=ResponseState.from_wire(reports.get("playing")),
+            in_flight=tuple(x for x in reports.get("in_flight") or () if isinstance(x, list)),
         ),
     )
 
 
-# ---------------------------------------------------------------- for the edge
 def upstream_position(wire: dict[str, Any]) -> tuple[str, int] | None:
     """(upstream session id, seq) a stored snapshot was taken at, if it has one."""
     up = _upstream(wire.get("upstream"))

@@ -22,7 +22,8 @@ class _NeverSaved:
 
 
 def _held() -> tuple[HeldEnds, Metrics]:
-    config = SimpleNamespace(store=SimpleNamespace(timeout_s=0.5))
+    store = SimpleNamespace(timeout_s=0.5, held_max_frames=64, held_max_bytes=1 << 20)
+    config = SimpleNamespace(store=store)
     persister: Any = SimpleNamespace(
         state=SimpleNamespace(store=object(), config=config),
         saved=_NeverSaved(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import orjson
 from hypothesis import given
 from hypothesis import strategies as st
@@ -31,10 +33,10 @@ def test_ack_trims_and_replay_after_returns_the_rest_in_order() -> None:
 
 
 def test_bounds_by_bytes_and_age_open_a_gap() -> None:
-    j = Journal("ab", max_bytes=200, max_age_ms=1000)
+    j = Journal("ab", max_bytes=600, max_age_ms=1000)
     for i in range(20):
         j.stamp({"type": "x", "pad": "y" * 20, "n": i}, now_ms=i)
-    assert j.size_bytes <= 200
+    assert j.size_bytes <= 600
     assert j.after(0, now_ms=20) is None
     head = j.seq
     j.stamp({"type": "late"}, now_ms=5000)
@@ -49,3 +51,26 @@ def test_recent_ids_report_each_id_once_while_remembered(ids: list[str]) -> None
     for event_id in ids:
         assert recent.seen(event_id) == (event_id in first_seen)
         first_seen.add(event_id)
+
+
+def _in_memory(j: Journal) -> int:
+    """What the log's entries really hold: each text object, each entry and its fields."""
+    return sum(
+        sys.getsizeof(e.text) + sys.getsizeof(e) + sys.getsizeof(e.at_ms) + sys.getsizeof(e.seq)
+        for e in j.entries()
+    )
+
+
+def test_many_small_events_are_bounded_by_what_they_hold() -> None:
+    j = Journal("ab", max_bytes=10_000, max_age_ms=60_000)
+    for i in range(2000):
+        j.stamp({"type": "x", "n": i}, now_ms=0)
+    assert _in_memory(j) <= j.size_bytes <= 10_000
+
+
+def test_non_ascii_text_is_bounded_by_its_bytes_not_its_characters() -> None:
+    j = Journal("ab", max_bytes=50_000, max_age_ms=60_000)
+    for i in range(100):
+        j.stamp({"type": "response.output_audio_transcript.delta", "delta": "話" * 500}, now_ms=i)
+    assert _in_memory(j) <= j.size_bytes <= 50_000
+    assert sum(len(e.text.encode()) for e in j.entries()) <= 50_000

@@ -7,10 +7,22 @@ it refuses a ``conversation.item.truncate`` it cannot take (``item_not_found``,
 
 from __future__ import annotations
 
+import json
+
+from proxy.emulated.upstream_redial import Outbox
 from shim.actions import NoteUpstreamError, SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.shim_script import Script, upstream_events
-from tests.test_shim_duplex_relay import AID, RID, acks, audio_delta, make, start_response
+from tests.test_shim_duplex_relay import (
+    AID,
+    RID,
+    UP,
+    acks,
+    audio_delta,
+    make,
+    relay,
+    start_response,
+)
 
 
 def refusal(code: str, message: str) -> dict:  # type: ignore[type-arg]
@@ -131,3 +143,59 @@ def test_a_truncate_past_the_proxys_cut_is_answered_at_the_cut_and_leaves_nothin
     play_response(sc, "resp-3", deltas=40)
     assert acks(sc.speak([0.9] * 10)), "the proxy's second cut says what was heard"
     assert kept(sc.upstream(TOO_LATE)), "the refusal of the proxy's own ack"
+
+
+RESUMED = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
+
+
+def test_the_acks_in_flight_move_with_the_session_to_another_replica() -> None:
+    """A move that resumes the same upstream session: its replay answers the acks in
+    flight at the snapshot, in order, so the snapshot holds them."""
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    assert acks(sc.speak([0.9] * 10)), "the proxy's ack of what was heard, in flight"
+    moved = make(bound=False)
+    relay(moved).restore(sc.s.snapshot(), RESUMED, now=sc.now)
+    assert kept(moved.upstream(TOO_LATE)), "the refusal of the old owner's ack stays here"
+    moved.client({"type": "playback.ack", "played_ms": 10, "response_id": "resp-2"})
+    assert to_client(moved.upstream(TOO_LATE)), "the client's own ack, refused"
+
+
+def test_an_ack_dropped_during_an_upstream_redial_is_no_longer_awaited() -> None:
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    sent = acks(sc.speak([0.9] * 10))
+    assert sent, "the proxy's ack of what was heard"
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    # Its own session back; the ack, held for the new socket, was dropped on the way.
+    sc.s.handle(UpstreamReattached(RESUMED, sc.now, unsent=(sent[0],)))
+    sc.client({"type": "playback.ack", "played_ms": 10, "response_id": "resp-2"})
+    assert to_client(sc.upstream(TOO_LATE)), "the client's ack, not the dropped one"
+
+
+def test_the_redial_outbox_keeps_the_playback_reports_it_drops() -> None:
+    """The edge's half (``proxy/emulated/upstream_redial.py``): what the shim is told
+    with the new socket (``UpstreamReattached.unsent``)."""
+    ack = {"type": "playback.ack", "played_ms": 480, "response_id": "resp-2"}
+    cut = truncate(AID, 400)
+    box = Outbox(limit=200)
+    assert box.hold(json.dumps(cut))
+    assert not box.hold(json.dumps(ack) + " " * 120)  # over the bound: dropped
+    assert not box.hold('{"type": "input_audio_buffer.append", "audio": "' + "A" * 200 + '"}')
+    assert box.unsent == [ack]
+    again = Outbox.replacing(box, limit=200)  # a second resume: what was held is dropped
+    assert again.unsent == [ack, cut] and not again.frames
+
+
+def test_an_ack_without_played_ms_is_refused_upstream_and_awaits_no_ack_answer() -> None:
+    """vLLM-Omni 0.30.0 refuses it (``bad_event``, "playback.ack requires numeric
+    played_ms", its ``realtime_commands.translate_realtime_command``), as the proxy
+    does: it is no ack, so nothing waits in flight for it."""
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    assert acks(sc.speak([0.9] * 10)), "the proxy's ack of what was heard, in flight"
+    bare = {"type": "playback.ack", "response_id": "resp-2"}
+    assert upstream_events(sc.client(bare)) == [bare], "refused there, in its own words"
+    bad = refusal("bad_event", "playback.ack requires numeric played_ms")
+    assert to_client(sc.upstream(bad)), "the client's, refused"
+    assert kept(sc.upstream(TOO_LATE)), "the proxy's own ack is still the one awaited"

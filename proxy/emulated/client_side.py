@@ -71,26 +71,34 @@ class ClientSide:
             if held is None or held.clear:
                 self.attached.client.send_text(text)
             else:
-                held.send(self.journal.seq, partial(self.attached.client.send_text, text))
+                send = partial(self.attached.client.send_text, text)
+                held.send(self.journal.seq, send, len(text))
 
     def error(self, code: str, message: str) -> None:
         """An error for the attached client only: errors are not replayed."""
         if self.attached is not None:
             send = partial(self.attached.client.send_error, code, message)
-            self.in_order(send)
+            self.in_order(send, len(message))
 
-    def in_order(self, send: Callable[[], object]) -> None:
-        """``send`` (an event out of the replay log) after what the client is owed."""
+    def in_order(self, send: Callable[[], object], size: int = 0) -> None:
+        """``send`` (an event out of the replay log, ``size`` bytes) after what the
+        client is owed."""
         if self.held is None or self.held.clear:
             send()
         else:
-            self.held.send(self.journal.seq, send)
+            self.held.send(self.journal.seq, send, size)
 
-    def release(self) -> Attach | None:
-        """The session stops here or moves: what is held goes out now; the attached."""
+    def release(self, unsaved: bool = True) -> Attach | None:
+        """The session stops here or moves: what is held goes out now (without
+        ``unsaved``, only what the store holds: ``HeldEnds.release``); the attached."""
         if self.held is not None:
-            self.held.release()
+            self.held.release(unsaved)
         return self.attached
+
+    async def settle(self, client: ClientChannel, code: int) -> None:
+        """The proxy closes ``client`` (``ClientChannel.owed``): what it is owed first."""
+        if self.held is not None and self.client is client:
+            await self.held.settle(code)
 
     async def attach(self, attach: Attach, input_format: AudioFormat | None = None) -> None:
         """``input_format``: the session's, which the client's input clock starts at
@@ -117,6 +125,7 @@ class ClientSide:
             self._closers = {t for t in self._closers if not t.done()}
             old.done.set()
         self.attached = attach
+        attach.client.owed = partial(self.settle, attach.client)  # before the proxy closes it
         self.grace_deadline = None
         clock = attach.client.rate.clock
         if input_format is not None:
@@ -134,7 +143,7 @@ class ClientSide:
             if self.held is None or self.held.clear:
                 attach.client.send_text(text)
             else:
-                self.held.send(seq, partial(attach.client.send_text, text))
+                self.held.send(seq, partial(attach.client.send_text, text), len(text))
 
     def detach(self, client: ClientChannel, grace_s: float) -> bool:
         """The client left; False if it was not the attached one (already replaced)."""

@@ -17,6 +17,20 @@ lost) and ``duplex_proxy_response_ends_unsaved_total`` counts it. The memory sto
 goes with the process: there is nothing to wait for. With no client attached an end
 is not held (nobody is sent it); a client that attaches on this replica is replayed
 what the store does not hold yet only once it does.
+
+When the proxy closes the client itself (``settle``) what it is owed goes before the
+closing error: all of it at once if the close is final (the session ends there, its
+record is deleted, nothing resumes it); only what the store holds if the client is
+told to resume elsewhere (1012, a drain): an end the store lacks is withheld, since
+the resume restores its response as open and ends it (counted as ``withheld``).
+
+What is held is bounded (``[store] held_max_frames``, ``held_max_bytes``): while the
+store is slow or down a session that talks on would otherwise hold ever more. Past
+the cap the ends held are given up on: they and what follows go out unsaved, logged
+(``held_events_over_cap``) and counted (``over_cap``). That is the same trade as the
+time bound: the client keeps talking, and only an owner killed before its next
+checkpoint could leave it a response that ends twice; closing the session instead
+would end every session on a slow store.
 """
 
 from __future__ import annotations
@@ -32,6 +46,9 @@ from proxy.store.memory import MemoryStore
 
 # A checkpoint is two store writes, and one may be under way when the end is stamped.
 HOLD_BOUND = 4
+# How a response's end reads in the replay log (``shim/journal.py`` writes compact
+# JSON; the same characters inside a string value would be escaped).
+END_TYPE = '"type":"response.done"'
 
 
 @dataclass(slots=True)
@@ -52,10 +69,14 @@ class HeldEnds:
         # Seqs of the ends not known to be saved yet, oldest first, and whether each
         # one's wait is over.
         self._ends: deque[_End] = deque()
-        # What the attached client is owed behind them: (the seq it follows, send).
-        self._held: deque[tuple[int, Callable[[], object]]] = deque()
+        # What the attached client is owed behind them: (the seq it follows, send, size).
+        self._held: deque[tuple[int, Callable[[], object], int]] = deque()
+        self._held_bytes = 0
+        cfg = persister.state.config.store
+        self.max_frames, self.max_bytes = cfg.held_max_frames, cfg.held_max_bytes
         self._waits: set[asyncio.Task[None]] = set()
         self._released = False  # the session stops or moved: nothing is held any more
+        self._withhold = False  # the client resumes elsewhere: what is unsaved stays
 
     @property
     def clear(self) -> bool:
@@ -79,36 +100,76 @@ class HeldEnds:
         self._waits.add(task)
         task.add_done_callback(self._waits.discard)
 
-    def send(self, after: int, send: Callable[[], object]) -> None:
-        """``send`` now, or once every end up to ``after`` is released."""
+    def send(self, after: int, send: Callable[[], object], size: int = 0) -> None:
+        """``send`` (a frame of ``size`` bytes) now, or once every end up to ``after``
+        is released; past the cap, every end held is given up on."""
         if not self._held and (not self._ends or after < self._ends[0].seq):
             send()
-        else:
-            self._held.append((after, send))
+            return
+        self._held.append((after, send, size))
+        self._held_bytes += size
+        if len(self._held) > self.max_frames or self._held_bytes > self.max_bytes:
+            self._over_cap()
 
     def drop(self) -> None:
         """The client changed: what the old one was owed stays in the replay log."""
         self._held.clear()
+        self._held_bytes = 0
 
-    def release(self) -> None:
-        """Send everything held now, and from now on hold nothing (the session stops,
-        or moves on elsewhere: an end stamped while it closes goes at once)."""
-        self._released = True
+    def _over_cap(self) -> None:
+        ends = sum(1 for end in self._ends if not end.over)  # (the rest were counted)
+        self.unsaved.labels(self.mode, "over_cap").inc(ends)
+        self.persister.session.log.warning(
+            "held_events_over_cap", frames=len(self._held), bytes=self._held_bytes, ends=ends
+        )
         for task in self._waits:
             task.cancel()
         self._ends.clear()
         self._go()
 
+    def release(self, unsaved: bool = True) -> None:
+        """Send everything held now, and from now on hold nothing (the session stops,
+        or moves on elsewhere: an end stamped while it closes goes at once); without
+        ``unsaved``, not an end the store lacks, nor what follows it."""
+        self._released = True
+        for task in self._waits:
+            task.cancel()
+        saved = self.persister.saved.seq
+        lacking = next((e.seq for e in self._ends if e.through > saved), None)
+        self._ends.clear()
+        if not unsaved and lacking is not None:
+            self.unsaved.labels(self.mode, "withheld").inc()
+            while self._held and self._held[-1][0] >= lacking:
+                self._held_bytes -= self._held.pop()[2]
+        self._go()
+
+    async def settle(self, code: int) -> None:
+        """The proxy closes the client with ``code``: what it is owed goes now, but for
+        a client told to resume elsewhere (1012) only once the store holds it, bounded
+        (what it lacks then, the resume gives)."""
+        if code == 1012:
+            self._withhold = True
+            self.persister.flush_now()
+            if self._waits:
+                await asyncio.wait(set(self._waits))
+        self.release(unsaved=code != 1012)
+
     def replaying(self, after: int, head: int) -> None:
         """A client attached and is replayed the events after ``after`` up to ``head``:
         those the store does not hold yet wait for it (they may hold an end that went
         unheld while no client was attached)."""
-        saved = self.persister.saved.seq
-        if head > max(saved, after):
-            self.ended(max(saved, after) + 1, head)
+        start = max(self.persister.saved.seq, after)
+        if head <= start:
+            return
+        entries = self.persister.session.journal.entries()
+        # Only a range with an end in it is held (and, unsaved, counted as one).
+        if any(e.seq > start and END_TYPE in e.text for e in entries):
+            self.ended(start + 1, head)
 
     async def _wait(self, end: _End) -> None:
         if not await self.persister.saved.through(end.through, self.bound_s):
+            if self._withhold:
+                return  # left for ``release``: not sent to a client that resumes
             why = "timeout" if self.persister.saves() else "not_saving"
             self.unsaved.labels(self.mode, why).inc()
         end.over = True
@@ -119,4 +180,6 @@ class HeldEnds:
     def _go(self) -> None:
         first = self._ends[0].seq if self._ends else None
         while self._held and (first is None or self._held[0][0] < first):
-            self._held.popleft()[1]()
+            _, send, size = self._held.popleft()
+            self._held_bytes -= size
+            send()

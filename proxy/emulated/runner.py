@@ -75,10 +75,9 @@ class EmulatedRunner(PersistedSession):
         )
         self.recent = RecentIds(store_cfg.recent_event_ids)
         self.shim: EmulatedSession = new_shim(state, session_id, cls, model, upstream_model)
-        # Unbounded for the session's own producers (the upstream, the VAD, ticks),
-        # which a full queue would deadlock against the loop; client frames on it are
-        # bounded by ``credits``: past them the client is no longer read (its inbox,
-        # then its socket, push back).
+        # Unbounded for the session's own producers (the upstream, the VAD, ticks), which a
+        # full queue would deadlock against the loop; client frames on it are bounded by
+        # ``credits``: past them the client is no longer read (its inbox, then socket, push back).
         self.inputs: asyncio.Queue[object] = asyncio.Queue()
         self.credits = FrameCredits(srv.pending_client_bytes, srv.session_queue_frames)
         self.vad = VadFeed(state.vad_runner(), self.inputs)
@@ -167,7 +166,8 @@ class EmulatedRunner(PersistedSession):
         if self._ended:
             return
         self._ended = self.upstream.closing = True
-        attached = self.out.release()  # (a Detached input may run during the close)
+        # (A Detached may run meanwhile.) Drained: not sent what the store lacks.
+        attached = self.out.release(unsaved=code != 1012)
         if attached is not None:
             await attached.client.close(code, reason)
             attached.done.set()

@@ -23,7 +23,7 @@ from proxy.config import Route
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.queue_items import FromUpstream, Stop
 from proxy.emulated.upstream_dial import Socket, open_fresh, resume_own
-from proxy.emulated.upstream_redial import InLoop, Outbox, retrying
+from proxy.emulated.upstream_redial import InLoop, Outbox, report_in, retrying
 from proxy.json_depth import nests_deeper_than
 from proxy.logging import Logger
 from proxy.state import ProxyState
@@ -156,8 +156,9 @@ class UpstreamControl:
             return
         if action.after_loss and self.outbox is not None:
             # The upstream's own session could not be resumed: what the client said
-            # meanwhile is still the client's, for the fresh session.
-            self._carried = self.outbox.take()
+            # meanwhile is the client's, for the fresh session (not a playback report
+            # of the lost one's items: it knows none).
+            self._carried = [t for t in self.outbox.take() if report_in(t) is None]
         self.outbox = Outbox(self.state.config.redial.buffer_bytes)
         if self._dialing is not None and self._dialing_fresh and not self._dialing.done():
             return  # a fresh upstream session is on its way already
@@ -175,7 +176,7 @@ class UpstreamControl:
         if it cannot, the shim hears so and falls back to a fresh upstream session."""
         self._drop()
         self._cancel_dialing()
-        self.outbox = Outbox(self.state.config.redial.buffer_bytes)
+        self.outbox = Outbox.replacing(self.outbox, self.state.config.redial.buffer_bytes)
         self._generation += 1
         self._begin(lambda: self._resumed(action), "resumed", fresh=False)
 
@@ -244,7 +245,8 @@ class UpstreamControl:
         self.start()
         if label is not None:
             self.state.metrics.upstream_reattach.labels(label).inc()
-        await self.handle(UpstreamReattached(created, now_ms()))
+        unsent = tuple(held.unsent) if held is not None else ()  # no answer to come
+        await self.handle(UpstreamReattached(created, now_ms(), unsent))
         if held is not None and self.outbox is None and gen == self._generation:
             for text in held.take():
                 await self.send(text)

@@ -59,7 +59,6 @@ class Persister:
         # The upstream position last reported as checkpointed.
         self._reported: tuple[str, int] | None = None
 
-    # ------------------------------------------------------------------ records
     def record(self, epoch: int | None = None, token_hash: str | None = None) -> SessionRecord:
         """The session as it is now: snapshot, its seq, and the tail not yet logged."""
         r = self.session
@@ -283,9 +282,8 @@ class Persister:
             self.let_go()
             r.log.info("session_taken_over", reason="another connection resumed it")
             return True
-        # The store lost the session (restarted empty, or the keys expired during a
-        # long outage): nobody else can hold it, so register it again, with every
-        # event the journal still has.
+        # The store lost the session (restarted empty, or the keys expired in a long
+        # outage): nobody else can hold it; register it again, with all the journal has.
         entries = r.journal.entries()
         self.flushed_seq = entries[0].seq - 1 if entries else r.journal.seq
         self._written = {}
@@ -296,5 +294,7 @@ class Persister:
             return False
         self._written = serialised(record)
         self._last_write = time.monotonic()
+        self._store_down = False  # it answered, and holds every event (a held end waits)
+        self.saved.reached(record.state["seq"])
         r.log.info("session_reregistered", reason="the session store had lost it")
         return False

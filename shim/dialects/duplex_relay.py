@@ -227,6 +227,8 @@ class BargeInRelaySession(EmulatedSession):
     def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
         self.bind_upstream(inp.event)
         if inp.event.get("type") != "session.created":
+            for ev in inp.unsent:  # (a fresh session has nothing in flight)
+                self.reports.unsent(ev)
             return []  # its own session back: it has the conversation
         return self.talk.give()
 

@@ -57,6 +57,27 @@ class InFlight:
             rid = item_id.removeprefix("item_") if item_id.startswith("item_") else None
         self.response_id = rid if isinstance(rid, str) and rid else None
 
+    def to_wire(self) -> list[Any]:
+        return [self.own, self.truncate, self.item_id, self.ms, self.response_id]
+
+    @classmethod
+    def from_wire(cls, raw: list[Any]) -> InFlight | None:
+        if len(raw) != 5 or not isinstance(raw[0], bool) or not isinstance(raw[1], bool):
+            return None
+        return cls(*raw)
+
+    def sent_as(self, ev: Mapping[str, Any]) -> bool:
+        """``ev`` (an ack or truncate as it went upstream) is this one."""
+        if ev.get("type") == "conversation.item.truncate":
+            ms, item_id = ev.get("audio_end_ms"), ev.get("item_id")
+        else:
+            ms, item_id, rid = ev.get("played_ms"), ev.get("item_id"), ev.get("response_id")
+            if not (isinstance(item_id, str) and item_id):
+                item_id = f"item_{rid}" if isinstance(rid, str) and rid else None
+        ms = int(ms) if isinstance(ms, int | float) else ms
+        truncate = ev.get("type") == "conversation.item.truncate"
+        return (self.truncate, self.item_id, self.ms) == (truncate, item_id, ms)
+
 
 class PlaybackReporter:
     def __init__(self) -> None:
@@ -119,6 +140,15 @@ class PlaybackReporter:
         self._in_flight.clear()
         self._earlier_items = set(earlier_items)
 
+    def unsent(self, ev: Mapping[str, Any]) -> None:
+        """An ack or truncate recorded in flight never reached the upstream (the edge
+        dropped it during a redial): no answer will come, so it is no longer awaited
+        (else a later answer would be matched to it)."""
+        for i in range(len(self._in_flight) - 1, -1, -1):
+            if self._in_flight[i].sent_as(ev):
+                del self._in_flight[i]
+                return
+
     def before_this_session(self, item_id: str) -> bool:
         """The item came from an upstream session before the current one."""
         return item_id in self._earlier_items
@@ -165,12 +195,19 @@ class PlaybackReporter:
         return self._in_flight.popleft()
 
     def state(self, audio_ms: float, playing: Any) -> PlaybackReports:
+        in_flight = tuple(sent.to_wire() for sent in self._in_flight)
         return PlaybackReports(
-            self.client_acks, self.proxy_acked, audio_ms, self.end_reported, playing
+            self.client_acks, self.proxy_acked, audio_ms, self.end_reported, playing, in_flight
         )
 
     def restore(self, reports: PlaybackReports) -> None:
+        """Carry on with the same upstream session (its replay answers what is in
+        flight, in order)."""
         self.client_acks = reports.client_acks
         self.proxy_acked = reports.proxy_acked
         self.upstream_audio_ms = reports.upstream_audio_ms
         self.end_reported = reports.end_reported
+        self._in_flight.clear()
+        for raw in reports.in_flight:
+            if (sent := InFlight.from_wire(raw)) is not None:
+                self._in_flight.append(sent)
