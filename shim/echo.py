@@ -43,6 +43,7 @@ import numpy.typing as npt
 
 from shim.echo_far import FRAME, HOP, MAX_FRAMES, WIN, FarReference
 from shim.echo_fit import best_lag
+from shim.echo_mic import RecentMic
 from shim.echo_ola import overlap_add, pass_through
 
 Int16Array = npt.NDArray[np.int16]
@@ -87,7 +88,7 @@ class EchoSuppressor:
             rate_hz * history_ms // 1000,
             int(max_ahead_s * rate_hz),
         )
-        self._mic = np.zeros(self.window, dtype=np.float32)  # last `window` mic samples
+        self._mic = RecentMic(self.window)  # last `window` mic samples
         self._mic_end = 0  # absolute sample after the newest in self._mic
         self.delay: int | None = None  # echo delay in samples, once locked
         self._next_search = 0  # mic sample after which the full-range search runs again
@@ -104,7 +105,8 @@ class EchoSuppressor:
         self._out = np.zeros(FRAME - HOP, dtype=np.float32)  # output ready to return
         self._frame_start = 0  # mic sample where the next STFT frame starts
         self._xbuf = np.zeros(0, dtype=np.float32)  # mic from _frame_start on
-        self._rbuf = np.zeros(0, dtype=np.float32)  # the same after linear subtraction
+        # The same after linear subtraction; None while it equals _xbuf (nothing subtracted).
+        self._rbuf: Float32Array | None = None
         self._ola = np.zeros(HOP, dtype=np.float32)  # overlap-add tail of the last frame
         self._start_frames(0)
 
@@ -147,14 +149,14 @@ class EchoSuppressor:
         the caller converts each chunk once for all that read it."""
         end = start_sample + x.size
         if start_sample != self._mic_end:  # a gap or a restart: history no longer lines up
-            self._mic[:] = 0.0
+            self._mic.clear()
             # Samples still waiting for a frame come out as silence, which keeps the
             # output exactly ``latency`` behind the input.
             pending = np.zeros(self._xbuf.size - HOP, np.float32)
             self._out = np.concatenate((self._out, pending))
             self._start_frames(start_sample)
         self._mic_end = end
-        self._mic = np.concatenate((self._mic, x))[-self.window :]
+        self._mic.add(x)
         self.far.advance(end)
         active = x.size > 0 and self.far_active(start_sample, end)
         if active:
@@ -168,8 +170,10 @@ class EchoSuppressor:
         r = x
         if active and self.delay is not None:
             r = x - self.gain * self.far.samples(start_sample - self.delay, end - self.delay)
+        if r is not x or self._rbuf is not None:
+            rbuf = self._xbuf if self._rbuf is None else self._rbuf
+            self._rbuf = np.concatenate((rbuf, r))
         self._xbuf = np.concatenate((self._xbuf, x))
-        self._rbuf = np.concatenate((self._rbuf, r))
         while self._xbuf.size >= FRAME:
             self._frames(active)
         out = self._out[: x.size]
@@ -184,7 +188,7 @@ class EchoSuppressor:
         """
         self._frame_start = at - HOP
         self._xbuf = np.zeros(HOP, dtype=np.float32)
-        self._rbuf = np.zeros(HOP, dtype=np.float32)
+        self._rbuf = None
         self._ola = np.zeros(HOP, dtype=np.float32)
 
     def _frames(self, suppress: bool) -> None:
@@ -200,14 +204,16 @@ class EchoSuppressor:
             out, self._ola = pass_through(self._xbuf, k, self._ola)
         self._out = np.concatenate((self._out, out))
         self._xbuf = self._xbuf[k * HOP :]
-        self._rbuf = self._rbuf[k * HOP :]
+        if self._rbuf is not None:
+            self._rbuf = self._rbuf[k * HOP :]
         self._frame_start += k * HOP
 
     def _suppressed(self, k: int, delay: int) -> Float64Array:
         """The next ``k`` frames, residual echo attenuated per bin (windowed again)."""
         idx = np.arange(k)[:, None] * HOP + np.arange(FRAME)
         xs = np.fft.rfft(self._xbuf[idx] * WIN, axis=1)
-        rs = np.fft.rfft(self._rbuf[idx] * WIN, axis=1)
+        rbuf = self._xbuf if self._rbuf is None else self._rbuf
+        rs = np.fft.rfft(rbuf[idx] * WIN, axis=1)
         px, pr = xs.real**2 + xs.imag**2, rs.real**2 + rs.imag**2
         spec = np.where(pr <= px, rs, xs)  # subtraction only where it removed energy
         starts = self._frame_start + HOP * np.arange(k) - delay
@@ -226,7 +232,7 @@ class EchoSuppressor:
         a pitch period; a short one follows a jump in playback timing within
         +-jitter quickly, and measures the coupling before double talk creeps in.
         """
-        m = self._mic.astype(np.float64)
+        m = self._mic.samples.astype(np.float64)
         if end >= self._next_search:
             fit = self._fit(m, end)
             if fit is not None and fit[1] >= self.lock_ratio:

@@ -37,10 +37,11 @@ def pass_through(x: Float32Array, k: int, ola: Float32Array) -> tuple[Float32Arr
     and gives the very same float32 values: the same products, and the same sums
     (``overlap_add`` adds each tail to a zeroed buffer first, hence the ``+ 0.0``,
     which turns a -0.0 into 0.0 as that does)."""
-    heads = x[: k * HOP].reshape(k, HOP) * _HEAD  # the first half of each frame
-    tails = x[HOP : (k + 1) * HOP].reshape(k, HOP) * _TAIL + np.float32(0.0)  # its second
-    before = np.empty((k, HOP), dtype=np.float32)
-    before[0] = ola
-    before[1:] = tails[:-1]
-    out: Float32Array = (before + heads).reshape(-1)
-    return out, tails[-1].copy()
+    out = x[: k * HOP].reshape(k, HOP) * _HEAD  # the first half of each frame
+    tails = x[HOP : (k + 1) * HOP].reshape(k, HOP) * _TAIL  # its second
+    tails += np.float32(0.0)
+    # In place, and float addition commutes: the same values as ``before + heads``.
+    out[0] += ola
+    out[1:] += tails[:-1]
+    flat: Float32Array = out.reshape(-1)
+    return flat, tails[-1].copy()

@@ -25,7 +25,7 @@ proxy knows (the far end, the user's level), not by waiting.
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 
 from shim.overlap_evidence import WindowEvidence, loud_level
@@ -76,6 +76,35 @@ def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams)
     if ev.voicing < p.min_voicing:
         return Kind.UNVOICED
     return Kind.USER
+
+
+def is_echo(ev: WindowEvidence, p: DecisionParams) -> bool:
+    """``classify(ev, ...) is Kind.ECHO``, without what only the later classes need."""
+    return ev.prob >= p.threshold and (ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db)
+
+
+class Judged:
+    """A window and its class, classified when first read, with the user's level and
+    the parameters of the moment it was measured: the same class as ``classify`` then,
+    but a window whose class nothing reads (most, while nothing plays) never needs its
+    voicing measured (an FFT)."""
+
+    __slots__ = ("_kind", "_p", "_user_level", "ev")
+
+    def __init__(self, ev: WindowEvidence, user_level_db: float | None, p: DecisionParams):
+        self.ev, self._user_level, self._p = ev, user_level_db, p
+        self._kind: Kind | None = None
+
+    @property
+    def kind(self) -> Kind:
+        kind = self._kind
+        if kind is None:
+            kind = self._kind = classify(self.ev, self._user_level, self._p)
+        return kind
+
+    def __iter__(self) -> Iterator[WindowEvidence | Kind]:
+        """``ev, kind = judged``, as the (window, class) pairs it stands for."""
+        return iter((self.ev, self.kind))
 
 
 class Verdict(enum.Enum):
@@ -162,7 +191,7 @@ def judge(
 
 
 def user_run(
-    recent: Sequence[tuple[WindowEvidence, Kind]],
+    recent: Sequence[Judged],
     dismissed: bool,
     user_level_db: float | None,
     p: DecisionParams,
@@ -173,10 +202,10 @@ def user_run(
     if len(recent) < HOLD_WINDOWS:
         return False
     last = list(recent)[-HOLD_WINDOWS:]
-    if not all(k is Kind.USER for _, k in last):
+    if not all(j.kind is Kind.USER for j in last):
         return False
     if dismissed and user_level_db is not None:
-        return all(ev.level_db >= user_level_db - p.level_margin_db for ev, _ in last)
+        return all(j.ev.level_db >= user_level_db - p.level_margin_db for j in last)
     return True
 
 

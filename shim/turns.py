@@ -27,15 +27,16 @@ from shim.overlap_decision import (
     HOLD_WINDOWS,
     RELEASE_REASONS,
     DecisionParams,
+    Judged,
     Kind,
     Tally,
     Verdict,
     backstop_counts,
-    classify,
+    is_echo,
     judge,
     user_run,
 )
-from shim.overlap_evidence import WINDOW, Float32Array, OverlapEvidence, WindowEvidence
+from shim.overlap_evidence import WINDOW, Float32Array, OverlapEvidence
 from shim.session_config import ClientSessionConfig
 from shim.settings import VAD_RATE, ShimSettings
 from shim.turn_params import TurnParams
@@ -79,7 +80,7 @@ class Turns:
         self._s = host
         self.item: str | None = None  # user item of the turn in progress
         self.start_ms = 0
-        self._recent: deque[tuple[WindowEvidence, Kind]] = deque(maxlen=RECENT_KEPT)
+        self._recent: deque[Judged] = deque(maxlen=RECENT_KEPT)
         self._run_is_turn = False  # the VAD's current speech run began as a user turn
         self._run_user_ms = 0  # user-like speech over the assistant in the current run
         self._carry: Tally | None = None  # the last overlap released as a backchannel
@@ -97,8 +98,7 @@ class Turns:
 
     def user_speaking(self) -> bool:
         """The user is speaking right now, as the overlap evidence judges it."""
-        recent = list(self._recent)[-3:]
-        return self._s.gate.speaking and any(k is Kind.USER for _, k in recent)
+        return self._s.gate.speaking and any(j.kind is Kind.USER for j in list(self._recent)[-3:])
 
     def decision_params(self) -> DecisionParams:
         return self._params.decision(self._s.config, self._s.settings)
@@ -112,13 +112,13 @@ class Turns:
         playing = s.output.active(win.now_ms)
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         ev = s.evidence.measure(win.prob, win.end_sample, self._far(win.end_sample))
-        kind = classify(ev, s.evidence.user_level_db, params)
+        judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
         if not playing and s.gate.speaking and win.prob >= td.vad.threshold:
             s.evidence.learn_user(ev)  # the user's own level, from turns with nothing playing
-        self._recent.append((ev, kind))
+        self._recent.append(judged)
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
-            episode.tally.add(kind, ev)
+            episode.tally.add(judged.kind, ev)
         want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
@@ -131,13 +131,13 @@ class Turns:
         if self.item is None and s.overlap.episode is None and not self._run_is_turn:
             speech = s.gate.speaking and win.prob >= td.vad.threshold
             onset = self.echo_run.window(
-                playing, kind is Kind.ECHO, speech, win.end_sample, td.vad.min_speech_ms
+                playing, is_echo(ev, params), speech, win.end_sample, td.vad.min_speech_ms
             )
             out += self._turn_starts(onset) if onset is not None else []
         overlapping = td.interrupt_response and playing and not self._run_is_turn
         user_level = s.evidence.user_level_db
-        counted = backstop_counts(ev, kind, self._dismissed, user_level, params)
-        if overlapping and s.gate.speaking and counted:
+        counts = overlapping and s.gate.speaking  # (then the window's class is read)
+        if counts and backstop_counts(ev, judged.kind, self._dismissed, user_level, params):
             self._run_user_ms += WINDOW_MS
         held = s.overlap.holding
         if overlapping and not held and user_run(self._recent, self._dismissed, user_level, params):
@@ -198,16 +198,16 @@ class Turns:
         """Begin an overlap at the first of the user-like windows: hold the output."""
         s = self._s
         run = list(self._recent)[-HOLD_WINDOWS:]
-        first = run[0][0].end_sample - WINDOW
+        first = run[0].ev.end_sample - WINDOW
         # Timed from the voice's onset, not Silero's (``OverlapEvidence.voice_onset``).
-        onset_sample = s.evidence.voice_onset(first + WINDOW, max(ev.level_db for ev, _ in run))
+        onset_sample = s.evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
         tally = Tally.starting(onset_sample)
         carry, self._carry = self._carry, None
         if carry is not None and onset_sample - carry.last_user_end <= CARRY_MS * VAD_RATE // 1000:
             tally = carry  # the same utterance, after a pause: decided on the whole of it
-        for ev, kind in self._recent:
-            if ev.end_sample > first:
-                tally.add(kind, ev)
+        for j in self._recent:
+            if j.ev.end_sample > first:
+                tally.add(j.kind, j.ev)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))

@@ -40,6 +40,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo_far",
             "shim.echo_ola",
             "shim.echo_fit",
+            "shim.echo_mic",
             "shim.echo",
             "shim.overlap_evidence",
             "shim.overlap_decision",

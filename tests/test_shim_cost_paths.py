@@ -74,7 +74,8 @@ class FullFrames(EchoSuppressor):
         self._out = np.concatenate((self._out, acc[: k * HOP]))
         self._ola = acc[k * HOP :]
         self._xbuf = self._xbuf[k * HOP :]
-        self._rbuf = self._rbuf[k * HOP :]
+        if self._rbuf is not None:  # (None: nothing subtracted, the same as _xbuf)
+            self._rbuf = self._rbuf[k * HOP :]
         self._frame_start += k * HOP
 
 
