@@ -74,7 +74,7 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
             )
         ]
     try:
-        fmt = append_format(ev, s.config.input_format)
+        fmt = append_format(ev, s.config.input_format, s.config.native)
         samples = decode_samples(b64decode(audio), fmt)
     except AudioError as exc:
         return [s.err(exc.code, str(exc), ev, "audio")]

@@ -140,10 +140,12 @@ def native_error(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
+def append_format(ev: dict[str, Any], declared: AudioFormat, native: bool = False) -> AudioFormat:
     """The format of one append: the session's, unless the append names its own
-    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). A
-    G.711 append without a rate is at 8 kHz, as vLLM-Omni reads it."""
+    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). An
+    append without a rate is at the session's, as vLLM-Omni reads a native client's
+    (``protocol/realtime/audio_input.py``, ``decode_audio_append``); a GA client's
+    G.711 at 8 kHz."""
     name, rate = ev.get("format"), ev.get("sample_rate_hz")
     if name is None and rate is None:
         return declared
@@ -156,6 +158,8 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
                 f"append format {name!r} is not pcm16, pcm_f32le, g711_ulaw or g711_alaw",
             )
         encoding = found
+    if rate is None and native:
+        return AudioFormat(encoding, declared.rate_hz)
     if rate is None:
         g711_named = encoding in G711_ENCODINGS and declared.encoding not in G711_ENCODINGS
         return AudioFormat(encoding, G711_RATE_HZ if g711_named else declared.rate_hz)
@@ -182,7 +186,7 @@ def as_upstream_reads(ev: dict[str, Any], declared: AudioFormat) -> dict[str, An
     out = dict(ev)
     rate = out.pop("sample_rate_hz", None)
     try:
-        fmt = append_format(out, declared)
+        fmt = append_format(out, declared, native=True)
     except AudioError:
         return ev
     if isinstance(rate, int | float) and rate:

@@ -47,6 +47,13 @@ BAD = [
 ]
 
 
+WHEEL_TAKES = [
+    rate("input", 0),
+    rate("output", 44100.5),
+    {"type": "session.update", "sample_rate_hz": -16000},
+]
+
+
 def sessions() -> list[EmulatedSession]:
     return [
         TurnBasedSession("sess_0123456789abcdef", "demo", "demo-up", SETTINGS),
@@ -62,6 +69,11 @@ def test_a_bad_number_is_refused_naming_its_field_and_changes_nothing(
     sc = Script(sessions()[index])
     before = sc.s.config
     out = sc.client({**event, "event_id": "evt_9"})
+    if index == 1 and event in WHEEL_TAKES:
+        # The relay's native client: vLLM-Omni ignores a rate that is not positive and
+        # truncates one that is not whole (its ``protocol/realtime/session.py``).
+        assert not client_events(out) and upstream_events(out)
+        return
     (err,) = client_events(out)
     assert err["type"] == "error" and err["error"]["code"] == "invalid_value"
     assert err["error"]["param"] == field and field in err["error"]["message"]

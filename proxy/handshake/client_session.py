@@ -26,6 +26,8 @@ from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, ClientKind, classify
+from shim.dialects.turn_based import TurnBasedSession
+from shim.native_formats import as_the_proxy_reads
 
 
 def client_kind(request: web.Request) -> ClientKind:
@@ -215,10 +217,18 @@ class ClientSession:
         runner.bind_upstream(link.created)
         pending = list(self.pending)
         self.pending.clear()
-        if link.opening_event is not None and cls.kind == "duplex":
-            # It already opened the upstream session; apply it locally, don't resend.
-            runner.shim.apply_update(link.opening_event.event)
-            pending.remove(link.opening_event)
+        opening = link.opening_event
+        if opening is not None and cls.kind == "duplex":
+            # It already opened the upstream session; apply it locally, don't resend
+            # (a native client's as vLLM-Omni reads it: shim/native_formats.py).
+            native = runner.shim.config.native
+            runner.shim.apply_update(as_the_proxy_reads(opening.event) if native else opening.event)
+            pending.remove(opening)
+        elif opening is not None and isinstance(runner.shim, TurnBasedSession):
+            # A native client's session.created holds its opening, as vLLM-Omni's does.
+            held = runner.shim.refusals.opening(opening.event)
+            if held is not None:
+                runner.shim.apply_update(held)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
         resumable = await runner.persister.create(token)

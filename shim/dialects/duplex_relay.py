@@ -54,6 +54,7 @@ from shim.output import ActiveResponse
 from shim.overlap import Overlap, Step
 from shim.response_close import close_response, lost_response_done
 from shim.session import EmulatedSession, EventHandler, ShimSettings
+from shim.session_config import NATIVE_CONFIG
 from shim.snapshot import SessionSnapshot
 
 # Responses the proxy cut whose remaining upstream events it still drops.
@@ -65,6 +66,7 @@ class BargeInRelaySession(EmulatedSession):
     announce_turns = False
     # A native client hears the upstream's own answers to its playback reports.
     answers_reports = False
+    native_client = True  # its session is read as vLLM-Omni reads it
 
     def __init__(
         self,
@@ -84,6 +86,8 @@ class BargeInRelaySession(EmulatedSession):
         # The client's last session.update as sent upstream, to restore on a fresh one.
         self.last_update: dict[str, Any] | None = None
         super().__init__(session_id, model, settings)
+        if self.native_client:
+            self.config = NATIVE_CONFIG
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""

@@ -56,6 +56,14 @@ class Refusals:
         """A native client's update read as vLLM-Omni reads it (``shim/native_formats.py``)."""
         return native_formats.as_the_proxy_reads(ev) if self.native else ev
 
+    def opening(self, ev: dict[str, Any]) -> dict[str, Any] | None:
+        """The part of a native client's opening ``session.update`` its ``session.created``
+        holds already, as vLLM-Omni's does (the update itself is answered after it, with
+        ``session.updated`` and any refusal); None where there is none."""
+        if not self.native or self.session_update(ev) is not None:
+            return None
+        return self.as_read(turn_limits.strip_session_fields(ev)[0])
+
     def create(self, busy: bool) -> tuple[str, str, bool]:
         """A ``response.create`` refused while a response is in progress (``busy``) or
         with no committed turn to answer: (code, message, names the client's event)."""
