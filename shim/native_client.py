@@ -140,6 +140,17 @@ def native_error(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
+def native_done(event: dict[str, Any]) -> dict[str, Any]:
+    """A completed ``response.done`` as vLLM-Omni's duplex sessions send it: its
+    ``status_details`` say ``{"type": "completed", "reason": "stop"}`` where GA's are
+    null (its ``engine/duplex/realtime_events.py``; docs/fidelity.md, row 15)."""
+    response = event.get("response") if event.get("type") == "response.done" else None
+    if isinstance(response, dict) and response.get("status") == "completed":
+        if response.get("status_details") is None:
+            response["status_details"] = {"type": "completed", "reason": "stop"}
+    return event
+
+
 def append_format(ev: dict[str, Any], declared: AudioFormat, native: bool = False) -> AudioFormat:
     """The format of one append: the session's, unless the append names its own
     ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). An

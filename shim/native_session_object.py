@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioFormat
+from shim.native_turns import PROXY_FIELDS, SERVER_VAD_FIELDS
 
 # The proxy's encodings in vLLM-Omni's names: flat, and as a format object's type.
 _FLAT = {PCM16: "pcm16", PCM_F32: "pcm_f32le", PCMU: "g711_ulaw", PCMA: "g711_alaw"}
@@ -39,8 +40,12 @@ def native_session_object(
     instructions: str | None,
     transcription: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """The session (``formats``: input, output) as vLLM-Omni's object tells it."""
+    """The session (``formats``: input, output) as vLLM-Omni's object tells it; its
+    turn detection with only the fields vLLM-Omni takes back (and the proxy's own)."""
     inp, out = formats
+    if turn_detection is not None:
+        kept = SERVER_VAD_FIELDS | PROXY_FIELDS
+        turn_detection = {k: v for k, v in turn_detection.items() if k in kept}
     return {
         "object": "realtime.session",
         "type": "realtime",

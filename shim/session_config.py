@@ -93,18 +93,18 @@ class ClientSessionConfig:
     # GA's audio.input.transcription / noise_reduction objects (``shim/session_options.py``).
     transcription: dict[str, Any] | None = None
     noise_reduction: dict[str, Any] | None = None
-    # A vLLM-Omni-native client's session: G.711 at any rate (``shim/native_formats.py``).
-    native: bool = False
+    native: bool = False  # a vLLM-Omni client's: G.711 at any rate, told in its shape
 
 
-# vLLM-Omni's defaults (its ``RealtimeInputDefaults``): input at 16 kHz.
-NATIVE_CONFIG = ClientSessionConfig(input_format=AudioFormat(PCM16, 16000), native=True)
+# vLLM-Omni's defaults: input at 16 kHz (``RealtimeInputDefaults``), no turn detection.
+NATIVE_CONFIG = ClientSessionConfig(
+    input_format=AudioFormat(PCM16, 16000), turn=TurnDetection(None), native=True
+)
 
 
 def _carried_rate(fmt: AudioFormat, native: bool = False) -> int | None:
     """The rate a new format without one keeps: none from G.711 (audio/pcm is then 24 kHz);
-    a native client's output only from G.711 (vLLM-Omni's G.711 output is 8 kHz unless
-    declared: ``convert_output_audio``; its input keeps its rate, whatever the format)."""
+    a native client's output only from G.711 (vLLM-Omni's is 8 kHz unless declared)."""
     return fmt.rate_hz if (fmt.encoding in G711_ENCODINGS) == native else None
 
 

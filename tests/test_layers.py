@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.audio_formats",
             "shim.native_formats",
             "shim.native_session_object",
+            "shim.native_turns",
             "shim.resample_polyphase",
             "shim.resample_low_delay",
             "shim.upstream_input",
