@@ -23,6 +23,7 @@ import pybase64
 
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat, Int16Array
 from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
+from shim.native_formats import format_rate, native_name
 from shim.resample_low_delay import LowDelayResampler
 from shim.session_config import MAX_RATE, MIN_RATE
 from shim.settings import VAD_RATE
@@ -157,7 +158,7 @@ def append_format(ev: dict[str, Any], declared: AudioFormat, native: bool = Fals
     append without a rate is at the session's, as vLLM-Omni reads a native client's
     (``protocol/realtime/audio_input.py``, ``decode_audio_append``); a GA client's
     G.711 at 8 kHz."""
-    name, rate = ev.get("format"), ev.get("sample_rate_hz")
+    name, rate = _native_names(ev) if native else (ev.get("format"), ev.get("sample_rate_hz"))
     if name is None and rate is None:
         return declared
     encoding = declared.encoding
@@ -182,6 +183,16 @@ def append_format(ev: dict[str, Any], declared: AudioFormat, native: bool = Fals
     return AudioFormat(encoding, int(rate))
 
 
+def _native_names(ev: dict[str, Any]) -> tuple[Any, Any]:
+    """(format, rate) a native append names, where vLLM-Omni looks for them
+    (``decode_audio_append``): ``format`` or ``input_audio_format`` (a name or a format
+    object), ``sample_rate_hz`` or ``sample_rate`` or the format object's own rate;
+    one that is falsy names none."""
+    spec = ev.get("format") or ev.get("input_audio_format")
+    rate = ev.get("sample_rate_hz") or ev.get("sample_rate") or format_rate(spec)
+    return (native_name(spec) if isinstance(spec, dict) else spec) or None, rate or None
+
+
 # The rate vLLM-Omni's runner takes an append without one at (its ``_on_append_audio``).
 _RUNNER_RATE = 16_000
 
@@ -190,12 +201,14 @@ def as_upstream_reads(ev: dict[str, Any], declared: AudioFormat) -> dict[str, An
     """A native append as vLLM-Omni reads it, so that a relay hears what its upstream
     hears (``protocol/realtime/audio_input.py``, ``protocol/realtime/audio.py``:
     ``convert_input_audio_with_rate``; ``engine/duplex/session/runner.py``): a falsy
-    ``sample_rate_hz`` names none (the session's rate), one that is no number is
-    taken as 16 kHz (8 kHz for G.711), and PCM16 / G.711 audio is decoded leniently
+    ``sample_rate_hz`` (or ``sample_rate``) names none (the session's rate), one that
+    is no number is taken as 16 kHz (8 kHz for G.711), and PCM16 / G.711 audio is
+    decoded leniently
     (stripped, characters outside base64 skipped: ``b64decode(validate=False)``).
     Anything it would refuse is left as it is."""
     out = dict(ev)
-    rate = out.pop("sample_rate_hz", None)
+    named = out.pop("sample_rate_hz", None), out.pop("sample_rate", None)
+    rate = named[0] or named[1]
     try:
         fmt = append_format(out, declared, native=True)
     except AudioError:

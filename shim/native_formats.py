@@ -78,7 +78,7 @@ def _part(session: Mapping[str, Any], side: str) -> dict[str, Any]:
     return part if isinstance(part, dict) else {}
 
 
-def _format_rate(spec: object) -> Any:
+def format_rate(spec: object) -> Any:
     """The rate a format object names, as vLLM-Omni reads it
     (``parse_realtime_audio_format``: a positive number, else none)."""
     if not isinstance(spec, dict):
@@ -104,14 +104,14 @@ def native_input_rate(session: Mapping[str, Any]) -> Any:
         part = _part(session, "input")
         rate = part.get("sample_rate_hz") or part.get("sample_rate")
     if rate is None:
-        return _format_rate(native_input_spec(session))
+        return format_rate(native_input_spec(session))
     return _applied(rate)
 
 
 def native_output_rate(session: Mapping[str, Any]) -> Any:
     """The output rate a session object sets: the format's own, else (only where the
     format is not a flat one) ``audio.output``'s ``sample_rate_hz`` / ``sample_rate``."""
-    rate = _format_rate(native_output_spec(session))
+    rate = format_rate(native_output_spec(session))
     if rate is None and not (session.get("output_audio_format") or session.get("response_format")):
         part = _part(session, "output")
         rate = _applied(part.get("sample_rate_hz") or part.get("sample_rate"))

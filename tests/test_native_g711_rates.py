@@ -295,3 +295,31 @@ def b64(raw: bytes) -> str:
 async def say_untagged(c: Client, pcm: bytes) -> None:
     for i in range(0, len(pcm), 9600):
         await c.send({"type": "input_audio_buffer.append", "audio": b64(pcm[i : i + 9600])})
+
+
+PCM_200MS_16K = b64(b"\x00\x01" * 3200)
+# An append's own keys as vLLM-Omni reads them (``decode_audio_append``), and how many
+# samples 3200 of them (or 6400 bytes of PCM16) make on the 16 kHz timeline.
+APPENDS = [
+    ({"sample_rate": 8000}, 6400),  # PCM16 at 8 kHz: 400 ms
+    ({"sample_rate_hz": 0, "sample_rate": 32000}, 1600),
+    ({"sample_rate_hz": 0}, 3200),  # no rate: the session's
+    ({"sample_rate_hz": "fast"}, 3200),  # no number: 16 kHz, as its runner takes it
+    ({"format": "", "input_audio_format": "pcm16", "sample_rate_hz": 8000}, 6400),
+    ({"format": {"type": "audio/pcm16", "rate": 32000}}, 1600),
+    ({"format": {"type": "pcm16", "rate": 32000}, "sample_rate_hz": 8000}, 6400),
+]
+
+
+@pytest.mark.parametrize(("keys", "heard"), APPENDS)
+def test_an_append_names_its_format_and_rate_as_vllm_omni_reads_them(
+    keys: dict[str, Any], heard: int
+) -> None:
+    """In both emulated modes a native client's append is heard at the format and rate
+    vLLM-Omni reads it at, and refused by neither."""
+    for s in native_sessions():
+        sc = Script(s)
+        before = s.history.end
+        out = sc.client({"type": "input_audio_buffer.append", "audio": PCM_200MS_16K, **keys})
+        assert not [e for e in client_events(out) if e["type"] == "error"], out
+        assert heard - 40 <= s.history.end - before <= heard, type(s).__name__
