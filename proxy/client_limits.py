@@ -26,6 +26,7 @@ from shim.native_formats import native_input_spec, native_name, proxy_spelled
 # byte a sample) in real time costs what 24 kHz PCM16 in real time does, no less.
 AUDIO_BYTES_PER_S = 24000 * 2
 PCM16_24K = AudioFormat(PCM16, 24000)  # a session's input until it tells another
+NATIVE_RATE_HZ = 16000
 APPEND = "input_audio_buffer.append"
 
 # aiohttp reads a frame whole before the channel sees it: frames up to this many
@@ -73,11 +74,12 @@ def told_input_format(session: Any) -> AudioFormat | None:
     spec = a_in.get("format")
     if spec is not None:
         try:
-            return parse_format(proxy_spelled(spec), None, "session", allow_f32=True)
+            # vLLM-Omni's G.711 object names the session's rate (16 kHz by default),
+            # which GA's never does (8 kHz).
+            told = proxy_spelled(spec)
+            return parse_format(told, None, "session", allow_f32=True, g711_rate=G711_RATE_HZ)
         except SessionConfigError:
-            # vLLM-Omni's G.711 object names the session's rate (16 kHz), which GA's
-            # never does: its flat name and rate say the same, as it reads them.
-            pass
+            pass  # its flat name and rate, as vLLM-Omni reads them
     return _native_told(session, a_in)
 
 
@@ -106,10 +108,8 @@ def _native_told(session: dict[str, Any], a_in: dict[str, Any]) -> AudioFormat |
         or _format_rate(spec)
         or _format_rate(a_in.get("format"))  # the rate the session has, told there
     )
-    if rate is None and encoding in (PCMU, PCMA):
-        return AudioFormat(encoding, G711_RATE_HZ)
-    if rate is None:
-        return PCM16_24K
+    if rate is None:  # vLLM-Omni's own rate for every format (``RealtimeInputDefaults``)
+        return AudioFormat(encoding, NATIVE_RATE_HZ)
     ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
     if not ok or int(rate) != rate or not MIN_RATE <= int(rate) <= MAX_RATE:
         raise SessionConfigError("invalid_value", f"sample rate {rate!r}")
@@ -125,6 +125,9 @@ class InputClock:
 
     def __init__(self) -> None:
         self.input_format = PCM16_24K
+        # A vLLM-Omni session object (its flat ``input_audio_format``) was told: an
+        # append without a rate is at the session's, G.711 too (``append_format``).
+        self.native = False
 
     def accepted(self, session: Any) -> None:
         """The session object the client was told; one naming no readable format
@@ -135,6 +138,7 @@ class InputClock:
             return
         if fmt is not None:
             self.input_format = fmt
+            self.native = "input_audio_format" in session
 
     def told(self, text: str) -> None:
         """A frame the client was sent as it is (passthrough): ``accepted`` if it is a
@@ -153,7 +157,7 @@ class InputClock:
         if n_bytes <= 0:
             return 0
         try:
-            fmt: AudioFormat = append_format(event, self.input_format)
+            fmt: AudioFormat = append_format(event, self.input_format, self.native)
         except Exception:  # refused by the session anyway
             return n_bytes  # counted as it came
         per_s = fmt.rate_hz * fmt.bytes_per_sample

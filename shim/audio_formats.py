@@ -2,7 +2,10 @@
 
 PCM16 (``audio/pcm``) at any rate 8-192 kHz both ways, ``pcm_f32le`` for input, and
 G.711 μ-law / A-law (``audio/pcmu`` / ``audio/pcma``, the beta API's ``g711_ulaw`` /
-``g711_alaw``) both ways, always 8 kHz: the GA format object names no rate for them.
+``g711_alaw``) both ways, 8 kHz for a GA client: the GA format object names no rate for
+them. vLLM-Omni reads G.711 at any rate PCM16 may have (the session's, 16 kHz unless
+declared: its ``protocol/realtime/audio.py``), so a native client's G.711 may name one
+(``g711_rate``).
 """
 
 from __future__ import annotations
@@ -38,8 +41,9 @@ GA_PCM_RATE = 24000  # audio/pcm in the GA API
 
 
 def wire_format(encoding: str, rate_hz: int) -> dict[str, Any]:
-    """The GA format object: G.711's has no ``rate`` (openai.types.realtime.AudioPCMU)."""
-    if encoding in (PCMU, PCMA):
+    """The GA format object: G.711's has no ``rate`` (openai.types.realtime.AudioPCMU),
+    unless it is not GA's 8 kHz (a native client's, which only the proxy reads back)."""
+    if encoding in (PCMU, PCMA) and rate_hz == G711_RATE_HZ:
         return {"type": _WIRE_NAMES[encoding]}
     return {"type": _WIRE_NAMES.get(encoding, "audio/pcm"), "rate": rate_hz}
 
@@ -62,8 +66,13 @@ def _encoding(name: Any, where: str, allow_f32: bool) -> str:
     return _NAMES[lname]
 
 
-def parse_format(spec: Any, rate: Any, where: str, allow_f32: bool) -> AudioFormat:
-    """A declared format; ``rate`` is the one to use where ``spec`` names none."""
+def parse_format(
+    spec: Any, rate: Any, where: str, allow_f32: bool, g711_rate: int | None = None
+) -> AudioFormat:
+    """A declared format; ``rate`` is the one to use where ``spec`` names none.
+
+    G.711 is 8 kHz (GA) unless ``g711_rate`` is given: then it is read at any rate
+    PCM16 may have, ``g711_rate`` where neither ``spec`` nor ``rate`` names one."""
     encoding, explicit = PCM16, None
     if isinstance(spec, dict):
         name = spec.get("type", spec.get("format", "audio/pcm"))
@@ -73,7 +82,9 @@ def parse_format(spec: Any, rate: Any, where: str, allow_f32: bool) -> AudioForm
         name = spec
     if name is not None:
         encoding = _encoding(name, where, allow_f32)
-    if encoding in (PCMU, PCMA):
+    if encoding in (PCMU, PCMA) and g711_rate is not None:
+        rate = g711_rate if rate is None else rate
+    elif encoding in (PCMU, PCMA):
         # G.711 is 8 kHz; a rate carried over from an earlier PCM format does not apply.
         if explicit is not None and explicit != G711_RATE_HZ:
             raise SessionConfigError("invalid_value", f"{where}: G.711 audio is 8000 Hz", where)

@@ -16,7 +16,7 @@ from shim.actions import Action, AnalyzeAudio, SendClient
 from shim.audio import AudioError, b64decode, decode_samples
 from shim.echo import EchoSuppressor
 from shim.input_history import InputHistory
-from shim.native_client import InputRates, append_format
+from shim.native_client import InputRates, append_format, as_upstream_reads
 from shim.output import ActiveResponse
 from shim.overlap_evidence import OverlapEvidence
 from shim.playback import ItemPlayback, PlaybackLedger
@@ -57,12 +57,18 @@ def is_refusal(actions: list[Action]) -> bool:
     return any(isinstance(a, SendClient) and a.event.get("type") == "error" for a in actions)
 
 
-def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
+def input_audio(
+    s: ClientEventHost, ev: dict[str, Any], now: float, as_read: bool = False
+) -> list[Action]:
     """``input_audio_buffer.append``: kept for turns and, echo removed, sent to the VAD.
 
     An append may name its own ``format`` and ``sample_rate_hz`` (vLLM-Omni's clients
-    tag every one): it is read that way and resampled to the 16 kHz timeline.
+    tag every one): it is read that way and resampled to the 16 kHz timeline. A native
+    client's is read as vLLM-Omni reads it (``native_client.as_upstream_reads``), unless
+    the caller did (``as_read``).
     """
+    if s.config.native and not as_read:
+        ev = as_upstream_reads(ev, s.config.input_format)
     audio = ev.get("audio", ev.get("delta"))
     if not isinstance(audio, str):
         return [
@@ -74,7 +80,7 @@ def input_audio(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Acti
             )
         ]
     try:
-        fmt = append_format(ev, s.config.input_format)
+        fmt = append_format(ev, s.config.input_format, s.config.native)
         samples = decode_samples(b64decode(audio), fmt)
     except AudioError as exc:
         return [s.err(exc.code, str(exc), ev, "audio")]

@@ -23,6 +23,7 @@ import pybase64
 
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioError, AudioFormat, Int16Array
 from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
+from shim.native_formats import format_rate, native_name
 from shim.resample_low_delay import LowDelayResampler
 from shim.session_config import MAX_RATE, MIN_RATE
 from shim.settings import VAD_RATE
@@ -140,11 +141,24 @@ def native_error(event: dict[str, Any]) -> dict[str, Any]:
     return event
 
 
-def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
+def native_done(event: dict[str, Any]) -> dict[str, Any]:
+    """A completed ``response.done`` as vLLM-Omni's duplex sessions send it: its
+    ``status_details`` say ``{"type": "completed", "reason": "stop"}`` where GA's are
+    null (its ``engine/duplex/realtime_events.py``; docs/fidelity.md, row 15)."""
+    response = event.get("response") if event.get("type") == "response.done" else None
+    if isinstance(response, dict) and response.get("status") == "completed":
+        if response.get("status_details") is None:
+            response["status_details"] = {"type": "completed", "reason": "stop"}
+    return event
+
+
+def append_format(ev: dict[str, Any], declared: AudioFormat, native: bool = False) -> AudioFormat:
     """The format of one append: the session's, unless the append names its own
-    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). A
-    G.711 append without a rate is at 8 kHz, as vLLM-Omni reads it."""
-    name, rate = ev.get("format"), ev.get("sample_rate_hz")
+    ``format`` / ``sample_rate_hz`` (as ``DuplexClient`` does on every append). An
+    append without a rate is at the session's, as vLLM-Omni reads a native client's
+    (``protocol/realtime/audio_input.py``, ``decode_audio_append``); a GA client's
+    G.711 at 8 kHz."""
+    name, rate = _native_names(ev) if native else (ev.get("format"), ev.get("sample_rate_hz"))
     if name is None and rate is None:
         return declared
     encoding = declared.encoding
@@ -156,6 +170,8 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
                 f"append format {name!r} is not pcm16, pcm_f32le, g711_ulaw or g711_alaw",
             )
         encoding = found
+    if rate is None and native:
+        return AudioFormat(encoding, declared.rate_hz)
     if rate is None:
         g711_named = encoding in G711_ENCODINGS and declared.encoding not in G711_ENCODINGS
         return AudioFormat(encoding, G711_RATE_HZ if g711_named else declared.rate_hz)
@@ -167,6 +183,16 @@ def append_format(ev: dict[str, Any], declared: AudioFormat) -> AudioFormat:
     return AudioFormat(encoding, int(rate))
 
 
+def _native_names(ev: dict[str, Any]) -> tuple[Any, Any]:
+    """(format, rate) a native append names, where vLLM-Omni looks for them
+    (``decode_audio_append``): ``format`` or ``input_audio_format`` (a name or a format
+    object), ``sample_rate_hz`` or ``sample_rate`` or the format object's own rate;
+    one that is falsy names none."""
+    spec = ev.get("format") or ev.get("input_audio_format")
+    rate = ev.get("sample_rate_hz") or ev.get("sample_rate") or format_rate(spec)
+    return (native_name(spec) if isinstance(spec, dict) else spec) or None, rate or None
+
+
 # The rate vLLM-Omni's runner takes an append without one at (its ``_on_append_audio``).
 _RUNNER_RATE = 16_000
 
@@ -175,14 +201,16 @@ def as_upstream_reads(ev: dict[str, Any], declared: AudioFormat) -> dict[str, An
     """A native append as vLLM-Omni reads it, so that a relay hears what its upstream
     hears (``protocol/realtime/audio_input.py``, ``protocol/realtime/audio.py``:
     ``convert_input_audio_with_rate``; ``engine/duplex/session/runner.py``): a falsy
-    ``sample_rate_hz`` names none (the session's rate), one that is no number is
-    taken as 16 kHz (8 kHz for G.711), and PCM16 / G.711 audio is decoded leniently
+    ``sample_rate_hz`` (or ``sample_rate``) names none (the session's rate), one that
+    is no number is taken as 16 kHz (8 kHz for G.711), and PCM16 / G.711 audio is
+    decoded leniently
     (stripped, characters outside base64 skipped: ``b64decode(validate=False)``).
     Anything it would refuse is left as it is."""
     out = dict(ev)
-    rate = out.pop("sample_rate_hz", None)
+    named = out.pop("sample_rate_hz", None), out.pop("sample_rate", None)
+    rate = named[0] or named[1]
     try:
-        fmt = append_format(out, declared)
+        fmt = append_format(out, declared, native=True)
     except AudioError:
         return ev
     if isinstance(rate, int | float) and rate:

@@ -12,6 +12,7 @@ way, or it refuses what the upstream takes (docs/protocol.md, "Native clients").
 from __future__ import annotations
 
 import copy
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -77,28 +78,82 @@ def _part(session: Mapping[str, Any], side: str) -> dict[str, Any]:
     return part if isinstance(part, dict) else {}
 
 
+def format_rate(spec: object) -> Any:
+    """The rate a format object names, as vLLM-Omni reads it
+    (``parse_realtime_audio_format``: a positive number, else none)."""
+    if not isinstance(spec, dict):
+        return None
+    return _applied(spec.get("rate") or spec.get("sample_rate_hz") or spec.get("sample_rate"))
+
+
+def _applied(rate: object) -> Any:
+    """A rate as vLLM-Omni applies it: a positive number, whole (``int()``); none for
+    anything else (a string, zero), which it ignores. A bool or a number that is not
+    finite is kept, for the proxy to refuse."""
+    if isinstance(rate, bool) or (isinstance(rate, float) and not math.isfinite(rate)):
+        return rate
+    return int(rate) if isinstance(rate, int | float) and rate > 0 else None
+
+
+def native_input_rate(session: Mapping[str, Any]) -> Any:
+    """The input rate a session object sets, where vLLM-Omni looks for it
+    (``apply_realtime_session_defaults``): the flat ``sample_rate_hz`` /
+    ``sample_rate``, then ``audio.input``'s, then the format's own; None if none."""
+    rate = session.get("sample_rate_hz") or session.get("sample_rate")
+    if rate is None:
+        part = _part(session, "input")
+        rate = part.get("sample_rate_hz") or part.get("sample_rate")
+    if rate is None:
+        return format_rate(native_input_spec(session))
+    return _applied(rate)
+
+
+def native_output_rate(session: Mapping[str, Any]) -> Any:
+    """The output rate a session object sets: the format's own, else (only where the
+    format is not a flat one) ``audio.output``'s ``sample_rate_hz`` / ``sample_rate``."""
+    rate = format_rate(native_output_spec(session))
+    if rate is None and not (session.get("output_audio_format") or session.get("response_format")):
+        part = _part(session, "output")
+        rate = _applied(part.get("sample_rate_hz") or part.get("sample_rate"))
+    return rate
+
+
+_RATE_KEYS = ("sample_rate_hz", "sample_rate")
+
+
 def as_the_proxy_reads(ev: Mapping[str, Any]) -> dict[str, Any]:
-    """A native client's ``session.update`` with the formats vLLM-Omni applies put
-    where, and named as, ``shim/session_config.py`` reads them."""
+    """A native client's ``session.update`` with the formats and rates vLLM-Omni
+    applies put where, and named as, ``shim/session_config.py`` reads them: each
+    side's format under ``audio.*.format``, its rate (found where vLLM-Omni looks
+    first) as the format's ``rate``, or ``audio.*.sample_rate_hz`` with no format."""
     out = copy.deepcopy(dict(ev))
     nested = out.get("session")
     session: dict[str, Any] = nested if isinstance(nested, dict) else out
     sides = (
-        ("input", native_input_spec(session), ("input_audio_format",)),
-        ("output", native_output_spec(session), ("output_audio_format", "response_format")),
+        ("input", native_input_spec(session), native_input_rate(session)),
+        ("output", native_output_spec(session), native_output_rate(session)),
     )
-    for side, spec, flat in sides:
-        if spec is None:
-            continue
-        for key in flat:
-            session.pop(key, None)
+    for key in ("input_audio_format", "output_audio_format", "response_format", *_RATE_KEYS):
+        session.pop(key, None)
+    for side, spec, rate in sides:
         audio = session.get("audio")
         if not isinstance(audio, dict):
             audio = session["audio"] = {}
         part = audio.get(side)
         if not isinstance(part, dict):
             part = audio[side] = {}
-        part["format"] = proxy_spelled(spec)
+        for key in _RATE_KEYS:
+            part.pop(key, None)
+        if spec is None:
+            if rate is not None:
+                part["sample_rate_hz"] = rate
+            continue
+        name = proxy_spelled(spec)
+        if isinstance(name, dict):
+            name = name.get("type") if str(native_name(spec)) in _PROXY_NAMES else spec
+        part["format"] = name if isinstance(name, dict) or rate is None else {"type": name}
+        if rate is not None and isinstance(part["format"], dict):
+            part["format"]["rate"] = rate
     return out
 
 

@@ -17,7 +17,8 @@ from shim.audio_formats import MAX_RATE as MAX_RATE
 from shim.audio_formats import MIN_RATE as MIN_RATE
 from shim.audio_formats import SessionConfigError as SessionConfigError
 from shim.audio_formats import parse_format, wire_format
-from shim.g711 import G711_ENCODINGS
+from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
+from shim.native_session_object import native_session_object
 from shim.vad_gate import VadParams
 
 _TD_KEYS = {
@@ -92,11 +93,19 @@ class ClientSessionConfig:
     # GA's audio.input.transcription / noise_reduction objects (``shim/session_options.py``).
     transcription: dict[str, Any] | None = None
     noise_reduction: dict[str, Any] | None = None
+    native: bool = False  # a vLLM-Omni client's: G.711 at any rate, told in its shape
 
 
-def _carried_rate(fmt: AudioFormat) -> int | None:
-    """The rate a new format without one keeps: none from G.711 (audio/pcm is then 24 kHz)."""
-    return None if fmt.encoding in G711_ENCODINGS else fmt.rate_hz
+# vLLM-Omni's defaults: input at 16 kHz (``RealtimeInputDefaults``), no turn detection.
+NATIVE_CONFIG = ClientSessionConfig(
+    input_format=AudioFormat(PCM16, 16000), turn=TurnDetection(None), native=True
+)
+
+
+def _carried_rate(fmt: AudioFormat, native: bool = False) -> int | None:
+    """The rate a new format without one keeps: none from G.711 (audio/pcm is then 24 kHz);
+    a native client's output only from G.711 (vLLM-Omni's is 8 kHz unless declared)."""
+    return fmt.rate_hz if (fmt.encoding in G711_ENCODINGS) == native else None
 
 
 # turn_detection's numbers: (lowest, highest, whole numbers only).
@@ -223,13 +232,15 @@ def apply_session_update(
     in_spec = a_in.get("format", session.get("input_audio_format"))
     in_rate = a_in.get("sample_rate_hz", session.get("sample_rate_hz"))
     if in_spec is not None or in_rate is not None:
+        kept = cfg.input_format.rate_hz if cfg.native else _carried_rate(cfg.input_format)
         cfg = replace(
             cfg,
             input_format=parse_format(
                 in_spec if in_spec is not None else cfg.input_format.encoding,
-                in_rate if in_rate is not None else _carried_rate(cfg.input_format),
+                in_rate if in_rate is not None else kept,
                 "audio.input.format",
                 allow_f32=True,
+                g711_rate=kept if cfg.native else None,
             ),
         )
     out_spec = a_out.get("format", session.get("output_audio_format"))
@@ -239,9 +250,10 @@ def apply_session_update(
             cfg,
             output_format=parse_format(
                 out_spec if out_spec is not None else cfg.output_format.encoding,
-                out_rate if out_rate is not None else _carried_rate(cfg.output_format),
+                out_rate if out_rate is not None else _carried_rate(cfg.output_format, cfg.native),
                 "audio.output.format",
                 allow_f32=False,
+                g711_rate=G711_RATE_HZ if cfg.native else None,
             ),
         )
     if "turn_detection" in a_in:
@@ -259,7 +271,12 @@ def apply_session_update(
 
 
 def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dict[str, Any]:
-    """The GA session object as this proxy serves it (for session.created / updated)."""
+    """The GA session object as this proxy serves it (for session.created / updated);
+    a native client's in vLLM-Omni's shape (``shim/native_session_object.py``)."""
+    if cfg.native:
+        formats = (cfg.input_format, cfg.output_format)
+        turn, text = cfg.turn.as_wire(), cfg.instructions
+        return native_session_object(session_id, model, formats, turn, text, cfg.transcription)
 
     def fmt(f: AudioFormat) -> dict[str, Any]:
         return wire_format(f.encoding, f.rate_hz)

@@ -18,9 +18,10 @@ WINDOW = 512  # samples per VAD window at 16 kHz = 32 ms
 
 
 class Script:
-    def __init__(self, session: EmulatedSession, client_rate: int = 24000) -> None:
+    def __init__(self, session: EmulatedSession, client_rate: int | None = None) -> None:
         self.s = session
-        self.rate = client_rate
+        # Untagged appends at the session's input rate (24 kHz GA, 16 kHz native).
+        self.rate = client_rate or session.config.input_format.rate_hz
         self.now = 0.0
         self.vad_end = 0  # samples of 16 kHz audio already given probabilities
         self._voice_pos = 0

@@ -150,7 +150,8 @@ def test_a_native_relay_client_declares_g711_as_vllm_omni_names_it() -> None:
     out = sc.client(native)
     assert not [a for a in out if isinstance(a, SendClient)]
     assert [a.event for a in out if isinstance(a, SendUpstream)] == [native]
-    assert relay.config.input_format == AudioFormat(PCMU, 8000)
+    # At the session's rate, 16 kHz unless declared (its ``protocol/realtime/session.py``).
+    assert relay.config.input_format == AudioFormat(PCMU, 16000)
 
 
 @pytest.mark.parametrize("key", ["output_audio_format"])

@@ -93,7 +93,8 @@ def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
     # Python's json spells ``"type": "..."`` with a space.
     clock = InputClock()
     clock.told('{"type": "session.updated", "session": {"input_audio_format": "g711_ulaw"}}')
-    assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S
+    # vLLM-Omni's object naming no rate: its own, 16 kHz (``protocol/realtime/session.py``).
+    assert clock.cost(append(16000)) == AUDIO_BYTES_PER_S
     # Another event naming a session format in its text is no session event.
     clock = InputClock()
     delta = {

@@ -26,6 +26,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.audio",
             "shim.audio_formats",
             "shim.native_formats",
+            "shim.native_session_object",
+            "shim.native_turns",
             "shim.resample_polyphase",
             "shim.resample_low_delay",
             "shim.upstream_input",

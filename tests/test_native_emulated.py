@@ -150,3 +150,16 @@ async def test_every_audio_delta_names_its_format_and_rate(through: str) -> None
     deltas = c.of("response.output_audio.delta")
     assert deltas
     assert {(d.get("format"), d.get("sample_rate_hz")) for d in deltas} == {("pcm16", 24000)}
+
+
+@pytest.mark.parametrize("through", ["proxy", "stand-in"])
+async def test_a_completed_answer_says_it_stopped(through: str) -> None:
+    """vLLM-Omni's completed ``response.done`` has ``status_details`` ``{"type":
+    "completed", "reason": "stop"}`` (``engine/duplex/realtime_events.py``), where GA's
+    are null; the proxy's answer over a turn-based upstream to a native client too."""
+    async with session_for(through) as c:
+        await say(c, SPEECH)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        done = await c.until("response.done", timeout=30)
+    assert done["response"]["status"] == "completed"
+    assert done["response"]["status_details"] == {"type": "completed", "reason": "stop"}

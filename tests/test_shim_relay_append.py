@@ -23,7 +23,7 @@ CLEAN = base64.b64encode(PCM).decode()
     [
         (base64.encodebytes(PCM).decode(), 24000, 3200),  # MIME line breaks
         (CLEAN + "\n", 24000, 3200),  # a trailing newline
-        (CLEAN, 0, 3200),  # no rate: the session's (24 kHz)
+        (CLEAN, 0, 4800),  # no rate: the session's (vLLM-Omni's 16 kHz)
         # No number: its runner takes it as 16 kHz, so 4800 samples last 300 ms.
         (CLEAN, "24000", 4800),
     ],

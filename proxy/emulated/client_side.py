@@ -23,7 +23,7 @@ from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
 from shim.audio import AudioFormat
 from shim.journal import Journal
-from shim.native_client import native_error
+from shim.native_client import native_done, native_error
 
 
 class ClientSide:
@@ -50,7 +50,7 @@ class ClientSide:
 
     def send(self, event: dict[str, Any]) -> None:
         if self.native:
-            native_error(event)
+            native_done(native_error(event))
         text = self.journal.stamp(event, now_ms())
         self.latency.sent(event)
         if event.get("type") in TOLD and self.attached is not None:

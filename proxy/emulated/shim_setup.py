@@ -64,7 +64,14 @@ def created_event(
     if cls.kind == "duplex":
         upstream_session = upstream_created.get("session")
         if isinstance(upstream_session, dict):
-            session = {**upstream_session, **session}
+            # A native client is told the upstream's own object (vLLM-Omni's names and
+            # rates, which it may send back) as the proxy's session; a GA client the
+            # proxy's GA one.
+            if shim.config.native:
+                own = {"id": session["id"], "model": session["model"]}
+                session = {**session, **upstream_session, **own}
+            else:
+                session = {**upstream_session, **session}
     session["capabilities"] = caps
     event: dict[str, Any] = {
         "type": "session.created",

@@ -26,6 +26,9 @@ from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, ClientKind, classify
+from shim.dialects.turn_based import TurnBasedSession
+from shim.dialects.turn_refusals import Refusals
+from shim.native_formats import PROXY_CANNOT_SERVE, as_the_proxy_reads
 
 
 def client_kind(request: web.Request) -> ClientKind:
@@ -184,7 +187,25 @@ class ClientSession:
             state.metrics.sessions_active.labels(cls.mode, *self._labels()).inc()
             await run_passthrough(self, link, cls)
             return
+        if await self._refused_opening(link, cls):
+            return
         await self._run_emulated(link, cls, model, upstream_model)
+
+    async def _refused_opening(self, link: UpstreamLink, cls: Classification) -> bool:
+        """A native client's opening that vLLM-Omni refuses (a format it does not know,
+        turn detection it cannot run), where the proxy answers for a turn-based upstream:
+        refused as vLLM-Omni refuses an opening (``invalid_session_config``, in its
+        words), and nothing opens (``entrypoints/duplex/serving.py``, ``_open``)."""
+        opening = link.opening_event
+        if opening is None or cls.kind != "turn" or cls.ga_client:
+            return False
+        refused = Refusals(native_client=True).session_update(opening.event)
+        if refused is None or refused[0] == PROXY_CANNOT_SERVE:
+            return False
+        await link.ws.close()
+        self.client.send_error("invalid_session_config", refused[1])
+        await self.client.close(1000, "session refused")
+        return True
 
     async def _try_resume(self, event: dict[str, Any], raw: str) -> bool:
         """Resume; on failure tell the client why (it may start fresh) and return False."""
@@ -215,10 +236,18 @@ class ClientSession:
         runner.bind_upstream(link.created)
         pending = list(self.pending)
         self.pending.clear()
-        if link.opening_event is not None and cls.kind == "duplex":
-            # It already opened the upstream session; apply it locally, don't resend.
-            runner.shim.apply_update(link.opening_event.event)
-            pending.remove(link.opening_event)
+        opening = link.opening_event
+        if opening is not None and cls.kind == "duplex":
+            # It already opened the upstream session; apply it locally, don't resend
+            # (a native client's as vLLM-Omni reads it: shim/native_formats.py).
+            native = runner.shim.config.native
+            runner.shim.apply_update(as_the_proxy_reads(opening.event) if native else opening.event)
+            pending.remove(opening)
+        elif opening is not None and isinstance(runner.shim, TurnBasedSession):
+            # A native client's session.created holds its opening, as vLLM-Omni's does.
+            held = runner.shim.refusals.opening(opening.event)
+            if held is not None:
+                runner.shim.apply_update(held)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
         resumable = await runner.persister.create(token)

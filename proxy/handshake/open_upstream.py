@@ -94,10 +94,12 @@ async def open_upstream(
         try:
             link = await open_with(opening)
         except UpstreamRefused as exc:
-            # A duplex model without barge-in may refuse server VAD in its opening
-            # config; turn detection is then the proxy's job: open without it.
+            # A duplex model may refuse the turn detection a GA client's session implies;
+            # turn detection is then the proxy's job: open without it. A native client's
+            # own is refused as vLLM-Omni refuses it (below): opened without it, its
+            # session would take no turns and never say why.
             trimmed = _without_turn_detection(opening)
-            if trimmed is None or exhausted(exc.event):
+            if not ga or trimmed is None or exhausted(exc.event):
                 raise
             link = await open_with(trimmed)
     except UpstreamRefused as exc:
@@ -109,9 +111,12 @@ async def open_upstream(
         message = err.get("message") if isinstance(err, dict) else err
         code = error_code(exc.event)
         conn.log.warning("upstream_refused_session", code=code, message=message)
-        conn.client.send_error(
-            "upstream_refused", f"upstream refused the session: {code}: {message}"
-        )
+        if not ga and code is not None:  # what vLLM-Omni says to its own client
+            conn.client.send_error(code, str(message))
+        else:
+            conn.client.send_error(
+                "upstream_refused", f"upstream refused the session: {code}: {message}"
+            )
         await conn.client.close(1011, "upstream refused session")
         return None
     except UpstreamUnavailable as exc:

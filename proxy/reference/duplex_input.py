@@ -144,7 +144,9 @@ class AppendDecoder:
         if fmt in {"g711_ulaw", "g711_alaw"}:
             table = _ULAW if fmt == "g711_ulaw" else _ALAW
             pcm = table[np.frombuffer(raw, dtype=np.uint8)]
-            rate = _rate(declared) if declared is not None else MIN_RATE_HZ
+            # At the session's rate unless the append names one, as PCM16
+            # (``decode_audio_append``: 8 kHz only for a rate that is no number).
+            rate = _rate(declared) if declared is not None else _rate(defaults.rate_hz)
         else:
             if len(raw) % 2:
                 # vLLM-Omni's runner (``engine/duplex/session/runner.py``).

@@ -50,10 +50,12 @@ from shim.inputs import (
     UpstreamLost,
     UpstreamReattached,
 )
+from shim.native_turns import turn_refusal
 from shim.output import ActiveResponse
 from shim.overlap import Overlap, Step
 from shim.response_close import close_response, lost_response_done
 from shim.session import EmulatedSession, EventHandler, ShimSettings
+from shim.session_config import DEFAULT_TURN, NATIVE_CONFIG
 from shim.snapshot import SessionSnapshot
 
 # Responses the proxy cut whose remaining upstream events it still drops.
@@ -65,6 +67,7 @@ class BargeInRelaySession(EmulatedSession):
     announce_turns = False
     # A native client hears the upstream's own answers to its playback reports.
     answers_reports = False
+    native_client = True  # its session is read as vLLM-Omni reads it
 
     def __init__(
         self,
@@ -84,6 +87,10 @@ class BargeInRelaySession(EmulatedSession):
         # The client's last session.update as sent upstream, to restore on a fresh one.
         self.last_update: dict[str, Any] | None = None
         super().__init__(session_id, model, settings)
+        if self.native_client:
+            # vLLM-Omni's, but for turn detection: the proxy's VAD until the client
+            # declares its own (docs/fidelity.md, "Known gaps").
+            self.config = replace(NATIVE_CONFIG, turn=DEFAULT_TURN)
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
@@ -118,9 +125,10 @@ class BargeInRelaySession(EmulatedSession):
         return [ForwardUpstream(inp.raw)]
 
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
-        if upstream_format_refusal(ev) is not None:
-            # Audio formats vLLM-Omni refuses are its to refuse, in its own words (GA's
-            # G.711 names among them): the update goes there, unapplied here.
+        if upstream_format_refusal(ev) is not None or turn_refusal(ev) is not None:
+            # Audio formats and turn detection vLLM-Omni refuses are its to refuse, in
+            # its own words (GA's G.711 names among them): the update goes there,
+            # unapplied here.
             return [SendUpstream(upstream_settings(ev))]
         cannot = native_formats.proxy_refusal(ev)
         if cannot is not None:  # in the proxy's words: vLLM-Omni would take it

@@ -61,6 +61,7 @@ from shim.session_config import SessionConfigError
 
 class GaRelaySession(BargeInRelaySession):
     answers_reports = True  # in GA's words: the upstream's are not a GA client's
+    native_client = False
 
     def __init__(
         self,

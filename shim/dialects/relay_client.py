@@ -46,7 +46,7 @@ def audio(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
     """A native client's append: heard as the upstream reads it
     (``native_client.as_upstream_reads``), and sent there as it came."""
     heard = native_client.as_upstream_reads(ev, r.config.input_format)
-    out = client_events.input_audio(r, heard, now)
+    out = client_events.input_audio(r, heard, now, as_read=True)
     # One the proxy cannot read the upstream refuses itself, in its own words.
     return [SendUpstream(ev)] if client_events.is_refusal(out) else [SendUpstream(ev), *out]
 

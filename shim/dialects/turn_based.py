@@ -21,6 +21,7 @@ from shim.dialects.turn_refusals import Refusals
 from shim.inputs import ClientEvent, Input, UpstreamLost
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
+from shim.session_config import NATIVE_CONFIG
 from shim.wire import error_code
 
 DEFAULT_OUTPUT_RATE = 24000
@@ -46,6 +47,7 @@ class TurnBasedSession(EmulatedSession):
         self._final_text: str | None = None
         self.user_items, self.metadata = UserItems(), ResponseMetadata()
         super().__init__(session_id, model, settings)
+        self.config = NATIVE_CONFIG if native_client else self.config
 
     def open_upstream(self) -> list[Action]:
         """What a fresh upstream connection needs before it takes a turn."""

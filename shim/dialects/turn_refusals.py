@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shim import native_formats
+from shim import native_formats, native_turns
 from shim.dialects import turn_limits
 from shim.dialects.relay_wire import ga_g711_refusal
 from shim.output import ActiveResponse
@@ -40,8 +40,8 @@ class Refusals:
 
     def session_update(self, ev: dict[str, Any]) -> Refused | None:
         """A native client's ``session.update`` refused before the proxy reads it: GA's
-        G.711 names, which vLLM-Omni does not know (in its words), or a format it takes
-        but the proxy cannot serve (in the proxy's)."""
+        G.711 names, which vLLM-Omni does not know (in its words), a format it takes
+        but the proxy cannot serve (in the proxy's), or turn detection it cannot run."""
         if not self.native:
             return None
         g711 = ga_g711_refusal(ev)
@@ -50,11 +50,20 @@ class Refusals:
         cannot = native_formats.proxy_refusal(ev)
         if cannot is not None:
             return (native_formats.PROXY_CANNOT_SERVE, cannot[0], ev, cannot[1])
-        return None
+        turns = native_turns.turn_refusal(ev)  # what vLLM-Omni cannot run, in its words
+        return (native_turns.CODE, turns, ev, "turn_detection") if turns is not None else None
 
     def as_read(self, ev: dict[str, Any]) -> dict[str, Any]:
         """A native client's update read as vLLM-Omni reads it (``shim/native_formats.py``)."""
         return native_formats.as_the_proxy_reads(ev) if self.native else ev
+
+    def opening(self, ev: dict[str, Any]) -> dict[str, Any] | None:
+        """The part of a native client's opening ``session.update`` its ``session.created``
+        holds already, as vLLM-Omni's does (the update itself is answered after it, with
+        ``session.updated`` and any refusal); None where there is none."""
+        if not self.native or self.session_update(ev) is not None:
+            return None
+        return self.as_read(turn_limits.strip_session_fields(ev)[0])
 
     def create(self, busy: bool) -> tuple[str, str, bool]:
         """A ``response.create`` refused while a response is in progress (``busy``) or

@@ -1,0 +1,82 @@
+"""A native client's opening that vLLM-Omni refuses is refused through the proxy too.
+
+vLLM-Omni 0.30.0 refuses a session whose turn detection it cannot run (anything but
+``server_vad``, unknown fields, ``interrupt_response: false``:
+``engine/duplex/turn_detection.py``, ``validate_realtime_turn_detection``), in its own
+code and words, and opens nothing (``entrypoints/duplex/serving.py``, ``_open``). A
+native client of the proxy gets that refusal, not a session opened without the turn
+detection it asked for, which would take no turns and never say why (a GA client's
+turn detection is the proxy's own job, so its upstream may open without it); over a
+turn-based upstream the proxy refuses it itself, in the same words.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from proxy.reference import ReferenceOptions
+from tests.servers import closed, connect, proxy, proxy_config, reference, ws_url
+from tests.test_native_relay import NATIVE, opening
+
+pytestmark = pytest.mark.timeout(60)
+
+REFUSED_TURNS = [
+    {"type": "server_vad", "interrupt_response": False},
+    {"type": "semantic_vad"},
+    {"type": "server_vad", "eagerness": "high"},
+]
+
+
+async def refusal(url: str, turn: dict[str, Any]) -> list[tuple[str, str]]:
+    async with connect(url) as c:
+        await c.send(opening(turn_detection=turn))
+        await closed(c)
+    assert not c.of("session.created"), "nothing opened"
+    return [(e["error"]["code"], e["error"]["message"]) for e in c.of("error")]
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in", "turn"])
+@pytest.mark.parametrize("turn", range(len(REFUSED_TURNS)))
+async def test_a_turn_detection_vllm_omni_refuses_is_refused_in_its_words(
+    kind: str, turn: int
+) -> None:
+    options = ReferenceOptions(fidelity="strict")
+    async with reference("duplex" if kind == "turn" else kind, options=options) as upstream:
+        direct = await refusal(upstream + "?duplex=1&autostart=0&model=m", REFUSED_TURNS[turn])
+    assert len(direct) == 1 and "turn_detection" in direct[0][1], direct
+    async with (
+        reference(kind, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
+        through = await refusal(ws_url(base, **NATIVE), REFUSED_TURNS[turn])
+    assert through == direct
+
+
+async def update_refusals(url: str) -> list[tuple[str, str]]:
+    async with connect(url) as c:
+        await c.send(opening())
+        await c.until("session.created")
+        for turn in REFUSED_TURNS:
+            await c.send({"type": "session.update", "session": {"turn_detection": turn}})
+        await c.send({"type": "session.heartbeat"})
+        await c.until("session.heartbeat_ack")
+    return [(e["error"]["code"], e["error"]["message"]) for e in c.of("error")]
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in", "turn"])
+async def test_a_later_update_with_such_turn_detection_is_refused_so(kind: str) -> None:
+    """A live session's update is refused ``unsupported_turn_detection`` in the wheel's
+    words (``engine/duplex/realtime_commands.py``); the relay leaves it unapplied for
+    the upstream to refuse, the proxy over a turn-based upstream refuses it itself."""
+    options = ReferenceOptions(fidelity="strict")
+    async with reference("duplex" if kind == "turn" else kind, options=options) as upstream:
+        direct = await update_refusals(upstream + "?duplex=1&autostart=0&model=m")
+    assert [code for code, _ in direct] == len(REFUSED_TURNS) * ["unsupported_turn_detection"]
+    async with (
+        reference(kind, options=options) as upstream,
+        proxy(proxy_config({"m": upstream})) as base,
+    ):
+        through = await update_refusals(ws_url(base, **NATIVE))
+    assert through == direct
