@@ -16,7 +16,7 @@ from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_acks, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.dialects.turn_items import PendingTurn, UserItems
+from shim.dialects.turn_items import PendingTurn, UserItems, as_one_turn
 from shim.dialects.turn_refusals import Refusals
 from shim.inputs import ClientEvent, Input, UpstreamLost
 from shim.response_close import close_response
@@ -117,6 +117,8 @@ class TurnBasedSession(EmulatedSession):
         if no is not None:
             return [self.err(*no)]
         self.metadata.asked(metadata, ev.get("event_id"))
+        if not self.refusals.native:  # GA: one response for every turn since the last
+            as_one_turn(self.pending)
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
