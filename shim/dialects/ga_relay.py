@@ -37,6 +37,7 @@ from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.dialects import (
     ga_append,
     ga_events,
+    ga_item_order,
     ga_response_create,
     ga_session_update,
     ga_truncate,
@@ -74,7 +75,7 @@ class GaRelaySession(BargeInRelaySession):
         self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
         self.metadata = ga_response_create.ResponseMetadata()
-        self.create_ids = CreateIds()
+        self.create_ids, self.item_order = CreateIds(), ga_item_order.AssistantItemOrder()
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
@@ -110,7 +111,7 @@ class GaRelaySession(BargeInRelaySession):
         out = self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
         # The client's metadata, in its response's events whoever made them: the
         # upstream's, or the proxy's own response.done of a cut or a lost upstream.
-        return self.metadata.told_all(self.create_ids.named_all(out))
+        return self.metadata.told_all(self.create_ids.named_all(self.item_order.ordered(out)))
 
     def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
         """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
