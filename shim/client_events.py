@@ -21,7 +21,7 @@ from shim.output import ActiveResponse
 from shim.overlap_evidence import OverlapEvidence
 from shim.playback import ItemPlayback, PlaybackLedger
 from shim.session_config import ClientSessionConfig
-from shim.settings import ShimSettings
+from shim.settings import VAD_RATE, ShimSettings
 from shim.turns import Turns
 from shim.vad_timeline import VadTimeline
 
@@ -90,10 +90,14 @@ def input_audio(
     if not s16.size:
         return []
     keep_ms = s.settings.max_turn_ms
-    # Between VAD turns only prefix padding is needed; push-to-talk (no VAD) keeps
-    # the whole buffer for the client's commit.
+    # Between VAD turns only prefix padding is needed, before what the VAD has still to
+    # judge (a client sending faster than real time is ahead of it by that much: a turn
+    # it finds there begins that far back); push-to-talk (no VAD) keeps the whole
+    # buffer for the client's commit.
     if not s.turns.in_progress and s.config.turn.vad is not None:
-        keep_ms = s.settings.vad.prefix_padding_ms + 3000
+        between_ms = s.settings.vad.prefix_padding_ms + 3000
+        behind_ms = s.vad_timeline.unjudged * 1000 // VAD_RATE
+        keep_ms = max(between_ms, min(between_ms + behind_ms, keep_ms))  # a turn at most
     start = s.history.append(s16, keep_ms)
     if not s.vad_enabled or s.config.turn.vad is None:
         return []

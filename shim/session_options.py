@@ -1,9 +1,13 @@
 """The GA session fields beyond formats and turn detection, read from ``session.update``:
-output modalities, input transcription, input noise reduction.
+the session's type, output modalities, input transcription, input noise reduction.
 
 Each is applied as far as the mode can, or refused with a coded error
 (``docs/protocol.md``, "Client events"), never accepted and then ignored:
 
+* ``type: "transcription"``: GA's transcription session answers nothing (it only
+  transcribes the input), but every session here answers its turns, so it is
+  ``unsupported_by_upstream`` and the update changes nothing; ``"realtime"`` is what
+  every session is (a native client names no type);
 * ``output_modalities`` (beta ``modalities``): every answer is spoken, its transcript
   alongside, so a list without ``"audio"`` (text-only) is ``unsupported_by_upstream``;
 * ``audio.input.transcription`` and ``audio.input.noise_reduction`` (beta
@@ -31,6 +35,12 @@ _UNSET = object()
 # transcription's fields are strings; noise reduction names a known microphone.
 _STRING_FIELDS = {"transcription": ("model", "language", "prompt"), "noise_reduction": ()}
 NOISE_TYPES = ("near_field", "far_field")
+
+
+def check_session_type(session: dict[str, Any]) -> None:
+    if session.get("type") == "transcription":
+        msg = "a transcription session (input transcribed, no responses) is not served here"
+        raise SessionConfigError(UNSUPPORTED, msg, "session.type")
 
 
 def check_modalities(session: dict[str, Any]) -> None:

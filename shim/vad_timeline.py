@@ -16,12 +16,13 @@ from collections import deque
 
 
 class VadTimeline:
-    __slots__ = ("_runs", "fed")
+    __slots__ = ("_runs", "fed", "judged")
 
     def __init__(self) -> None:
         # (VAD sample, input sample) where each run of audio given to the VAD began.
         self._runs: deque[tuple[int, int]] = deque([(0, 0)])
         self.fed = 0  # samples given to the VAD so far
+        self.judged = 0  # of those, the samples its windows have come back for
 
     def given(self, start: int, n: int) -> None:
         """``n`` samples of the input timeline from ``start`` go to the VAD."""
@@ -35,7 +36,14 @@ class VadTimeline:
 
     def to_input(self, vad_end: int) -> int:
         """The input sample where the VAD window ending at ``vad_end`` ends."""
+        self.judged = max(self.judged, vad_end)
         while len(self._runs) > 1 and self._runs[1][0] < vad_end:
             self._runs.popleft()
         vad_at, input_at = self._runs[0]
         return input_at + vad_end - vad_at
+
+    @property
+    def unjudged(self) -> int:
+        """Samples given to the VAD that no window has come back for yet: input sent
+        faster than real time waits in the VAD's queue for this long."""
+        return max(0, self.fed - self.judged)

@@ -37,6 +37,7 @@ from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.dialects import (
     ga_append,
     ga_events,
+    ga_item_order,
     ga_response_create,
     ga_session_update,
     ga_truncate,
@@ -45,6 +46,7 @@ from shim.dialects import (
     relay_wait_snapshot,
 )
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.ga_create_ids import CreateIds
 from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
@@ -74,6 +76,7 @@ class GaRelaySession(BargeInRelaySession):
         self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
         self.metadata = ga_response_create.ResponseMetadata()
+        self.create_ids, self.item_order = CreateIds(), ga_item_order.AssistantItemOrder()
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
@@ -109,7 +112,7 @@ class GaRelaySession(BargeInRelaySession):
         out = self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
         # The client's metadata, in its response's events whoever made them: the
         # upstream's, or the proxy's own response.done of a cut or a lost upstream.
-        return self.metadata.told_all(out)
+        return self.metadata.told_all(self.create_ids.named_all(self.item_order.ordered(out)))
 
     def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
         """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
@@ -141,6 +144,7 @@ class GaRelaySession(BargeInRelaySession):
         except ga_response_create.Refusal as no:
             return [self.err(no.code, str(no), ev, no.param)]
         self.metadata.asked(metadata, ev.get("event_id"))
+        self.create_ids.sent(ev.get("event_id"))
         return [ForwardUpstream(orjson.dumps(sent).decode())]
 
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:

@@ -9,6 +9,8 @@ client asks beyond them it would carry out otherwise than GA says, or not at all
   ``input``, and still tells the response's items into the conversation;
 * ``output_modalities: ["text"]``: a text-only answer, which the proxy cannot tell
   as GA's text events;
+* generation options (``instructions``, ``voice``, ``temperature``, ``tools``, ...):
+  vLLM-Omni refuses them in its own code, naming none (``ga_generation_options.py``);
 * ``audio.output.format`` other than the session's: the proxy converts every answer
   to the session's output format (a GA name reaches vLLM-Omni as a format it does
   not read, or its own ``response_format``, which the proxy would misread).
@@ -30,6 +32,7 @@ from typing import Any
 
 from shim.actions import Action, SendClient
 from shim.audio_formats import SessionConfigError, parse_format
+from shim.dialects import ga_generation_options
 from shim.session_config import ClientSessionConfig
 
 UNSUPPORTED = "unsupported_by_upstream"
@@ -82,7 +85,9 @@ def screened(
     options = ev.get("response")
     if not isinstance(options, dict):
         return ev, None
-    options = dict(options)
+    option, options = ga_generation_options.screened(dict(options))
+    if option is not None:
+        raise _refuse(option, "a per-response generation option")
     if options.get("conversation") not in (None, "auto"):
         raise _refuse("response.conversation", "an out-of-band response")
     if options.get("input") is not None:

@@ -16,9 +16,10 @@ from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_acks, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.dialects.turn_items import PendingTurn, UserItems
+from shim.dialects.turn_items import PendingTurn, UserItems, as_one_turn
 from shim.dialects.turn_refusals import Refusals
-from shim.inputs import ClientEvent, Input, UpstreamLost
+from shim.input_history import ms_to_sample
+from shim.inputs import ClientEvent, Input, UpstreamLost, VadWindow
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import NATIVE_CONFIG
@@ -119,6 +120,8 @@ class TurnBasedSession(EmulatedSession):
         if no is not None:
             return [self.err(*no)]
         self.metadata.asked(metadata, ev.get("event_id"))
+        if not self.refusals.native:  # GA: one response for every turn since the last
+            as_one_turn(self.pending)
         return self._start_response(now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -129,6 +132,12 @@ class TurnBasedSession(EmulatedSession):
         return self.cancel_response(now, reason="client_cancelled", announce=False)
 
     # ------------------------------------------------------------ turns
+    def on_vad(self, win: VadWindow) -> list[Action]:
+        # Input sent faster than real time is judged late: what the client has committed
+        # or cleared meanwhile is gone (GA), so it is silence to the VAD and starts no turn.
+        gone = self.vad_timeline.to_input(win.end_sample) <= ms_to_sample(self.commit_from_ms)
+        return super().on_vad(VadWindow(0.0, win.end_sample, win.now_ms) if gone else win)
+
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
         td, audio = self.config.turn, self.history.between(start_ms, end_ms)
         respond, defer = td.create_response, not td.interrupt_response
@@ -240,14 +249,9 @@ class TurnBasedSession(EmulatedSession):
             samples = self.assistant_audio.decode(data, rate)
         except AudioError as exc:
             return [self.err("upstream_error", f"upstream sent undecodable audio: {exc}")]
-        rid, aid = resp.response_id, resp.item_id
-        action = self.assistant_audio.convert(
-            samples,
-            rate,
-            self.config.output_format,
-            self.echo is not None,
-            turn_wire.delta_for(rid, aid, self.config.output_format, self.refusals.native),
-        )
+        fmt = self.config.output_format
+        wrap = turn_wire.delta_for(resp.response_id, resp.item_id, fmt, self.refusals.native)
+        action = self.assistant_audio.convert(samples, rate, fmt, self.echo is not None, wrap)
         return self.output.audio(action, now) if action is not None else []
 
     def _up_transcription_delta(self, ev: dict[str, Any], now: float) -> list[Action]:

@@ -9,9 +9,11 @@ transcript (the dialect transcribes nothing). The most recent ones are kept.
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from shim import wire
 from shim.actions import Action, SendClient
@@ -28,6 +30,19 @@ class PendingTurn:
     audio: Int16Array
     # Answer it once the response in progress ends (a native client's commit during one).
     respond: bool = False
+
+
+def as_one_turn(pending: deque[PendingTurn]) -> None:
+    """Every committed turn not yet answered, as one: GA's ``response.create`` answers
+    the conversation as it stands, every user item since the last response, with one
+    response (not one per item, each a response the client did not ask for). The
+    dialect takes one audio turn per answer, so they go up as one, in order."""
+    if len(pending) < 2:
+        return
+    turns = list(pending)
+    pending.clear()
+    audio = np.concatenate([t.audio for t in turns])
+    pending.append(PendingTurn(turns[-1].item_id, audio, any(t.respond for t in turns)))
 
 
 class UserItems:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shim.dialects import ga_response_create
+from shim.dialects import ga_generation_options, ga_response_create
 from shim.session_config import ClientSessionConfig
 
 UNSUPPORTED = "unsupported_by_upstream"
@@ -84,8 +84,8 @@ def refused_response_option(ev: dict[str, Any]) -> str | None:
     options = ev.get("response")
     if not isinstance(options, dict):
         return None
-    for key in _RESPONSE_FIELDS:
-        if key in options and _asks(options[key]):
+    for key in _RESPONSE_FIELDS:  # (as GA has it: max_output_tokens "inf" asks nothing)
+        if key in options and _asks(options[key]) and ga_generation_options.asks(options[key]):
             return f"response.{key}"
     return None
 
