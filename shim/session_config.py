@@ -275,9 +275,8 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
     """The GA session object as this proxy serves it (for session.created / updated);
     a native client's in vLLM-Omni's shape (``shim/native_session_object.py``)."""
     if cfg.native:
-        formats = (cfg.input_format, cfg.output_format)
-        turn, text = cfg.turn.as_wire(), cfg.instructions
-        return native_session_object(session_id, model, formats, turn, text, cfg.transcription)
+        io, turn, text = (cfg.input_format, cfg.output_format), cfg.turn.as_wire(), cfg.instructions
+        return native_session_object(session_id, model, io, turn, text, cfg.transcription)
 
     def fmt(f: AudioFormat) -> dict[str, Any]:
         return wire_format(f.encoding, f.rate_hz)

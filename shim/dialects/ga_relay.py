@@ -62,8 +62,7 @@ from shim.session_config import SessionConfigError
 
 
 class GaRelaySession(BargeInRelaySession):
-    answers_reports = True  # in GA's words: the upstream's are not a GA client's
-    native_client = False
+    answers_reports, native_client = True, False  # a GA client's words and reading
 
     def __init__(
         self,

@@ -131,10 +131,8 @@ class TurnBasedSession(EmulatedSession):
         # Cut where it was heard, told only by the client's own truncate (GA).
         return self.cancel_response(now, reason="client_cancelled", announce=False)
 
-    # ------------------------------------------------------------ turns
     def on_vad(self, win: VadWindow) -> list[Action]:
-        # Input sent faster than real time is judged late: what the client has committed
-        # or cleared meanwhile is gone (GA), so it is silence to the VAD and starts no turn.
+        # Judged late (sent faster than real time), committed or cleared input is silence.
         gone = self.vad_timeline.to_input(win.end_sample) <= ms_to_sample(self.commit_from_ms)
         return super().on_vad(VadWindow(0.0, win.end_sample, win.now_ms) if gone else win)
 
