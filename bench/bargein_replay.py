@@ -127,6 +127,7 @@ def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None)
                                 "kept": round(ev_.kept_db, 1),
                                 "coh": round(ev_.coherence, 3),
                                 "voicing": round(ev_.voicing, 3),
+                                "decay": round(ev_.decay_db, 1),
                                 "kind": kind.value,
                                 "user_level": s.evidence.user_level_db,
                                 "holding": s.overlap.holding,
@@ -186,6 +187,8 @@ def main() -> int:
         r = run(case, prompt, vad, args.decision_ms)
         onset = case.onset_ms
         detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
+        cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None
+        stop = r.stop_ms - onset if cut and r.stop_ms is not None and onset is not None else None
         rows.append(
             {
                 "clip": case.name,
@@ -193,6 +196,7 @@ def main() -> int:
                 "interrupted": r.interrupted_ms is not None,
                 "cut": r.cut_ms is not None,
                 "detect_ms": detect,
+                "stop_ms": stop,
             }
         )
         print(json.dumps(rows[-1]), file=sys.stderr)
@@ -209,6 +213,9 @@ def main() -> int:
             "cut": sum(r["cut"] for r in v),
             "detect_p95": float(np.percentile([r["detect_ms"] for r in v if r["detect_ms"]], 95))
             if any(r["detect_ms"] for r in v)
+            else None,
+            "stop_p95": float(np.percentile([r["stop_ms"] for r in v if r["stop_ms"]], 95))
+            if any(r["stop_ms"] for r in v)
             else None,
         }
         for k, v in by_kind.items()

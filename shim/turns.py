@@ -5,10 +5,9 @@ Speech while nothing of the assistant's plays is a user turn, announced at once
 ``announce_turns``). While the assistant's audio plays, every VAD window is
 judged from its evidence (``shim/overlap_evidence.py``, ``shim/overlap_decision.py``):
 two user-like windows in a row begin an overlap (``shim/overlap.py``), which
-holds the assistant's audio until the overlap is decided. Speech that is not
-user-like (echo, distant voices, noise) never holds anything. The dialect
-commits a turn and cancels a response in its own way (``commit_turn``,
-``cancel_response``).
+holds the assistant's audio until the overlap is decided. Speech that is not user-like
+(echo, distant voices, noise) never holds anything. The dialect commits a turn and
+cancels a response in its own way (``commit_turn``, ``cancel_response``).
 """
 
 from __future__ import annotations
@@ -32,6 +31,7 @@ from shim.overlap_decision import (
     Verdict,
     backstop_counts,
     classify,
+    direct,
     judge,
     user_run,
 )
@@ -111,14 +111,16 @@ class Turns:
         params = self.decision_params()
         playing = s.output.active(win.now_ms)
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
-        ev = s.evidence.measure(win.prob, win.end_sample, self._far(win.end_sample))
+        speech = win.prob >= td.vad.threshold
+        far, over = self._far(win.end_sample), playing and speech  # (decay: only if over)
+        ev = s.evidence.measure(win.prob, win.end_sample, far, over)
         kind = classify(ev, s.evidence.user_level_db, params)
-        if not playing and s.gate.speaking and win.prob >= td.vad.threshold:
+        if not playing and s.gate.speaking and speech:
             s.evidence.learn_user(ev)  # the user's own level, from turns with nothing playing
         self._recent.append((ev, kind))
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
-            episode.tally.add(kind, ev)
+            episode.tally.add(kind, ev, direct(ev, params))
         want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
@@ -129,10 +131,8 @@ class Turns:
             else:
                 out += self._speech_stopped(event, win.now_ms)
         if self.item is None and s.overlap.episode is None and not self._run_is_turn:
-            speech = s.gate.speaking and win.prob >= td.vad.threshold
-            onset = self.echo_run.window(
-                playing, kind is Kind.ECHO, speech, win.end_sample, td.vad.min_speech_ms
-            )
+            speaking, echo, ms = s.gate.speaking and speech, kind is Kind.ECHO, td.vad.min_speech_ms
+            onset = self.echo_run.window(playing, echo, speaking, win.end_sample, ms)
             out += self._turn_starts(onset) if onset is not None else []
         overlapping = td.interrupt_response and playing and not self._run_is_turn
         user_level = s.evidence.user_level_db
@@ -207,7 +207,7 @@ class Turns:
             tally = carry  # the same utterance, after a pause: decided on the whole of it
         for ev, kind in self._recent:
             if ev.end_sample > first:
-                tally.add(kind, ev)
+                tally.add(kind, ev, direct(ev, self.decision_params()))
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))

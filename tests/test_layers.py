@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo_ola",
             "shim.echo_fit",
             "shim.echo",
+            "shim.overlap_directness",
             "shim.overlap_evidence",
             "shim.overlap_decision",
             "shim.overlap",
