@@ -62,10 +62,13 @@ class DecisionParams:
     # Falls this steep (dB within 30 ms) in the last half second: a voice at the
     # microphone (a television's or a room's reverberation falls 5-10 dB at most).
     direct_decay_db: float = 14.0
-    direct_margin_db: float = 8.0  # how much wider both level margins are for it
+    direct_margin_db: float = 8.0  # how much wider the overlap's level margins are for it
     # Windows of an overlap that fall so, for it to be a voice at the microphone (its
     # first syllable has not ended yet at the start; a television's never do).
     direct_windows: int = 3
+    # A window of a close voice below the window floor by no more than this is still the
+    # user's voice (a softer syllable); further down it is a dip or a fading tail.
+    direct_window_db: float = 4.0
 
 
 class Kind(enum.Enum):
@@ -95,7 +98,7 @@ def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams)
         # A close voice's soft dip or fading tail is no more speech to come (a
         # backchannel's end), where a loud consonant is.
         return Kind.SILENCE if soft else Kind.UNVOICED
-    if soft and ev.level_db < floor - p.direct_margin_db:
+    if soft and ev.level_db < floor - p.direct_window_db:
         return Kind.SILENCE
     return Kind.USER
 
