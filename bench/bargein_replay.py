@@ -50,7 +50,13 @@ class Replay:
     windows: list[dict[str, Any]] = field(default_factory=list)
 
 
-def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None) -> Replay:
+def run(
+    case: Case,
+    prompt: np.ndarray,
+    vad: VadRunner,
+    decision_ms: int | None,
+    play_after_ms: int = PLAY_AFTER_MS,
+) -> Replay:
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
@@ -94,7 +100,7 @@ def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None)
         if p0 < prompt.size:
             seg = prompt[p0 : p0 + CHUNK]
             mic[: seg.size] += seg
-        if first_delta is not None and now >= first_delta + PLAY_AFTER_MS:
+        if first_delta is not None and now >= first_delta + play_after_ms:
             if clip_t0 is None:
                 clip_t0 = now
                 end_ms = int(now + clip.size * 1000 / RATE + 2000)
@@ -118,7 +124,8 @@ def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None)
                 for prob, end in vad.process_sync(stream, a.samples):
                     actions += s.handle(VadWindow(prob, end, now))
                     if clip_t0 is not None and s.turns._recent:
-                        ev_, kind = s.turns._recent[-1]
+                        judged = s.turns._recent[-1]
+                        ev_, kind = judged.ev, judged.kind
                         out.windows.append(
                             {
                                 "t": now - clip_t0,
@@ -127,6 +134,7 @@ def run(case: Case, prompt: np.ndarray, vad: VadRunner, decision_ms: int | None)
                                 "kept": round(ev_.kept_db, 1),
                                 "coh": round(ev_.coherence, 3),
                                 "voicing": round(ev_.voicing, 3),
+                                "decay": round(ev_.decay_db, 1),
                                 "kind": kind.value,
                                 "user_level": s.evidence.user_level_db,
                                 "holding": s.overlap.holding,
@@ -169,6 +177,12 @@ def main() -> int:
     ap.add_argument("--corpus", default=str(ROOT.parent / "shared" / "corpus" / "dev"))
     ap.add_argument("--decision-ms", type=int, default=None)
     ap.add_argument("--only", default=None)
+    ap.add_argument(
+        "--play-after-ms",
+        default=str(PLAY_AFTER_MS),
+        help="where the clip starts in the answer; several (1000,1008,...) replay each case"
+        " at each: the clip against the VAD's 32 ms windows, as real-time runs vary it",
+    )
     ap.add_argument("--derive-background", action="store_true", help="add babble/TV cases")
     ap.add_argument("--windows", default=None, help="write per-window evidence (JSON lines)")
     args = ap.parse_args()
@@ -182,17 +196,21 @@ def main() -> int:
     vad = VadRunner()
     rows = []
     sink = open(args.windows, "w") if args.windows else None
-    for case in cases:
-        r = run(case, prompt, vad, args.decision_ms)
+    phases = [int(v) for v in args.play_after_ms.split(",")]
+    for case, phase in ((c, ph) for c in cases for ph in phases):
+        r = run(case, prompt, vad, args.decision_ms, phase)
         onset = case.onset_ms
         detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
+        cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None
+        stop = r.stop_ms - onset if cut and r.stop_ms is not None and onset is not None else None
         rows.append(
             {
-                "clip": case.name,
+                "clip": case.name if len(phases) == 1 else f"{case.name}@{phase}",
                 "kind": case.kind,
                 "interrupted": r.interrupted_ms is not None,
                 "cut": r.cut_ms is not None,
                 "detect_ms": detect,
+                "stop_ms": stop,
             }
         )
         print(json.dumps(rows[-1]), file=sys.stderr)
@@ -209,6 +227,9 @@ def main() -> int:
             "cut": sum(r["cut"] for r in v),
             "detect_p95": float(np.percentile([r["detect_ms"] for r in v if r["detect_ms"]], 95))
             if any(r["detect_ms"] for r in v)
+            else None,
+            "stop_p95": float(np.percentile([r["stop_ms"] for r in v if r["stop_ms"]], 95))
+            if any(r["stop_ms"] for r in v)
             else None,
         }
         for k, v in by_kind.items()

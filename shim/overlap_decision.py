@@ -7,6 +7,11 @@ echo suppression), not background (much quieter than the user's own turns),
 and voiced like one close talker. The overlap is decided ``decision_ms`` after
 its onset (audio time):
 
+A quiet voice is told from a television's or a room's by how sharply it falls
+after its syllables (``decay_db``, ``shim/overlap_directness.py``): a *direct*
+voice is at the microphone however quiet, so the level margins that mark
+background are wider for it by ``direct_margin_db``.
+
 * barge-in if the user-like windows hold at least ``min_user_share`` of that
   span, the overlap as a whole is not much quieter than the user's own turns,
   and the user is speaking at that moment;
@@ -54,6 +59,16 @@ class DecisionParams:
     level_margin_db: float = 8.0
     floor_db: float = -50.0  # with no turn of the user's heard yet: quieter is background
     min_voicing: float = 0.35
+    # Falls this steep (dB within 30 ms) in the last half second: a voice at the
+    # microphone (a television's or a room's reverberation falls 5-10 dB at most).
+    direct_decay_db: float = 14.0
+    direct_margin_db: float = 8.0  # how much wider the overlap's level margins are for it
+    # Windows of an overlap that fall so, for it to be a voice at the microphone (its
+    # first syllable has not ended yet at the start; a television's never do).
+    direct_windows: int = 3
+    # A window of a close voice below the window floor by no more than this is still the
+    # user's voice (a softer syllable); further down it is a dip or a fading tail.
+    direct_window_db: float = 4.0
 
 
 class Kind(enum.Enum):
@@ -64,6 +79,11 @@ class Kind(enum.Enum):
     SILENCE = "silence"
 
 
+def direct(ev: WindowEvidence, p: DecisionParams) -> bool:
+    """The sound around the window falls as a voice at the microphone does."""
+    return ev.decay_db >= p.direct_decay_db
+
+
 def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams) -> Kind:
     """What one window of an overlap most likely is."""
     if ev.prob < p.threshold:
@@ -71,16 +91,23 @@ def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams)
     if ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db:
         return Kind.ECHO
     floor = p.floor_db if user_level_db is None else user_level_db - p.window_margin_db
-    if ev.level_db < floor:
+    soft = ev.level_db < floor
+    if soft and not direct(ev, p):
         return Kind.BACKGROUND
     if ev.voicing < p.min_voicing:
-        return Kind.UNVOICED
+        # A close voice's soft dip or fading tail is no more speech to come (a
+        # backchannel's end), where a loud consonant is.
+        return Kind.SILENCE if soft else Kind.UNVOICED
+    if soft and ev.level_db < floor - p.direct_window_db:
+        return Kind.SILENCE
     return Kind.USER
 
 
 def is_echo(ev: WindowEvidence, p: DecisionParams) -> bool:
     """``classify(ev, ...) is Kind.ECHO``, without what only the later classes need."""
-    return ev.prob >= p.threshold and (ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db)
+    return not ev.prob < p.threshold and (
+        ev.coherence > p.max_coherence or ev.kept_db < p.min_kept_db
+    )
 
 
 class Judged:
@@ -133,16 +160,19 @@ class Tally:
     last: Kind = Kind.SILENCE
     levels: list[float] = field(default_factory=list)  # of its speech windows
     last_user_end: int = 0  # sample where its last user-like window ended
+    direct: int = 0  # of its speech windows, those that fall as a close voice does
 
     @classmethod
     def starting(cls, onset_sample: int) -> Tally:
         return cls(onset_sample, dict.fromkeys(Kind, 0))
 
-    def add(self, kind: Kind, ev: WindowEvidence | None = None) -> None:
+    def add(self, kind: Kind, ev: WindowEvidence | None = None, near: bool = False) -> None:
+        """A window of the overlap; ``near``: it falls as a close voice does (``direct``)."""
         self.counts[kind] += 1
         self.last = kind
         if ev is not None and kind is not Kind.SILENCE:
             self.levels.append(ev.level_db)
+            self.direct += near
         if ev is not None and kind is Kind.USER:
             self.last_user_end = ev.end_sample
 
@@ -150,7 +180,9 @@ class Tally:
         """The overlap as a whole is much quieter than the user: someone else."""
         if user_level_db is None or not self.levels:
             return False
-        return loud_level(self.levels) < user_level_db - p.level_margin_db
+        # A voice at the microphone: quieter than the user, but not across the room.
+        wider = p.direct_margin_db if self.direct >= p.direct_windows else 0.0
+        return loud_level(self.levels) < user_level_db - p.level_margin_db - wider
 
     @property
     def user_ms(self) -> int:
@@ -205,8 +237,14 @@ def user_run(
     if not all(j.kind is Kind.USER for j in last):
         return False
     if dismissed and user_level_db is not None:
-        return all(j.ev.level_db >= user_level_db - p.level_margin_db for j in last)
+        return all(j.ev.level_db >= user_level_db - _margin(j.ev, p) for j in last)
     return True
+
+
+def _margin(ev: WindowEvidence, p: DecisionParams) -> float:
+    """How far below the user's level a window of a run already dismissed as someone
+    else's may be and still be the user's: wider for a voice at the microphone."""
+    return p.level_margin_db + (p.direct_margin_db if direct(ev, p) else 0.0)
 
 
 def backstop_counts(
@@ -225,5 +263,5 @@ def backstop_counts(
     if kind is not Kind.USER:
         return False
     if dismissed and user_level_db is not None:
-        return ev.level_db >= user_level_db - p.level_margin_db
+        return ev.level_db >= user_level_db - _margin(ev, p)
     return True

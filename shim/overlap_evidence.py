@@ -15,6 +15,9 @@ has more to go on, all measured here per VAD window (512 samples, 32 ms at
 * ``voicing``: the highest normalised autocorrelation at a pitch lag (2.5 to
   16 ms): one voice close to the microphone is strongly periodic, several
   distant voices, reverberant sound and noise are not;
+* ``decay_db``: how sharply the sound of the last half second falls after its loud
+  parts (``shim/overlap_directness.py``): a close voice stops dead, a television's
+  or a room's reverberation fills the gaps;
 * the user's own level, learnt from windows of the user's earlier turns while
   nothing played: distant babble and a television are much quieter than the
   person at the microphone.
@@ -31,6 +34,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+
+from shim.overlap_directness import SPAN, sharpest_fall_db
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
@@ -63,6 +68,7 @@ class WindowEvidence:
     # The window's echo-suppressed audio: its voicing is measured when first read, as
     # only a loud speech window's class needs it (most windows are silence).
     clean: Float32Array = field(repr=False, compare=False)
+    decay_db: float = 0.0  # measured only when asked (speech over the assistant)
     _voicing: float | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -177,12 +183,13 @@ class OverlapEvidence:
         self._clean.add(np.asarray(clean, dtype=np.float32), start)
 
     def measure(
-        self, prob: float, end_sample: int, far: Float32Array | None = None
+        self, prob: float, end_sample: int, far: Float32Array | None = None, decay: bool = False
     ) -> WindowEvidence:
         """The window of the VAD's timeline ending at ``end_sample``.
 
         ``far`` is the audio the proxy sent, aligned with the window's microphone
         audio (the echo delay applied), when echo suppression has locked on it.
+        ``decay`` asks for ``decay_db`` (half a second of audio: only where it is used).
         """
         # The VAD's windows come from the audio given here, so they never run ahead of
         # it; a caller whose window clock does is measured on the newest audio instead.
@@ -206,6 +213,7 @@ class OverlapEvidence:
             kept_db=min(0.0, kept),
             coherence=coherence,
             clean=clean32,
+            decay_db=sharpest_fall_db(self._clean.get(end - SPAN, end)) if decay else 0.0,
         )
 
     def voice_onset(self, first_end: int, peak_db: float) -> int:

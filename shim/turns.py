@@ -5,24 +5,20 @@ Speech while nothing of the assistant's plays is a user turn, announced at once
 ``announce_turns``). While the assistant's audio plays, every VAD window is
 judged from its evidence (``shim/overlap_evidence.py``, ``shim/overlap_decision.py``):
 two user-like windows in a row begin an overlap (``shim/overlap.py``), which
-holds the assistant's audio until the overlap is decided. Speech that is not
-user-like (echo, distant voices, noise) never holds anything. The dialect
-commits a turn and cancels a response in its own way (``commit_turn``,
-``cancel_response``).
+holds the assistant's audio until the overlap is decided. Speech that is not user-like
+(echo, distant voices, noise) never holds anything. The dialect commits a turn and
+cancels a response in its own way (``commit_turn``, ``cancel_response``).
 """
 
 from __future__ import annotations
 
 from collections import deque
-from typing import Protocol
 
 from shim import wire
 from shim.actions import Action, SendClient
 from shim.echo_run import EchoRun
-from shim.input_history import InputHistory
 from shim.inputs import VadWindow
-from shim.output import AssistantOutput
-from shim.overlap import Cue, Episode, Overlap, OverlapMachine, Step
+from shim.overlap import Cue, Episode, Overlap, Step
 from shim.overlap_decision import (
     HOLD_WINDOWS,
     RELEASE_REASONS,
@@ -32,47 +28,21 @@ from shim.overlap_decision import (
     Tally,
     Verdict,
     backstop_counts,
+    direct,
     is_echo,
     judge,
     user_run,
 )
-from shim.overlap_evidence import WINDOW, Float32Array, OverlapEvidence
-from shim.session_config import ClientSessionConfig
-from shim.settings import VAD_RATE, ShimSettings
+from shim.overlap_evidence import WINDOW, Float32Array
+from shim.settings import VAD_RATE
+from shim.turn_host import TurnHost
 from shim.turn_params import TurnParams
-from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped, VadGate
+from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
 RECENT_KEPT = 8
 # User speech that resumes this soon after an overlap released as a backchannel goes
 # on from it ("wait, ... stop, ..."): the pause was inside one utterance.
 CARRY_MS = 700
-
-
-class TurnHost(Protocol):
-    """What turn decisions need from the session, and the dialect's moves."""
-
-    config: ClientSessionConfig
-    settings: ShimSettings
-    gate: VadGate
-    overlap: OverlapMachine
-    output: AssistantOutput
-    evidence: OverlapEvidence
-    history: InputHistory
-    announce_turns: bool
-
-    def new_id(self, prefix: str) -> str: ...
-
-    def far_for(self, start: int, end: int) -> Float32Array | None: ...
-
-    def release_output(self, now: float) -> list[Action]: ...
-
-    def overlap_ended(self, step: Step, now: float) -> list[Action]: ...
-
-    def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]: ...
-
-    def cancel_response(
-        self, now: float, reason: str, truncate_at: int | None = None
-    ) -> list[Action]: ...
 
 
 class Turns:
@@ -111,14 +81,17 @@ class Turns:
         params = self.decision_params()
         playing = s.output.active(win.now_ms)
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
-        ev = s.evidence.measure(win.prob, win.end_sample, self._far(win.end_sample))
+        speech = win.prob >= td.vad.threshold  # decay measured only for speech over the answer
+        ev = s.evidence.measure(
+            win.prob, win.end_sample, self._far(win.end_sample), playing and speech
+        )
         judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
-        if not playing and s.gate.speaking and win.prob >= td.vad.threshold:
+        if not playing and s.gate.speaking and speech:
             s.evidence.learn_user(ev)  # the user's own level, from turns with nothing playing
         self._recent.append(judged)
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
-            episode.tally.add(judged.kind, ev)
+            episode.tally.add(judged.kind, ev, direct(ev, params))
         want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
@@ -129,10 +102,8 @@ class Turns:
             else:
                 out += self._speech_stopped(event, win.now_ms)
         if self.item is None and s.overlap.episode is None and not self._run_is_turn:
-            speech = s.gate.speaking and win.prob >= td.vad.threshold
-            onset = self.echo_run.window(
-                playing, is_echo(ev, params), speech, win.end_sample, td.vad.min_speech_ms
-            )
+            speaking, ms = s.gate.speaking and speech, td.vad.min_speech_ms
+            onset = self.echo_run.window(playing, is_echo(ev, params), speaking, win.end_sample, ms)
             out += self._turn_starts(onset) if onset is not None else []
         overlapping = td.interrupt_response and playing and not self._run_is_turn
         user_level = s.evidence.user_level_db
@@ -205,9 +176,10 @@ class Turns:
         carry, self._carry = self._carry, None
         if carry is not None and onset_sample - carry.last_user_end <= CARRY_MS * VAD_RATE // 1000:
             tally = carry  # the same utterance, after a pause: decided on the whole of it
+        params = self.decision_params()
         for j in self._recent:
             if j.ev.end_sample > first:
-                tally.add(j.kind, j.ev)
+                tally.add(j.kind, j.ev, direct(j.ev, params))
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))

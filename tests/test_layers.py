@@ -44,6 +44,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo_fit",
             "shim.echo_mic",
             "shim.echo",
+            "shim.overlap_directness",
             "shim.overlap_evidence",
             "shim.overlap_decision",
             "shim.overlap",
@@ -63,6 +64,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "shim.output",
             "shim.response_close",
+            "shim.turn_host",
             "shim.turns",
             "shim.client_events",
             "shim.native_client",

@@ -87,8 +87,9 @@ class EagerEvidence(OverlapEvidence):
         prob: float,
         end_sample: int,
         far: np.ndarray | None = None,  # type: ignore[type-arg]
+        decay: bool = False,
     ) -> WindowEvidence:
-        ev = super().measure(prob, end_sample, far)
+        ev = super().measure(prob, end_sample, far, decay)
         assert 0.0 <= ev.voicing <= 1.0
         return ev
 

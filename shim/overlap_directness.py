@@ -1,0 +1,45 @@
+"""How sharply a sound falls after its loud parts: a close voice, or a room's.
+
+A voice close to the microphone stops dead at the end of a syllable: its level
+drops 20-30 dB within 30 ms (down to the noise floor). The same words from a
+television across the room, or a room of distant voices, reach the microphone
+mostly as reverberation, whose tail fills the gaps: their level falls a few dB
+per 10 ms at most (60 dB over the room's RT60, 0.4-1 s). So the steep falls in
+the last half second tell a quiet barge-in by the user, at the microphone, from
+loud words of a television, which level alone cannot (``shim/overlap_decision.py``).
+
+Measured on 10 ms blocks of the echo-suppressed audio: for each block within
+``RANGE_DB`` of the span's loudest, how far the level falls within the next
+``FALL_BLOCKS`` blocks (levels floored ``RANGE_DB`` below the loudest, so silence
+does not count as a deeper fall than a noise floor); the second-largest fall is
+the measure (one click or one glitch is not a voice).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+BLOCK = 160  # 10 ms at 16 kHz
+SPAN = 8000  # the last 500 ms: a syllable's end or two
+FALL_BLOCKS = 3  # a fall within 30 ms
+RANGE_DB = 30.0
+FLOOR_DBFS = -70.0  # quieter blocks are silence, whatever the span's loudest
+
+
+def sharpest_fall_db(x: npt.NDArray[np.float32]) -> float:
+    """The second-largest fall (dB) within ``FALL_BLOCKS`` blocks after a loud block of
+    ``x`` (audio scaled to [-1, 1]); 0 for less than two blocks."""
+    n = x.size // BLOCK
+    if n < 2:
+        return 0.0
+    blocks = x[x.size - n * BLOCK :].astype(np.float64).reshape(n, BLOCK)
+    level = 10.0 * np.log10(np.mean(blocks * blocks, axis=1) + 1e-12)
+    peak = float(level.max())
+    level = np.maximum(level, max(peak - RANGE_DB, FLOOR_DBFS))
+    # The lowest level in the FALL_BLOCKS blocks after each block (the last blocks look
+    # at fewer; none past the end).
+    ahead = np.concatenate((level[1:], np.full(FALL_BLOCKS, np.inf)))
+    lowest = np.lib.stride_tricks.sliding_window_view(ahead, FALL_BLOCKS).min(axis=1)[:n]
+    falls = np.sort(level - np.minimum(lowest, level))
+    return float(falls[-2])

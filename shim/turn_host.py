@@ -1,0 +1,45 @@
+"""What turn decisions (``shim/turns.py``) need from the session, and the dialect's moves.
+
+The emulated session (``shim/session.py``) is the host; the dialects supply
+``commit_turn`` and ``cancel_response`` in their own way.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from shim.actions import Action
+from shim.input_history import InputHistory
+from shim.output import AssistantOutput
+from shim.overlap import OverlapMachine, Step
+from shim.overlap_evidence import Float32Array, OverlapEvidence
+from shim.session_config import ClientSessionConfig
+from shim.settings import ShimSettings
+from shim.vad_gate import VadGate
+
+
+class TurnHost(Protocol):
+    """What turn decisions need from the session, and the dialect's moves."""
+
+    config: ClientSessionConfig
+    settings: ShimSettings
+    gate: VadGate
+    overlap: OverlapMachine
+    output: AssistantOutput
+    evidence: OverlapEvidence
+    history: InputHistory
+    announce_turns: bool
+
+    def new_id(self, prefix: str) -> str: ...
+
+    def far_for(self, start: int, end: int) -> Float32Array | None: ...
+
+    def release_output(self, now: float) -> list[Action]: ...
+
+    def overlap_ended(self, step: Step, now: float) -> list[Action]: ...
+
+    def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]: ...
+
+    def cancel_response(
+        self, now: float, reason: str, truncate_at: int | None = None
+    ) -> list[Action]: ...

@@ -1,0 +1,182 @@
+"""A quiet voice at the microphone against a television's or a room's voices: how sharply
+each falls after its syllables (``shim/overlap_directness.py``), on real audio (dev corpus
+clips, a television made by ``bench/stimuli.py``'s recipe) with real Silero
+probabilities, and what the decision makes of it (``shim/overlap_decision.py``)."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import sys
+
+import numpy as np
+import pytest
+import soxr
+
+from proxy.vad import VadRunner
+from shim.overlap_decision import (
+    HOLD_WINDOWS,
+    DecisionParams,
+    Judged,
+    Kind,
+    Tally,
+    Verdict,
+    classify,
+    direct,
+    judge,
+    user_run,
+)
+from shim.overlap_evidence import WINDOW, OverlapEvidence, WindowEvidence
+from tests.servers import ROOT
+from tests.test_overlap_evidence import clip16, measure_clip
+
+RATE = 16000
+OFF = DecisionParams(direct_decay_db=math.inf)  # the decision without the measure
+
+
+def user_level() -> float:
+    """The user's level, learnt from a turn of the user's (as the session learns it)."""
+    ev = OverlapEvidence()
+    for w in measure_clip(clip16("utt00_clean.wav")):
+        if w.level_db > -60:
+            ev.learn_user(w)
+    level = ev.user_level_db
+    assert level is not None
+    return level
+
+
+def scaled(x: np.ndarray, db: float) -> np.ndarray:
+    return np.clip(x.astype(np.float32) * 10 ** (db / 20), -32768, 32767).astype(np.int16)
+
+
+def evidence(x: np.ndarray) -> list[WindowEvidence]:
+    """Every speech window of ``x`` (a second of silence after it) as the session measures
+    speech over the assistant: real Silero, ``decay_db`` asked for."""
+    x = np.concatenate((x, np.zeros(RATE, dtype=np.int16)))
+    runner = VadRunner()
+    ev = OverlapEvidence()
+    out = []
+    for prob, end in runner.process_sync(runner.new_stream(), x):
+        chunk = x[end - WINDOW : end]
+        ev.add(chunk, chunk.astype(np.float32) / 32768.0, end - WINDOW)
+        out.append(ev.measure(prob, end, None, prob >= 0.5))
+    return out
+
+
+def overlap(ws: list[WindowEvidence], level: float, p: DecisionParams) -> tuple[Verdict, int]:
+    """The windows judged as an overlap that begins at HOLD_WINDOWS user-like windows
+    (as ``shim/turns.py`` holds): (verdict, ms from its onset)."""
+    recent: list[Judged] = []
+    tally: Tally | None = None
+    for w in ws:
+        recent.append(Judged(w, level, p))
+        if tally is None and user_run(recent, False, level, p):
+            tally = Tally.starting(w.end_sample - HOLD_WINDOWS * WINDOW)
+            for j in recent[-HOLD_WINDOWS:]:
+                tally.add(j.kind, j.ev, direct(j.ev, p))
+            continue
+        if tally is not None:
+            tally.add(recent[-1].kind, w, direct(w, p))
+            verdict = judge(tally, w.end_sample, p, level)
+            if verdict is not Verdict.WAIT:
+                return verdict, (w.end_sample - tally.onset_sample) * 1000 // RATE
+    return Verdict.WAIT, 0
+
+
+def television(level: float) -> np.ndarray:
+    """One talker from a loudspeaker across a reverberant room (``bench/stimuli.py``'s
+    recipe), its loud level ``level`` dBFS."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    import stimuli
+
+    rng = np.random.default_rng(3)
+    talk = stimuli.speak(
+        "And in other news tonight, the council has approved the new bridge over the river.",
+        "en-029+f4",
+        175,
+        50,
+    )
+    tv = stimuli.reverb(stimuli.lowpass(talk, 5000), 0.8, rng)
+    x = np.clip(soxr.resample(tv, 24000, RATE) * 32768, -32768, 32767).astype(np.int16)
+    loud = max(w.level_db for w in measure_clip(x))
+    return scaled(x, level - loud + 3.0)  # the loud level is ~3 dB under the loudest
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng makes the television")
+def test_a_close_voice_falls_sharply_and_a_televisions_does_not() -> None:
+    p = DecisionParams()
+    level = user_level()
+    for name in ("utt03_clean.wav", "utt05_clean.wav", "utt10_clean.wav"):
+        voice = [w for w in evidence(scaled(clip16(name), -10)) if w.prob >= 0.5]
+        assert np.mean([direct(w, p) for w in voice]) > 0.6, name
+    tv = [w for w in evidence(television(level - 8)) if w.prob >= 0.5]
+    assert len(tv) > 30
+    assert not any(direct(w, p) for w in tv), max(w.decay_db for w in tv)
+
+
+@pytest.mark.parametrize(
+    "name", ["utt02_clean.wav", "utt03_clean.wav", "utt04_clean.wav", "utt11_clean.wav"]
+)
+def test_a_quiet_close_voice_is_a_barge_in_at_the_decision_time(name: str) -> None:
+    """The user, 10 dB quieter than in their earlier turn (turned away, a softer voice):
+    by level alone that is a television's, and it was released as background (and
+    decided a second later, when a louder word held the answer again). It falls as a
+    voice at the microphone does: a barge-in, at the decision time."""
+    level = user_level()
+    ws = evidence(scaled(clip16(name), -10))
+    p = DecisionParams()
+    verdict, at = overlap(ws, level, p)
+    assert verdict is Verdict.BARGE_IN
+    assert p.decision_ms <= at <= p.decision_ms + p.grace_ms
+    assert overlap(ws, level, OFF)[0] is Verdict.RELEASE  # what level alone made of it
+
+
+@pytest.mark.skipif(shutil.which("espeak-ng") is None, reason="espeak-ng makes the television")
+@pytest.mark.parametrize("below_db", [6.0, 10.0])
+def test_a_television_as_quiet_as_that_voice_is_still_background(below_db: float) -> None:
+    level = user_level()
+    verdict, _ = overlap(evidence(television(level - below_db)), level, DecisionParams())
+    assert verdict is not Verdict.BARGE_IN
+
+
+def test_after_a_run_was_dismissed_a_quiet_close_voice_begins_an_overlap_again() -> None:
+    """Once a run's overlap is released as someone else's, only speech at the user's own
+    level begins another (a television's louder words must not hold the answer again and
+    again). A voice at the microphone may be quieter: the margin is wider for it."""
+    level = user_level()
+    p = DecisionParams()
+    ws = evidence(scaled(clip16("utt03_clean.wav"), -12))
+    kinds = [Judged(w, level, p) for w in ws]
+    starts = [i for i in range(2, len(kinds)) if user_run(kinds[:i], True, level, p)]
+    off = [i for i in range(2, len(kinds)) if user_run(kinds[:i], True, level, OFF)]
+    assert starts, "the quiet voice begins an overlap again"
+    assert len(off) < len(starts) / 2
+
+
+@pytest.mark.parametrize("name", [f"backchannel{i:02d}.wav" for i in range(5)])
+def test_a_backchannels_fading_end_is_not_more_of_it(name: str) -> None:
+    """A backchannel falls as a close voice does too; its soft fading end (well below the
+    user's level, still voiced) must not count as the user speaking on at the decision."""
+    level = user_level()
+    verdict, _ = overlap(evidence(clip16(name)), level, DecisionParams())
+    assert verdict is Verdict.RELEASE
+
+
+def test_a_close_voices_window_well_below_the_floor_is_a_dip_not_the_user() -> None:
+    """Below the window floor (``window_margin_db`` under the user's level) a close voice's
+    voiced window is still the user's within ``direct_window_db`` (a softer syllable), and
+    further down a dip or a fading tail: not someone else's (no BACKGROUND), and not the
+    user speaking on (an "mm-hmm" still voiced 23 dB down at its end was taken for more
+    of it, and the backchannel for a barge-in)."""
+    p = DecisionParams()
+    voiced = [
+        w
+        for w in evidence(clip16("utt03_clean.wav"))
+        if w.prob >= 0.5 and direct(w, p) and w.voicing >= p.min_voicing
+    ]
+    assert len(voiced) > 10
+    for w in voiced:
+        floor_at = w.level_db + p.window_margin_db  # the user's level that puts w at the floor
+        assert classify(w, floor_at + 2.0, p) is Kind.USER
+        assert classify(w, floor_at + 6.0, p) is Kind.SILENCE
+        assert classify(w, floor_at + 6.0, OFF) is Kind.BACKGROUND
