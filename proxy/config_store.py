@@ -73,7 +73,7 @@ class StoreConfig:
         default=1024,
         gt=0,
         description="Events a client is owed behind a response end not yet saved, at most; "
-        "past this (or held_max_bytes) the end and what follows go unsaved, logged and counted "
+        "past this (or held_max_bytes) the end and what follows go out unsaved, logged and counted "
         "(over_cap in duplex_proxy_response_ends_unsaved_total); at most half of "
         "server.client_send_queue_frames, which takes them all at once.",
     )
