@@ -229,12 +229,14 @@ class BargeInRelaySession(EmulatedSession):
         if inp.event.get("type") != "session.created":
             for ev in inp.unsent:  # (a fresh session has nothing in flight)
                 self.reports.unsent(ev)
+            self.reports.upstream_back()
             return []  # its own session back: it has the conversation
         return self.talk.give()
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         if self.link.replaced:
             return []  # standing down: the session carries on elsewhere
+        self.reports.upstream_lost()
         if inp.resume:
             resume = self.link.try_resume()
             if resume is not None:
