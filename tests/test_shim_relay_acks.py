@@ -224,3 +224,26 @@ def test_a_report_sent_once_the_upstream_is_back_moves_as_in_flight() -> None:
     moved = make(bound=False)
     relay(moved).restore(sc.s.snapshot(), RESUMED, now=sc.now)
     assert kept(moved.upstream(TOO_LATE)), "the refusal of the old owner's ack stays here"
+
+
+def test_a_native_clients_ack_made_while_the_upstream_was_lost_is_answered_by_the_fresh_one() -> (
+    None
+):
+    """vLLM-Omni 0.30.0 answers every ``playback.ack``: one naming a response the
+    session does not have is refused (``playback_item_not_found``, its
+    ``engine/duplex/session/playback_ledger.py``). The edge gives a fresh upstream
+    session none of the outbox's reports, so the relay sends the client's again."""
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    ack = {"type": "playback.ack", "played_ms": 200, "response_id": "resp-2"}
+    assert upstream_events(sc.client(ack)), "for the outbox"
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    sent = upstream_events(sc.s.handle(UpstreamReattached(fresh, sc.now)))
+    again = [e for e in sent if e["type"] == "playback.ack"]
+    assert len(again) == 1 and again[0]["response_id"] == "resp-2"
+    not_found = refusal(
+        "playback_item_not_found", "No assistant response item is registered for resp-2."
+    )
+    assert to_client(sc.upstream(not_found)), "the client's ack, answered"

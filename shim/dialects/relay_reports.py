@@ -74,6 +74,14 @@ class InFlight:
             return None
         return cls(*raw)
 
+    def as_ack(self) -> dict[str, Any]:
+        ack: dict[str, Any] = {"type": "playback.ack", "played_ms": self.ms}
+        if self.item_id is not None:
+            ack["item_id"] = self.item_id
+        if self.response_id is not None:
+            ack["response_id"] = self.response_id
+        return ack
+
     def sent_as(self, ev: Mapping[str, Any]) -> bool:
         """``ev`` (an ack or truncate as it went upstream) is this one."""
         if ev.get("type") == "conversation.item.truncate":
@@ -163,6 +171,15 @@ class PlaybackReporter:
         self.proxy_acked, self._lost = False, False
         self._in_flight.clear()
         self._earlier_items = set(earlier_items)
+
+    def client_acks_unsent(self) -> list[dict[str, Any]]:
+        """The client's acks made while the upstream was lost: the edge gives a fresh
+        upstream session none of the outbox's reports (``proxy/emulated/upstream_control.py``),
+        yet vLLM-Omni answers every ack, so they go to the fresh session to be answered
+        (it knows none of their items: ``playback_item_not_found``)."""
+        return [
+            s.as_ack() for s in self._in_flight if s.maybe_unsent and not s.own and not s.truncate
+        ]
 
     def unsent(self, ev: Mapping[str, Any]) -> None:
         """An ack or truncate recorded in flight never reached the upstream (the edge
