@@ -61,7 +61,8 @@ class StoreConfig:
     replay_max_bytes: int = Field(
         default=8 * 1024 * 1024,
         gt=0,
-        description="Server events kept per session for replay, in bytes.",
+        description="Server events kept per session for replay, in bytes (each event's "
+        "UTF-8 plus a fixed cost an entry, counted alike by the session and the store).",
     )
     replay_max_age_s: float = Field(
         default=60.0, gt=0, description="Server events older than this are not replayed."
