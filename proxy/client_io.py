@@ -96,9 +96,9 @@ class ClientChannel:
                 self._tasks[2].cancel()
                 self._tasks[2] = asyncio.create_task(self._watch(), name="client-watch")
 
-    async def end(self, why: str, code: int, reason: str, *error: str) -> None:
-        """The proxy ends the session, no grace: what it owes, the ``error`` if any, the close."""
-        self.ended_by_proxy = why
+    async def end(self, why: str | None, code: int, reason: str, *error: str) -> None:
+        """What the client is owed, the ``error``, the close (``why``: no grace)."""
+        self.ended_by_proxy = why or self.ended_by_proxy
         await self._settle(code)
         if error:
             self.send_error(*error)

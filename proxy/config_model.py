@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic.dataclasses import dataclass
 
 from proxy.config_auth import AuthConfig
@@ -229,6 +229,22 @@ class Config:
     default_model: str | None = Field(
         default=None, min_length=1, description="Model used when a client names none."
     )
+
+    @model_validator(mode="after")
+    def _held_fits_client_queue(self) -> Config:
+        # Past the cap every held event is queued for the client at once
+        # (proxy/emulated/held_ends.py): the cap must leave the queue room for them on
+        # top of what it may hold already, or the release itself drops the client (1008).
+        server, store = self.server, self.store
+        if store.held_max_frames > server.client_send_queue_frames // 2:
+            raise ValueError(
+                "store.held_max_frames must be at most half of server.client_send_queue_frames"
+            )
+        if store.held_max_bytes > server.client_send_queue_bytes // 2:
+            raise ValueError(
+                "store.held_max_bytes must be at most half of server.client_send_queue_bytes"
+            )
+        return self
 
     @property
     def web_enabled(self) -> bool:

@@ -61,7 +61,8 @@ class StoreConfig:
     replay_max_bytes: int = Field(
         default=8 * 1024 * 1024,
         gt=0,
-        description="Server events kept per session for replay, in bytes.",
+        description="Server events kept per session for replay, in bytes (each event's "
+        "UTF-8 plus a fixed cost an entry, counted alike by the session and the store).",
     )
     replay_max_age_s: float = Field(
         default=60.0, gt=0, description="Server events older than this are not replayed."
@@ -70,16 +71,18 @@ class StoreConfig:
         default=0.25, gt=0, description="No request ever blocks on the store longer than this."
     )
     held_max_frames: int = Field(
-        default=2048,
+        default=1024,
         gt=0,
         description="Events a client is owed behind a response end not yet saved, at most; "
-        "past this (or held_max_bytes) the end and what follows go unsaved, logged and counted "
-        "(over_cap in duplex_proxy_response_ends_unsaved_total).",
+        "past this (or held_max_bytes) the end and what follows go out unsaved, logged and counted "
+        "(over_cap in duplex_proxy_response_ends_unsaved_total); at most half of "
+        "server.client_send_queue_frames, which takes them all at once.",
     )
     held_max_bytes: int = Field(
         default=4 * 1024 * 1024,
         gt=0,
-        description="Bytes of those held events, at most (see held_max_frames).",
+        description="Bytes of those held events, at most (see held_max_frames); at most "
+        "half of server.client_send_queue_bytes.",
     )
     recent_event_ids: int = Field(
         default=256, ge=0, description="Client event_ids remembered per session to drop re-sends."

@@ -7,16 +7,17 @@ last seq, exactly once, in order. The log is bounded by bytes and by age; once a
 gap opens (trimmed past what a client still needs), resume says so instead of
 replaying a partial history.
 
-The byte bound counts what the log really holds: each event's text as the
-interpreter stores it, or as UTF-8 (what a checkpoint writes of it) where that is
-more (a non-ASCII transcript takes 2 to 4 bytes a character, not one), and each
-entry's own cost (``ENTRY_BYTES``), so a stream of small events cannot hold
-several times the bound.
+The byte bound is the stores' own (``proxy/store/memory.py``, the Redis log in
+``proxy/store/redis_scripts.py``): each event's UTF-8 bytes (a non-ASCII transcript
+counts 2 to 4 bytes a character, not one) plus a fixed cost per entry
+(``ENTRY_BYTES``), so a stream of small events cannot hold several times the bound.
+One measure on both sides: a session carried on from the store (or resumed here)
+is never trimmed here of what the store would still replay, which would end its
+resume in a gap although the store had every event.
 """
 
 from __future__ import annotations
 
-import sys
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Any
@@ -29,17 +30,18 @@ class Entry:
     seq: int
     at_ms: float
     text: str
+    size: int  # ``logged_bytes(text)``, counted once
 
 
-# An entry's cost besides its text: the entry object (three slots), its float time
-# and int seq, and its slot in the deque (CPython, 64-bit).
-ENTRY_BYTES = 56 + 24 + 28 + 8
+# An entry's cost besides its text's bytes: the text object's header (an ASCII str),
+# the entry object (four slots), its float time and int seq, and its slot in the deque
+# (CPython, 64-bit); the stores count it too.
+ENTRY_BYTES = 49 + 64 + 24 + 28 + 8
 
 
-def held_bytes(text: str) -> int:
-    """What one logged event holds."""
-    size = sys.getsizeof(text)
-    return (size if text.isascii() else max(size, len(text.encode()))) + ENTRY_BYTES
+def logged_bytes(text: str) -> int:
+    """What one logged event counts against the byte bound, here and in the stores."""
+    return (len(text) if text.isascii() else len(text.encode())) + ENTRY_BYTES
 
 
 class Journal:
@@ -62,8 +64,9 @@ class Journal:
             event = dict(event)
         event["server_event_seq"] = self.seq
         text = orjson.dumps(event).decode()
-        self._entries.append(Entry(self.seq, now_ms, text))
-        self._bytes += held_bytes(text)
+        entry = Entry(self.seq, now_ms, text, logged_bytes(text))
+        self._entries.append(entry)
+        self._bytes += entry.size
         self._trim(now_ms)
         return text
 
@@ -72,7 +75,7 @@ class Journal:
             self._bytes > self.max_bytes or now_ms - self._entries[0].at_ms > self.max_age_ms
         ):
             gone = self._entries.popleft()
-            self._bytes -= held_bytes(gone.text)
+            self._bytes -= gone.size
             self.floor = gone.seq
 
     def ack(self, seq: int) -> bool:
@@ -82,7 +85,7 @@ class Journal:
         self.acked = max(self.acked, seq)
         while self._entries and self._entries[0].seq <= seq:
             gone = self._entries.popleft()
-            self._bytes -= held_bytes(gone.text)
+            self._bytes -= gone.size
         self.floor = max(self.floor, seq)
         return True
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import aiohttp
 import pytest
 
+from proxy.config import ConfigError, config_from_dict
 from tests.redis_server import RedisServer
 from tests.servers import connect, proxy_config, reference, replica, ws_url
 from tests.test_resume import created, speak, wait_persisted
@@ -20,6 +21,21 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 STORE_TIMEOUT_S = 20.0  # a frozen store's checkpoint gives up only after this long
 CAP = 8
+# The client's queue takes every held event at once when the cap lets them go: at
+# twice the cap (the least it may be) the release must not drop the client (1008).
+QUEUE = 2 * CAP
+
+
+def test_a_cap_the_client_queue_could_not_take_at_once_is_refused() -> None:
+    with pytest.raises(ConfigError, match="held_max_frames"):
+        config_from_dict(
+            {"server": {"client_send_queue_frames": QUEUE}, "store": {"held_max_frames": QUEUE}}
+        )
+    with pytest.raises(ConfigError, match="held_max_bytes"):
+        config_from_dict({"server": {"client_send_queue_bytes": 1 << 20}})
+    config_from_dict(
+        {"server": {"client_send_queue_frames": QUEUE}, "store": {"held_max_frames": CAP}}
+    )
 
 
 async def _over_cap(base: str) -> float:
@@ -38,6 +54,7 @@ async def test_past_the_cap_a_held_end_and_what_follows_go_out_unsaved(
         config = proxy_config(
             {"m": up},
             store={"url": redis_server.url, "timeout_s": STORE_TIMEOUT_S, "held_max_frames": CAP},
+            server={"client_send_queue_frames": QUEUE},
         )
         async with replica(config, "a") as a, connect(ws_url(a)) as c:
             s = await created(c)
@@ -55,6 +72,11 @@ async def test_past_the_cap_a_held_end_and_what_follows_go_out_unsaved(
                 second = await c.until("response.created", timeout=within)
                 assert second["response"]["id"] != first["response"]["id"]
                 assert await _over_cap(a) >= 1
+                # Not dropped as a slow consumer: the session talks on (its next
+                # turn's events pile up behind the second end until the cap again).
+                await speak(c)
+                third = await c.until("response.created", timeout=within)
+                assert third["response"]["id"] != second["response"]["id"]
             finally:
                 redis_server.resume()
         seqs = [e["server_event_seq"] for e in c.events if "server_event_seq" in e]

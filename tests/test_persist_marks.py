@@ -4,6 +4,7 @@ a held end reads it (``proxy/emulated/held_ends.py``):
 - the store lost the session and the persister registered it again: the mark moves
   to what that record holds (otherwise only a later checkpoint moves it, one the
   ticks after an input bring, so this checks the outcome, not its promptness);
+- re-registered after an outage, the store is logged as back (``store_recovered``);
 - a client re-attached while the store is down, replayed events with no response end
   among them, is not counted as sent an unsaved end.
 
@@ -17,6 +18,7 @@ import asyncio
 
 import pytest
 import redis.asyncio as aioredis
+from structlog.testing import capture_logs
 
 from proxy.emulated.runner import live_runner
 from tests.redis_server import RedisServer
@@ -55,6 +57,51 @@ async def test_a_reregistered_session_moves_its_saved_mark(redis_server: RedisSe
                 if runner.persister.saved.seq >= runner.journal.seq:
                     break
                 await asyncio.sleep(0.02)
+
+
+async def test_a_reregistration_after_an_outage_says_the_store_is_back(
+    redis_server: RedisServer,
+) -> None:
+    url = redis_server.url
+    async with reference("turn") as up:
+        config = proxy_config({"m": up}, store={"url": url, "timeout_s": 0.2})
+        async with (
+            proxy_with_state(config) as (base, state),
+            connect(ws_url(base)) as c,
+        ):
+            s = await created(c)
+            await wait_persisted(url, s.sid)
+            runner = live_runner(state, s.sid)
+            assert runner is not None
+            client = aioredis.Redis.from_url(url)
+            with capture_logs() as logs:
+                try:
+                    await client.ping()
+                    redis_server.pause()
+                    try:
+                        await c.send({"type": "session.heartbeat"})
+                        async with asyncio.timeout(10):
+                            while True:  # until its checkpoint timed out
+                                if not runner.persister.saves():
+                                    break
+                                await asyncio.sleep(0.02)
+                        # The store comes back empty: the flush waits behind the freeze.
+                        emptied = asyncio.create_task(client.flushall())
+                        await asyncio.sleep(0.1)
+                    finally:
+                        redis_server.resume()
+                    await emptied
+                finally:
+                    await client.aclose()
+                await wait_persisted(url, s.sid)  # registered again
+                async with asyncio.timeout(10):
+                    while True:
+                        if runner.persister.saves():
+                            break
+                        await asyncio.sleep(0.02)
+            events = [e["event"] for e in logs]
+            assert "session_reregistered" in events
+            assert "store_recovered" in events
 
 
 async def test_a_reattach_with_no_end_to_replay_counts_no_unsaved_end(

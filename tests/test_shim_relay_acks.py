@@ -199,3 +199,51 @@ def test_an_ack_without_played_ms_is_refused_upstream_and_awaits_no_ack_answer()
     bad = refusal("bad_event", "playback.ack requires numeric played_ms")
     assert to_client(sc.upstream(bad)), "the client's, refused"
     assert kept(sc.upstream(TOO_LATE)), "the proxy's own ack is still the one awaited"
+
+
+def test_a_report_made_mid_redial_does_not_move_as_in_flight() -> None:
+    """A snapshot while the upstream is lost: the proxy's ack made meanwhile may sit in
+    the old owner's outbox, never sent. The new owner awaits no answer to it, so the
+    refusal of the client's own ack that follows reaches the client."""
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))  # resuming its own session
+    assert acks(sc.speak([0.9] * 10)), "the proxy's ack, for the outbox"
+    moved = make(bound=False)
+    relay(moved).restore(sc.s.snapshot(), RESUMED, now=sc.now)
+    moved.client({"type": "playback.ack", "played_ms": 10, "response_id": "resp-2"})
+    assert to_client(moved.upstream(TOO_LATE)), "the client's own ack, refused"
+
+
+def test_a_report_sent_once_the_upstream_is_back_moves_as_in_flight() -> None:
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert acks(sc.speak([0.9] * 10))
+    sc.s.handle(UpstreamReattached(RESUMED, sc.now))  # the outbox went out
+    moved = make(bound=False)
+    relay(moved).restore(sc.s.snapshot(), RESUMED, now=sc.now)
+    assert kept(moved.upstream(TOO_LATE)), "the refusal of the old owner's ack stays here"
+
+
+def test_a_native_clients_ack_made_while_the_upstream_was_lost_is_answered_by_the_fresh_one() -> (
+    None
+):
+    """vLLM-Omni 0.30.0 answers every ``playback.ack``: one naming a response the
+    session does not have is refused (``playback_item_not_found``, its
+    ``engine/duplex/session/playback_ledger.py``). The edge gives a fresh upstream
+    session none of the outbox's reports, so the relay sends the client's again."""
+    sc = make()
+    play_response(sc, "resp-2", deltas=20)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    ack = {"type": "playback.ack", "played_ms": 200, "response_id": "resp-2"}
+    assert upstream_events(sc.client(ack)), "for the outbox"
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    fresh = {"type": "session.created", "session": {"id": "duplex-up-2"}, "resume_token": "t"}
+    sent = upstream_events(sc.s.handle(UpstreamReattached(fresh, sc.now)))
+    again = [e for e in sent if e["type"] == "playback.ack"]
+    assert len(again) == 1 and again[0]["response_id"] == "resp-2"
+    not_found = refusal(
+        "playback_item_not_found", "No assistant response item is registered for resp-2."
+    )
+    assert to_client(sc.upstream(not_found)), "the client's ack, answered"

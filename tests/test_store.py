@@ -25,6 +25,7 @@ from proxy.store.base import (
 )
 from proxy.store.memory import MemoryStore
 from proxy.store.redis import RedisStore, session_keys
+from shim.journal import ENTRY_BYTES
 from tests.redis_cluster import redis_cluster
 from tests.redis_server import RedisServer, redis_server, redis_server_session
 from tests.stores import (
@@ -296,13 +297,14 @@ async def test_acks_trim_and_leave_a_floor(store: SessionStore) -> None:
 
 
 async def test_byte_bound_drops_oldest(make_store: MakeStore) -> None:
-    store = await make_store(replay_max_bytes=10)
+    # Each entry counts its UTF-8 bytes and ENTRY_BYTES, as the session's own log does.
+    store = await make_store(replay_max_bytes=2 * ENTRY_BYTES + 10)
     sid = (await new_session(store, [(1, "éé"), (2, "éé")])).session_id  # 4 UTF-8 bytes each
     assert await store.events_after(sid, 0) == [(1, "éé"), (2, "éé")]
     await store.append_events(sid, 0, [(3, "éé")], 0)  # 12 bytes > 10
     assert await store.events_after(sid, 0) is None
     assert await store.events_after(sid, 1) == [(2, "éé"), (3, "éé")]
-    await store.append_events(sid, 0, [(4, "x" * 11)], 0)  # alone over budget
+    await store.append_events(sid, 0, [(4, "x" * (ENTRY_BYTES + 11))], 0)  # alone over budget
     assert await store.events_after(sid, 3) is None
     assert await store.events_after(sid, 4) == []
     await store.append_events(sid, 0, [(5, "ok")], 0)

@@ -88,6 +88,13 @@ class ClientSide:
         else:
             self.held.send(self.journal.seq, send, size)
 
+    def tell_replaced(self) -> None:
+        """Another replica resumed the session: the client here is told so, after
+        what it is owed."""
+        if (attached := self.attached) is not None:
+            ev = {"type": "session.replaced", "session_id": self.session_id}
+            self.in_order(partial(attached.client.send_event, ev))
+
     def release(self, unsaved: bool = True) -> Attach | None:
         """The session stops here or moves: what is held goes out now (without
         ``unsaved``, only what the store holds: ``HeldEnds.release``); the attached."""

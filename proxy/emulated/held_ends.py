@@ -21,8 +21,11 @@ what the store does not hold yet only once it does.
 When the proxy closes the client itself (``settle``) what it is owed goes before the
 closing error: all of it at once if the close is final (the session ends there, its
 record is deleted, nothing resumes it); only what the store holds if the client is
-told to resume elsewhere (1012, a drain): an end the store lacks is withheld, since
-the resume restores its response as open and ends it (counted as ``withheld``).
+told to resume elsewhere (1012, a drain): an end the store still lacks after the
+bounded wait is withheld (counted as ``withheld``); the session's final flush
+normally saves it and the resume replays it, else the resume restores its response
+as open and ends it. Either way the client is sent one end. The session may outlive
+such a close: a client that attaches later is held for again.
 
 What is held is bounded (``[store] held_max_frames``, ``held_max_bytes``): while the
 store is slow or down a session that talks on would otherwise hold ever more. Past
@@ -77,6 +80,7 @@ class HeldEnds:
         self._waits: set[asyncio.Task[None]] = set()
         self._released = False  # the session stops or moved: nothing is held any more
         self._withhold = False  # the client resumes elsewhere: what is unsaved stays
+        self._over_logged = False  # held_events_over_cap logged, the store not caught up
 
     @property
     def clear(self) -> bool:
@@ -112,47 +116,60 @@ class HeldEnds:
             self._over_cap()
 
     def drop(self) -> None:
-        """The client changed: what the old one was owed stays in the replay log."""
+        """The client changed or left: what the old one was owed stays in the replay
+        log, and nobody waits on its ends (a client that attaches: ``replaying``)."""
         self._held.clear()
         self._held_bytes = 0
+        self._forget()
+
+    def _forget(self) -> None:
+        for task in self._waits:
+            task.cancel()
+        self._ends.clear()
 
     def _over_cap(self) -> None:
         ends = sum(1 for end in self._ends if not end.over)  # (the rest were counted)
         self.unsaved.labels(self.mode, "over_cap").inc(ends)
-        self.persister.session.log.warning(
-            "held_events_over_cap", frames=len(self._held), bytes=self._held_bytes, ends=ends
-        )
-        for task in self._waits:
-            task.cancel()
-        self._ends.clear()
+        if not self._over_logged:  # once until the store catches up again
+            self._over_logged = True
+            self.persister.session.log.warning(
+                "held_events_over_cap", frames=len(self._held), bytes=self._held_bytes, ends=ends
+            )
+        self._forget()
+        self._go()
+
+    def flush(self, unsaved: bool = True) -> None:
+        """Send everything held now; without ``unsaved``, not an end the store lacks,
+        nor what follows it (each such end counted as ``withheld``). Ends stamped
+        later are held again."""
+        saved = self.persister.saved.seq
+        lacking = [e.seq for e in self._ends if not e.over and e.through > saved]
+        if lacking and self._held and not unsaved:
+            self.unsaved.labels(self.mode, "withheld").inc(len(lacking))
+            while self._held and self._held[-1][0] >= lacking[0]:
+                self._held_bytes -= self._held.pop()[2]
+        self._forget()
         self._go()
 
     def release(self, unsaved: bool = True) -> None:
-        """Send everything held now, and from now on hold nothing (the session stops,
-        or moves on elsewhere: an end stamped while it closes goes at once); without
-        ``unsaved``, not an end the store lacks, nor what follows it."""
+        """``flush``, and from now on hold nothing: the session stops, or moves on
+        elsewhere (an end stamped while it closes goes at once)."""
         self._released = True
-        for task in self._waits:
-            task.cancel()
-        saved = self.persister.saved.seq
-        lacking = next((e.seq for e in self._ends if e.through > saved), None)
-        self._ends.clear()
-        if not unsaved and lacking is not None:
-            self.unsaved.labels(self.mode, "withheld").inc()
-            while self._held and self._held[-1][0] >= lacking:
-                self._held_bytes -= self._held.pop()[2]
-        self._go()
+        self.flush(unsaved)
 
     async def settle(self, code: int) -> None:
         """The proxy closes the client with ``code``: what it is owed goes now, but for
         a client told to resume elsewhere (1012) only once the store holds it, bounded
-        (what it lacks then, the resume gives)."""
+        (an end still unsaved then is withheld, for the resume to give)."""
         if code == 1012:
             self._withhold = True
-            self.persister.flush_now()
-            if self._waits:
-                await asyncio.wait(set(self._waits))
-        self.release(unsaved=code != 1012)
+            try:
+                self.persister.flush_now()
+                if self._waits:
+                    await asyncio.wait(set(self._waits))
+            finally:
+                self._withhold = False
+        self.flush(unsaved=code != 1012)
 
     def replaying(self, after: int, head: int) -> None:
         """A client attached and is replayed the events after ``after`` up to ``head``:
@@ -169,9 +186,11 @@ class HeldEnds:
     async def _wait(self, end: _End) -> None:
         if not await self.persister.saved.through(end.through, self.bound_s):
             if self._withhold:
-                return  # left for ``release``: not sent to a client that resumes
+                return  # left for ``flush``: not sent to a client that resumes
             why = "timeout" if self.persister.saves() else "not_saving"
             self.unsaved.labels(self.mode, why).inc()
+        else:
+            self._over_logged = False
         end.over = True
         while self._ends and self._ends[0].over:
             self._ends.popleft()

@@ -166,11 +166,11 @@ class EmulatedRunner(PersistedSession):
         if self._ended:
             return
         self._ended = self.upstream.closing = True
-        # (A Detached may run meanwhile.) Drained: not sent what the store lacks.
-        attached = self.out.release(unsaved=code != 1012)
-        if attached is not None:
+        # What it is owed goes as it closes (HeldEnds.settle: waits for the store if drained).
+        if (attached := self.out.attached) is not None:
             await attached.client.close(code, reason)
             attached.done.set()
+        self.out.release(unsaved=code != 1012)  # (a Detached may have run meanwhile)
         # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
         await self.persister.finish(final=code != 1012)
         for task in [*self._tasks, self.loop.inline]:
@@ -194,8 +194,7 @@ class EmulatedRunner(PersistedSession):
 
     async def replaced_elsewhere(self) -> None:
         """Another replica resumed this session: tell the client here and let go."""
-        if (attached := self.out.release()) is not None:
-            attached.client.send_event({"type": "session.replaced", "session_id": self.session_id})
+        self.out.tell_replaced()
         await self.stop(1000, "session_replaced")
 
     async def drain(self) -> None:

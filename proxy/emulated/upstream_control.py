@@ -157,7 +157,7 @@ class UpstreamControl:
         if action.after_loss and self.outbox is not None:
             # The upstream's own session could not be resumed: what the client said
             # meanwhile is the client's, for the fresh session (not a playback report
-            # of the lost one's items: it knows none).
+            # of the lost one's items: the shim sends the client's acks again itself).
             self._carried = [t for t in self.outbox.take() if report_in(t) is None]
         self.outbox = Outbox(self.state.config.redial.buffer_bytes)
         if self._dialing is not None and self._dialing_fresh and not self._dialing.done():

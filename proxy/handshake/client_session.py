@@ -88,8 +88,9 @@ class ClientSession:
             raise
         except Exception:
             self.log.exception("session_failed")
-            self.client.send_error("internal_error", "the proxy failed this session")
-            await self.client.close(1011, "internal error")
+            # What the client is owed (a held response end) goes before the error.
+            error = ("internal_error", "the proxy failed this session")
+            await self.client.end(None, 1011, "internal error", *error)
         finally:
             if self.mode == "passthrough":  # an emulated session is counted by its runner
                 self.state.metrics.sessions_active.labels(self.mode, *self._labels()).dec()

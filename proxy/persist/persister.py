@@ -52,8 +52,7 @@ class Persister:
         # Each record field as last written at this epoch (empty: write them all).
         self._written: dict[str, bytes] = {}
         self._sealer = TokenSealer(secret_box(state.config.store), session.session_id)
-        self._store_down = False
-        self._down_since_try = 0.0
+        self._store_down, self._down_since_try = False, 0.0
         self._last_write = time.monotonic()
         self._written_acked = session.journal.acked
         # The upstream position last reported as checkpointed.
@@ -106,8 +105,7 @@ class Persister:
             )
             return False
         self.enabled = True
-        self._written = serialised(record)
-        self._last_write = time.monotonic()
+        self._written, self._last_write = serialised(record), time.monotonic()
         return True
 
     def adopt(
@@ -166,11 +164,8 @@ class Persister:
             self._now.clear()
 
     async def finish(self, final: bool) -> None:
-        """The session stops here: persist it, or forget it if it ended for good.
-
-        ``final`` is False when the client is meant to resume elsewhere (drain);
-        otherwise the record is deleted so nobody resumes a session that ended.
-        """
+        """The session stops here: persist it; if ``final`` (not drained to resume
+        elsewhere), delete its record so nobody resumes a session that ended."""
         await self.flush()
         store = self.state.store
         if not final or not self.enabled or store is None:
@@ -185,8 +180,7 @@ class Persister:
         store = self.state.store
         if not self.enabled or store is None:
             if not self.replaced:
-                # Nothing can resume it from a store: what was handled is as safe as
-                # it gets.
+                # Nothing can resume it from a store: what was handled is as safe as it gets.
                 self._report(self.session.upstream_position())
             return
         lost = False
@@ -224,9 +218,7 @@ class Persister:
                 if tail:
                     self.flushed_seq = tail[-1][0]
             self._report(upstream_position(record.state["shim"]))
-            if self._store_down:
-                self._store_down = False
-                r.log.info("store_recovered")
+            self._answered()
         except StoreUnavailable as exc:
             self._down_since_try = time.monotonic()
             if not self._store_down:
@@ -236,6 +228,12 @@ class Persister:
         except LeaseLost:
             return await self._lease_lost(store)
         return False
+
+    def _answered(self) -> None:
+        """A write went through: a store that was down is back."""
+        if self._store_down:
+            self._store_down = False
+            self.session.log.info("store_recovered")
 
     async def _touch(self) -> None:
         """The lease check alone, for a session that handled nothing since its last
@@ -283,7 +281,10 @@ class Persister:
             r.log.info("session_taken_over", reason="another connection resumed it")
             return True
         # The store lost the session (restarted empty, or the keys expired in a long
-        # outage): nobody else can hold it; register it again, with all the journal has.
+        # outage): nobody else can hold it; register it again, with all the journal has,
+        # taken between two inputs of the session loop (as ``checkpoint`` is).
+        while not self.idle.is_set():
+            await self.idle.wait()
         entries = r.journal.entries()
         self.flushed_seq = entries[0].seq - 1 if entries else r.journal.seq
         self._written = {}
@@ -292,9 +293,8 @@ class Persister:
             await store.create(record)
         except (StoreUnavailable, LeaseLost):
             return False
-        self._written = serialised(record)
-        self._last_write = time.monotonic()
-        self._store_down = False  # it answered, and holds every event (a held end waits)
+        self._written, self._last_write = serialised(record), time.monotonic()
+        self._answered()  # it holds every event now (a held end waits for this)
         self.saved.reached(record.state["seq"])
         r.log.info("session_reregistered", reason="the session store had lost it")
         return False

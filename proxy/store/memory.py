@@ -22,6 +22,7 @@ from proxy.config import StoreConfig
 from proxy.metrics import Metrics
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, check_update
 from proxy.store.ids import check_session_id, valid_session_id
+from shim.journal import logged_bytes
 
 
 @dataclass
@@ -114,7 +115,7 @@ class MemoryStore(SessionStore):
         for seq, text in events:
             # Idempotent: a retry after an ambiguous failure re-sends what is logged.
             if seq > record.last_seq:
-                size = len(text.encode())
+                size = logged_bytes(text)  # as the session's own log counts it
                 session.log.append(_LogEntry(seq, text, size, now))
                 session.log_bytes += size
                 record.last_seq = seq

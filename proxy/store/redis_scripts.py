@@ -16,6 +16,8 @@ with skewed clocks agree on the age of an event.
 
 from __future__ import annotations
 
+from shim.journal import ENTRY_BYTES
+
 KEY_PREFIX = "dxp"
 # Script results: >= 0 success (take_over returns the new epoch), else these.
 LOST, GONE = -1, -2
@@ -74,7 +76,8 @@ return 0
 # ARGV[3] = acked_seq, ARGV[4] = max bytes, ARGV[5] = max age ms, ARGV[6..] = seq/text.
 # Events at or below last_seq are skipped (idempotent retries). Then the oldest
 # entries go while acked, over the byte budget or too old; ``floor`` remembers the
-# highest seq dropped so events_after can report the gap.
+# highest seq dropped so events_after can report the gap. Each entry counts its
+# bytes plus ``ENTRY_BYTES``, as the session's own log does (``shim/journal.py``).
 APPEND = """
 local f = fence()
 if f ~= 0 then return f end
@@ -87,7 +90,7 @@ for i = 6, #ARGV, 2 do
   local seq = tonumber(ARGV[i])
   if seq > last then
     redis.call('XADD', KEYS[2], string.format('%d-0', seq), 'e', ARGV[i + 1], 't', now)
-    bytes = bytes + #ARGV[i + 1]
+    bytes = bytes + #ARGV[i + 1] + ENTRY_BYTES
     last = seq
   end
 end
@@ -103,7 +106,7 @@ while not done do
       if kv[j] == 'e' then text = kv[j + 1] elseif kv[j] == 't' then at = tonumber(kv[j + 1]) end
     end
     if seq <= acked or bytes > max_bytes or at < cutoff then
-      bytes = bytes - #text
+      bytes = bytes - #text - ENTRY_BYTES
       if seq > floor then floor = seq end
     else
       done = true
@@ -115,7 +118,7 @@ end
 redis.call('HSET', KEYS[1], 'last_seq', last, 'acked_seq', acked, 'bytes', bytes, 'floor', floor)
 touch()
 return 0
-"""
+""".replace("ENTRY_BYTES", str(ENTRY_BYTES))
 
 # ARGV[3..] = field/value pairs: only what changed (never the epoch or the seqs).
 UPDATE = """

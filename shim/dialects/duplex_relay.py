@@ -233,16 +233,23 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream({"type": "session.event_ack", "server_event_seq": seq})]
 
     def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
+        again = self.reports.client_acks_unsent()
         self.bind_upstream(inp.event)
         if inp.event.get("type") != "session.created":
             for ev in inp.unsent:  # (a fresh session has nothing in flight)
                 self.reports.unsent(ev)
+            self.reports.upstream_back()
             return []  # its own session back: it has the conversation
-        return self.talk.give()
+        out = self.talk.give()
+        for ack in again:  # the client's, answered by the fresh session
+            self.reports.client_ack(ack, ack["played_ms"])
+            out.append(SendUpstream(ack))
+        return out
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         if self.link.replaced:
             return []  # standing down: the session carries on elsewhere
+        self.reports.upstream_lost()
         if inp.resume:
             resume = self.link.try_resume()
             if resume is not None:

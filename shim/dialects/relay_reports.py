@@ -19,6 +19,10 @@ it. A ``conversation.item.truncate`` is in flight too: vLLM-Omni either refuses 
 (``item_not_found`` ``Conversation item not found: {item}``, ``bad_event``
 ``conversation.item.truncate ...``: ``realtime_events.resolve_truncate_item``), with
 no ack answer, or turns it into a ``playback.ack`` of its item, answered as one.
+
+A report made while the upstream is lost waits in the edge's outbox: a snapshot
+then marks it maybe unsent, and an owner restoring that snapshot awaits no answer
+to it (the old owner's outbox is gone with it).
 """
 
 from __future__ import annotations
@@ -48,23 +52,35 @@ _TRUNCATE_REFUSAL = "conversation.item.truncate "
 class InFlight:
     """An ack (or truncate) sent upstream whose answer is still to come."""
 
-    __slots__ = ("item_id", "ms", "own", "response_id", "truncate")
+    __slots__ = ("item_id", "maybe_unsent", "ms", "own", "response_id", "truncate")
 
-    def __init__(self, own: bool, truncate: bool, item_id: Any, ms: Any, rid: Any) -> None:
+    def __init__(
+        self, own: bool, truncate: bool, item_id: Any, ms: Any, rid: Any, maybe_unsent: bool = False
+    ) -> None:
         self.own, self.truncate, self.item_id, self.ms = own, truncate, item_id, ms
+        # Made while the upstream was lost: it may still sit in the edge's outbox.
+        self.maybe_unsent = maybe_unsent
         if not (isinstance(rid, str) and rid) and isinstance(item_id, str):
             # vLLM-Omni's own reading of an ack without one (``apply_playback_ack``).
             rid = item_id.removeprefix("item_") if item_id.startswith("item_") else None
         self.response_id = rid if isinstance(rid, str) and rid else None
 
     def to_wire(self) -> list[Any]:
-        return [self.own, self.truncate, self.item_id, self.ms, self.response_id]
+        return [self.own, self.truncate, self.item_id, self.ms, self.response_id, self.maybe_unsent]
 
     @classmethod
     def from_wire(cls, raw: list[Any]) -> InFlight | None:
-        if len(raw) != 5 or not isinstance(raw[0], bool) or not isinstance(raw[1], bool):
+        if len(raw) not in (5, 6) or not all(isinstance(f, bool) for f in raw[:2] + raw[5:]):
             return None
         return cls(*raw)
+
+    def as_ack(self) -> dict[str, Any]:
+        ack: dict[str, Any] = {"type": "playback.ack", "played_ms": self.ms}
+        if self.item_id is not None:
+            ack["item_id"] = self.item_id
+        if self.response_id is not None:
+            ack["response_id"] = self.response_id
+        return ack
 
     def sent_as(self, ev: Mapping[str, Any]) -> bool:
         """``ev`` (an ack or truncate as it went upstream) is this one."""
@@ -88,6 +104,22 @@ class PlaybackReporter:
         # The acks (and truncates) in flight upstream, in the order they went.
         self._in_flight: deque[InFlight] = deque(maxlen=OWN_ACKS_KEPT)
         self._earlier_items: set[str] = set()
+        self._lost = False  # the upstream socket is gone: what is sent waits in the outbox
+
+    def _sent(self, sent: InFlight) -> None:
+        sent.maybe_unsent = self._lost
+        self._in_flight.append(sent)
+
+    def upstream_lost(self) -> None:
+        """Reports from now on wait in the edge's outbox until the upstream is back:
+        a snapshot meanwhile cannot tell whether they will ever be sent."""
+        self._lost = True
+
+    def upstream_back(self) -> None:
+        """The outbox went out on the new socket (what it dropped: ``unsent``)."""
+        self._lost = False
+        for sent in self._in_flight:
+            sent.maybe_unsent = False
 
     def new_response(self) -> None:
         self.upstream_audio_ms, self.end_reported = 0.0, False
@@ -99,7 +131,7 @@ class PlaybackReporter:
     def heard_ack(self, item_id: str, response_id: str, played: int) -> dict[str, Any]:
         """The proxy's own ``playback.ack`` of what was heard."""
         self.proxy_acked = True
-        self._in_flight.append(InFlight(True, False, item_id, played, response_id))
+        self._sent(InFlight(True, False, item_id, played, response_id))
         return {
             "type": "playback.ack",
             "played_ms": played,
@@ -124,21 +156,30 @@ class PlaybackReporter:
         if not (isinstance(item_id, str) and item_id):
             item_id = f"item_{rid}" if isinstance(rid, str) and rid else None
         ms = int(played) if isinstance(played, int | float) else played
-        self._in_flight.append(InFlight(False, False, item_id, ms, rid))
+        self._sent(InFlight(False, False, item_id, ms, rid))
 
     def truncate_sent(self, ev: Mapping[str, Any], own: bool) -> None:
         """A ``conversation.item.truncate`` goes upstream; ``own``: the proxy already
         answered it, so none of the upstream's answers to it are the client's."""
         end = ev.get("audio_end_ms")
         ms = int(end) if isinstance(end, int | float) else end
-        self._in_flight.append(InFlight(own, True, ev.get("item_id"), ms, None))
+        self._sent(InFlight(own, True, ev.get("item_id"), ms, None))
 
     def new_upstream_session(self, earlier_items: Iterable[str] = ()) -> None:
         """A fresh upstream session answers none of the acks sent to the last one,
         and knows none of its items (``earlier_items``, the ones played so far)."""
-        self.proxy_acked = False
+        self.proxy_acked, self._lost = False, False
         self._in_flight.clear()
         self._earlier_items = set(earlier_items)
+
+    def client_acks_unsent(self) -> list[dict[str, Any]]:
+        """The client's acks made while the upstream was lost: the edge gives a fresh
+        upstream session none of the outbox's reports (``proxy/emulated/upstream_control.py``),
+        yet vLLM-Omni answers every ack, so they go to the fresh session to be answered
+        (it knows none of their items: ``playback_item_not_found``)."""
+        return [
+            s.as_ack() for s in self._in_flight if s.maybe_unsent and not s.own and not s.truncate
+        ]
 
     def unsent(self, ev: Mapping[str, Any]) -> None:
         """An ack or truncate recorded in flight never reached the upstream (the edge
@@ -202,12 +243,13 @@ class PlaybackReporter:
 
     def restore(self, reports: PlaybackReports) -> None:
         """Carry on with the same upstream session (its replay answers what is in
-        flight, in order)."""
+        flight, in order); not a report that may never have left the old owner's
+        outbox (snapshot mid-redial): no answer to it would come."""
         self.client_acks = reports.client_acks
         self.proxy_acked = reports.proxy_acked
         self.upstream_audio_ms = reports.upstream_audio_ms
         self.end_reported = reports.end_reported
         self._in_flight.clear()
         for raw in reports.in_flight:
-            if (sent := InFlight.from_wire(raw)) is not None:
+            if (sent := InFlight.from_wire(raw)) is not None and not sent.maybe_unsent:
                 self._in_flight.append(sent)
