@@ -233,18 +233,12 @@ class BargeInRelaySession(EmulatedSession):
         return [SendUpstream({"type": "session.event_ack", "server_event_seq": seq})]
 
     def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
-        again = self.reports.client_acks_unsent()
+        again = self.reports.client_acks_unsent()  # (taken before a fresh session clears them)
         self.bind_upstream(inp.event)
         if inp.event.get("type") != "session.created":
-            for ev in inp.unsent:  # (a fresh session has nothing in flight)
-                self.reports.unsent(ev)
-            self.reports.upstream_back()
+            self.reports.back(inp.unsent)
             return []  # its own session back: it has the conversation
-        out = self.talk.give()
-        for ack in again:  # the client's, answered by the fresh session
-            self.reports.client_ack(ack, ack["played_ms"])
-            out.append(SendUpstream(ack))
-        return out
+        return self.talk.give() + [SendUpstream(ack) for ack in self.reports.resent(again)]
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         if self.link.replaced:

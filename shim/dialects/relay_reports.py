@@ -190,6 +190,19 @@ class PlaybackReporter:
                 del self._in_flight[i]
                 return
 
+    def back(self, unsent: Iterable[Mapping[str, Any]]) -> None:
+        """The upstream's own session is back; the outbox's ``unsent`` never reached it."""
+        for ev in unsent:
+            self.unsent(ev)
+        self.upstream_back()
+
+    def resent(self, acks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The client's ``acks`` (``client_acks_unsent``) sent again to a fresh session,
+        in flight there: the acks to send."""
+        for ack in acks:
+            self.client_ack(ack, ack["played_ms"])
+        return acks
+
     def before_this_session(self, item_id: str) -> bool:
         """The item came from an upstream session before the current one."""
         return item_id in self._earlier_items
