@@ -173,17 +173,21 @@ def test_the_session_object_a_native_client_is_told_can_be_sent_back() -> None:
     assert s.config == before
 
 
+@pytest.mark.parametrize("rate", [24000, 8000])
 @pytest.mark.parametrize("kind", ["relay", "turn"])
-def test_a_resume_keeps_a_native_g711_rate(kind: str) -> None:
-    """The snapshot keeps a native client's G.711 rate: another replica reads the
-    client's audio as before (and the input clock is told so)."""
+def test_a_resume_keeps_a_native_g711_rate(kind: str, rate: int) -> None:
+    """The snapshot keeps a native client's G.711 rate, 8 kHz too (not the fresh
+    session's 16 kHz): another replica reads the client's audio as before (and the
+    input clock is told so)."""
     made = native_sessions()
     one = made[0] if kind == "relay" else made[1]
-    Script(one).client(update(input_audio_format="g711_ulaw", sample_rate_hz=24000))
-    assert one.config.input_format == AudioFormat(PCMU, 24000)
+    Script(one).client(update(input_audio_format="g711_ulaw", sample_rate_hz=rate))
+    # The stored input is ["pcmu", rate], as before the rate was always written back.
+    assert one.snapshot()["input_format"] == [PCMU, rate]
+    assert one.config.input_format == AudioFormat(PCMU, rate)
     other = native_sessions()[0 if kind == "relay" else 1]
     other.restore(one.snapshot())
-    assert other.config.input_format == AudioFormat(PCMU, 24000)
+    assert other.config.input_format == AudioFormat(PCMU, rate)
     assert other.config.native
 
 
