@@ -236,3 +236,40 @@ async def test_a_passthrough_resume_counts_audio_at_the_format_the_upstream_resu
                 while (event := await c2.recv())["type"] != "session.updated":
                     seen.append(event)
                 assert not [e for e in seen if e["type"] == "error"], seen
+
+
+async def test_a_native_resume_is_told_the_session_as_it_is_now() -> None:
+    """``session.resumed`` tells a native client in ``barge_in_emulated`` its current
+    session (the proxy's), not the upstream's object from the opening, and the input
+    clock counts the format it tells."""
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    ulaw8k = {"input_audio_format": "g711_ulaw", "sample_rate_hz": 8000}
+    async with reference("duplex-no-barge-in", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"}, server=limits)
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base, **NATIVE)) as c1:
+                await c1.send(opening())
+                created = await c1.until("session.created")
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+                await c1.until("session.updated")  # the opening's
+                await c1.send({"type": "session.update", "session": ulaw8k})
+                updated = await c1.until("session.updated")
+                assert updated["session"]["input_audio_format"] == "g711_ulaw", updated
+                seqs = [e["server_event_seq"] for e in c1.events if "server_event_seq" in e]
+            query = {
+                "session_id": created["session"]["id"],
+                "resume_token": created["resume_token"],
+                "last_received_server_event_seq": str(max(seqs)),
+            }
+            async with connect(ws_url(base, model=None, **NATIVE, **query)) as c2:
+                first = await c2.recv()
+                assert first["type"] == "session.resumed", first
+                session = first["session"]
+                assert session["input_audio_format"] == "g711_ulaw", session
+                assert session["audio"]["input"]["format"]["rate"] == 8000, session
+                # 6 s of 8 kHz G.711 at once, 3x the 2 s burst (1.5 s if read as the
+                # opening's 16 kHz PCM16).
+                for _ in range(3):
+                    await c2.send(append(16000))
+                err = await c2.until("error", timeout=20)
+                assert err["error"]["code"] == "input_rate_exceeded", err
