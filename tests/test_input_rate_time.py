@@ -12,6 +12,8 @@ import pybase64
 import pytest
 
 from proxy.client_limits import AUDIO_BYTES_PER_S, InputClock
+from shim.audio import PCMU as ULAW
+from shim.audio import AudioFormat
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
 from tests.test_cli import Procs
 from tests.test_input_flood import served
@@ -91,7 +93,7 @@ def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
         clock.told(orjson.dumps(frame).decode())
         assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, frame["type"]
     # Python's json spells ``"type": "..."`` with a space.
-    clock = InputClock()
+    clock = InputClock(native=True)
     clock.told('{"type": "session.updated", "session": {"input_audio_format": "g711_ulaw"}}')
     # vLLM-Omni's object naming no rate: its own, 16 kHz (``protocol/realtime/session.py``).
     assert clock.cost(append(16000)) == AUDIO_BYTES_PER_S
@@ -104,6 +106,49 @@ def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
     }
     clock.told(orjson.dumps(delta).decode())
     assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+
+
+def test_a_native_clients_clock_reads_its_session_as_vllm_omni_does() -> None:
+    """vLLM-Omni echoes the client's ``audio`` object but applies the flat keys first
+    (``apply_realtime_session_defaults``), and ignores a rate that is no number."""
+    clock = InputClock(native=True)
+    assert clock.cost(append(32000)) == AUDIO_BYTES_PER_S  # 16 kHz until told
+    echoed = {"type": "audio/pcm", "rate": 24000}
+    clock.accepted(
+        {
+            "input_audio_format": "pcm16",
+            "sample_rate_hz": 16000,
+            "audio": {"input": {"format": echoed}},
+        }
+    )
+    assert clock.cost(append(32000)) == AUDIO_BYTES_PER_S  # 16 kHz, not the echoed 24
+    # "16k" is not applied, and hides audio.input's rate: the format still is.
+    clock.accepted(
+        {
+            "input_audio_format": "g711_ulaw",
+            "sample_rate_hz": "16k",
+            "audio": {"input": {"sample_rate_hz": 8000}},
+        }
+    )
+    assert clock.input_format == AudioFormat(ULAW, 16000)
+    assert clock.cost(append(16000)) == AUDIO_BYTES_PER_S
+
+
+def test_a_ga_clients_clock_is_ga_whatever_keys_the_session_holds() -> None:
+    """A GA client's ``session.created`` over a duplex upstream holds the upstream's
+    flat keys too: the clock stays a GA client's (an untagged-rate G.711 append is
+    8 kHz), and a beta-shaped object naming no rate is 24 kHz PCM16 / 8 kHz G.711."""
+    clock = InputClock()
+    ga = {"type": "audio/pcm", "rate": 24000}
+    clock.accepted(
+        {"input_audio_format": "pcm16", "sample_rate_hz": 16000, "audio": {"input": {"format": ga}}}
+    )
+    assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+    assert clock.cost(append(8000, format="g711_ulaw")) == AUDIO_BYTES_PER_S
+    for beta, per_s in (("pcm16", 48000), ("g711_ulaw", 8000)):
+        clock = InputClock()
+        clock.told(orjson.dumps(told({"input_audio_format": beta})).decode())
+        assert clock.cost(append(per_s)) == AUDIO_BYTES_PER_S, beta
 
 
 @pytest.fixture
