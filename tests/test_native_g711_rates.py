@@ -204,6 +204,29 @@ def test_untagged_g711_appends_are_read_at_the_sessions_rate() -> None:
         assert not isinstance(s, BargeInRelaySession) or upstream_events(out)
 
 
+def test_an_appends_format_is_read_as_the_wheels_decode_audio_append_reads_it() -> None:
+    """Any spelling vLLM-Omni reads is taken (``audio/pcm16``); an object with no
+    ``type`` is refused, not read as the session's format."""
+    for s in native_sessions():
+        sc = Script(s)
+        pcm = b64(bytes(640))  # 20 ms at 16 kHz
+        before = s.history.end
+        out = sc.client(
+            {"type": "input_audio_buffer.append", "audio": pcm, "format": "audio/pcm16"}
+        )
+        assert not [e for e in client_events(out) if e["type"] == "error"], out
+        assert s.history.end > before
+        before = s.history.end
+        untyped = {"type": "input_audio_buffer.append", "audio": pcm, "format": {"rate": 24000}}
+        out = sc.client(untyped)
+        assert s.history.end == before  # not taken
+        # Refused by the turn-based session itself; a relay leaves it to its upstream.
+        errors = [e["error"]["code"] for e in client_events(out) if e["type"] == "error"]
+        assert errors == (
+            [] if isinstance(s, BargeInRelaySession) else ["unsupported_audio_format"]
+        )
+
+
 # ---- on real speech, through the proxy and straight to the stand-in ----
 
 
