@@ -64,10 +64,14 @@ def created_event(
     if cls.kind == "duplex":
         upstream_session = upstream_created.get("session")
         if isinstance(upstream_session, dict):
-            # The proxy's object (a native client's in vLLM-Omni's shape) over the
-            # upstream's: the upstream's was saved at the opening, so after a resume or an
-            # update it is not the session as it is now; its own keys are kept.
-            session = _over(upstream_session, session)
+            # The proxy's object over the upstream's: the upstream's was saved at the
+            # opening, so after a resume or an update it is not the session as it is now.
+            # A native client's (vLLM-Omni's shape) keeps the upstream's other keys
+            # throughout; a GA client's only at the top (GA's own objects below).
+            native = shim.config.native
+            session = (
+                _over(upstream_session, session) if native else {**upstream_session, **session}
+            )
     session["capabilities"] = caps
     event: dict[str, Any] = {
         "type": "session.created",
