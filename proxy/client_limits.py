@@ -7,7 +7,6 @@ client channel (``proxy/client_io.py``) acts on the verdicts: it slows its readi
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass
 from enum import Enum
@@ -17,16 +16,17 @@ import orjson
 
 from proxy.config import ServerConfig
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioFormat
-from shim.audio_formats import MAX_RATE, MIN_RATE, SessionConfigError, parse_format
+from shim.audio_formats import SessionConfigError, parse_format
 from shim.g711 import G711_RATE_HZ
 from shim.native_client import append_format
-from shim.native_formats import native_input_spec, native_name, proxy_spelled
+from shim.native_formats import native_input_rate, native_input_spec, native_name, proxy_spelled
 
 # Audio is counted in time, as the bytes of 24 kHz PCM16 that long: G.711 (8 kHz, a
 # byte a sample) in real time costs what 24 kHz PCM16 in real time does, no less.
 AUDIO_BYTES_PER_S = 24000 * 2
 PCM16_24K = AudioFormat(PCM16, 24000)  # a session's input until it tells another
 NATIVE_RATE_HZ = 16000
+NATIVE_PCM16 = AudioFormat(PCM16, NATIVE_RATE_HZ)  # a vLLM-Omni session's input
 APPEND = "input_audio_buffer.append"
 
 # aiohttp reads a frame whole before the channel sees it: frames up to this many
@@ -62,58 +62,51 @@ TOLD_TYPE_WITHIN = 256
 _TOLD_TYPE = re.compile(r'"type"\s*:\s*"session\.(?:created|updated|resumed)"')
 
 
-def told_input_format(session: Any) -> AudioFormat | None:
-    """The input format a session object tells (GA ``audio.input.format``, or the flat
-    ``input_audio_format`` + ``sample_rate_hz`` of vLLM-Omni's, under any spelling it
-    has: ``shim/native_formats.py``); None if it names none."""
+def told_input_format(
+    session: Any, native: bool = False, current: AudioFormat | None = None
+) -> AudioFormat | None:
+    """The input format a session object tells; None if it names none. A native
+    client's is read as vLLM-Omni reads it (``_native_told``); a GA client's from GA's
+    ``audio.input.format``, else the beta API's flat ``input_audio_format`` (24 kHz PCM16,
+    8 kHz G.711 unless a rate is named), under any spelling ``shim/native_formats.py``
+    knows."""
     if not isinstance(session, dict):
         return None
+    if native:
+        return _native_told(session, current or NATIVE_PCM16)
     audio = session.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
-    a_in = a_in if isinstance(a_in, dict) else {}
-    spec = a_in.get("format")
+    spec = a_in.get("format") if isinstance(a_in, dict) else None
     if spec is not None:
         try:
-            # vLLM-Omni's G.711 object names the session's rate (16 kHz by default),
-            # which GA's never does (8 kHz).
+            # A G.711 object naming a rate (a vLLM-Omni upstream's) is at that rate.
             told = proxy_spelled(spec)
             return parse_format(told, None, "session", allow_f32=True, g711_rate=G711_RATE_HZ)
         except SessionConfigError:
-            pass  # its flat name and rate, as vLLM-Omni reads them
-    return _native_told(session, a_in)
-
-
-def _format_rate(spec: object) -> Any:
-    return (spec.get("rate") or spec.get("sample_rate_hz")) if isinstance(spec, dict) else None
+            pass  # its flat name, as the beta API tells it
+    flat = session.get("input_audio_format")
+    if flat is None:
+        return None
+    rate = native_input_rate(session)  # a rate the object names, if any
+    rate = rate if isinstance(rate, int) and not isinstance(rate, bool) else None
+    return parse_format(proxy_spelled(flat), rate, "session", allow_f32=True, g711_rate=rate)
 
 
 _NATIVE_ENCODINGS = {"pcm16": PCM16, "pcm_f32le": PCM_F32, "g711_ulaw": PCMU, "g711_alaw": PCMA}
 
 
-def _native_told(session: dict[str, Any], a_in: dict[str, Any]) -> AudioFormat | None:
+def _native_told(session: dict[str, Any], current: AudioFormat) -> AudioFormat | None:
     """The input format as vLLM-Omni reads a session object (its
-    ``apply_realtime_session_defaults``): the flat name first, the rate from
-    ``sample_rate_hz`` before the format's own."""
-    spec = native_input_spec(session)
-    if spec is None:
+    ``apply_realtime_session_defaults``): the flat name before ``audio.input.format``,
+    the flat rate before ``audio.input``'s and the format's own. What it does not
+    apply (an unknown name, a rate like ``"16k"``) leaves that part as it was."""
+    spec, rate = native_input_spec(session), native_input_rate(session)
+    if spec is None and rate is None:
         return None
-    encoding = _NATIVE_ENCODINGS.get(str(native_name(spec)))
-    if encoding is None:
-        raise SessionConfigError("unsupported_audio_format", f"{spec!r}")
-    rate = (
-        session.get("sample_rate_hz")
-        or session.get("sample_rate")
-        or a_in.get("sample_rate_hz")
-        or a_in.get("sample_rate")
-        or _format_rate(spec)
-        or _format_rate(a_in.get("format"))  # the rate the session has, told there
-    )
-    if rate is None:  # vLLM-Omni's own rate for every format (``RealtimeInputDefaults``)
-        return AudioFormat(encoding, NATIVE_RATE_HZ)
-    ok = isinstance(rate, int | float) and not isinstance(rate, bool) and math.isfinite(rate)
-    if not ok or int(rate) != rate or not MIN_RATE <= int(rate) <= MAX_RATE:
-        raise SessionConfigError("invalid_value", f"sample rate {rate!r}")
-    return AudioFormat(encoding, int(rate))
+    encoding = _NATIVE_ENCODINGS.get(str(native_name(spec)), current.encoding)
+    if not isinstance(rate, int) or isinstance(rate, bool) or rate <= 0:
+        rate = current.rate_hz
+    return AudioFormat(encoding, rate)
 
 
 class InputClock:
@@ -123,22 +116,28 @@ class InputClock:
     client's own ``session.update`` counts for nothing here: only the session knows
     what of it applies."""
 
-    def __init__(self) -> None:
+    def __init__(self, native: bool = False) -> None:
         self.input_format = PCM16_24K
-        # A vLLM-Omni session object (its flat ``input_audio_format``) was told: an
-        # append without a rate is at the session's, G.711 too (``append_format``).
         self.native = False
+        self.for_client(native)
+
+    def for_client(self, native: bool) -> None:
+        """Whose clock this is: a vLLM-Omni-native client's session objects are read
+        in vLLM-Omni's order, its session is 16 kHz until told otherwise, and an append
+        without a rate is at the session's, G.711 too (``append_format``)."""
+        if native and not self.native and self.input_format == PCM16_24K:
+            self.input_format = NATIVE_PCM16
+        self.native = native
 
     def accepted(self, session: Any) -> None:
         """The session object the client was told; one naming no readable format
         leaves the format as it was (this runs in the edge: it never raises)."""
         try:
-            fmt = told_input_format(session)
+            fmt = told_input_format(session, self.native, self.input_format)
         except Exception:  # unreadable: the format stays
             return
         if fmt is not None:
             self.input_format = fmt
-            self.native = "input_audio_format" in session
 
     def told(self, text: str) -> None:
         """A frame the client was sent as it is (passthrough): ``accepted`` if it is a

@@ -40,10 +40,11 @@ MIN_RATE, MAX_RATE = 8000, 192000
 GA_PCM_RATE = 24000  # audio/pcm in the GA API
 
 
-def wire_format(encoding: str, rate_hz: int) -> dict[str, Any]:
+def wire_format(encoding: str, rate_hz: int, with_rate: bool = False) -> dict[str, Any]:
     """The GA format object: G.711's has no ``rate`` (openai.types.realtime.AudioPCMU),
-    unless it is not GA's 8 kHz (a native client's, which only the proxy reads back)."""
-    if encoding in (PCMU, PCMA) and rate_hz == G711_RATE_HZ:
+    unless it is not GA's 8 kHz (a native client's, which only the proxy reads back) or
+    ``with_rate`` (a snapshot's: a native session would read a missing one as 16 kHz)."""
+    if encoding in (PCMU, PCMA) and rate_hz == G711_RATE_HZ and not with_rate:
         return {"type": _WIRE_NAMES[encoding]}
     return {"type": _WIRE_NAMES.get(encoding, "audio/pcm"), "rate": rate_hz}
 

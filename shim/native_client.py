@@ -190,7 +190,10 @@ def _native_names(ev: dict[str, Any]) -> tuple[Any, Any]:
     one that is falsy names none."""
     spec = ev.get("format") or ev.get("input_audio_format")
     rate = ev.get("sample_rate_hz") or ev.get("sample_rate") or format_rate(spec)
-    return (native_name(spec) if isinstance(spec, dict) else spec) or None, rate or None
+    # Any spelling vLLM-Omni reads (``audio/pcm16`` too); an object naming no type is
+    # no format it takes (``parse_realtime_audio_format`` keeps it whole: refused).
+    name = native_name(spec)
+    return (spec if isinstance(spec, dict) and name is None else name) or None, rate or None
 
 
 # The rate vLLM-Omni's runner takes an append without one at (its ``_on_append_audio``).

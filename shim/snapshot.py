@@ -155,10 +155,10 @@ class SessionSnapshot:
         session: dict[str, Any] = {
             "audio": {
                 "input": {
-                    "format": wire_format(*self.input_format),
+                    "format": wire_format(*self.input_format, with_rate=True),
                     "turn_detection": self.turn_detection,
                 },
-                "output": {"format": wire_format(*self.output_format)},
+                "output": {"format": wire_format(*self.output_format, with_rate=True)},
             },
         }
         if self.instructions:

@@ -12,6 +12,8 @@ import pybase64
 import pytest
 
 from proxy.client_limits import AUDIO_BYTES_PER_S, InputClock
+from shim.audio import PCMU as ULAW
+from shim.audio import AudioFormat
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
 from tests.test_cli import Procs
 from tests.test_input_flood import served
@@ -91,7 +93,7 @@ def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
         clock.told(orjson.dumps(frame).decode())
         assert clock.cost(append(8000)) == AUDIO_BYTES_PER_S, frame["type"]
     # Python's json spells ``"type": "..."`` with a space.
-    clock = InputClock()
+    clock = InputClock(native=True)
     clock.told('{"type": "session.updated", "session": {"input_audio_format": "g711_ulaw"}}')
     # vLLM-Omni's object naming no rate: its own, 16 kHz (``protocol/realtime/session.py``).
     assert clock.cost(append(16000)) == AUDIO_BYTES_PER_S
@@ -104,6 +106,49 @@ def test_a_session_event_of_any_size_is_read_by_its_type() -> None:
     }
     clock.told(orjson.dumps(delta).decode())
     assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+
+
+def test_a_native_clients_clock_reads_its_session_as_vllm_omni_does() -> None:
+    """vLLM-Omni echoes the client's ``audio`` object but applies the flat keys first
+    (``apply_realtime_session_defaults``), and ignores a rate that is no number."""
+    clock = InputClock(native=True)
+    assert clock.cost(append(32000)) == AUDIO_BYTES_PER_S  # 16 kHz until told
+    echoed = {"type": "audio/pcm", "rate": 24000}
+    clock.accepted(
+        {
+            "input_audio_format": "pcm16",
+            "sample_rate_hz": 16000,
+            "audio": {"input": {"format": echoed}},
+        }
+    )
+    assert clock.cost(append(32000)) == AUDIO_BYTES_PER_S  # 16 kHz, not the echoed 24
+    # "16k" is not applied, and hides audio.input's rate: the format still is.
+    clock.accepted(
+        {
+            "input_audio_format": "g711_ulaw",
+            "sample_rate_hz": "16k",
+            "audio": {"input": {"sample_rate_hz": 8000}},
+        }
+    )
+    assert clock.input_format == AudioFormat(ULAW, 16000)
+    assert clock.cost(append(16000)) == AUDIO_BYTES_PER_S
+
+
+def test_a_ga_clients_clock_is_ga_whatever_keys_the_session_holds() -> None:
+    """A GA client's ``session.created`` over a duplex upstream holds the upstream's
+    flat keys too: the clock stays a GA client's (an untagged-rate G.711 append is
+    8 kHz), and a beta-shaped object naming no rate is 24 kHz PCM16 / 8 kHz G.711."""
+    clock = InputClock()
+    ga = {"type": "audio/pcm", "rate": 24000}
+    clock.accepted(
+        {"input_audio_format": "pcm16", "sample_rate_hz": 16000, "audio": {"input": {"format": ga}}}
+    )
+    assert clock.cost(append(48000)) == AUDIO_BYTES_PER_S
+    assert clock.cost(append(8000, format="g711_ulaw")) == AUDIO_BYTES_PER_S
+    for beta, per_s in (("pcm16", 48000), ("g711_ulaw", 8000)):
+        clock = InputClock()
+        clock.told(orjson.dumps(told({"input_audio_format": beta})).decode())
+        assert clock.cost(append(per_s)) == AUDIO_BYTES_PER_S, beta
 
 
 @pytest.fixture
@@ -236,3 +281,40 @@ async def test_a_passthrough_resume_counts_audio_at_the_format_the_upstream_resu
                 while (event := await c2.recv())["type"] != "session.updated":
                     seen.append(event)
                 assert not [e for e in seen if e["type"] == "error"], seen
+
+
+async def test_a_native_resume_is_told_the_session_as_it_is_now() -> None:
+    """``session.resumed`` tells a native client in ``barge_in_emulated`` its current
+    session (the proxy's), not the upstream's object from the opening, and the input
+    clock counts the format it tells."""
+    limits = {"input_realtime_factor": 1.0, "input_burst_s": 2.0, "input_rate_grace_s": 60.0}
+    ulaw8k = {"input_audio_format": "g711_ulaw", "sample_rate_hz": 8000}
+    async with reference("duplex-no-barge-in", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"}, server=limits)
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base, **NATIVE)) as c1:
+                await c1.send(opening())
+                created = await c1.until("session.created")
+                assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
+                await c1.until("session.updated")  # the opening's
+                await c1.send({"type": "session.update", "session": ulaw8k})
+                updated = await c1.until("session.updated")
+                assert updated["session"]["input_audio_format"] == "g711_ulaw", updated
+                seqs = [e["server_event_seq"] for e in c1.events if "server_event_seq" in e]
+            query = {
+                "session_id": created["session"]["id"],
+                "resume_token": created["resume_token"],
+                "last_received_server_event_seq": str(max(seqs)),
+            }
+            async with connect(ws_url(base, model=None, **NATIVE, **query)) as c2:
+                first = await c2.recv()
+                assert first["type"] == "session.resumed", first
+                session = first["session"]
+                assert session["input_audio_format"] == "g711_ulaw", session
+                assert session["audio"]["input"]["format"]["rate"] == 8000, session
+                # 6 s of 8 kHz G.711 at once, 3x the 2 s burst (1.5 s if read as the
+                # opening's 16 kHz PCM16).
+                for _ in range(3):
+                    await c2.send(append(16000))
+                err = await c2.until("error", timeout=20)
+                assert err["error"]["code"] == "input_rate_exceeded", err

@@ -12,9 +12,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import orjson
 import pytest
 
+from proxy.emulated.client_side import ClientSide
+from proxy.metrics import Metrics
 from proxy.reference import ReferenceOptions
+from shim.journal import Journal
 from tests.servers import (
     Client,
     connect,
@@ -163,3 +167,21 @@ async def test_a_completed_answer_says_it_stopped(through: str) -> None:
         done = await c.until("response.done", timeout=30)
     assert done["response"]["status"] == "completed"
     assert done["response"]["status_details"] == {"type": "completed", "reason": "stop"}
+
+
+@pytest.mark.parametrize(
+    ("mode", "details"),
+    [("duplex_emulated", {"type": "completed", "reason": "stop"}), ("barge_in_emulated", None)],
+)
+async def test_only_the_proxys_own_completed_answer_gets_its_status_details(
+    mode: str, details: dict[str, str] | None
+) -> None:
+    """A relay's ``response.done`` is the upstream's, passed as it sent it (vLLM-Omni
+    leaves ``status_details`` null on its internal path); the proxy's own (over a turn
+    upstream) says it stopped, as vLLM-Omni's do."""
+    journal = Journal("ab", max_bytes=100_000, max_age_ms=60_000)
+    out = ClientSide("sess_x", journal, Metrics(), mode, native=True)
+    response = {"id": "resp_1", "status": "completed", "status_details": None, "output": []}
+    out.send({"type": "response.done", "response": response})
+    (text,) = journal.after(0, 0) or []
+    assert orjson.loads(text)["response"]["status_details"] == details

@@ -173,17 +173,21 @@ def test_the_session_object_a_native_client_is_told_can_be_sent_back() -> None:
     assert s.config == before
 
 
+@pytest.mark.parametrize("rate", [24000, 8000])
 @pytest.mark.parametrize("kind", ["relay", "turn"])
-def test_a_resume_keeps_a_native_g711_rate(kind: str) -> None:
-    """The snapshot keeps a native client's G.711 rate: another replica reads the
-    client's audio as before (and the input clock is told so)."""
+def test_a_resume_keeps_a_native_g711_rate(kind: str, rate: int) -> None:
+    """The snapshot keeps a native client's G.711 rate, 8 kHz too (not the fresh
+    session's 16 kHz): another replica reads the client's audio as before (and the
+    input clock is told so)."""
     made = native_sessions()
     one = made[0] if kind == "relay" else made[1]
-    Script(one).client(update(input_audio_format="g711_ulaw", sample_rate_hz=24000))
-    assert one.config.input_format == AudioFormat(PCMU, 24000)
+    Script(one).client(update(input_audio_format="g711_ulaw", sample_rate_hz=rate))
+    # The stored input is ["pcmu", rate], as before the rate was always written back.
+    assert one.snapshot()["input_format"] == [PCMU, rate]
+    assert one.config.input_format == AudioFormat(PCMU, rate)
     other = native_sessions()[0 if kind == "relay" else 1]
     other.restore(one.snapshot())
-    assert other.config.input_format == AudioFormat(PCMU, 24000)
+    assert other.config.input_format == AudioFormat(PCMU, rate)
     assert other.config.native
 
 
@@ -198,6 +202,29 @@ def test_untagged_g711_appends_are_read_at_the_sessions_rate() -> None:
         assert not [e for e in client_events(out) if e["type"] == "error"], out
         assert 3200 - 40 <= s.history.end - before <= 3200
         assert not isinstance(s, BargeInRelaySession) or upstream_events(out)
+
+
+def test_an_appends_format_is_read_as_the_wheels_decode_audio_append_reads_it() -> None:
+    """Any spelling vLLM-Omni reads is taken (``audio/pcm16``); an object with no
+    ``type`` is refused, not read as the session's format."""
+    for s in native_sessions():
+        sc = Script(s)
+        pcm = b64(bytes(640))  # 20 ms at 16 kHz
+        before = s.history.end
+        out = sc.client(
+            {"type": "input_audio_buffer.append", "audio": pcm, "format": "audio/pcm16"}
+        )
+        assert not [e for e in client_events(out) if e["type"] == "error"], out
+        assert s.history.end > before
+        before = s.history.end
+        untyped = {"type": "input_audio_buffer.append", "audio": pcm, "format": {"rate": 24000}}
+        out = sc.client(untyped)
+        assert s.history.end == before  # not taken
+        # Refused by the turn-based session itself; a relay leaves it to its upstream.
+        errors = [e["error"]["code"] for e in client_events(out) if e["type"] == "error"]
+        assert errors == (
+            [] if isinstance(s, BargeInRelaySession) else ["unsupported_audio_format"]
+        )
 
 
 # ---- on real speech, through the proxy and straight to the stand-in ----

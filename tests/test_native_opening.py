@@ -15,9 +15,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from aiohttp import web
 
 from proxy.reference import ReferenceOptions
-from tests.servers import closed, connect, proxy, proxy_config, reference, ws_url
+from tests.servers import closed, connect, proxy, proxy_config, reference, serve_app, ws_url
 from tests.test_native_relay import NATIVE, opening
 
 pytestmark = pytest.mark.timeout(60)
@@ -30,11 +31,18 @@ REFUSED_TURNS = [
 
 
 async def refusal(url: str, turn: dict[str, Any]) -> list[tuple[str, str]]:
+    """The refusal's (code, message), checked to be told as vLLM-Omni tells it: its
+    error object as it is (a ``param`` only if one is named), then a normal close
+    (its ``_open`` just returns)."""
     async with connect(url) as c:
         await c.send(opening(turn_detection=turn))
-        await closed(c)
+        code = await closed(c)
     assert not c.of("session.created"), "nothing opened"
-    return [(e["error"]["code"], e["error"]["message"]) for e in c.of("error")]
+    assert code == 1000, code
+    errors = [e["error"] for e in c.of("error")]
+    assert all(set(e) <= {"type", "code", "message", "param"} for e in errors), errors
+    assert all(isinstance(e["message"], str) and e["message"] != "None" for e in errors)
+    return [(e["code"], e["message"]) for e in errors]
 
 
 @pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in", "turn"])
@@ -80,3 +88,33 @@ async def test_a_later_update_with_such_turn_detection_is_refused_so(kind: str) 
     ):
         through = await update_refusals(ws_url(base, **NATIVE))
     assert through == direct
+
+
+async def test_an_upstream_refusal_is_told_with_its_param_and_no_made_up_message() -> None:
+    """An upstream's refusal of the opening reaches a native client as it said it (its
+    ``param`` kept, no message where it named none, never "None"), then a normal
+    close."""
+
+    async def refusing(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.receive()  # the opening
+        err = {"type": "invalid_request_error", "code": "invalid_session_config"}
+        await ws.send_json({"type": "error", "error": {**err, "param": "session.voice"}})
+        await ws.close()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/v1/realtime", refusing)
+    async with serve_app(app) as up_base:
+        upstream = up_base.replace("http://", "ws://") + "/v1/realtime"
+        async with (
+            proxy(proxy_config({}, routes=[{"model": "m", "upstream": upstream}])) as base,
+            connect(ws_url(base, **NATIVE)) as c,
+        ):
+            await c.send(opening())
+            assert await closed(c) == 1000
+    (error,) = [e["error"] for e in c.of("error")]
+    assert error["code"] == "invalid_session_config", error
+    assert error["param"] == "session.voice", error
+    assert error["message"] != "None", error

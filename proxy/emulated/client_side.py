@@ -33,6 +33,9 @@ class ClientSide:
         self.session_id = session_id
         # A vLLM-Omni client: the proxy's own errors in vLLM-Omni's envelope.
         self.native = native
+        # Its response.done are the proxy's own (over a turn upstream); a relay's are
+        # the upstream's, passed as it sent them (docs/fidelity.md).
+        self.own_done = native and mode == "duplex_emulated"
         self.journal = journal
         self.metrics = metrics
         self.mode = mode
@@ -50,7 +53,9 @@ class ClientSide:
 
     def send(self, event: dict[str, Any]) -> None:
         if self.native:
-            native_done(native_error(event))
+            native_error(event)
+        if self.own_done:
+            native_done(event)
         text = self.journal.stamp(event, now_ms())
         self.latency.sent(event)
         if event.get("type") in TOLD and self.attached is not None:
@@ -135,6 +140,7 @@ class ClientSide:
         attach.client.owed = partial(self.settle, attach.client)  # before the proxy closes it
         self.grace_deadline = None
         clock = attach.client.rate.clock
+        clock.for_client(self.native)  # the session's kind, whatever the resuming client said
         if input_format is not None:
             clock.input_format = input_format
         for event in attach.first_events:

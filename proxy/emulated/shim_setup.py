@@ -64,14 +64,14 @@ def created_event(
     if cls.kind == "duplex":
         upstream_session = upstream_created.get("session")
         if isinstance(upstream_session, dict):
-            # A native client is told the upstream's own object (vLLM-Omni's names and
-            # rates, which it may send back) as the proxy's session; a GA client the
-            # proxy's GA one.
-            if shim.config.native:
-                own = {"id": session["id"], "model": session["model"]}
-                session = {**session, **upstream_session, **own}
-            else:
-                session = {**upstream_session, **session}
+            # The proxy's object over the upstream's: the upstream's was saved at the
+            # opening, so after a resume or an update it is not the session as it is now.
+            # A native client's (vLLM-Omni's shape) keeps the upstream's other keys
+            # throughout; a GA client's only at the top (GA's own objects below).
+            native = shim.config.native
+            session = (
+                _over(upstream_session, session) if native else {**upstream_session, **session}
+            )
     session["capabilities"] = caps
     event: dict[str, Any] = {
         "type": "session.created",
@@ -81,3 +81,14 @@ def created_event(
     if resume_token is not None:
         event["resume_token"] = resume_token
     return event
+
+
+def _over(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, object by object, so ``base``'s keys ``top`` lacks stay."""
+    out = dict(base)
+    for key, value in top.items():
+        under = out.get(key)
+        out[key] = (
+            _over(under, value) if isinstance(under, dict) and isinstance(value, dict) else value
+        )
+    return out

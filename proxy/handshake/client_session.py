@@ -65,6 +65,7 @@ class ClientSession:
             cfg,
         )
         self.client.native = client_kind(request) == "native"
+        self.client.rate.clock.for_client(self.client.native)
         self.session_id = "sess_" + uuid.uuid4().hex
         self.log = get_logger(session_id=self.session_id, replica_id=state.replica_id)
         self.principal = principal_of(request)

@@ -14,6 +14,7 @@ from proxy.connection import ClientConnection
 from proxy.handshake.upstream_wait import dial_through_warmup
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from proxy.upstream_book import exhausted, refused_limit
+from shim import wire
 from shim.capabilities import classify
 from shim.dialects.relay_wire import without_proxy_fields
 from shim.ga_upstream import opening_session
@@ -106,18 +107,7 @@ async def open_upstream(
         if exhausted(exc.event):
             await _upstream_full(conn, route, key, exc.event)
             return None
-        conn.state.metrics.upstream_errors.labels("refused").inc()
-        err = exc.event.get("error")
-        message = err.get("message") if isinstance(err, dict) else err
-        code = error_code(exc.event)
-        conn.log.warning("upstream_refused_session", code=code, message=message)
-        if not ga and code is not None:  # what vLLM-Omni says to its own client
-            conn.client.send_error(code, str(message))
-        else:
-            conn.client.send_error(
-                "upstream_refused", f"upstream refused the session: {code}: {message}"
-            )
-        await conn.client.close(1011, "upstream refused session")
+        await _refused(conn, exc.event, ga)
         return None
     except UpstreamUnavailable as exc:
         conn.state.metrics.upstream_errors.labels("connect").inc()
@@ -131,6 +121,32 @@ async def open_upstream(
         kind = classify(link.created, forced=route.mode, duplex_refused=link.duplex_refused).kind
         conn.state.upstreams.learn_created(key, link.created, kind)
     return link
+
+
+async def _refused(conn: ClientConnection, event: dict[str, Any], ga: bool) -> None:
+    """The upstream refused the session. A native client is told what vLLM-Omni tells
+    its own (its error, ``param`` too), then closed normally as vLLM-Omni's ``_open``
+    closes (it just returns); a GA client learns that its upstream refused (1011)."""
+    conn.state.metrics.upstream_errors.labels("refused").inc()
+    err = event.get("error")
+    message = err.get("message") if isinstance(err, dict) else err
+    if not isinstance(message, str):
+        message = event.get("message") if isinstance(event.get("message"), str) else None
+    param = err.get("param") if isinstance(err, dict) else event.get("param")
+    code = error_code(event)
+    conn.log.warning("upstream_refused_session", code=code, message=message)
+    if not ga and code is not None:  # what vLLM-Omni says to its own client
+        conn.state.metrics.client_errors.labels(code).inc()
+        told = wire.error(code, message or "")
+        del told["error"]["event_id"], told["error"]["param"]  # named only if they name one
+        if isinstance(param, str):
+            told["error"]["param"] = param
+        conn.client.send_event(told)
+        await conn.client.close(1000, "session refused")
+        return
+    said = f"{code}: {message}" if message else str(code)
+    conn.client.send_error("upstream_refused", f"upstream refused the session: {said}")
+    await conn.client.close(1011, "upstream refused session")
 
 
 async def _upstream_full(
