@@ -74,7 +74,10 @@ class ClientSide:
             self.metrics.frames.labels("upstream_to_client").inc()
             self.metrics.bytes.labels("upstream_to_client").inc(len(text))
             if held is None or held.clear:
-                self.attached.client.send_text(text)
+                client = self.attached.client
+                # Written at once when nothing waits before it (no writer task wakeup).
+                if not client.write_now(text):
+                    client.send_text(text)
             else:
                 send = partial(self.attached.client.send_text, text)
                 held.send(self.journal.seq, send, len(text))
