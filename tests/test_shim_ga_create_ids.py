@@ -116,3 +116,17 @@ def test_creates_beyond_those_named_are_counted_not_shifted() -> None:
     assert named == ids[:16] + [None] * 4, named
     create(sc, "evt_next")  # all answered: named again
     assert errors(sc.upstream(refusal()))[0]["event_id"] == "evt_next"
+
+
+def test_the_clients_own_commit_under_server_vad_is_answered_by_its_create() -> None:
+    sc = make()
+    detection(sc, True)
+    sc.audio(300, amplitude=500)
+    out = sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_commit"})
+    assert not errors(out), out
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_u1"})
+    create(sc, "evt_a")
+    created(sc)  # answers evt_a, which asked for it
+    create(sc, "evt_b")
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_b", refused
