@@ -155,10 +155,11 @@ def opening_session(
     """The session a GA client's connection opens the upstream with: its own opening
     update if it spoke first (else GA defaults), as the upstream reads it, keeping a
     float input format the route declares (``route_defaults``: its ``session_defaults``).
-    An update the proxy would refuse is left as it is (the proxy refuses it again later)."""
+    An update the proxy refuses (again, once the session runs) changes nothing: the
+    upstream opens with GA's defaults, as the proxy's session has them."""
     raw = session or {}
     try:
         cfg = apply_session_update(ClientSessionConfig(), {"session": raw}, VadParams())
     except SessionConfigError:
-        return dict(raw)
+        raw, cfg = {}, ClientSessionConfig()
     return upstream_session(raw, cfg, opening=True, pinned=declared_float_input(route_defaults))

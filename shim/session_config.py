@@ -262,7 +262,7 @@ def apply_session_update(
         cfg = replace(cfg, turn=_turn_detection(session["turn_detection"], cfg.turn, vad_defaults))
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
-    session_options.check_session_type(session)
+    session_options.check_session_type(session, cfg.native)
     session_options.check_modalities(session)
     for name in session_options.INPUT_OPTIONS:
         value = session_options.input_option(session, a_in, name)

@@ -7,7 +7,8 @@ Each is applied as far as the mode can, or refused with a coded error
 * ``type: "transcription"``: GA's transcription session answers nothing (it only
   transcribes the input), but every session here answers its turns, so it is
   ``unsupported_by_upstream`` and the update changes nothing; ``"realtime"`` is what
-  every session is (a native client names no type);
+  every session is, any other type ``invalid_value``; a native client's ``type`` is not
+  read (vLLM-Omni ignores it);
 * ``output_modalities`` (beta ``modalities``): every answer is spoken, its transcript
   alongside, so a list without ``"audio"`` (text-only) is ``unsupported_by_upstream``;
 * ``audio.input.transcription`` and ``audio.input.noise_reduction`` (beta
@@ -37,10 +38,16 @@ _STRING_FIELDS = {"transcription": ("model", "language", "prompt"), "noise_reduc
 NOISE_TYPES = ("near_field", "far_field")
 
 
-def check_session_type(session: dict[str, Any]) -> None:
-    if session.get("type") == "transcription":
+def check_session_type(session: dict[str, Any], native: bool = False) -> None:
+    """A GA client's ``type``; a native client's is not read (vLLM-Omni ignores it)."""
+    kind = session.get("type")
+    if native or kind is None or kind == "realtime":
+        return
+    if kind == "transcription":
         msg = "a transcription session (input transcribed, no responses) is not served here"
         raise SessionConfigError(UNSUPPORTED, msg, "session.type")
+    msg = f"session.type {kind!r}: a session here is of type 'realtime'"
+    raise SessionConfigError("invalid_value", msg, "session.type")
 
 
 def check_modalities(session: dict[str, Any]) -> None:

@@ -9,6 +9,12 @@ creates cannot tell which one was refused. The upstream answers the creates in t
 order they were sent, each with a ``response.created`` or a refusal: the relay keeps
 the ids of the creates it forwarded and not yet answered, and names the oldest in a
 refusal that names none (``docs/protocol.md``, "GA clients over a duplex upstream").
+
+A wrong name is worse than none, so whenever the relay cannot be sure which create an
+answer is for, it names none rather than shift: creates beyond ``PENDING`` and those
+waiting when an unnamed error of another kind came are only counted (``_unsure``);
+a lost upstream answers none of them (``forget``); a response the upstream made of
+its own on a server-VAD commit answers none (``auto_due``).
 """
 
 from __future__ import annotations
@@ -16,37 +22,56 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from shim.actions import Action, SendClient
 from shim.dialects.ga_response_create import CREATE_REFUSALS
 
-PENDING = 16  # creates not yet answered; a client that sends more gets the latest named
+PENDING = 16  # creates not yet answered, named; more are counted and named in no refusal
 
 
 class CreateIds:
     """The forwarded creates not yet answered, oldest first (None: a create without id)."""
 
-    __slots__ = ("_pending",)
+    __slots__ = ("_pending", "_unsure", "auto_due")
 
     def __init__(self) -> None:
-        self._pending: deque[str | None] = deque(maxlen=PENDING)
+        self._pending: deque[str | None] = deque()
+        # Creates after (or in place of) the named ones, whose answers name none: once
+        # any is counted, every later one is, so the named ones keep their order.
+        self._unsure = 0
+        # The upstream's server VAD committed a turn: its next response.created is the
+        # upstream's own answer to it, not a client create's.
+        self.auto_due = False
 
     def sent(self, event_id: Any) -> None:
+        if self._unsure or len(self._pending) >= PENDING:
+            self._unsure += 1
+            return
         self._pending.append(event_id if isinstance(event_id, str) else None)
 
-    def named_all(self, actions: list[Action]) -> list[Action]:
-        return [
-            SendClient(self.named(a.event)) if isinstance(a, SendClient) else a for a in actions
-        ]
+    def forget(self) -> None:
+        """The upstream session is gone (or fresh): no create waiting is answered."""
+        self._pending.clear()
+        self._unsure, self.auto_due = 0, False
 
-    def named(self, ev: dict[str, Any]) -> dict[str, Any]:
-        """``ev`` with the create it answers named, if it is a refusal naming none."""
+    def _answered(self) -> str | None:
+        if self._pending:
+            return self._pending.popleft()
+        self._unsure = max(0, self._unsure - 1)
+        return None
+
+    def named(self, ev: dict[str, Any], upstream: bool = True) -> dict[str, Any]:
+        """``ev`` with the create it answers named, if it is a refusal naming none;
+        ``upstream``: the input was the upstream's (not a client event the proxy refused)."""
         kind = ev.get("type")
         if kind == "response.created":
-            if self._pending:
-                self._pending.popleft()  # that create is answered
+            if self.auto_due:
+                self.auto_due = False  # the upstream's own answer to its VAD's commit
+            else:
+                self._answered()
             return ev
         err = ev.get("error")
-        if kind != "error" or not isinstance(err, dict) or not self._pending:
+        if kind != "error" or not isinstance(err, dict):
+            return ev
+        if not self._pending and not self._unsure:
             return ev
         named = err.get("event_id")
         if named is not None:
@@ -54,8 +79,12 @@ class CreateIds:
                 self._pending.remove(named)  # a refusal naming its create
             return ev
         if err.get("code") not in CREATE_REFUSALS:
+            if upstream:
+                # Maybe the answer to a create, maybe not: name none from here on.
+                self._unsure += len(self._pending)
+                self._pending.clear()
             return ev
-        event_id = self._pending.popleft()
+        event_id = self._answered()
         if event_id is None:
             return ev
         return {**ev, "error": {**err, "event_id": event_id}}

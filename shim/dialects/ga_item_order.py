@@ -51,6 +51,8 @@ class AssistantItemOrder:
                 self._held.setdefault(held, []).append(action)
                 continue
             named = item.get("id") if isinstance(item, dict) else ev.get("item_id")
+            if not isinstance(named, str):
+                named = None  # a malformed client event names no item (and is unhashable)
             if kind == OUTPUT_ADDED and named in self._held:
                 out += [action, *self._held.pop(str(named))]
                 continue

@@ -37,7 +37,6 @@ from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.dialects import (
     ga_append,
     ga_events,
-    ga_item_order,
     ga_response_create,
     ga_session_update,
     ga_truncate,
@@ -46,7 +45,7 @@ from shim.dialects import (
     relay_wait_snapshot,
 )
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.dialects.ga_create_ids import CreateIds
+from shim.dialects.ga_told import ToldToClient
 from shim.dialects.ga_turn_order import UserTurnOrder
 from shim.dialects.relay_gate import WINDOW, AudioGate
 from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
@@ -74,8 +73,7 @@ class GaRelaySession(BargeInRelaySession):
         self.audio_gate = AudioGate()
         self.turn_wait, self.turn_order = TurnWait(), UserTurnOrder()
         self._own = 0
-        self.metadata = ga_response_create.ResponseMetadata()
-        self.create_ids, self.item_order = CreateIds(), ga_item_order.AssistantItemOrder()
+        self.told = ToldToClient()  # what the client is told, finished (``ga_told.py``)
         self.own_command_errors = 0
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
@@ -95,23 +93,24 @@ class GaRelaySession(BargeInRelaySession):
 
     def handle(self, inp: Input) -> list[Action]:
         actions = super().handle(inp)
-        try:
+        try:  # never an exception out of handle() (shim/fault.py)
             actions += self._follow_gate(inp)
+            kind = inp.event.get("type") if isinstance(inp, ClientEvent) else None
+            ptt = self._push_to_talk()
+            if isinstance(inp, ClientEvent):
+                waits = kind == COMMIT and ptt and generating(self.response)
+                actions = self.turn_wait.route(actions, kind, waits, ptt)
+            out: list[Action] = []
+            due = self.turn_wait.due(self.response)
+            for action, by, whole in [(a, kind, ptt) for a in actions] + due:
+                out += self._tagged(action, by, whole)
+            out = self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
+            # The client's metadata in its response's events whoever made them: the
+            # upstream's, or the proxy's own response.done of a cut or a lost upstream.
+            vad_answers = self.config.turn.vad is not None and self.config.turn.create_response
+            return self.told.told(inp, out, vad_answers)
         except Exception as exc:
-            actions += fault_actions(inp, exc)
-        kind = inp.event.get("type") if isinstance(inp, ClientEvent) else None
-        ptt = self._push_to_talk()
-        if isinstance(inp, ClientEvent):
-            waits = kind == COMMIT and ptt and generating(self.response)
-            actions = self.turn_wait.route(actions, kind, waits, ptt)
-        out: list[Action] = []
-        due = self.turn_wait.due(self.response)
-        for action, by, whole in [(a, kind, ptt) for a in actions] + due:
-            out += self._tagged(action, by, whole)
-        out = self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
-        # The client's metadata, in its response's events whoever made them: the
-        # upstream's, or the proxy's own response.done of a cut or a lost upstream.
-        return self.metadata.told_all(self.create_ids.named_all(self.item_order.ordered(out)))
+            return [*actions, *fault_actions(inp, exc)]
 
     def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
         """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
@@ -142,8 +141,8 @@ class GaRelaySession(BargeInRelaySession):
             sent, metadata = ga_response_create.screened(ev, self.config)
         except ga_response_create.Refusal as no:
             return [self.err(no.code, str(no), ev, no.param)]
-        self.metadata.asked(metadata, ev.get("event_id"))
-        self.create_ids.sent(ev.get("event_id"))
+        self.told.metadata.asked(metadata, ev.get("event_id"))
+        self.told.create_ids.sent(ev.get("event_id"))
         return [ForwardUpstream(orjson.dumps(sent).decode())]
 
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:

@@ -141,21 +141,28 @@ class ResponseMetadata:
         self._asked = metadata
         self._asked_by = event_id if isinstance(event_id, str) else None
 
+    def forget(self) -> None:
+        """The upstream session is gone: the create waiting is answered by no response."""
+        self._asked = self._asked_by = None
+
     def told_all(self, actions: list[Action]) -> list[Action]:
         return [SendClient(self.told(a.event)) if isinstance(a, SendClient) else a for a in actions]
 
-    def told(self, ev: dict[str, Any]) -> dict[str, Any]:
+    def told(self, ev: dict[str, Any], answers_create: bool = True) -> dict[str, Any]:
+        """``ev`` with the client's metadata in its response; ``answers_create``: False for
+        a response the upstream made of its own (its server VAD's), which asked none."""
         kind, body = ev.get("type"), ev.get("response")
         if kind == "error":
             # vLLM-Omni refuses a create in several ways, most naming no event: an error
-            # naming the create, or one of those refusals naming none, answers it, and
-            # its metadata goes with it rather than onto the next response the upstream
-            # makes of its own. Other errors (the proxy's own refusal of another event,
-            # which a client without event ids gets unnamed) leave it waiting.
+            # naming the create, or one of those refusals (whatever event it was
+            # named after: ``ga_create_ids.py`` names it), answers it, and its metadata
+            # goes with it rather than onto the next response the upstream makes of its
+            # own. Other errors (the proxy's own refusal of another event, which a
+            # client without event ids gets unnamed) leave it waiting.
             err = ev.get("error")
             err = err if isinstance(err, dict) else {}
             named = err.get("event_id")
-            if (named is None and err.get("code") in CREATE_REFUSALS) or (
+            if err.get("code") in CREATE_REFUSALS or (
                 named is not None and named == self._asked_by
             ):
                 self._asked = None
@@ -164,7 +171,10 @@ class ResponseMetadata:
             return ev
         rid = str(body.get("id"))
         if kind == "response.created":
-            self._told[rid], self._asked = self._asked, None
+            if answers_create:
+                self._told[rid], self._asked = self._asked, None
+            else:
+                self._told[rid] = None
             while len(self._told) > KEPT:
                 self._told.popitem(last=False)
             metadata = self._told[rid]

@@ -16,7 +16,7 @@ from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
 from shim.dialects import turn_acks, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.dialects.turn_items import PendingTurn, UserItems, as_one_turn
+from shim.dialects.turn_items import PendingTurn, UserItems, as_one_turn, waiting
 from shim.dialects.turn_refusals import Refusals
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamLost, VadWindow
@@ -43,7 +43,7 @@ class TurnBasedSession(EmulatedSession):
         self.empty_commit = turn_limits.empty_commit(native_client)
         self.refusals = Refusals(native_client)
         self.upstream_busy = False
-        self.pending: deque[PendingTurn] = deque(maxlen=4)
+        self.pending: deque[PendingTurn] = deque()  # bounded by turn_items.waiting
         self.commit_from_ms = 0
         self._final_text: str | None = None
         self.user_items, self.metadata = UserItems(), ResponseMetadata()
@@ -150,13 +150,12 @@ class TurnBasedSession(EmulatedSession):
         now: float = 0.0,
         defer: bool = False,
     ) -> list[Action]:
-        prev = self.last_item_id
-        self.last_item_id = item_id
-        self.commit_from_ms = end_ms
+        prev, self.last_item_id, self.commit_from_ms = self.last_item_id, item_id, end_ms
         self.history.drop_before(end_ms)
-        self.pending.append(PendingTurn(item_id, audio))
+        limit, merge = ms_to_sample(self.settings.max_turn_ms), not self.refusals.native
         self.user_items.committed(item_id)
         out = turn_wire.committed_turn(item_id, prev)
+        out += waiting(self.pending, PendingTurn(item_id, audio), merge, limit)
         if respond and defer and self._live():
             # A client's commit (as vLLM-Omni's listen_only) or, with GA's
             # interrupt_response false, a VAD turn over an answer is answered next.

@@ -85,7 +85,7 @@ def refused_response_option(ev: dict[str, Any]) -> str | None:
     if not isinstance(options, dict):
         return None
     for key in _RESPONSE_FIELDS:  # (as GA has it: max_output_tokens "inf" asks nothing)
-        if key in options and _asks(options[key]) and ga_generation_options.asks(options[key]):
+        if key in options and ga_generation_options.asks(key, options[key]):
             return f"response.{key}"
     return None
 

@@ -1,0 +1,55 @@
+"""What a GA relay session tells its client, finished: each assistant item in GA's
+order (``ga_item_order.py``), the create a refusal answers named
+(``ga_create_ids.py``), the client's metadata in its response
+(``ga_response_create.py``). One place, so that the relay keeps each in step with
+the upstream session: a lost or fresh one answers no create still waiting."""
+
+from __future__ import annotations
+
+from shim.actions import AbortUpstream, Action, SendClient
+from shim.dialects.ga_create_ids import CreateIds
+from shim.dialects.ga_item_order import AssistantItemOrder
+from shim.dialects.ga_response_create import ResponseMetadata
+from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost
+
+COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
+
+
+class ToldToClient:
+    __slots__ = ("_client_commits", "create_ids", "item_order", "metadata")
+
+    def __init__(self) -> None:
+        self.metadata = ResponseMetadata()
+        self.create_ids, self.item_order = CreateIds(), AssistantItemOrder()
+        # The client's own commits under server VAD, not yet committed upstream: the
+        # upstream answers none of them itself (a commit asks for no response).
+        self._client_commits = 0
+
+    def told(self, inp: Input, actions: list[Action], vad_answers: bool) -> list[Action]:
+        """``actions`` as they go out after ``inp``; ``vad_answers``: the upstream answers
+        its server VAD's commits itself (the session's ``create_response``)."""
+        upstream = isinstance(inp, UpstreamEvent)
+        kind = inp.event.get("type") if isinstance(inp, UpstreamEvent) else None
+        lost = any(isinstance(a, AbortUpstream) for a in actions)
+        if isinstance(inp, UpstreamLost) or lost or kind == "session.created":
+            self.create_ids.forget()
+            self.metadata.forget()
+            self._client_commits = 0
+        elif kind == COMMITTED and self._client_commits:
+            self._client_commits -= 1
+        elif kind == COMMITTED and vad_answers:
+            self.create_ids.auto_due = True
+        elif isinstance(inp, ClientEvent) and inp.event.get("type") == COMMIT and vad_answers:
+            refused = any(
+                isinstance(a, SendClient) and a.event.get("type") == "error" for a in actions
+            )
+            self._client_commits += 0 if refused else 1
+        out: list[Action] = []
+        for action in self.item_order.ordered(actions):
+            if isinstance(action, SendClient):
+                ev = action.event
+                own = ev.get("type") == "response.created" and self.create_ids.auto_due
+                ev = self.create_ids.named(ev, upstream)
+                action = SendClient(self.metadata.told(ev, answers_create=not own))
+            out.append(action)
+        return out

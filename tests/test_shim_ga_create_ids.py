@@ -1,0 +1,132 @@
+"""Which create a refusal answers, told a GA client over a duplex upstream, by script
+(``shim/dialects/ga_create_ids.py``, ``ga_told.py``): never a wrong name, whatever the
+upstream did meanwhile; and no client event, however malformed, ends the session."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shim.actions import Action, ReportFault
+from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_script import Script, client_events, detection
+from tests.test_shim_ga_relay import RID, make
+
+BUSY = "conversation_already_has_active_response"
+
+
+def refusal(code: str = BUSY) -> dict[str, Any]:
+    err = {"type": "invalid_request_error", "code": code, "message": "busy", "event_id": None}
+    return {"type": "error", "error": err}
+
+
+def errors(out: list[Action]) -> list[dict[str, Any]]:
+    return [e["error"] for e in client_events(out) if e["type"] == "error"]
+
+
+def create(sc: Script, event_id: str, metadata: dict[str, str] | None = None) -> None:
+    options = {} if metadata is None else {"metadata": metadata}
+    sc.client({"type": "response.create", "event_id": event_id, "response": options})
+
+
+def created(sc: Script, rid: str = RID) -> dict[str, Any]:
+    (ev,) = [
+        e
+        for e in client_events(sc.upstream({"type": "response.created", "response": {"id": rid}}))
+        if e["type"] == "response.created"
+    ]
+    return ev
+
+
+@pytest.mark.parametrize("item_id", [["x"], {"id": "x"}, 7])
+def test_a_malformed_item_id_is_refused_not_a_fault(item_id: Any) -> None:
+    sc = make()
+    out = sc.client({"type": "conversation.item.retrieve", "item_id": item_id})
+    assert not [a for a in out if isinstance(a, ReportFault)], out
+    assert "internal_error" not in [e["code"] for e in errors(out)], out
+    # The session goes on: a create still reaches the upstream.
+    create(sc, "evt_after")
+    assert created(sc)["type"] == "response.created"
+
+
+def test_a_fault_while_telling_the_client_is_an_internal_error_not_an_exception() -> None:
+    sc = make()
+
+    class Broken:
+        def told(self, *args: Any) -> list[Action]:
+            raise RuntimeError("broken")
+
+    sc.s.told = Broken()  # type: ignore[assignment,attr-defined]
+    out = sc.client({"type": "input_audio_buffer.clear", "event_id": "evt_x"})
+    assert [e["code"] for e in errors(out)] == ["internal_error"], out
+    assert [a for a in out if isinstance(a, ReportFault)], out
+
+
+@pytest.mark.parametrize("fresh", ["lost", "reattached"])
+def test_a_create_lost_with_its_upstream_is_never_named_later(fresh: str) -> None:
+    sc = make()
+    create(sc, "evt_a")
+    sc.s.handle(UpstreamLost("gone", sc.now, resume=False))
+    if fresh == "reattached":
+        event = {"type": "session.created", "session": {"id": "up-2"}}
+        sc.s.handle(UpstreamReattached(event, sc.now))
+    create(sc, "evt_b")
+    created(sc)
+    create(sc, "evt_c", {"asked": "c"})
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_c", refused
+    # C's metadata went with its refusal, not onto the next response.
+    assert created(sc, "resp-2")["response"]["metadata"] is None
+
+
+def test_a_refusal_naming_another_create_still_takes_the_refused_ones_metadata() -> None:
+    sc = make()
+    create(sc, "evt_c", {"asked": "c"})
+    sc.upstream({**refusal(), "error": {**refusal()["error"], "event_id": "evt_other"}})
+    assert created(sc)["response"]["metadata"] is None
+
+
+def test_a_server_vad_answer_answers_no_client_create() -> None:
+    sc = make()
+    detection(sc, True)
+    create(sc, "evt_mine", {"asked": "mine"})
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_u1"})
+    auto = created(sc, "resp-auto")  # the upstream's own answer to its VAD's turn
+    assert auto["response"]["metadata"] is None
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_mine", refused
+
+
+def test_an_unknown_unnamed_upstream_error_stops_the_naming_rather_than_shift() -> None:
+    sc = make()
+    create(sc, "evt_a")
+    create(sc, "evt_b")
+    sc.upstream(refusal("internal_error_of_its_own"))  # maybe evt_a's answer, maybe not
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] is None, refused
+
+
+def test_creates_beyond_those_named_are_counted_not_shifted() -> None:
+    sc = make()
+    ids = [f"evt_{n:02d}" for n in range(20)]
+    for event_id in ids:
+        create(sc, event_id)
+    named = [errors(sc.upstream(refusal()))[0]["event_id"] for _ in ids]
+    assert named == ids[:16] + [None] * 4, named
+    create(sc, "evt_next")  # all answered: named again
+    assert errors(sc.upstream(refusal()))[0]["event_id"] == "evt_next"
+
+
+def test_the_clients_own_commit_under_server_vad_is_answered_by_its_create() -> None:
+    sc = make()
+    detection(sc, True)
+    sc.audio(300, amplitude=500)
+    out = sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_commit"})
+    assert not errors(out), out
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_u1"})
+    create(sc, "evt_a")
+    created(sc)  # answers evt_a, which asked for it
+    create(sc, "evt_b")
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_b", refused
