@@ -225,11 +225,15 @@ def main() -> int:
             "n": len(v),
             "interrupted": sum(r["interrupted"] for r in v),
             "cut": sum(r["cut"] for r in v),
-            "detect_p95": float(np.percentile([r["detect_ms"] for r in v if r["detect_ms"]], 95))
-            if any(r["detect_ms"] for r in v)
+            "detect_p95": float(
+                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 95)
+            )
+            if any(r["detect_ms"] is not None for r in v)
             else None,
-            "stop_p95": float(np.percentile([r["stop_ms"] for r in v if r["stop_ms"]], 95))
-            if any(r["stop_ms"] for r in v)
+            "stop_p95": float(
+                np.percentile([r["stop_ms"] for r in v if r["stop_ms"] is not None], 95)
+            )
+            if any(r["stop_ms"] is not None for r in v)
             else None,
         }
         for k, v in by_kind.items()

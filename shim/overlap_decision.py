@@ -59,9 +59,11 @@ class DecisionParams:
     level_margin_db: float = 8.0
     floor_db: float = -50.0  # with no turn of the user's heard yet: quieter is background
     min_voicing: float = 0.35
-    # Falls this steep (dB within 30 ms) in the last half second: a voice at the
-    # microphone (a television's or a room's reverberation falls 5-10 dB at most).
-    direct_decay_db: float = 14.0
+    # Two separate falls this steep (dB within 30 ms, on the microphone as after echo
+    # suppression) since the overlap's onset, within the last half second: a voice at
+    # the microphone (a television's or a room's, echo suppressed or not, measured at
+    # 8-9.3 dB at most on the dev corpus's; a quiet close voice at 10-20 dB).
+    direct_decay_db: float = 10.0
     direct_margin_db: float = 8.0  # how much wider the overlap's level margins are for it
     # Windows of an overlap that fall so, for it to be a voice at the microphone (its
     # first syllable has not ended yet at the start; a television's never do).
@@ -79,9 +81,10 @@ class Kind(enum.Enum):
     SILENCE = "silence"
 
 
-def direct(ev: WindowEvidence, p: DecisionParams) -> bool:
-    """The sound around the window falls as a voice at the microphone does."""
-    return ev.decay_db >= p.direct_decay_db
+def direct(ev: WindowEvidence, p: DecisionParams, since: int = 0) -> bool:
+    """The sound around the window (from ``since`` on) falls as a voice at the microphone
+    does."""
+    return ev.decay_since(since) >= p.direct_decay_db
 
 
 def classify(ev: WindowEvidence, user_level_db: float | None, p: DecisionParams) -> Kind:
@@ -160,19 +163,27 @@ class Tally:
     last: Kind = Kind.SILENCE
     levels: list[float] = field(default_factory=list)  # of its speech windows
     last_user_end: int = 0  # sample where its last user-like window ended
-    direct: int = 0  # of its speech windows, those that fall as a close voice does
+    direct: int = 0  # of its user-like windows, those that fall as a close voice does
 
     @classmethod
     def starting(cls, onset_sample: int) -> Tally:
         return cls(onset_sample, dict.fromkeys(Kind, 0))
 
-    def add(self, kind: Kind, ev: WindowEvidence | None = None, near: bool = False) -> None:
-        """A window of the overlap; ``near``: it falls as a close voice does (``direct``)."""
+    def add(
+        self, kind: Kind, ev: WindowEvidence | None = None, p: DecisionParams | None = None
+    ) -> None:
+        """A window of the overlap; with ``p``, a speech window not the echo's counts as a
+        close voice's if it falls as one does since the overlap's onset (``direct``): not
+        the echo's falls, nor a television's before the overlap began."""
         self.counts[kind] += 1
         self.last = kind
         if ev is not None and kind is not Kind.SILENCE:
             self.levels.append(ev.level_db)
-            self.direct += near
+        # A close voice's falls show in its own windows and in the soft dips after its
+        # syllables (speech to Silero, SILENCE here); never in the echo's or someone
+        # else's (BACKGROUND is never direct).
+        if ev is not None and p is not None and kind is not Kind.ECHO and ev.prob >= p.threshold:
+            self.direct += direct(ev, p, self.onset_sample)
         if ev is not None and kind is Kind.USER:
             self.last_user_end = ev.end_sample
 

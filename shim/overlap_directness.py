@@ -8,11 +8,16 @@ per 10 ms at most (60 dB over the room's RT60, 0.4-1 s). So the steep falls in
 the last half second tell a quiet barge-in by the user, at the microphone, from
 loud words of a television, which level alone cannot (``shim/overlap_decision.py``).
 
-Measured on 10 ms blocks of the echo-suppressed audio: for each block within
-``RANGE_DB`` of the span's loudest, how far the level falls within the next
-``FALL_BLOCKS`` blocks (levels floored ``RANGE_DB`` below the loudest, so silence
-does not count as a deeper fall than a noise floor); the second-largest fall is
-the measure (one click or one glitch is not a voice).
+Measured on 10 ms blocks: for each block within ``RANGE_DB`` of the span's
+loudest, how far the level falls within the next ``FALL_BLOCKS`` blocks (levels
+floored ``RANGE_DB`` below the loudest, so silence does not count as a deeper
+fall than a noise floor). A fall counts only as far as both the echo-suppressed
+audio and the microphone fall: the suppressor cuts bands by up to 40 dB per
+frame while the assistant's syllables play, and so chops a continuous
+television into falls that are not in the room. The neighbouring blocks before
+one drop all see it, so falls are taken as separate events, each the largest
+within ``FALL_BLOCKS`` blocks either side; the measure is the second-largest
+event (one stop of a sound, one click or one dropout is not a voice's syllables).
 """
 
 from __future__ import annotations
@@ -27,19 +32,39 @@ RANGE_DB = 30.0
 FLOOR_DBFS = -70.0  # quieter blocks are silence, whatever the span's loudest
 
 
-def sharpest_fall_db(x: npt.NDArray[np.float32]) -> float:
-    """The second-largest fall (dB) within ``FALL_BLOCKS`` blocks after a loud block of
-    ``x`` (audio scaled to [-1, 1]); 0 for less than two blocks."""
-    n = x.size // BLOCK
-    if n < 2:
-        return 0.0
+def _falls(x: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float64]:
+    """For each of the last ``n`` blocks of ``x``: how far the level falls within the next
+    ``FALL_BLOCKS`` blocks (the last blocks look at fewer; none past the end)."""
     blocks = x[x.size - n * BLOCK :].astype(np.float64).reshape(n, BLOCK)
     level = 10.0 * np.log10(np.mean(blocks * blocks, axis=1) + 1e-12)
     peak = float(level.max())
     level = np.maximum(level, max(peak - RANGE_DB, FLOOR_DBFS))
-    # The lowest level in the FALL_BLOCKS blocks after each block (the last blocks look
-    # at fewer; none past the end).
     ahead = np.concatenate((level[1:], np.full(FALL_BLOCKS, np.inf)))
     lowest = np.lib.stride_tricks.sliding_window_view(ahead, FALL_BLOCKS).min(axis=1)[:n]
-    falls = np.sort(level - np.minimum(lowest, level))
-    return float(falls[-2])
+    falls: npt.NDArray[np.float64] = level - np.minimum(lowest, level)
+    return falls
+
+
+def sharpest_fall_db(
+    x: npt.NDArray[np.float32], mic: npt.NDArray[np.float32] | None = None
+) -> float:
+    """The second-largest separate fall (dB) within ``FALL_BLOCKS`` blocks after a loud
+    block of ``x`` (audio scaled to [-1, 1]), each no deeper than the microphone's
+    ``mic`` (the same samples before echo suppression) falls there; 0 for less than two
+    blocks."""
+    n = x.size // BLOCK
+    if n < 2:
+        return 0.0
+    falls = _falls(x, n)
+    if mic is not None and mic.size == x.size:
+        falls = np.minimum(falls, _falls(mic, n))
+    # Separate events: the deepest first, and none within FALL_BLOCKS of one taken.
+    events: list[float] = []
+    free = np.ones(n, dtype=bool)
+    for i in np.argsort(-falls, kind="stable"):
+        if falls[i] <= 0.0 or len(events) == 2:
+            break
+        if free[i]:
+            events.append(float(falls[i]))
+            free[max(0, i - FALL_BLOCKS) : i + FALL_BLOCKS + 1] = False
+    return events[1] if len(events) == 2 else 0.0

@@ -16,8 +16,9 @@ has more to go on, all measured here per VAD window (512 samples, 32 ms at
   16 ms): one voice close to the microphone is strongly periodic, several
   distant voices, reverberant sound and noise are not;
 * ``decay_db``: how sharply the sound of the last half second falls after its loud
-  parts (``shim/overlap_directness.py``): a close voice stops dead, a television's
-  or a room's reverberation fills the gaps;
+  parts, in the echo-suppressed audio and the microphone alike
+  (``shim/overlap_directness.py``): a close voice stops dead, a television's or a
+  room's reverberation fills the gaps;
 * the user's own level, learnt from windows of the user's earlier turns while
   nothing played: distant babble and a television are much quieter than the
   person at the microphone.
@@ -30,6 +31,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -68,8 +70,11 @@ class WindowEvidence:
     # The window's echo-suppressed audio: its voicing is measured when first read, as
     # only a loud speech window's class needs it (most windows are silence).
     clean: Float32Array = field(repr=False, compare=False)
-    decay_db: float = 0.0  # measured only when asked (speech over the assistant)
+    # ``decay_db`` from a start sample on: measured when first read (speech over the
+    # assistant that a decision asks about), None where it is not asked for (0 dB).
+    _decay: Callable[[int], float] | None = field(default=None, repr=False, compare=False)
     _voicing: float | None = field(default=None, repr=False, compare=False)
+    _decays: dict[int, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def voicing(self) -> float:
@@ -78,6 +83,22 @@ class WindowEvidence:
             v = voicing(self.clean)
             object.__setattr__(self, "_voicing", v)  # a cache, not state
         return v
+
+    @property
+    def decay_db(self) -> float:
+        """How sharply the last ``SPAN`` samples fall (``shim/overlap_directness.py``)."""
+        return self.decay_since(0)
+
+    def decay_since(self, start: int) -> float:
+        """``decay_db`` of the samples from ``start`` on, within the last ``SPAN``: falls
+        before an overlap's onset are not the overlap's."""
+        if self._decay is None:
+            return 0.0
+        start = max(start, self.end_sample - SPAN)
+        d = self._decays.get(start)
+        if d is None:
+            d = self._decays[start] = self._decay(start)  # a cache, not state
+        return d
 
 
 def _db(energy: float) -> float:
@@ -213,8 +234,20 @@ class OverlapEvidence:
             kept_db=min(0.0, kept),
             coherence=coherence,
             clean=clean32,
-            decay_db=sharpest_fall_db(self._clean.get(end - SPAN, end)) if decay else 0.0,
+            _decay=self._decay_until(end) if decay else None,
         )
+
+    def _decay_until(self, end: int) -> Callable[[int], float]:
+        """``decay_db`` of the samples from a start to ``end``: the last ``SPAN`` of both
+        signals copied now (a copy, not the measure: that waits for a reader), as the
+        rings move on."""
+        clean, mic = self._clean.get(end - SPAN, end), self._mic.get(end - SPAN, end)
+
+        def decay(start: int) -> float:
+            skip = min(max(0, start - (end - SPAN)), SPAN)
+            return sharpest_fall_db(clean[skip:], mic[skip:])
+
+        return decay
 
     def voice_onset(self, first_end: int, peak_db: float) -> int:
         """Where the voice of a speech run began, from its energy, ``ONSET_BLOCK`` fine.

@@ -28,7 +28,6 @@ from shim.overlap_decision import (
     Tally,
     Verdict,
     backstop_counts,
-    direct,
     is_echo,
     judge,
     user_run,
@@ -81,7 +80,7 @@ class Turns:
         params = self.decision_params()
         playing = s.output.active(win.now_ms)
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
-        speech = win.prob >= td.vad.threshold  # decay measured only for speech over the answer
+        speech = win.prob >= td.vad.threshold  # decay measurable only for speech over the answer
         ev = s.evidence.measure(
             win.prob, win.end_sample, self._far(win.end_sample), playing and speech
         )
@@ -91,7 +90,7 @@ class Turns:
         self._recent.append(judged)
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:
-            episode.tally.add(judged.kind, ev, direct(ev, params))
+            episode.tally.add(judged.kind, ev, params)
         want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
@@ -179,7 +178,7 @@ class Turns:
         params = self.decision_params()
         for j in self._recent:
             if j.ev.end_sample > first:
-                tally.add(j.kind, j.ev, direct(j.ev, params))
+                tally.add(j.kind, j.ev, params)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))

@@ -1,0 +1,40 @@
+"""A television or a room of voices over the assistant's echo is not a close voice.
+
+Echo suppression cuts bands by up to 40 dB per frame while the assistant's syllables
+play, and so chops a continuous television into sharp falls, as a voice at the
+microphone makes them (``shim/overlap_directness.py``). Replayed in audio time through
+the session core with real Silero (``bench/bargein_replay.py``): the derived television
+and babble cases of the dev corpus, 4 dB louder than ``bench/bargein_cases.py`` makes
+them (about 8 dB under the user), the answer's echo at -10 dB, 120 ms late."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from tests.servers import ROOT
+
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bargein_cases import derived_background, prompt_clip, read_wav
+from bargein_replay import run
+
+from proxy.vad import VadRunner
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
+LOUDER_DB = 4.0
+
+
+@pytest.mark.parametrize(
+    ("seed", "name"), [(0, "dev_tv1"), (1, "dev_babble1"), (1, "dev_tv1"), (0, "dev_babble0")]
+)
+def test_a_television_over_suppressed_echo_does_not_cut_the_answer(seed: int, name: str) -> None:
+    prompt = read_wav(CORPUS / prompt_clip(CORPUS))
+    case = next(c for c in derived_background(CORPUS, "replay", seed) if c.name == name)
+    assert case.clip is not None
+    case.clip = case.clip * np.float32(10 ** (LOUDER_DB / 20))
+    case.echo_gain, case.echo_delay_ms = 10 ** (-10 / 20), 120
+    r = run(case, prompt, VadRunner(), None)
+    assert r.cut_ms is None, f"{name} seed {seed} cut the answer at {r.cut_ms} ms"
