@@ -32,11 +32,18 @@ RANGE_DB = 30.0
 FLOOR_DBFS = -70.0  # quieter blocks are silence, whatever the span's loudest
 
 
-def _falls(x: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float64]:
-    """For each of the last ``n`` blocks of ``x``: how far the level falls within the next
-    ``FALL_BLOCKS`` blocks (the last blocks look at fewer; none past the end)."""
+def block_levels(x: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
+    """The level (dBFS) of each whole ``BLOCK`` of ``x``, counted from its end."""
+    n = x.size // BLOCK
     blocks = x[x.size - n * BLOCK :].astype(np.float64).reshape(n, BLOCK)
-    level = 10.0 * np.log10(np.mean(blocks * blocks, axis=1) + 1e-12)
+    level: npt.NDArray[np.float64] = 10.0 * np.log10(np.mean(blocks * blocks, axis=1) + 1e-12)
+    return level
+
+
+def _falls(level: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """For each block: how far the level falls within the next ``FALL_BLOCKS`` blocks
+    (the last blocks look at fewer; none past the end)."""
+    n = level.size
     peak = float(level.max())
     level = np.maximum(level, max(peak - RANGE_DB, FLOOR_DBFS))
     ahead = np.concatenate((level[1:], np.full(FALL_BLOCKS, np.inf)))
@@ -45,19 +52,16 @@ def _falls(x: npt.NDArray[np.float32], n: int) -> npt.NDArray[np.float64]:
     return falls
 
 
-def sharpest_fall_db(
-    x: npt.NDArray[np.float32], mic: npt.NDArray[np.float32] | None = None
-) -> float:
-    """The second-largest separate fall (dB) within ``FALL_BLOCKS`` blocks after a loud
-    block of ``x`` (audio scaled to [-1, 1]), each no deeper than the microphone's
-    ``mic`` (the same samples before echo suppression) falls there; 0 for less than two
-    blocks."""
-    n = x.size // BLOCK
+def fall_db(clean: npt.NDArray[np.float64], mic: npt.NDArray[np.float64] | None = None) -> float:
+    """``sharpest_fall_db`` of the block levels (``block_levels``) of the echo-suppressed
+    audio and of the microphone's: a window keeps these (a hundred floats), not the
+    samples."""
+    n = clean.size
     if n < 2:
         return 0.0
-    falls = _falls(x, n)
-    if mic is not None and mic.size == x.size:
-        falls = np.minimum(falls, _falls(mic, n))
+    falls = _falls(clean)
+    if mic is not None and mic.size == n:
+        falls = np.minimum(falls, _falls(mic))
     # Separate events: the deepest first, and none within FALL_BLOCKS of one taken.
     events: list[float] = []
     free = np.ones(n, dtype=bool)
@@ -68,3 +72,30 @@ def sharpest_fall_db(
             events.append(float(falls[i]))
             free[max(0, i - FALL_BLOCKS) : i + FALL_BLOCKS + 1] = False
     return events[1] if len(events) == 2 else 0.0
+
+
+def sharpest_fall_db(
+    x: npt.NDArray[np.float32], mic: npt.NDArray[np.float32] | None = None
+) -> float:
+    """The second-largest separate fall (dB) within ``FALL_BLOCKS`` blocks after a loud
+    block of ``x`` (audio scaled to [-1, 1]), each no deeper than the microphone's
+    ``mic`` (the same samples before echo suppression) falls there; 0 for less than two
+    blocks."""
+    same = mic is not None and mic.size == x.size
+    return fall_db(block_levels(x), block_levels(mic) if mic is not None and same else None)
+
+
+class SpanLevels:
+    """The block levels of the last ``SPAN`` samples up to ``end`` of the echo-suppressed
+    audio and of the microphone: what ``sharpest_fall_db`` needs of a window, kept in a
+    hundred floats instead of the two signals' samples."""
+
+    __slots__ = ("clean", "end", "mic")
+
+    def __init__(self, clean: npt.NDArray[np.float32], mic: npt.NDArray[np.float32], end: int):
+        self.clean, self.mic, self.end = block_levels(clean), block_levels(mic), end
+
+    def since(self, start: int) -> float:
+        """``sharpest_fall_db`` of the span's whole blocks from ``start`` on."""
+        n = (SPAN - min(max(0, start - (self.end - SPAN)), SPAN)) // BLOCK
+        return fall_db(self.clean[self.clean.size - n :], self.mic[self.mic.size - n :])
