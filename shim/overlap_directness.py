@@ -18,6 +18,8 @@ television into falls that are not in the room. The neighbouring blocks before
 one drop all see it, so falls are taken as separate events, each the largest
 within ``FALL_BLOCKS`` blocks either side; the measure is the second-largest
 event (one stop of a sound, one click or one dropout is not a voice's syllables).
+From an overlap's onset, only the falls after it count, against the floor of the
+whole half second (a quiet stretch after a loud one does not fall below it).
 """
 
 from __future__ import annotations
@@ -44,6 +46,8 @@ def _falls(level: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     """For each block: how far the level falls within the next ``FALL_BLOCKS`` blocks
     (the last blocks look at fewer; none past the end)."""
     n = level.size
+    if n == 0:
+        return level
     peak = float(level.max())
     level = np.maximum(level, max(peak - RANGE_DB, FLOOR_DBFS))
     ahead = np.concatenate((level[1:], np.full(FALL_BLOCKS, np.inf)))
@@ -52,16 +56,23 @@ def _falls(level: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
     return falls
 
 
-def fall_db(clean: npt.NDArray[np.float64], mic: npt.NDArray[np.float64] | None = None) -> float:
-    """``sharpest_fall_db`` of the block levels (``block_levels``) of the echo-suppressed
-    audio and of the microphone's: a window keeps these (a hundred floats), not the
-    samples."""
-    n = clean.size
-    if n < 2:
-        return 0.0
+def _both_falls(
+    clean: npt.NDArray[np.float64], mic: npt.NDArray[np.float64] | None
+) -> npt.NDArray[np.float64]:
+    """The falls of the echo-suppressed audio, each no deeper than the microphone's there
+    (given the microphone's block levels, as many)."""
     falls = _falls(clean)
-    if mic is not None and mic.size == n:
+    if mic is not None and mic.size == clean.size:
         falls = np.minimum(falls, _falls(mic))
+    return falls
+
+
+def _second_event(falls: npt.NDArray[np.float64], first: int) -> float:
+    """The second-largest separate fall of the blocks from ``first`` on."""
+    n, first = falls.size, max(0, first)
+    if n - first < 2:
+        return 0.0
+    falls = np.concatenate((np.zeros(first), falls[first:]))
     # Separate events: the deepest first, and none within FALL_BLOCKS of one taken.
     events: list[float] = []
     free = np.ones(n, dtype=bool)
@@ -75,27 +86,42 @@ def fall_db(clean: npt.NDArray[np.float64], mic: npt.NDArray[np.float64] | None 
 
 
 def sharpest_fall_db(
-    x: npt.NDArray[np.float32], mic: npt.NDArray[np.float32] | None = None
+    x: npt.NDArray[np.float32], mic: npt.NDArray[np.float32] | None = None, since: int = 0
 ) -> float:
     """The second-largest separate fall (dB) within ``FALL_BLOCKS`` blocks after a loud
     block of ``x`` (audio scaled to [-1, 1]), each no deeper than the microphone's
     ``mic`` (the same samples before echo suppression) falls there; 0 for less than two
-    blocks."""
+    blocks. Only the falls of the whole blocks from sample ``since`` on count (an
+    overlap's, not a sound's before it began); the floor is still the whole span's, so
+    a loud stretch before ``since`` keeps a quiet one after it from counting as falls."""
     same = mic is not None and mic.size == x.size
-    return fall_db(block_levels(x), block_levels(mic) if mic is not None and same else None)
+    falls = _both_falls(block_levels(x), block_levels(mic) if mic is not None and same else None)
+    return _second_event(falls, falls.size - max(0, x.size - since) // BLOCK)
 
 
 class SpanLevels:
-    """The block levels of the last ``SPAN`` samples up to ``end`` of the echo-suppressed
-    audio and of the microphone: what ``sharpest_fall_db`` needs of a window, kept in a
-    hundred floats instead of the two signals' samples."""
+    """What ``sharpest_fall_db`` needs of the last ``SPAN`` samples up to ``end`` of the
+    echo-suppressed audio and of the microphone, kept per speech window while the
+    assistant plays: each signal's block levels (a hundred floats, not the samples),
+    and once first read, their falls instead (fifty)."""
 
-    __slots__ = ("clean", "end", "mic")
+    __slots__ = ("_falls", "_levels", "end")
 
     def __init__(self, clean: npt.NDArray[np.float32], mic: npt.NDArray[np.float32], end: int):
-        self.clean, self.mic, self.end = block_levels(clean), block_levels(mic), end
+        self._levels: tuple[npt.NDArray[np.float64], npt.NDArray[np.float64]] | None = (
+            block_levels(clean),
+            block_levels(mic),
+        )
+        self._falls: npt.NDArray[np.float64] | None = None
+        self.end = end
 
     def since(self, start: int) -> float:
-        """``sharpest_fall_db`` of the span's whole blocks from ``start`` on."""
-        n = (SPAN - min(max(0, start - (self.end - SPAN)), SPAN)) // BLOCK
-        return fall_db(self.clean[self.clean.size - n :], self.mic[self.mic.size - n :])
+        """``sharpest_fall_db`` of the span, counting the falls of its whole blocks from
+        ``start`` on."""
+        falls = self._falls
+        if falls is None:
+            assert self._levels is not None
+            falls = self._falls = _both_falls(*self._levels)  # measured once, when read
+            self._levels = None
+        skip = min(max(0, start - (self.end - SPAN)), SPAN)
+        return _second_event(falls, falls.size - (SPAN - skip) // BLOCK)

@@ -93,7 +93,8 @@ class WindowEvidence:
         before an overlap's onset are not the overlap's."""
         if self._decay is None:
             return 0.0
-        start = max(start, self.end_sample - SPAN)
+        # Clamped as the span was taken: up to the audio there was (``measure``).
+        start = max(start, self._decay.end - SPAN)
         d = self._decays.get(start)
         if d is None:
             d = self._decays[start] = self._decay.since(start)  # a cache, not state

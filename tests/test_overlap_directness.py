@@ -248,11 +248,28 @@ def test_a_window_keeps_block_levels_not_half_a_second_of_samples() -> None:
         assert sum(a.size for a in held) <= WINDOW + 100, [a.size for a in held]
         lo = max(0, end - SPAN)
         for start in (0, lo + 1, lo + BLOCK, lo + 1000, end - 5 * BLOCK, end - BLOCK):
-            skip = max(0, start - (end - SPAN))
             c, m = clean[lo:end], m32[lo:end]
             pad = SPAN - c.size  # before the stream began: silence
-            c = np.concatenate((np.zeros(pad, np.float32), c))[skip:]
-            m = np.concatenate((np.zeros(pad, np.float32), m))[skip:]
-            assert w.decay_since(start) == sharpest_fall_db(c, m), (end, start)
+            c = np.concatenate((np.zeros(pad, np.float32), c))
+            m = np.concatenate((np.zeros(pad, np.float32), m))
+            since = max(0, start - (end - SPAN))
+            assert w.decay_since(start) == sharpest_fall_db(c, m, since), (end, start)
             checked += w.decay_since(start) > 0.0
     assert checked > 50  # the falls measured are not all 0
+
+
+def test_a_loud_sound_before_the_onset_still_sets_the_floor() -> None:
+    """Falls are counted from an overlap's onset on, but measured against the whole half
+    second: a quiet sound that stops twice after a loud one 40 dB above it falls no
+    further than the loud one's floor, from the onset or not (measured on the part after
+    the onset alone it would fall 30 dB, twice)."""
+    t = np.arange(SPAN) / RATE
+    x = (0.5 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    x[SPAN // 2 :] *= 0.01  # 40 dB quieter after the onset
+    x[5600:6400] = 0.0  # and it stops twice
+    x[7200:7680] = 0.0
+    assert sharpest_fall_db(x[SPAN // 2 :]) > 20.0  # the quiet part alone
+    assert sharpest_fall_db(x) < 1.0
+    assert sharpest_fall_db(x, since=SPAN // 2) < 1.0
+    x[: SPAN // 2] *= 0.01  # as quiet before the onset: its falls count again
+    assert sharpest_fall_db(x, since=SPAN // 2) > 20.0
