@@ -181,8 +181,14 @@ class Tally:
             self.levels.append(ev.level_db)
         # A close voice's falls show in its own windows and in the soft dips after its
         # syllables (speech to Silero, SILENCE here); never in the echo's or someone
-        # else's (BACKGROUND is never direct).
-        if ev is not None and p is not None and kind is not Kind.ECHO and ev.prob >= p.threshold:
+        # else's: a BACKGROUND window did not fall enough over its whole span, and its
+        # falls from the onset on do not make it a close voice's.
+        if (
+            ev is not None
+            and p is not None
+            and kind not in (Kind.ECHO, Kind.BACKGROUND)
+            and ev.prob >= p.threshold
+        ):
             self.direct += direct(ev, p, self.onset_sample)
         if ev is not None and kind is Kind.USER:
             self.last_user_end = ev.end_sample

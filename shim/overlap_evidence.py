@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from shim.overlap_directness import SPAN, sharpest_fall_db
+from shim.overlap_directness import SPAN, SpanLevels
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
@@ -70,9 +69,9 @@ class WindowEvidence:
     # The window's echo-suppressed audio: its voicing is measured when first read, as
     # only a loud speech window's class needs it (most windows are silence).
     clean: Float32Array = field(repr=False, compare=False)
-    # ``decay_db`` from a start sample on: measured when first read (speech over the
-    # assistant that a decision asks about), None where it is not asked for (0 dB).
-    _decay: Callable[[int], float] | None = field(default=None, repr=False, compare=False)
+    # What ``decay_db`` from a start sample on is measured from, when first read (speech
+    # over the assistant that a decision asks about); None where it is not asked for (0 dB).
+    _decay: SpanLevels | None = field(default=None, repr=False, compare=False)
     _voicing: float | None = field(default=None, repr=False, compare=False)
     _decays: dict[int, float] = field(default_factory=dict, repr=False, compare=False)
 
@@ -94,10 +93,11 @@ class WindowEvidence:
         before an overlap's onset are not the overlap's."""
         if self._decay is None:
             return 0.0
-        start = max(start, self.end_sample - SPAN)
+        # Clamped as the span was taken: up to the audio there was (``measure``).
+        start = max(start, self._decay.end - SPAN)
         d = self._decays.get(start)
         if d is None:
-            d = self._decays[start] = self._decay(start)  # a cache, not state
+            d = self._decays[start] = self._decay.since(start)  # a cache, not state
         return d
 
 
@@ -234,20 +234,13 @@ class OverlapEvidence:
             kept_db=min(0.0, kept),
             coherence=coherence,
             clean=clean32,
-            _decay=self._decay_until(end) if decay else None,
+            _decay=self._span_levels(end) if decay else None,
         )
 
-    def _decay_until(self, end: int) -> Callable[[int], float]:
-        """``decay_db`` of the samples from a start to ``end``: the last ``SPAN`` of both
-        signals copied now (a copy, not the measure: that waits for a reader), as the
-        rings move on."""
-        clean, mic = self._clean.get(end - SPAN, end), self._mic.get(end - SPAN, end)
-
-        def decay(start: int) -> float:
-            skip = min(max(0, start - (end - SPAN)), SPAN)
-            return sharpest_fall_db(clean[skip:], mic[skip:])
-
-        return decay
+    def _span_levels(self, end: int) -> SpanLevels:
+        """The block levels of the last ``SPAN`` of both signals up to ``end``, taken now
+        (the rings move on; the measure waits for a reader)."""
+        return SpanLevels(self._clean.get(end - SPAN, end), self._mic.get(end - SPAN, end), end)
 
     def voice_onset(self, first_end: int, peak_db: float) -> int:
         """Where the voice of a speech run began, from its energy, ``ONSET_BLOCK`` fine.

@@ -28,7 +28,7 @@ LOUDER_DB = 4.0
 
 
 @pytest.mark.parametrize(
-    ("seed", "name"), [(0, "dev_tv1"), (1, "dev_babble1"), (1, "dev_tv1"), (0, "dev_babble0")]
+    ("seed", "name"), [(0, "dev_tv1"), (1, "dev_babble1"), (1, "dev_tv1"), (2, "dev_babble0")]
 )
 def test_a_television_over_suppressed_echo_does_not_cut_the_answer(seed: int, name: str) -> None:
     prompt = read_wav(CORPUS / prompt_clip(CORPUS))
@@ -37,4 +37,7 @@ def test_a_television_over_suppressed_echo_does_not_cut_the_answer(seed: int, na
     case.clip = case.clip * np.float32(10 ** (LOUDER_DB / 20))
     case.echo_gain, case.echo_delay_ms = 10 ** (-10 / 20), 120
     r = run(case, prompt, VadRunner(), None)
+    # Held at some point (taken for the user's voice for a while), so the answer not cut
+    # is the decision's, not a case that never came near it.
+    assert any(w["holding"] for w in r.windows), f"{name} seed {seed} was never held"
     assert r.cut_ms is None, f"{name} seed {seed} cut the answer at {r.cut_ms} ms"

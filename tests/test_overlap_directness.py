@@ -26,7 +26,7 @@ from shim.overlap_decision import (
     judge,
     user_run,
 )
-from shim.overlap_directness import sharpest_fall_db
+from shim.overlap_directness import BLOCK, SPAN, sharpest_fall_db
 from shim.overlap_evidence import WINDOW, OverlapEvidence, WindowEvidence
 from tests.servers import ROOT
 from tests.test_overlap_evidence import clip16, measure_clip
@@ -211,3 +211,65 @@ def test_falls_the_microphone_does_not_have_are_the_suppressors() -> None:
         chopped[at : at + 480] *= 0.01  # cut by 40 dB for 30 ms, as over a syllable
     assert sharpest_fall_db(chopped) > 20.0
     assert sharpest_fall_db(chopped, mic) < 6.0
+
+
+def arrays(obj: object) -> list[np.ndarray]:
+    """The numpy arrays an object holds: in its slots, its containers and the variables
+    its functions close over."""
+    if isinstance(obj, np.ndarray):
+        return [obj]
+    if isinstance(obj, (list, tuple)):
+        return [a for v in obj for a in arrays(v)]
+    if isinstance(obj, dict):
+        return [a for v in obj.values() for a in arrays(v)]
+    if callable(obj) and hasattr(obj, "__closure__"):
+        return [a for c in obj.__closure__ or () for a in arrays(c.cell_contents)]
+    slots = getattr(type(obj), "__slots__", ())
+    return [a for name in slots for a in arrays(getattr(obj, name, None))]
+
+
+def test_a_window_keeps_block_levels_not_half_a_second_of_samples() -> None:
+    """Every speech window while the assistant plays keeps what ``decay_db`` needs: the
+    levels of the last half second's 10 ms blocks of both signals (a hundred floats next
+    to the window's own 512 samples), not the samples, and measures the same falls from
+    them as from the samples, from any start on (real speech; the echo-suppressed audio
+    chopped as over the assistant's syllables)."""
+    mic = clip16("utt03_clean.wav")[: 3 * RATE]
+    m32 = mic.astype(np.float32) / 32768.0
+    clean = m32.copy()
+    for at in range(800, clean.size, 1600):
+        clean[at : at + 480] *= 0.05
+    ev = OverlapEvidence()
+    checked = 0
+    for end in range(WINDOW, mic.size + 1, WINDOW):
+        ev.add(mic[end - WINDOW : end], clean[end - WINDOW : end], end - WINDOW)
+        w = ev.measure(1.0, end, None, True)
+        held = arrays(w)
+        assert sum(a.size for a in held) <= WINDOW + 100, [a.size for a in held]
+        lo = max(0, end - SPAN)
+        for start in (0, lo + 1, lo + BLOCK, lo + 1000, end - 5 * BLOCK, end - BLOCK):
+            c, m = clean[lo:end], m32[lo:end]
+            pad = SPAN - c.size  # before the stream began: silence
+            c = np.concatenate((np.zeros(pad, np.float32), c))
+            m = np.concatenate((np.zeros(pad, np.float32), m))
+            since = max(0, start - (end - SPAN))
+            assert w.decay_since(start) == sharpest_fall_db(c, m, since), (end, start)
+            checked += w.decay_since(start) > 0.0
+    assert checked > 50  # the falls measured are not all 0
+
+
+def test_a_loud_sound_before_the_onset_still_sets_the_floor() -> None:
+    """Falls are counted from an overlap's onset on, but measured against the whole half
+    second: a quiet sound that stops twice after a loud one 40 dB above it falls no
+    further than the loud one's floor, from the onset or not (measured on the part after
+    the onset alone it would fall 30 dB, twice)."""
+    t = np.arange(SPAN) / RATE
+    x = (0.5 * np.sin(2 * np.pi * 220 * t)).astype(np.float32)
+    x[SPAN // 2 :] *= 0.01  # 40 dB quieter after the onset
+    x[5600:6400] = 0.0  # and it stops twice
+    x[7200:7680] = 0.0
+    assert sharpest_fall_db(x[SPAN // 2 :]) > 20.0  # the quiet part alone
+    assert sharpest_fall_db(x) < 1.0
+    assert sharpest_fall_db(x, since=SPAN // 2) < 1.0
+    x[: SPAN // 2] *= 0.01  # as quiet before the onset: its falls count again
+    assert sharpest_fall_db(x, since=SPAN // 2) > 20.0
