@@ -170,7 +170,7 @@ class VadConfig:
         default=500, gt=0, description="Silence that ends a user turn."
     )
     min_speech_ms: int = Field(
-        default=96, ge=0, description="Speech shorter than this never starts a turn (clicks)."
+        default=150, ge=0, description="Speech shorter than this never starts a turn (clicks)."
     )
     hold_min_speech_ms: int = Field(
         default=64,

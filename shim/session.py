@@ -41,6 +41,7 @@ from shim.response_close import lost_response_done
 from shim.session_config import (
     ClientSessionConfig,
     SessionConfigError,
+    TurnDetection,
     apply_session_update,
     session_object,
 )
@@ -74,7 +75,8 @@ class EmulatedSession:
         self.session_id = session_id
         self.model = model
         self.settings = settings
-        self.config = ClientSessionConfig()
+        # Server VAD as the operator configured it ([vad]), until the client says otherwise.
+        self.config = ClientSessionConfig(turn=TurnDetection(settings.vad))
         self.vad_enabled = vad_enabled
         self.gate = VadGate(settings.vad)
         self.history = InputHistory()

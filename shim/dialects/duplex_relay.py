@@ -55,7 +55,7 @@ from shim.output import ActiveResponse
 from shim.overlap import Overlap, Step
 from shim.response_close import close_response, lost_response_done
 from shim.session import EmulatedSession, EventHandler, ShimSettings
-from shim.session_config import DEFAULT_TURN, NATIVE_CONFIG
+from shim.session_config import NATIVE_CONFIG
 from shim.snapshot import SessionSnapshot
 
 # Responses the proxy cut whose remaining upstream events it still drops.
@@ -90,7 +90,7 @@ class BargeInRelaySession(EmulatedSession):
         if self.native_client:
             # vLLM-Omni's, but for turn detection: the proxy's VAD until the client
             # declares its own (docs/fidelity.md, "Known gaps").
-            self.config = replace(NATIVE_CONFIG, turn=DEFAULT_TURN)
+            self.config = replace(NATIVE_CONFIG, turn=self.config.turn)
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
