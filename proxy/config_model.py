@@ -99,8 +99,8 @@ class ServerConfig:
     event_loop: EventLoop = Field(
         default="uvloop",
         description="uvloop, or asyncio (the standard library's loop): what the server"
-        " runs on. uvloop added less latency in most runs, at about the same CPU (README,"
-        " Performance).",
+        " runs on. uvloop added less latency in most runs, at about the same CPU"
+        " (docs/benchmarks.md, Performance).",
     )
     http_handshake_timeout_s: float = Field(
         default=15.0,
@@ -177,8 +177,8 @@ class VadConfig:
         ge=0,
         description="Speech over assistant playback that holds (pauses) its audio.",
     )
-    # The trade (README "Barge-in"): sooner interrupts sooner and takes more backchannels
-    # for interruptions; bench/bargein.py --sweep measures it.
+    # The trade (docs/benchmarks.md, "Barge-in"): sooner interrupts sooner and takes more
+    # backchannels for interruptions; bench/bargein.py --sweep measures it.
     barge_in_decision_ms: int = Field(
         default=600,
         ge=100,

@@ -1,6 +1,7 @@
 """The benchmarks run (smoke mode): each prints one JSON object with the figures it promises.
 
-Only that they work is checked here; their figures belong in the README, never in a test.
+Only that they work is checked here; their figures belong in docs/benchmarks.md (headlines in
+the README), never in a test.
 """
 
 from __future__ import annotations

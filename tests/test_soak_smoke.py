@@ -1,6 +1,6 @@
 """The soak benchmark runs (smoke mode) and prints one JSON object with its figures.
 
-Its timings and memory figures belong in the README, never in a test; checked here:
+Its timings and memory figures belong in docs/benchmarks.md, never in a test; checked here:
 the shape, that faults were injected and sampled, and that no server event was lost
 or duplicated across every resume.
 """
