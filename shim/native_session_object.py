@@ -27,6 +27,11 @@ _TYPED = {
 }
 
 
+def _implied_rate(fmt: AudioFormat) -> int:
+    """The output rate vLLM-Omni reads from a flat format name alone."""
+    return 8000 if fmt.encoding in (PCMU, PCMA) else 24000
+
+
 def native_format(fmt: AudioFormat) -> dict[str, Any]:
     """A format object as vLLM-Omni writes it (``realtime_audio_format_object``)."""
     return {"type": _TYPED.get(fmt.encoding, "audio/pcm"), "rate": fmt.rate_hz}
@@ -46,6 +51,7 @@ def native_session_object(
     if turn_detection is not None:
         kept = SERVER_VAD_FIELDS | PROXY_FIELDS
         turn_detection = {k: v for k, v in turn_detection.items() if k in kept}
+    flat_out = _FLAT.get(out.encoding, "pcm16")
     return {
         "object": "realtime.session",
         "type": "realtime",
@@ -55,7 +61,11 @@ def native_session_object(
         "output_modalities": ["text", "audio"],
         "instructions": instructions,
         "input_audio_format": _FLAT.get(inp.encoding, "pcm16"),
-        "output_audio_format": _FLAT.get(out.encoding, "pcm16"),
+        # A flat name is read first and carries no rate: the format itself where its
+        # rate is not the one the name implies, so the object reads back as it is.
+        "output_audio_format": flat_out
+        if out.rate_hz == _implied_rate(out)
+        else native_format(out),
         "audio": {
             "input": {"format": native_format(inp), "sample_rate_hz": inp.rate_hz},
             "output": {"format": native_format(out)},

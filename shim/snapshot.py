@@ -161,7 +161,7 @@ class SessionSnapshot:
                 "output": {"format": wire_format(*self.output_format, with_rate=True)},
             },
         }
-        if self.instructions:
+        if self.instructions is not None:
             session["instructions"] = self.instructions
         return {"type": "session.update", "session": session}
 

@@ -151,7 +151,7 @@ class EmulatedRunner(PersistedSession):
             self.inputs, self.credits, self.loop.offer, attach, pending or [], after or []
         )
 
-    def created_event(self, resume_token: str | None) -> dict[str, Any]:
+    def created_event(self, resume_token: str | None, resumed: bool = False) -> dict[str, Any]:
         return created_event(
             self.state,
             self.session_id,
@@ -160,6 +160,7 @@ class EmulatedRunner(PersistedSession):
             self.shim,
             self.upstream_created,
             resume_token,
+            resumed,
         )
 
     async def stop(self, code: int = 1000, reason: str = "session ended") -> None:

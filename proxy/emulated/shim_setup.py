@@ -52,6 +52,7 @@ def created_event(
     shim: EmulatedSession,
     upstream_created: dict[str, Any],
     resume_token: str | None,
+    resumed: bool = False,
 ) -> dict[str, Any]:
     """The client's ``session.created``: the shim's config with the proxy's capabilities
     (over the duplex upstream's own session, whose fields it keeps)."""
@@ -68,10 +69,15 @@ def created_event(
             # opening, so after a resume or an update it is not the session as it is now.
             # A native client's (vLLM-Omni's shape) keeps the upstream's other keys
             # throughout; a GA client's only at the top (GA's own objects below).
-            native = shim.config.native
-            session = (
-                _over(upstream_session, session) if native else {**upstream_session, **session}
-            )
+            # At the opening a native client is told the upstream's own object (what the
+            # upstream reads, e.g. a route's float input), which is the session as it is.
+            if not shim.config.native:
+                session = {**upstream_session, **session}
+            elif resumed:
+                session = _over(upstream_session, session)
+            else:
+                own = {"id": session["id"], "model": session["model"]}
+                session = {**session, **upstream_session, **own}
     session["capabilities"] = caps
     event: dict[str, Any] = {
         "type": "session.created",

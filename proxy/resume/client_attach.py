@@ -14,7 +14,7 @@ Attacher = Callable[[], Awaitable[None]]
 
 
 def resumed_event(runner: EmulatedRunner, token: str) -> dict[str, Any]:
-    session = runner.created_event(token)["session"]
+    session = runner.created_event(token, resumed=True)["session"]
     return {
         "type": "session.resumed",
         "session_id": runner.session_id,
