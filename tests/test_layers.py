@@ -57,7 +57,13 @@ LAYERS: list[tuple[str, list[str]]] = [
     ),
     (
         "shim: session settings",
-        ["shim.session_options", "shim.session_config", "shim.ga_upstream", "shim.turn_params"],
+        [
+            "shim.session_options",
+            "shim.turn_detection_config",
+            "shim.session_config",
+            "shim.ga_upstream",
+            "shim.turn_params",
+        ],
     ),
     (
         "shim: the session's parts",
