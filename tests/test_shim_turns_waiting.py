@@ -1,5 +1,5 @@
 """No committed user turn is lost over a turn-based upstream, by script
-(``shim/dialects/turn_items.py``): however many a GA client commits before its
+(``shim/dialects/turn_answer.py``): however many a GA client commits before its
 ``response.create``, the one response hears them all; past ``max_turn_ms`` of
 waiting audio the oldest goes, said so with a code."""
 
@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pybase64
 
+from shim.dialects.turn_answer import TOO_LONG
 from shim.dialects.turn_based import TurnBasedSession
-from shim.dialects.turn_items import TOO_LONG
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, client_events, upstream_events
