@@ -68,17 +68,19 @@ def waiting(
     return _capped(turn, limit)
 
 
-def as_one_turn(pending: deque[PendingTurn]) -> None:
+def as_one_turn(pending: deque[PendingTurn], limit: int) -> list[Action]:
     """Every committed turn not yet answered, as one: GA's ``response.create`` answers
     the conversation as it stands, every user item since the last response, with one
     response (not one per item, each a response the client did not ask for). The
-    dialect takes one audio turn per answer, so they go up as one, in order."""
+    dialect takes one audio turn per answer, so they go up as one, in order, no longer
+    than a turn may be (``limit`` samples): past it the oldest audio goes, said so."""
     if len(pending) < 2:
-        return
+        return []
     turns = list(pending)
     pending.clear()
     audio = np.concatenate([t.audio for t in turns])
     pending.append(PendingTurn(turns[-1].item_id, audio, any(t.respond for t in turns)))
+    return _capped(pending[-1], limit)
 
 
 class AnswerHost(Protocol):
@@ -139,8 +141,8 @@ def commit(
 
 def answer_all(s: AnswerHost, now: float) -> list[Action]:
     """GA's ``response.create``: every turn waiting, answered by one response."""
-    as_one_turn(s.pending)
-    return start_response(s, now)
+    out = as_one_turn(s.pending, ms_to_sample(s.settings.max_turn_ms))
+    return out + start_response(s, now)
 
 
 def start_response(s: AnswerHost, now: float) -> list[Action]:
