@@ -8,6 +8,11 @@ rate again as ``audio.input.sample_rate_hz``, and turn detection at the top. A n
 client may send that object back in a ``session.update``; GA's shape
 (``{"type": "audio/pcmu"}``) names formats vLLM-Omni refuses, so a native client is
 told its session in vLLM-Omni's shape (docs/protocol.md, "Native clients").
+
+On a resume over a duplex upstream the client is told the proxy's current object over
+the upstream's saved one (``resumed_over_upstream``): the upstream's other keys stay,
+but every other spelling of a fact the current object tells carries the current value,
+and the upstream's runtime state from the opening is gone.
 """
 
 from __future__ import annotations
@@ -25,6 +30,26 @@ _TYPED = {
     PCMU: "audio/g711_ulaw",
     PCMA: "audio/g711_alaw",
 }
+
+
+# The upstream's own run as ``as_public_dict`` told it at the opening
+# (``engine/duplex/session/engine_session.py``): after a resume it no longer holds.
+_RUNTIME = frozenset(
+    {
+        "state",
+        "turn_state",
+        "epoch",
+        "turn_id",
+        "active_request_id",
+        "active_response_id",
+        "active_response_turn_id",
+        "playback",
+    }
+)
+# Where vLLM-Omni reads the input rate before the format's own (``sample_rate_hz`` or
+# ``sample_rate``, flat or under ``audio.input``: ``protocol/realtime/session.py``,
+# ``apply_realtime_session_defaults``) and the output rate beside its format.
+_RATES = ("sample_rate_hz", "sample_rate")
 
 
 def _implied_rate(fmt: AudioFormat) -> int:
@@ -74,3 +99,48 @@ def native_session_object(
         "input_audio_transcription": transcription,
         "tracing": None,
     }
+
+
+def _overlap_policy(turn_detection: object) -> str:
+    """The ``overlap_policy`` vLLM-Omni requires beside this turn detection
+    (``engine/duplex/turn_detection.py``, ``validate_realtime_turn_detection``)."""
+    return "listen_only" if turn_detection is None else "barge_in_on_speech"
+
+
+def _side(upstream: object, current: dict[str, Any], rate: int, told: dict[str, Any]) -> Any:
+    """One of ``audio.input`` / ``audio.output``: the upstream's keys, each spelling
+    of the rate at ``rate``, each nested spelling of a top-level fact as ``told``."""
+    out = dict(upstream) if isinstance(upstream, dict) else {}
+    for key in _RATES:
+        if key in out:
+            out[key] = rate
+    for key, value in told.items():
+        if key in out:
+            out[key] = value
+    return out | current
+
+
+def resumed_over_upstream(
+    upstream: dict[str, Any], current: dict[str, Any], formats: tuple[AudioFormat, AudioFormat]
+) -> dict[str, Any]:
+    """``current`` (``native_session_object``'s, for ``formats``) over the upstream's
+    saved object: its other keys stay, its runtime state goes, and each of its
+    spellings of a rate, a format or the turn detection tells the current one."""
+    inp, out = formats
+    merged = {k: v for k, v in upstream.items() if k not in _RUNTIME}
+    for key in _RATES:
+        if key in merged:
+            merged[key] = inp.rate_hz
+    if "overlap_policy" in merged:
+        merged["overlap_policy"] = _overlap_policy(current.get("turn_detection"))
+    merged.update({k: v for k, v in current.items() if k != "audio"})
+    audio = dict(upstream["audio"]) if isinstance(upstream.get("audio"), dict) else {}
+    told_in = {
+        "turn_detection": current.get("turn_detection"),
+        "transcription": current.get("input_audio_transcription"),
+    }
+    now = current["audio"]
+    audio["input"] = _side(audio.get("input"), now["input"], inp.rate_hz, told_in)
+    audio["output"] = _side(audio.get("output"), now["output"], out.rate_hz, {})
+    merged["audio"] = audio
+    return merged

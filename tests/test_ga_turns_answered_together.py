@@ -4,7 +4,7 @@ with one response, through the ``openai`` SDK.
 A client that commits turns and asks for the answer itself (push-to-talk, or server
 VAD with ``create_response: false``) gets one response per ``response.create``, never
 one it did not ask for. Over a turn-based upstream, which takes one audio turn per
-answer, the proxy sends the turns up as one (``shim/dialects/turn_items.py``).
+answer, the proxy sends the turns up as one (``shim/dialects/turn_answer.py``).
 A duplex upstream answers the last committed turn, the earlier ones being its
 conversation: vLLM-Omni decides that, and its stand-in counts only that turn as heard.
 """

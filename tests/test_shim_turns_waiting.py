@@ -1,5 +1,5 @@
 """No committed user turn is lost over a turn-based upstream, by script
-(``shim/dialects/turn_items.py``): however many a GA client commits before its
+(``shim/dialects/turn_answer.py``): however many a GA client commits before its
 ``response.create``, the one response hears them all; past ``max_turn_ms`` of
 waiting audio the oldest goes, said so with a code."""
 
@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import pybase64
 
+from shim.dialects.turn_answer import TOO_LONG
 from shim.dialects.turn_based import TurnBasedSession
-from shim.dialects.turn_items import TOO_LONG
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
-from tests.shim_script import Script, client_events, upstream_events
+from tests.shim_script import Script, client_events, types, upstream_events
+from tests.test_shim_edges import TURN, start_turn
 
 
 def make(max_turn_ms: int = 60_000) -> Script:
@@ -53,3 +54,24 @@ def test_waiting_turns_past_the_longest_turn_lose_their_oldest_audio_said_so() -
     assert codes == [TOO_LONG]
     out = sc.client({"type": "response.create"})
     assert abs(sent_ms(upstream_events(out)) - 1200) <= 10
+
+
+def test_turns_answered_as_one_are_no_longer_than_the_longest_turn() -> None:
+    """Turns committed over an answer with ``interrupt_response: false`` wait apart, each
+    for its own answer; a ``response.create`` after a cancel answers them as one, and
+    that one too loses its oldest audio past ``max_turn_ms``, said so."""
+    sc = make(max_turn_ms=1500)
+    vad = {"type": "server_vad", "interrupt_response": False}
+    sc.client({"type": "session.update", "session": {"audio": {"input": {"turn_detection": vad}}}})
+    start_turn(sc, audio_ms=200)
+    sc.tick(10_000)
+    for _ in range(3):  # 940 ms each
+        out = sc.speak(TURN)
+        assert "response.created" not in types(out)
+        assert "error" not in types(out), client_events(out)
+    assert "response.done" in types(sc.client({"type": "response.cancel"}))
+    out = sc.client({"type": "response.create"})
+    codes = [e["error"]["code"] for e in client_events(out) if e["type"] == "error"]
+    assert codes == [TOO_LONG]
+    assert abs(sent_ms(upstream_events(out)) - 1500) <= 10
+    assert [e["type"] for e in client_events(out)].count("response.created") == 1

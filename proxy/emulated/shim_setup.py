@@ -10,6 +10,7 @@ from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.turn_based import TurnBasedSession
+from shim.native_session_object import resumed_over_upstream
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
 from shim.vad_gate import VadParams
@@ -68,13 +69,17 @@ def created_event(
             # The proxy's object over the upstream's: the upstream's was saved at the
             # opening, so after a resume or an update it is not the session as it is now.
             # A native client's (vLLM-Omni's shape) keeps the upstream's other keys
-            # throughout; a GA client's only at the top (GA's own objects below).
+            # throughout, less its opening's runtime state, each of its spellings of a
+            # rate, format or turn detection telling the current one
+            # (shim/native_session_object.py); a GA client's only at the top (GA's own
+            # objects below).
             # At the opening a native client is told the upstream's own object (what the
             # upstream reads, e.g. a route's float input), which is the session as it is.
             if not shim.config.native:
                 session = {**upstream_session, **session}
             elif resumed:
-                session = _over(upstream_session, session)
+                io = (shim.config.input_format, shim.config.output_format)
+                session = resumed_over_upstream(upstream_session, session, io)
             else:
                 own = {"id": session["id"], "model": session["model"]}
                 session = {**session, **upstream_session, **own}
@@ -87,14 +92,3 @@ def created_event(
     if resume_token is not None:
         event["resume_token"] = resume_token
     return event
-
-
-def _over(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """``top`` over ``base``, object by object, so ``base``'s keys ``top`` lacks stay."""
-    out = dict(base)
-    for key, value in top.items():
-        under = out.get(key)
-        out[key] = (
-            _over(under, value) if isinstance(under, dict) and isinstance(value, dict) else value
-        )
-    return out

@@ -12,11 +12,12 @@ from collections import deque
 from typing import Any
 
 from shim.actions import AbortUpstream, Action, SendClient
-from shim.audio import AudioError, Int16Array
+from shim.audio import AudioError
 from shim.client_events import is_refusal
-from shim.dialects import turn_acks, turn_limits, turn_wire
+from shim.dialects import turn_acks, turn_answer, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.dialects.turn_items import PendingTurn, UserItems, as_one_turn, waiting
+from shim.dialects.turn_answer import PendingTurn
+from shim.dialects.turn_items import UserItems
 from shim.dialects.turn_refusals import Refusals
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamLost, VadWindow
@@ -43,9 +44,10 @@ class TurnBasedSession(EmulatedSession):
         self.empty_commit = turn_limits.empty_commit(native_client)
         self.refusals = Refusals(native_client)
         self.upstream_busy = False
-        self.pending: deque[PendingTurn] = deque()  # bounded by turn_items.waiting
+        self.pending: deque[PendingTurn] = deque()  # bounded by turn_answer.waiting
         self.commit_from_ms = 0
-        self._final_text: str | None = None
+        self.final_text: str | None = None
+        self.merges_turns = not native_client  # GA's response.create answers all as one
         self.user_items, self.metadata = UserItems(), ResponseMetadata()
         super().__init__(session_id, model, settings)
         self.config = NATIVE_CONFIG if native_client else self.config
@@ -57,7 +59,7 @@ class TurnBasedSession(EmulatedSession):
     def handle(self, inp: Input) -> list[Action]:
         return self.metadata.told_all(super().handle(inp))  # the client's, in its response
 
-    def _live(self) -> bool:
+    def live(self) -> bool:
         return self.response is not None and self.response.producing
 
     # ------------------------------------------------------------ client events
@@ -106,7 +108,7 @@ class TurnBasedSession(EmulatedSession):
         # vLLM-Omni client's extra_body.auto_response); else response.create answers.
         # ``final: false`` is a commit like any other, as vLLM-Omni's runner has it.
         respond = self.native.commit_answers(ev)
-        return self._commit(item_id, audio, end_ms, respond, now, defer=True)
+        return turn_answer.commit(self, item_id, audio, end_ms, respond, now, defer=True)
 
     def _client_clear(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = self.turns.cleared(now)
@@ -115,14 +117,14 @@ class TurnBasedSession(EmulatedSession):
         return [*out, SendClient({"type": "input_audio_buffer.cleared"})]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
-        busy, waiting = self._live(), bool(self.pending)
+        busy, waiting = self.live(), bool(self.pending)
         no, metadata = self.refusals.response_create(ev, self.config, busy, waiting)
         if no is not None:
             return [self.err(*no)]
         self.metadata.asked(metadata, ev.get("event_id"))
-        if not self.refusals.native:  # GA: one response for every turn since the last
-            as_one_turn(self.pending)
-        return self._start_response(now)
+        if self.merges_turns:  # GA: one response for every turn since the last
+            return turn_answer.answer_all(self, now)
+        return turn_answer.start_response(self, now)
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
         no, cancels = self.refusals.response_cancel(self.response, ev)
@@ -139,52 +141,7 @@ class TurnBasedSession(EmulatedSession):
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
         td, audio = self.config.turn, self.history.between(start_ms, end_ms)
         respond, defer = td.create_response, not td.interrupt_response
-        return self._commit(item_id, audio, end_ms, respond, now, defer)
-
-    def _commit(
-        self,
-        item_id: str,
-        audio: Int16Array,
-        end_ms: int,
-        respond: bool,
-        now: float = 0.0,
-        defer: bool = False,
-    ) -> list[Action]:
-        prev, self.last_item_id, self.commit_from_ms = self.last_item_id, item_id, end_ms
-        self.history.drop_before(end_ms)
-        limit, merge = ms_to_sample(self.settings.max_turn_ms), not self.refusals.native
-        self.user_items.committed(item_id)
-        out = turn_wire.committed_turn(item_id, prev)
-        out += waiting(self.pending, PendingTurn(item_id, audio), merge, limit)
-        if respond and defer and self._live():
-            # A client's commit (as vLLM-Omni's listen_only) or, with GA's
-            # interrupt_response false, a VAD turn over an answer is answered next.
-            self.pending[-1].respond = True
-        elif respond:
-            out += self._start_response(now)
-        return out
-
-    def _start_response(self, now: float) -> list[Action]:
-        out: list[Action] = []
-        old = self.response
-        if old is not None and old.live:
-            # A new turn supersedes a response still going: it ends, said so, first.
-            out += self.cancel_response(now, reason="turn_detected")
-        turn = self.pending.popleft()
-        rid, aid = self.new_id("resp"), self.new_id("item")
-        prev = self.last_item_id
-        self.last_item_id = aid
-        self.new_response(rid, aid)
-        self.assistant_audio.reset()
-        self._final_text = None
-        out += turn_wire.response_opening(rid, aid, prev)
-        if self.upstream_busy:
-            # The previous generation is still running upstream and cannot be
-            # interrupted in this dialect: drop that socket, take a fresh one.
-            out.append(AbortUpstream(reason="new turn while generating", redial=True))
-            out += self.open_upstream()
-        self.upstream_busy = True
-        return out + turn_wire.user_turn(turn.audio)
+        return turn_answer.commit(self, item_id, audio, end_ms, respond, now, defer)
 
     def cancel_response(
         self, now: float, reason: str, truncate_at: int | None = None, announce: bool = True
@@ -211,7 +168,7 @@ class TurnBasedSession(EmulatedSession):
         resp.cancelled = ended_early
         if ended_early:
             resp.drop_held()
-        text = self._final_text
+        text = self.final_text
         return close_response(resp, now, status, reason, truncate_at, text, told_done, announce)
 
     # ------------------------------------------------------------ upstream events
@@ -228,7 +185,7 @@ class TurnBasedSession(EmulatedSession):
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         out: list[Action] = []
-        if self._live():
+        if self.live():
             # Never silently: the response ends, saying why.
             out += self._finish(inp.now_ms, status="incomplete", reason="upstream_lost")
         self.upstream_busy = False
@@ -238,7 +195,7 @@ class TurnBasedSession(EmulatedSession):
     def _up_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         resp = self.response
         data = ev.get("audio", ev.get("delta"))
-        if resp is None or not self._live() or not isinstance(data, str):
+        if resp is None or not self.live() or not isinstance(data, str):
             return []
         rate = ev.get("sample_rate_hz")
         rate = rate if isinstance(rate, int) and rate > 0 else DEFAULT_OUTPUT_RATE
@@ -253,19 +210,19 @@ class TurnBasedSession(EmulatedSession):
 
     def _up_transcription_delta(self, ev: dict[str, Any], now: float) -> list[Action]:
         resp = self.response
-        if resp is None or not self._live():
+        if resp is None or not self.live():
             return []
         delta = ev["delta"] if isinstance(ev.get("delta"), str) else ""
         event = turn_wire.transcript_delta(resp.response_id, resp.item_id, delta)
         return self.output.text(SendClient(event), delta, self.config.output_format.rate_hz)
 
     def _up_transcription_done(self, ev: dict[str, Any], now: float) -> list[Action]:
-        if self._live() and isinstance(ev.get("text"), str):
-            self._final_text = ev["text"]
+        if self.live() and isinstance(ev.get("text"), str):
+            self.final_text = ev["text"]
         return []
 
     def _up_audio_done(self, ev: dict[str, Any], now: float) -> list[Action]:
-        live = self._live()
+        live = self.live()
         self.upstream_busy = False
         return self._complete(now) if live else []
 
@@ -286,11 +243,11 @@ class TurnBasedSession(EmulatedSession):
             return tail
         out = tail + closing
         if self.pending and (self.config.turn.create_response or self.pending[0].respond):
-            out += self._start_response(now)
+            out += turn_answer.start_response(self, now)
         return out
 
     def _up_error(self, ev: dict[str, Any], now: float) -> list[Action]:
-        live = self._live()
+        live = self.live()
         code = error_code(ev) or "upstream_error"
         out: list[Action] = [self.err(code, f"upstream: {turn_wire.error_message(ev)}")]
         if live:
