@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shim.actions import Action, ReportFault
+from shim.actions import Action, ReportFault, ResumeUpstream
 from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.shim_script import Script, client_events, detection
 from tests.test_shim_ga_relay import RID, make
@@ -78,6 +78,27 @@ def test_a_create_lost_with_its_upstream_is_never_named_later(fresh: str) -> Non
     assert refused["event_id"] == "evt_c", refused
     # C's metadata went with its refusal, not onto the next response.
     assert created(sc, "resp-2")["response"]["metadata"] is None
+
+
+def resumed(sc: Script) -> None:
+    """The upstream socket drops and the upstream's own session comes back on a new one."""
+    out = sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert [type(a) for a in out] == [ResumeUpstream], out
+    back = {"type": "session.resumed", "session_id": "up-1", "resume_token": "tok-2"}
+    sc.s.handle(UpstreamReattached(back, sc.now))
+
+
+def test_creates_waiting_across_a_resumed_upstream_are_still_named() -> None:
+    sc = make()
+    sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
+    create(sc, "evt_a", {"asked": "a"})
+    resumed(sc)  # the same upstream session: it still answers evt_a
+    assert created(sc)["response"]["metadata"] == {"asked": "a"}
+    create(sc, "evt_b")
+    create(sc, "evt_c")
+    resumed(sc)
+    named = [errors(sc.upstream(refusal()))[0]["event_id"] for _ in range(2)]
+    assert named == ["evt_b", "evt_c"], named
 
 
 def test_a_refusal_naming_another_create_still_takes_the_refused_ones_metadata() -> None:

@@ -2,7 +2,9 @@
 order (``ga_item_order.py``), the create a refusal answers named
 (``ga_create_ids.py``), the client's metadata in its response
 (``ga_response_create.py``). One place, so that the relay keeps each in step with
-the upstream session: a lost or fresh one answers no create still waiting."""
+the upstream session: a gone or fresh one answers no create still waiting, while one
+that resumes on a new socket (``session.resumed``: ``duplex_relay.py``) replays the
+answers to those it had, so they stay waiting."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from shim.actions import AbortUpstream, Action, SendClient
 from shim.dialects.ga_create_ids import CreateIds
 from shim.dialects.ga_item_order import AssistantItemOrder
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost
+from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
 
@@ -30,8 +32,7 @@ class ToldToClient:
         its server VAD's commits itself (the session's ``create_response``)."""
         upstream = isinstance(inp, UpstreamEvent)
         kind = inp.event.get("type") if isinstance(inp, UpstreamEvent) else None
-        lost = any(isinstance(a, AbortUpstream) for a in actions)
-        if isinstance(inp, UpstreamLost) or lost or kind == "session.created":
+        if self.upstream_gone(inp, actions):
             self.create_ids.forget()
             self.metadata.forget()
             self._client_commits = 0
@@ -53,3 +54,15 @@ class ToldToClient:
                 action = SendClient(self.metadata.told(ev, answers_create=not own))
             out.append(action)
         return out
+
+    @staticmethod
+    def upstream_gone(inp: Input, actions: list[Action]) -> bool:
+        """The upstream session is gone or fresh after ``inp``: given up (its loss not
+        to be resumed, ``AbortUpstream``), or a new one created. A loss the relay asks
+        to resume (``ResumeUpstream``) is not: the same session comes back."""
+        if isinstance(inp, UpstreamLost) and not inp.resume:
+            return True
+        if any(isinstance(a, AbortUpstream) for a in actions):
+            return True
+        event = inp.event if isinstance(inp, UpstreamEvent | UpstreamReattached) else {}
+        return event.get("type") == "session.created"
