@@ -151,3 +151,22 @@ def test_the_clients_own_commit_under_server_vad_is_answered_by_its_create() -> 
     create(sc, "evt_b")
     [refused] = errors(sc.upstream(refusal()))
     assert refused["event_id"] == "evt_b", refused
+
+
+@pytest.mark.parametrize("code", ["input_audio_buffer_empty", "commit_aborted"])
+def test_a_client_commit_the_upstream_refuses_is_no_turn_it_answers(code: str) -> None:
+    sc = make()
+    detection(sc, True)
+    sc.audio(300, amplitude=500)
+    assert not errors(sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_commit"}))
+    # vLLM-Omni's words (engine/duplex/realtime_events.py ``resolve_commit``): its VAD
+    # committed the buffer first, or the append before the commit failed.
+    message = "input_audio_buffer.commit requires a non-empty input audio buffer"
+    err = {"type": "invalid_request_error", "code": code, "message": message}
+    sc.upstream({"type": "error", "error": {**err, "event_id": "evt_commit"}})
+    create(sc, "evt_mine", {"asked": "mine"})
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_u2"})
+    auto = created(sc, "resp-auto")  # the upstream's own answer to its VAD's turn
+    assert auto["response"]["metadata"] is None, auto
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_mine", refused

@@ -15,6 +15,11 @@ from shim.dialects.ga_response_create import ResponseMetadata
 from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
+# vLLM-Omni's refusals of a client's commit (engine/duplex/realtime_events.py
+# ``resolve_commit``: an empty buffer, its VAD having committed it first;
+# engine/duplex/session/runner.py ``_on_commit``: the append before it failed). The
+# proxy sends no commit of its own, so each refuses one of the client's.
+COMMIT_REFUSALS = frozenset({"input_audio_buffer_empty", "commit_aborted"})
 
 
 class ToldToClient:
@@ -36,6 +41,9 @@ class ToldToClient:
             self.create_ids.forget()
             self.metadata.forget()
             self._client_commits = 0
+        elif kind == "error" and _error_code(inp) in COMMIT_REFUSALS:
+            # Refused, never committed: the upstream's next commit is its VAD's.
+            self._client_commits = max(0, self._client_commits - 1)
         elif kind == COMMITTED and self._client_commits:
             self._client_commits -= 1
         elif kind == COMMITTED and vad_answers:
@@ -66,3 +74,8 @@ class ToldToClient:
             return True
         event = inp.event if isinstance(inp, UpstreamEvent | UpstreamReattached) else {}
         return event.get("type") == "session.created"
+
+
+def _error_code(inp: Input) -> object:
+    err = inp.event.get("error") if isinstance(inp, UpstreamEvent) else None
+    return err.get("code") if isinstance(err, dict) else None
