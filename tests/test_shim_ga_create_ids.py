@@ -170,3 +170,33 @@ def test_a_client_commit_the_upstream_refuses_is_no_turn_it_answers(code: str) -
     assert auto["response"]["metadata"] is None, auto
     [refused] = errors(sc.upstream(refusal()))
     assert refused["event_id"] == "evt_mine", refused
+
+
+# vLLM-Omni 0.30.0's words (engine/duplex/session/runner.py ``_on_commit``, its
+# ``_on_append_audio``; protocol/realtime/audio_input.py).
+RESERVE = "response.create cannot reserve options while another response is active."
+NOT_BASE64 = "input audio is not valid base64"
+
+
+def bad_event(message: str) -> dict[str, Any]:
+    err = {"type": "invalid_request_error", "code": "bad_event", "message": message}
+    return {"type": "error", "error": err}
+
+
+def test_a_bad_event_about_a_create_refuses_the_oldest_waiting() -> None:
+    sc = make()
+    create(sc, "evt_a", {"asked": "a"})
+    [refused] = errors(sc.upstream(bad_event(RESERVE)))
+    assert refused["event_id"] == "evt_a", refused
+    assert created(sc)["response"]["metadata"] is None, "a's went with its refusal"
+
+
+def test_a_bad_event_about_another_event_answers_no_create() -> None:
+    sc = make()
+    create(sc, "evt_a", {"asked": "a"})
+    [passed] = errors(sc.upstream(bad_event(NOT_BASE64)))
+    assert passed.get("event_id") is None and passed["message"] == NOT_BASE64, passed
+    assert created(sc)["response"]["metadata"] == {"asked": "a"}
+    create(sc, "evt_b")
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_b", "still named: no create was answered unseen"
