@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from shim.actions import Action, ReportFault
+from shim.actions import Action, ReportFault, ResumeUpstream
 from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.shim_script import Script, client_events, detection
 from tests.test_shim_ga_relay import RID, make
@@ -80,6 +80,27 @@ def test_a_create_lost_with_its_upstream_is_never_named_later(fresh: str) -> Non
     assert created(sc, "resp-2")["response"]["metadata"] is None
 
 
+def resumed(sc: Script) -> None:
+    """The upstream socket drops and the upstream's own session comes back on a new one."""
+    out = sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert [type(a) for a in out] == [ResumeUpstream], out
+    back = {"type": "session.resumed", "session_id": "up-1", "resume_token": "tok-2"}
+    sc.s.handle(UpstreamReattached(back, sc.now))
+
+
+def test_creates_waiting_across_a_resumed_upstream_are_still_named() -> None:
+    sc = make()
+    sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
+    create(sc, "evt_a", {"asked": "a"})
+    resumed(sc)  # the same upstream session: it still answers evt_a
+    assert created(sc)["response"]["metadata"] == {"asked": "a"}
+    create(sc, "evt_b")
+    create(sc, "evt_c")
+    resumed(sc)
+    named = [errors(sc.upstream(refusal()))[0]["event_id"] for _ in range(2)]
+    assert named == ["evt_b", "evt_c"], named
+
+
 def test_a_refusal_naming_another_create_still_takes_the_refused_ones_metadata() -> None:
     sc = make()
     create(sc, "evt_c", {"asked": "c"})
@@ -130,3 +151,52 @@ def test_the_clients_own_commit_under_server_vad_is_answered_by_its_create() -> 
     create(sc, "evt_b")
     [refused] = errors(sc.upstream(refusal()))
     assert refused["event_id"] == "evt_b", refused
+
+
+@pytest.mark.parametrize("code", ["input_audio_buffer_empty", "commit_aborted"])
+def test_a_client_commit_the_upstream_refuses_is_no_turn_it_answers(code: str) -> None:
+    sc = make()
+    detection(sc, True)
+    sc.audio(300, amplitude=500)
+    assert not errors(sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_commit"}))
+    # vLLM-Omni's words (engine/duplex/realtime_events.py ``resolve_commit``): its VAD
+    # committed the buffer first, or the append before the commit failed.
+    message = "input_audio_buffer.commit requires a non-empty input audio buffer"
+    err = {"type": "invalid_request_error", "code": code, "message": message}
+    sc.upstream({"type": "error", "error": {**err, "event_id": "evt_commit"}})
+    create(sc, "evt_mine", {"asked": "mine"})
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_u2"})
+    auto = created(sc, "resp-auto")  # the upstream's own answer to its VAD's turn
+    assert auto["response"]["metadata"] is None, auto
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_mine", refused
+
+
+# vLLM-Omni 0.30.0's words (engine/duplex/session/runner.py ``_on_commit``, its
+# ``_on_append_audio``; protocol/realtime/audio_input.py).
+RESERVE = "response.create cannot reserve options while another response is active."
+NOT_BASE64 = "input audio is not valid base64"
+
+
+def bad_event(message: str) -> dict[str, Any]:
+    err = {"type": "invalid_request_error", "code": "bad_event", "message": message}
+    return {"type": "error", "error": err}
+
+
+def test_a_bad_event_about_a_create_refuses_the_oldest_waiting() -> None:
+    sc = make()
+    create(sc, "evt_a", {"asked": "a"})
+    [refused] = errors(sc.upstream(bad_event(RESERVE)))
+    assert refused["event_id"] == "evt_a", refused
+    assert created(sc)["response"]["metadata"] is None, "a's went with its refusal"
+
+
+def test_a_bad_event_about_another_event_answers_no_create() -> None:
+    sc = make()
+    create(sc, "evt_a", {"asked": "a"})
+    [passed] = errors(sc.upstream(bad_event(NOT_BASE64)))
+    assert passed.get("event_id") is None and passed["message"] == NOT_BASE64, passed
+    assert created(sc)["response"]["metadata"] == {"asked": "a"}
+    create(sc, "evt_b")
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_b", "still named: no create was answered unseen"

@@ -31,9 +31,15 @@ def asked(event_id: str | None = "evt_greet") -> Script:
     return sc
 
 
+# vLLM-Omni's words for a bad_event refusing a create's options (engine/duplex/session/
+# runner.py ``_on_commit``): a bad_event about any other event answers no create.
+RESERVE = "response.create cannot reserve options while another response is active."
+
+
 def upstream_error(code: str, event_id: str | None = None) -> dict[str, Any]:
-    err = {"type": "invalid_request_error", "code": code, "message": "m", "event_id": event_id}
-    return {"type": "error", "error": err}
+    message = RESERVE if code == "bad_event" else "m"
+    err = {"type": "invalid_request_error", "code": code, "message": message}
+    return {"type": "error", "error": {**err, "event_id": event_id}}
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,11 @@ refusal that names none (``docs/protocol.md``, "GA clients over a duplex upstrea
 
 A wrong name is worse than none, so whenever the relay cannot be sure which create an
 answer is for, it names none rather than shift: creates beyond ``PENDING`` and those
-waiting when an unnamed error of another kind came are only counted (``_unsure``);
-a lost upstream answers none of them (``forget``); a response the upstream made of
-its own on a server-VAD commit answers none (``auto_due``).
+waiting when an unnamed error of another kind came are only counted (``_unsure``;
+not for a ``bad_event`` whose words name no ``response.create``: it is about another
+event, ``refuses_create``); an upstream session given up or replaced answers none of
+them (``forget``; one resumed on a new socket still does); a response the upstream
+made of its own on a server-VAD commit answers none (``auto_due``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from shim.dialects.ga_response_create import CREATE_REFUSALS
+from shim.dialects.ga_response_create import refuses_create
 
 PENDING = 16  # creates not yet answered, named; more are counted and named in no refusal
 
@@ -78,8 +80,8 @@ class CreateIds:
             if named in self._pending:
                 self._pending.remove(named)  # a refusal naming its create
             return ev
-        if err.get("code") not in CREATE_REFUSALS:
-            if upstream:
+        if not refuses_create(err):
+            if upstream and err.get("code") != "bad_event":
                 # Maybe the answer to a create, maybe not: name none from here on.
                 self._unsure += len(self._pending)
                 self._pending.clear()

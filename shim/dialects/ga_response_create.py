@@ -28,6 +28,7 @@ event, stringified) is not the client's and is never told.
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any
 
 from shim.actions import Action, SendClient
@@ -49,9 +50,21 @@ CREATE_REFUSALS = frozenset(
         "response_create_without_input",
         "text_only_turn_unsupported",
         "unsupported_native_response_options",
-        "bad_event",  # malformed options (DuplexConfigError's own code)
     }
 )
+CREATE = "response.create"
+
+
+def refuses_create(err: Mapping[str, Any]) -> bool:
+    """The upstream error ``err`` refuses a ``response.create``. ``bad_event`` is
+    vLLM-Omni's code for any malformed event (an append it cannot decode, a truncate
+    or an ack without its numbers): it refuses a create only when its words say so, as
+    its refusal of a create's options does ("response.create cannot reserve options
+    ...", engine/duplex/session/runner.py ``_on_commit``)."""
+    code, message = err.get("code"), err.get("message")
+    if code in CREATE_REFUSALS:
+        return True
+    return code == "bad_event" and isinstance(message, str) and CREATE in message
 
 
 class Refusal(Exception):
@@ -162,9 +175,7 @@ class ResponseMetadata:
             err = ev.get("error")
             err = err if isinstance(err, dict) else {}
             named = err.get("event_id")
-            if err.get("code") in CREATE_REFUSALS or (
-                named is not None and named == self._asked_by
-            ):
+            if refuses_create(err) or (named is not None and named == self._asked_by):
                 self._asked = None
             return ev
         if kind not in ("response.created", "response.done") or not isinstance(body, dict):

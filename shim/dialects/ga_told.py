@@ -2,7 +2,9 @@
 order (``ga_item_order.py``), the create a refusal answers named
 (``ga_create_ids.py``), the client's metadata in its response
 (``ga_response_create.py``). One place, so that the relay keeps each in step with
-the upstream session: a lost or fresh one answers no create still waiting."""
+the upstream session: a gone or fresh one answers no create still waiting, while one
+that resumes on a new socket (``session.resumed``: ``duplex_relay.py``) replays the
+answers to those it had, so they stay waiting."""
 
 from __future__ import annotations
 
@@ -10,9 +12,14 @@ from shim.actions import AbortUpstream, Action, SendClient
 from shim.dialects.ga_create_ids import CreateIds
 from shim.dialects.ga_item_order import AssistantItemOrder
 from shim.dialects.ga_response_create import ResponseMetadata
-from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost
+from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
+# vLLM-Omni's refusals of a client's commit (engine/duplex/realtime_events.py
+# ``resolve_commit``: an empty buffer, its VAD having committed it first;
+# engine/duplex/session/runner.py ``_on_commit``: the append before it failed). The
+# proxy sends no commit of its own, so each refuses one of the client's.
+COMMIT_REFUSALS = frozenset({"input_audio_buffer_empty", "commit_aborted"})
 
 
 class ToldToClient:
@@ -30,11 +37,13 @@ class ToldToClient:
         its server VAD's commits itself (the session's ``create_response``)."""
         upstream = isinstance(inp, UpstreamEvent)
         kind = inp.event.get("type") if isinstance(inp, UpstreamEvent) else None
-        lost = any(isinstance(a, AbortUpstream) for a in actions)
-        if isinstance(inp, UpstreamLost) or lost or kind == "session.created":
+        if self.upstream_gone(inp, actions):
             self.create_ids.forget()
             self.metadata.forget()
             self._client_commits = 0
+        elif kind == "error" and _error_code(inp) in COMMIT_REFUSALS:
+            # Refused, never committed: the upstream's next commit is its VAD's.
+            self._client_commits = max(0, self._client_commits - 1)
         elif kind == COMMITTED and self._client_commits:
             self._client_commits -= 1
         elif kind == COMMITTED and vad_answers:
@@ -53,3 +62,20 @@ class ToldToClient:
                 action = SendClient(self.metadata.told(ev, answers_create=not own))
             out.append(action)
         return out
+
+    @staticmethod
+    def upstream_gone(inp: Input, actions: list[Action]) -> bool:
+        """The upstream session is gone or fresh after ``inp``: given up (its loss not
+        to be resumed, ``AbortUpstream``), or a new one created. A loss the relay asks
+        to resume (``ResumeUpstream``) is not: the same session comes back."""
+        if isinstance(inp, UpstreamLost) and not inp.resume:
+            return True
+        if any(isinstance(a, AbortUpstream) for a in actions):
+            return True
+        event = inp.event if isinstance(inp, UpstreamEvent | UpstreamReattached) else {}
+        return event.get("type") == "session.created"
+
+
+def _error_code(inp: Input) -> object:
+    err = inp.event.get("error") if isinstance(inp, UpstreamEvent) else None
+    return err.get("code") if isinstance(err, dict) else None
