@@ -132,7 +132,8 @@ class ServerConfig:
     upstream_heartbeat_s: float = Field(
         default=15.0,
         gt=0,
-        description="Ping every upstream socket this often; no pong in half of it: lost.",
+        description="Ping an upstream socket that sent nothing since the last look, one look"
+        " this often; nothing back (its pong, a frame) in half of it: lost.",
     )
     upstream_send_timeout_s: float = Field(
         default=10.0, gt=0, description="An upstream that takes no frame for this long is lost."
@@ -140,8 +141,9 @@ class ServerConfig:
     client_heartbeat_s: float = Field(
         default=30.0,
         ge=0,
-        description="Ping a client socket that sent nothing this long; no pong in half of it:"
-        " it is gone (a half-open connection), and its session waits for a resume. 0: never.",
+        description="Ping a client socket that sent nothing since the last look, one look"
+        " this often; nothing back (its pong, a frame) in half of it: it is gone (a half-open"
+        " connection), and its session waits for a resume. 0: never.",
     )
     idle_timeout_s: float = Field(
         default=600.0, gt=0, description="A session whose client sends nothing this long ends."

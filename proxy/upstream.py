@@ -25,8 +25,9 @@ from proxy.config import Route
 from proxy.ws_direct import UpstreamResponse, fits_direct, install_tap, write_buffered
 from shim.wire import error_code
 
-# Ping every upstream socket this often (``server.upstream_heartbeat_s``); one whose
-# pong is late by half of it is closed, and the session takes its upstream-lost path.
+# Look at every upstream socket this often (``server.upstream_heartbeat_s``) and ping
+# one that sent nothing since the last look; one that sends nothing back within half of
+# it is closed (proxy/ws_heartbeat.py), and the session takes its upstream-lost path.
 DEFAULT_HEARTBEAT_S = 15.0
 
 

@@ -1,4 +1,5 @@
-"""Frames moved without a task hop: the only module that touches aiohttp's internals.
+"""Frames moved without a task hop: with ``proxy/ws_heartbeat.py``, the only module
+that touches aiohttp's internals.
 
 Per frame, aiohttp parses the socket's bytes into a queue (``WebSocketDataQueue``),
 wakes the task that reads it, and writes with a coroutine. The passthrough relay
@@ -27,6 +28,7 @@ from aiohttp import web
 from aiohttp.web_request import BaseRequest
 
 from proxy.client_limits import READ_CAP_FACTOR
+from proxy.ws_heartbeat import Heartbeat, take_over
 
 try:  # private modules: their absence only turns the direct paths off
     from aiohttp._websocket import reader as _reader
@@ -97,12 +99,27 @@ class UpstreamResponse(aiohttp.ClientWebSocketResponse):
         tail = getattr(getattr(getattr(self, "_conn", None), "protocol", None), "_tail", None)
         self.early: bytes | None = tail if type(tail) is bytes else None
 
+    beat: Heartbeat | None = None  # set by install_tap (proxy/ws_heartbeat.py)
+
+    def _cancel_heartbeat(self) -> None:
+        super()._cancel_heartbeat()
+        if self.beat is not None:
+            self.beat.stop()
+
 
 def install_tap(ws: aiohttp.ClientWebSocketResponse, max_msg_size: int) -> None:
-    """Give a just-opened upstream socket a ``TapQueue`` and a new parser; no change
-    when anything differs. Call it before any await: the old parser has then read
-    only the handshake's extra bytes, which the new one reads again."""
-    if not ENABLED or _Queue is None or _Parser is None or not isinstance(ws, UpstreamResponse):
+    """Give a just-opened upstream socket a ``TapQueue`` and a new parser, and its
+    heartbeat a ``Heartbeat``; no change when anything differs. Call it before any
+    await: the old parser has then read only the handshake's extra bytes, which the
+    new one reads again."""
+    if not isinstance(ws, UpstreamResponse):
+        return
+    _install_tap(ws, max_msg_size)
+    ws.beat = take_over(ws, getattr(getattr(ws, "_conn", None), "protocol", None))
+
+
+def _install_tap(ws: UpstreamResponse, max_msg_size: int) -> None:
+    if not ENABLED or _Queue is None or _Parser is None:
         return
     early = ws.early
     if early is None:
@@ -137,7 +154,15 @@ def install_tap(ws: aiohttp.ClientWebSocketResponse, max_msg_size: int) -> None:
 
 
 class ClientResponse(web.WebSocketResponse):
-    """The client sockets' response class: prepared, its queue is a ``TapQueue``."""
+    """The client sockets' response class: prepared, its queue is a ``TapQueue`` and
+    its heartbeat a ``Heartbeat``."""
+
+    beat: Heartbeat | None = None
+
+    def _cancel_heartbeat(self) -> None:
+        super()._cancel_heartbeat()
+        if self.beat is not None:
+            self.beat.stop()
 
     async def close(self, *, code: int = 1000, message: bytes = b"", drain: bool = True) -> bool:
         if code == 1009 and not message:  # aiohttp refused a frame over the limit itself
@@ -150,6 +175,7 @@ class ClientResponse(web.WebSocketResponse):
         super()._post_start(request, protocol, writer)
         if ENABLED and _Queue is not None and _Parser is not None and type(early) is bytes:
             _tap_client(self, proto, early)
+        self.beat = take_over(self, proto)
 
 
 def _tap_client(ws: Any, proto: Any, early: bytes) -> None:
