@@ -21,6 +21,7 @@ ERROR_TYPES = {
     "server_at_capacity": "rate_limit_error",
     "upstream_at_capacity": "rate_limit_error",
     "input_rate_exceeded": "rate_limit_error",
+    "input_backpressure": "rate_limit_error",
 }
 
 

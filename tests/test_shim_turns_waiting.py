@@ -75,3 +75,59 @@ def test_turns_answered_as_one_are_no_longer_than_the_longest_turn() -> None:
     assert codes == [TOO_LONG]
     assert abs(sent_ms(upstream_events(out)) - 1500) <= 10
     assert [e["type"] for e in client_events(out)].count("response.created") == 1
+
+
+def native(max_turn_ms: int = 60_000) -> Script:
+    settings = ShimSettings(vad=VadParams(), echo_suppression=False, max_turn_ms=max_turn_ms)
+    return Script(TurnBasedSession("sess_0123456789abcdef", "m", "m-up", settings, True))
+
+
+def answer_done(sc: Script) -> int:
+    """The answer in progress completes; the audio of the next turn it starts, in ms."""
+    return sent_ms(upstream_events(sc.upstream({"type": "response.output_audio.done"})))
+
+
+def test_a_native_commit_with_four_turns_waiting_is_refused_as_vllm_omni_refuses_it() -> None:
+    """vLLM-Omni refuses a commit while four turns are pending (``input_backpressure``,
+    ``engine/duplex/session/manager.py``) and the audio stays in its buffer: a native
+    client gets that refusal, its event id echoed, and its audio is heard with its next
+    commit. Nothing is merged into a turn already waiting."""
+    sc = native()
+    ask = {"type": "input_audio_buffer.commit", "response_create": True}
+    sc.audio(500, amplitude=500)
+    assert "response.created" in types(sc.client(ask))  # answered at once
+    for i in range(4):  # each waits for the answer before it
+        sc.audio(500, amplitude=500)
+        out = sc.client({**ask, "event_id": f"evt_{i}"})
+        assert types(out).count("input_audio_buffer.committed") == 1, client_events(out)
+        assert "error" not in types(out)
+    sc.audio(300, amplitude=500)
+    out = sc.client({**ask, "event_id": "evt_full"})
+    assert types(out) == ["error"], client_events(out)
+    (err,) = [e["error"] for e in client_events(out)]
+    assert err["code"] == "input_backpressure"
+    assert err["type"] == "rate_limit_error"
+    assert err["message"] == "Duplex session has too many pending input turns"
+    assert err["event_id"] == "evt_full"
+    heard = [answer_done(sc)]  # the first waiting turn is answered: three wait
+    sc.audio(400, amplitude=500)
+    out = sc.client(ask)  # the refused commit's 300 ms and these 400 ms
+    assert types(out).count("input_audio_buffer.committed") == 1, client_events(out)
+    heard += [answer_done(sc) for _ in range(4)]
+    assert all(abs(ms - want) <= 10 for ms, want in zip(heard, [500] * 4 + [700], strict=True))
+
+
+def test_a_ga_turn_with_four_turns_waiting_joins_the_newest() -> None:
+    """A GA client's turns are never refused for waiting: a fifth joins the newest."""
+    sc = make()
+    vad = {"type": "server_vad", "interrupt_response": False}
+    sc.client({"type": "session.update", "session": {"audio": {"input": {"turn_detection": vad}}}})
+    start_turn(sc, audio_ms=200)
+    sc.tick(10_000)
+    for _ in range(5):
+        out = sc.speak(TURN)
+        assert "input_audio_buffer.committed" in types(out)
+        assert "error" not in types(out), client_events(out)
+    assert "response.done" in types(sc.client({"type": "response.cancel"}))
+    out = sc.client({"type": "response.create"})
+    assert abs(sent_ms(upstream_events(out)) - 5 * 940) <= 10

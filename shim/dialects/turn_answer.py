@@ -4,8 +4,10 @@ of them.
 The turn-based upstream (``shim/dialects/turn_wire.py``) takes one audio turn per answer,
 so each committed turn waits here until an answer takes it (``start_response``), none of
 them lost: a GA client's turns answered by one ``response.create`` go up as one, and at
-``WAITING`` a GA client's next turn joins the newest. Waiting audio past the longest turn
-(``max_turn_ms``) loses its oldest part, said so with ``input_turns_too_long``.
+``WAITING`` a GA client's next turn joins the newest, while a native client's commit is
+refused as vLLM-Omni refuses it (``refuses_commit``), its audio kept for the next.
+Waiting audio past the longest turn (``max_turn_ms``) loses its oldest part, said so
+with ``input_turns_too_long``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from shim.settings import VAD_RATE, ShimSettings
 
 WAITING = 4  # turns waiting for an answer each; a later one joins the newest
 TOO_LONG = "input_turns_too_long"
+# vLLM-Omni's refusal of a commit while ``max_pending_turns_per_session`` (4, its
+# ``config/stage_config.py``) turns are pending (``engine/duplex/session/manager.py``):
+# the commit is not taken and the audio stays in the buffer.
+BACKPRESSURE = ("input_backpressure", "Duplex session has too many pending input turns")
 
 
 @dataclass
@@ -111,6 +117,13 @@ class AnswerHost(Protocol):
     ) -> list[Action]: ...
 
     def open_upstream(self) -> list[Action]: ...
+
+
+def refuses_commit(s: AnswerHost) -> bool:
+    """Whether a native client's ``input_audio_buffer.commit`` is refused
+    (``BACKPRESSURE``): ``WAITING`` turns wait already. A turn the proxy's VAD ends is
+    never refused (vLLM-Omni's own are not: they skip the admission check)."""
+    return not s.merges_turns and len(s.pending) >= WAITING
 
 
 def commit(

@@ -95,6 +95,8 @@ class TurnBasedSession(EmulatedSession):
         return [*(self.err(turn_limits.UNSUPPORTED, msg(p), ev, p) for p in refused), *out]
 
     def _client_commit(self, ev: dict[str, Any], now: float) -> list[Action]:
+        if turn_answer.refuses_commit(self):  # nothing taken: the buffer stays as it is
+            return [self.err(*turn_answer.BACKPRESSURE, ev)]
         end_ms = self.history.end_ms
         if self.turns.item is not None:
             item_id, start = self.turns.item, self.turns.start_ms
