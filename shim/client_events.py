@@ -136,12 +136,11 @@ def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]
     item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
     if not isinstance(item_id, str):
         return [s.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")]
-    if isinstance(end, bool) or not isinstance(end, int) or end < 0:
-        return [
-            s.err(
-                "invalid_event", "audio_end_ms must be a non-negative integer", ev, "audio_end_ms"
-            )
-        ]
+    if isinstance(end, bool) or not isinstance(end, int):
+        return [s.err("invalid_event", "audio_end_ms must be an integer", ev, "audio_end_ms")]
+    if end < 0:  # a number out of range: GA's invalid_value, naming it
+        msg = f"audio_end_ms must be at least 0, not {end}"
+        return [s.err("invalid_value", msg, ev, "audio_end_ms")]
     index = ev.get("content_index", 0)
     if isinstance(index, bool) or index != 0:
         # An assistant item's audio is its only content part, at index 0 (GA says so).

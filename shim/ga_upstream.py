@@ -24,14 +24,15 @@ from shim.g711 import G711_ENCODINGS as G711
 from shim.session_config import (
     ClientSessionConfig,
     SessionConfigError,
+    TurnDetection,
     apply_session_update,
 )
 from shim.upstream_input import declared_float_input, state_input
 from shim.vad_gate import VadParams
 
-# vLLM-Omni's server VAD ends a turn after this much silence unless told otherwise
-# (``engine/duplex/turn_detection.py`` in its wheel).
-UPSTREAM_SILENCE_MS = 500
+# vLLM-Omni 0.30.0 refuses a server-VAD threshold at or below Silero's floor
+# (``engine/duplex/turn_detection.py``, ``validate_realtime_turn_detection``).
+UPSTREAM_MIN_THRESHOLD = 0.15
 
 
 def _session_of(event: dict[str, Any]) -> dict[str, Any]:
@@ -117,18 +118,7 @@ def upstream_session(
             "format": {"type": "audio/pcm"},
         }
     if opening or _mentions_turn_detection(session):
-        # Server VAD: the upstream detects turns and answers them; null: the client
-        # commits and asks for the response itself.
-        # GA's create_response: false (a VAD commit only commits; the client asks for
-        # the response) is the upstream's own server-VAD flag too (docs/fidelity.md, row 2).
-        vad: dict[str, Any] = {"type": "server_vad"}
-        if not cfg.turn.create_response:
-            vad["create_response"] = False
-        silence = cfg.turn.vad.silence_duration_ms if cfg.turn.vad is not None else None
-        if silence is not None and silence != UPSTREAM_SILENCE_MS:
-            # The turn ends where the client set it (or semantic_vad's eagerness did).
-            vad["silence_duration_ms"] = silence
-        out["turn_detection"] = vad if cfg.turn.vad is not None else None
+        out["turn_detection"] = upstream_turn_detection(cfg.turn)
     if pinned is not None and (opening or _mentions_input_format(session)):
         state_input(out, pinned)
     elif opening or _mentions_input_format(session):
@@ -138,6 +128,28 @@ def upstream_session(
         out["input_audio_format"] = spec["type"]
         out["sample_rate_hz"] = fmt.rate_hz
     return out
+
+
+def upstream_turn_detection(turn: TurnDetection) -> dict[str, Any] | None:
+    """The session's turn detection as vLLM-Omni reads it: server VAD (the upstream
+    detects turns and answers them) with the session's values, which start from the
+    ``[vad]`` section, as the proxy's own VAD does; null: the client commits and asks
+    for the response itself. Only fields vLLM-Omni accepts: a threshold it refuses is
+    left out (its own, 0.5, then holds); GA-only fields never go."""
+    if turn.vad is None:
+        return None
+    vad: dict[str, Any] = {"type": "server_vad"}
+    if turn.vad.threshold > UPSTREAM_MIN_THRESHOLD:
+        vad["threshold"] = turn.vad.threshold
+    vad["prefix_padding_ms"] = turn.vad.prefix_padding_ms
+    # Where the client set it (or semantic_vad's eagerness did).
+    vad["silence_duration_ms"] = turn.vad.silence_duration_ms
+    vad["min_speech_duration_ms"] = turn.vad.min_speech_ms
+    if not turn.create_response:
+        # GA's create_response: false (a VAD commit only commits; the client asks for
+        # the response) is the upstream's own server-VAD flag too (docs/fidelity.md, row 2).
+        vad["create_response"] = False
+    return vad
 
 
 def upstream_update(ev: dict[str, Any], cfg: ClientSessionConfig) -> dict[str, Any]:
@@ -150,16 +162,22 @@ def upstream_update(ev: dict[str, Any], cfg: ClientSessionConfig) -> dict[str, A
 
 
 def opening_session(
-    session: dict[str, Any] | None, route_defaults: Mapping[str, Any] | None = None
+    session: dict[str, Any] | None,
+    route_defaults: Mapping[str, Any] | None = None,
+    vad: VadParams | None = None,
 ) -> dict[str, Any]:
     """The session a GA client's connection opens the upstream with: its own opening
-    update if it spoke first (else GA defaults), as the upstream reads it, keeping a
-    float input format the route declares (``route_defaults``: its ``session_defaults``).
-    An update the proxy refuses (again, once the session runs) changes nothing: the
-    upstream opens with GA's defaults, as the proxy's session has them."""
+    update if it spoke first, over GA's defaults with server VAD from ``vad`` (the
+    ``[vad]`` section, as the proxy's session starts: ``shim/session.py``), as the
+    upstream reads it, keeping a float input format the route declares
+    (``route_defaults``: its ``session_defaults``). An update the proxy refuses (again,
+    once the session runs) changes nothing: the upstream opens as the proxy's session
+    starts."""
+    vad = vad if vad is not None else VadParams()
+    start = ClientSessionConfig(turn=TurnDetection(vad))
     raw = session or {}
     try:
-        cfg = apply_session_update(ClientSessionConfig(), {"session": raw}, VadParams())
+        cfg = apply_session_update(start, {"session": raw}, vad)
     except SessionConfigError:
-        raw, cfg = {}, ClientSessionConfig()
+        raw, cfg = {}, start
     return upstream_session(raw, cfg, opening=True, pinned=declared_float_input(route_defaults))

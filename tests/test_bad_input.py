@@ -95,6 +95,15 @@ async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None
         ),
         (
             {
+                "type": "conversation.item.truncate",
+                "item_id": "missing",
+                "content_index": 0,
+                "audio_end_ms": -1,
+            },
+            "invalid_value",  # GA's, param audio_end_ms
+        ),
+        (
+            {
                 "type": "session.update",
                 "session": {"audio": {"input": {"format": {"type": "audio/opus"}}}},
             },

@@ -88,7 +88,7 @@ def the(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
         ({"type": "conversation.item.truncate", "audio_end_ms": 0}, "invalid_event"),
         (
             {"type": "conversation.item.truncate", "item_id": "i", "audio_end_ms": -1},
-            "invalid_event",
+            "invalid_value",
         ),
         (
             {"type": "conversation.item.truncate", "item_id": "i", "audio_end_ms": 1.5},

@@ -1,14 +1,21 @@
-"""The session a GA client's connection opens the upstream with (``shim/ga_upstream.py``),
-when the client spoke first with an update the proxy refuses: it changes nothing, so the
-upstream opens as the proxy's session stands, with GA's defaults (server VAD)."""
+"""The session a GA client's connection opens the upstream with (``shim/ga_upstream.py``):
+its server VAD from the operator's ``[vad]`` section, as the proxy's own VAD starts, in
+what vLLM-Omni reads. When the client spoke first with an update the proxy refuses, it
+changes nothing: the upstream opens as the proxy's session stands (server VAD)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from shim.dialects.ga_relay import GaRelaySession
 from shim.ga_upstream import opening_session
+from shim.native_turns import turn_refusal
+from shim.session import ShimSettings
+from shim.vad_gate import VadParams
+from tests.test_shim_ga_relay import SERVER_VAD
 
 
 @pytest.mark.parametrize(
@@ -23,4 +30,48 @@ def test_a_refused_opening_update_opens_the_upstream_with_the_ga_defaults(
 ) -> None:
     opening = opening_session(refused)
     assert opening == opening_session(None)
-    assert opening["turn_detection"] == {"type": "server_vad"}
+    assert opening["turn_detection"] == SERVER_VAD
+
+
+# An operator's [vad] section (tests/test_vad_config.py), as the proxy's sessions get it.
+CONFIGURED = VadParams(
+    threshold=0.6, prefix_padding_ms=200, silence_duration_ms=700, min_speech_ms=120
+)
+STATED = {
+    "type": "server_vad",
+    "threshold": 0.6,
+    "prefix_padding_ms": 200,
+    "silence_duration_ms": 700,
+    "min_speech_duration_ms": 120,
+}
+
+
+def test_the_upstreams_vad_opens_from_the_configured_section() -> None:
+    opening = opening_session(None, None, CONFIGURED)
+    assert opening["turn_detection"] == STATED
+    assert turn_refusal({"session": opening}) is None, "vLLM-Omni reads every field"
+    # The client's opening update over it: what it names, the rest as configured.
+    td = {"type": "server_vad", "threshold": 0.7, "create_response": False}
+    own = opening_session({"audio": {"input": {"turn_detection": td}}}, None, CONFIGURED)
+    assert own["turn_detection"] == {**STATED, "threshold": 0.7, "create_response": False}
+
+
+def test_the_relays_own_statement_of_the_session_starts_from_the_section_too() -> None:
+    """What a fresh upstream session gets after a loss (``ga_session_update.py``)."""
+    settings = ShimSettings(vad=CONFIGURED, echo_suppression=False)
+    relay = GaRelaySession("sess_0123456789abcdef", "m", settings, {"supports_barge_in": True})
+    assert relay.last_update is not None
+    assert relay.last_update["session"]["turn_detection"] == STATED
+
+
+@pytest.mark.parametrize("threshold", [0.15, 0.1])
+def test_a_threshold_vllm_omni_refuses_is_left_to_its_default(threshold: float) -> None:
+    """vLLM-Omni 0.30.0 refuses a threshold at or below Silero's floor, 0.15
+    (engine/duplex/turn_detection.py ``validate_realtime_turn_detection``)."""
+    low = replace(CONFIGURED, threshold=threshold)
+    opening = opening_session(None, None, low)
+    assert "threshold" not in opening["turn_detection"], opening
+    assert turn_refusal({"session": opening}) is None
+    td = {"type": "server_vad", "threshold": threshold}
+    update = opening_session({"turn_detection": td}, None, CONFIGURED)
+    assert "threshold" not in update["turn_detection"], update

@@ -22,6 +22,14 @@ from tests.shim_script import Script, client_events, pcm_b64, types, upstream_ev
 RID = "resp-duplex-1-0-abcd1234"
 AID = f"item_{RID}"
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
+# Server VAD as the upstream gets it with the built-in [vad] values (shim/ga_upstream.py).
+SERVER_VAD = {
+    "type": "server_vad",
+    "threshold": 0.5,
+    "prefix_padding_ms": 300,
+    "silence_duration_ms": 500,
+    "min_speech_duration_ms": 150,
+}
 DUPLEX = {"type": "session.created", "session": {"capabilities": {"supports_barge_in": True}}}
 
 
@@ -62,7 +70,7 @@ def test_a_ga_client_is_emulated_over_an_upstream_that_can_barge_in() -> None:
 
 def test_the_opening_states_server_vad_and_the_clients_rate() -> None:
     assert opening_session(None) == {
-        "turn_detection": {"type": "server_vad"},
+        "turn_detection": SERVER_VAD,
         "input_audio_format": "audio/pcm",
         "sample_rate_hz": 24000,
     }
@@ -83,7 +91,7 @@ def test_session_update_is_answered_by_the_proxy_and_sent_upstream_as_ga_implies
         }
     )
     [sent] = upstream_events(out)
-    assert sent["session"]["turn_detection"] == {"type": "server_vad"}
+    assert sent["session"]["turn_detection"] == SERVER_VAD  # semantic_vad's auto: 500 ms
     updated = client_events(out)[0]
     assert updated["type"] == "session.updated"
     GA.validate_python({"event_id": "e", **updated})

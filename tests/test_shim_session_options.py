@@ -127,4 +127,4 @@ def test_over_a_duplex_upstream_the_eagerness_sets_the_upstreams_end_of_turn_sil
         assert (turn["type"], turn["eagerness"]) == ("semantic_vad", eagerness)
         (sent,) = upstream_events(out)
         silences[eagerness] = sent["session"]["turn_detection"].get("silence_duration_ms")
-    assert silences == {"high": 250, "auto": None, "low": 1000}  # None: its own 500 ms
+    assert silences == {"high": 250, "auto": 500, "low": 1000}

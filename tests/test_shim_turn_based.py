@@ -228,7 +228,7 @@ def test_losing_the_upstream_mid_response_ends_it_incomplete_never_silently() ->
         ),
         (
             {"type": "conversation.item.truncate", "item_id": "x", "audio_end_ms": -1},
-            "invalid_event",
+            "invalid_value",
         ),
         (
             {

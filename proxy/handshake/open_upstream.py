@@ -11,6 +11,7 @@ from proxy.capacity import refuse, upstream_limit, upstream_of, upstream_refusal
 from proxy.client_frames import ClientFrame
 from proxy.config import Route
 from proxy.connection import ClientConnection
+from proxy.emulated.shim_setup import shim_settings
 from proxy.handshake.upstream_wait import dial_through_warmup
 from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
 from proxy.upstream_book import exhausted, refused_limit
@@ -63,9 +64,10 @@ async def open_upstream(
             del client_session["type"]  # GA session type, not an upstream field
     url = conn.state.upstream_url(route)
     key = upstream_of(conn.state, route)
-    # A GA client's session (or GA defaults) as a duplex upstream reads it, in the
-    # input format the route declares for it (shim/upstream_input.py).
-    opening = opening_session(client_session, route.session_defaults) if ga else client_session
+    # A GA client's session (or GA defaults, server VAD from [vad]) as a duplex upstream
+    # reads it, in the input format the route declares for it (shim/upstream_input.py).
+    vad = shim_settings(conn.state).vad
+    opening = opening_session(client_session, route.session_defaults, vad) if ga else client_session
     if opening is not None and not ga:  # the proxy's own fields are not the upstream's
         opening = without_proxy_fields(copy.deepcopy(opening))
 
