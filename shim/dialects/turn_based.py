@@ -14,10 +14,11 @@ from typing import Any
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
-from shim.dialects import turn_acks, turn_limits, turn_wire
+from shim.dialects import turn_acks, turn_idle, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.dialects.turn_items import PendingTurn, UserItems, as_one_turn, waiting
 from shim.dialects.turn_refusals import Refusals
+from shim.idle_timeout import IdleTimer
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamLost, VadWindow
 from shim.response_close import close_response
@@ -30,6 +31,7 @@ DEFAULT_OUTPUT_RATE = 24000
 
 class TurnBasedSession(EmulatedSession):
     mode = "duplex_emulated"
+    idle_timeouts = True  # GA's idle_timeout_ms: the proxy takes the turns (turn_idle.py)
 
     def __init__(
         self,
@@ -41,12 +43,11 @@ class TurnBasedSession(EmulatedSession):
     ) -> None:
         self.upstream_model = upstream_model
         self.empty_commit = turn_limits.empty_commit(native_client)
-        self.refusals = Refusals(native_client)
-        self.upstream_busy = False
+        self.refusals, self.upstream_busy = Refusals(native_client), False
         self.pending: deque[PendingTurn] = deque()  # bounded by turn_items.waiting
         self.commit_from_ms = 0
         self._final_text: str | None = None
-        self.user_items, self.metadata = UserItems(), ResponseMetadata()
+        self.user_items, self.metadata, self.idle = UserItems(), ResponseMetadata(), IdleTimer()
         super().__init__(session_id, model, settings)
         self.config = NATIVE_CONFIG if native_client else self.config
 
@@ -106,7 +107,7 @@ class TurnBasedSession(EmulatedSession):
         # vLLM-Omni client's extra_body.auto_response); else response.create answers.
         # ``final: false`` is a commit like any other, as vLLM-Omni's runner has it.
         respond = self.native.commit_answers(ev)
-        return self._commit(item_id, audio, end_ms, respond, now, defer=True)
+        return self.commit_audio(item_id, audio, end_ms, respond, now, defer=True)
 
     def _client_clear(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = self.turns.cleared(now)
@@ -136,19 +137,19 @@ class TurnBasedSession(EmulatedSession):
         gone = self.vad_timeline.to_input(win.end_sample) <= ms_to_sample(self.commit_from_ms)
         return super().on_vad(VadWindow(0.0, win.end_sample, win.now_ms) if gone else win)
 
+    def on_tick(self, now: float) -> list[Action]:
+        return super().on_tick(now) + turn_idle.step(self, now)
+
+    def due_at(self) -> float | None:
+        return turn_idle.deadline(self)
+
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
         td, audio = self.config.turn, self.history.between(start_ms, end_ms)
         respond, defer = td.create_response, not td.interrupt_response
-        return self._commit(item_id, audio, end_ms, respond, now, defer)
+        return self.commit_audio(item_id, audio, end_ms, respond, now, defer)
 
-    def _commit(
-        self,
-        item_id: str,
-        audio: Int16Array,
-        end_ms: int,
-        respond: bool,
-        now: float = 0.0,
-        defer: bool = False,
+    def commit_audio(
+        self, item_id: str, audio: Int16Array, end_ms: int, respond: bool, now: float, defer: bool
     ) -> list[Action]:
         prev, self.last_item_id, self.commit_from_ms = self.last_item_id, item_id, end_ms
         self.history.drop_before(end_ms)
