@@ -203,3 +203,20 @@ def test_where_the_upstream_takes_the_turns_it_is_told_back_null_and_never_fires
     # Still checked: a bad value is refused in the same words.
     bad = sc.client(update({"type": "server_vad", "idle_timeout_ms": 100}))
     assert [e["error"]["code"] for e in client_events(bad)] == ["invalid_value"]
+
+
+def test_a_turn_left_unanswered_under_create_response_false_is_answered_with_the_silence() -> None:
+    sc = turn_based(5000)
+    sc.client(update({"type": "server_vad", "create_response": False}))
+    out = sc.speak(QUIET + SPEECH + SILENCE)
+    assert "input_audio_buffer.committed" in types(out)
+    assert "response.created" not in types(out)
+    out = wait(sc, 5000 + 200)
+    assert types(out)[:5] == [
+        "input_audio_buffer.timeout_triggered",
+        "input_audio_buffer.committed",
+        "conversation.item.added",
+        "conversation.item.done",
+        "response.created",
+    ]
+    assert types(out).count("response.created") == 1, "one answer for the turn and the silence"

@@ -9,14 +9,12 @@ committed as a user turn and answered, as GA does. The upstream takes no empty t
 
 from __future__ import annotations
 
-from collections import deque
 from typing import Protocol
 
 import numpy as np
 
 from shim.actions import Action, SendClient
 from shim.audio import Int16Array
-from shim.dialects.turn_items import PendingTurn
 from shim.idle_timeout import IdleTimer
 from shim.input_history import InputHistory
 from shim.output import AssistantOutput
@@ -35,7 +33,6 @@ class IdleHost(Protocol):
     turns: Turns
     gate: VadGate
     history: InputHistory
-    pending: deque[PendingTurn]
     upstream_busy: bool
     idle: IdleTimer
     last_item_id: str | None
@@ -53,8 +50,10 @@ def timeout_ms(s: IdleHost) -> int | None:
 
 
 def quiet(s: IdleHost, now: float) -> bool:
-    """Nothing goes on: no answer live or playing, no user speech, no turn waiting."""
-    busy = s.pending or s.upstream_busy or s.turns.in_progress or s.gate.speaking
+    """Nothing goes on: no answer live, playing or generating, no user speech. Turns
+    waiting for the client's ``response.create`` (``create_response: false``) do not
+    stop it: the timeout answers them with the silence, as GA's answers the conversation."""
+    busy = s.upstream_busy or s.turns.in_progress or s.gate.speaking
     return not busy and not s.output.active(now)
 
 
