@@ -1,11 +1,10 @@
 """The emulation core shared by both emulated modes: inputs in, actions out.
 
-Sans-I/O (``docs/architecture.md``): ``handle(input) -> list[Action]``; no sockets,
-no clock. The core is composed of one part per job: input history
-(``shim/input_history.py``), turn decisions (``shim/turns.py``), the barge-in state
-table (``shim/overlap.py``), the output path with its hold and release
-(``shim/output.py``), response closing (``shim/response_close.py``) and the
-snapshot (``shim/snapshot.py``). A dialect in ``shim/dialects/`` says how a user
+Sans-I/O (``docs/architecture.md``): ``handle(input) -> list[Action]``; no sockets, no
+clock. One part per job: input history (``shim/input_history.py``), turn decisions
+(``shim/turns.py``), the barge-in table (``shim/overlap.py``), the output path with its
+hold and release (``shim/output.py``), response closing (``shim/response_close.py``),
+the snapshot (``shim/snapshot.py``). A dialect in ``shim/dialects/`` says how a user
 turn reaches the upstream and how the upstream's output becomes GA events: its
 dispatch tables, ``commit_turn`` and ``cancel_response``.
 """
@@ -64,13 +63,11 @@ class EmulatedSession:
     # Announce every user turn (speech_started/stopped); False where the upstream
     # takes turns itself and the proxy only speaks up to interrupt.
     announce_turns = True
+    # GA's idle_timeout_ms kept (and acted on): only where the proxy takes the turns.
+    idle_timeouts = False
 
     def __init__(
-        self,
-        session_id: str,
-        model: str,
-        settings: ShimSettings,
-        vad_enabled: bool = True,
+        self, session_id: str, model: str, settings: ShimSettings, vad_enabled: bool = True
     ) -> None:
         self.session_id = session_id
         self.model = model
@@ -159,11 +156,8 @@ class EmulatedSession:
         self, code: str, message: str, ev: dict[str, Any] | None = None, param: str | None = None
     ) -> SendClient:
         event_id = ev.get("event_id") if ev else None
-        return SendClient(
-            wire.error(
-                code, message, event_id=event_id if isinstance(event_id, str) else None, param=param
-            )
-        )
+        event_id = event_id if isinstance(event_id, str) else None
+        return SendClient(wire.error(code, message, event_id=event_id, param=param))
 
     # ------------------------------------------------------------ client
     def client_session_update(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -177,7 +171,7 @@ class EmulatedSession:
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None:
         """Apply a session.update locally; a rejected update changes nothing."""
         try:
-            cfg = apply_session_update(self.config, ev, self.settings.vad)
+            cfg = apply_session_update(self.config, ev, self.settings.vad, self.idle_timeouts)
         except SessionConfigError as exc:
             return exc
         if cfg.turn.vad is not None:
@@ -214,6 +208,10 @@ class EmulatedSession:
         """Whether a tick can change anything (``on_tick``): the output's clock runs or an
         overlap is undecided. The edge ticks only then."""
         return self.output.needs_clock(now) or self.overlap.episode is not None
+
+    def due_at(self) -> float | None:
+        """When time alone next changes something with no ticks (ms, the edge's clock)."""
+        return None
 
     def far_for(self, start: int, end: int) -> Float32Array | None:
         """The audio sent that echoes in mic samples [start, end), once the delay is known."""

@@ -55,11 +55,16 @@ def _obj(value: Any) -> dict[str, Any]:
 
 
 def apply_session_update(
-    current: ClientSessionConfig, event: dict[str, Any], vad_defaults: VadParams
+    current: ClientSessionConfig,
+    event: dict[str, Any],
+    vad_defaults: VadParams,
+    idle_timeouts: bool = True,
 ) -> ClientSessionConfig:
     """Return the config after a ``session.update``; raises SessionConfigError if invalid.
 
     Validates everything before changing anything, so a rejected update changes nothing.
+    Without ``idle_timeouts`` (the upstream takes the turns) GA's ``idle_timeout_ms`` is
+    checked but not kept: the session then tells it back as it behaves, null.
     """
     session = event.get("session")
     if session is None:
@@ -104,6 +109,8 @@ def apply_session_update(
         cfg = replace(
             cfg, turn=parse_turn_detection(session["turn_detection"], cfg.turn, vad_defaults)
         )
+    if not idle_timeouts and cfg.turn.idle_timeout_ms is not None:
+        cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
     session_options.check_session_type(session, cfg.native)

@@ -45,6 +45,9 @@ class TurnDetection:
     overlap_events: bool = False
     # GA semantic_vad's eagerness; None: server_vad (``SEMANTIC_SILENCE_MS``).
     eagerness: str | None = None
+    # GA server_vad's idle_timeout_ms: a response after this long without user speech
+    # (``shim/idle_timeout.py``); None: off. Kept only where the proxy takes the turns.
+    idle_timeout_ms: int | None = None
 
     def as_wire(self) -> dict[str, Any] | None:
         if self.vad is None:
@@ -57,7 +60,7 @@ class TurnDetection:
             "min_speech_duration_ms": self.vad.min_speech_ms,
             "create_response": self.create_response,
             "interrupt_response": self.interrupt_response,
-            "idle_timeout_ms": None,
+            "idle_timeout_ms": self.idle_timeout_ms,
         }
         if self.eagerness is not None:  # GA's semantic_vad object, and only its fields
             wire = {"type": "semantic_vad", "eagerness": self.eagerness} | {
@@ -76,13 +79,16 @@ class TurnDetection:
 SEMANTIC_SILENCE_MS = {"low": 1000, "medium": 500, "auto": 500, "high": 250}
 
 
+IDLE_TIMEOUT_MIN_MS, IDLE_TIMEOUT_MAX_MS = 5_000, 30_000
+
 # turn_detection's numbers: (lowest, highest, whole numbers only).
 _TD_NUMBERS: dict[str, tuple[float, float, bool]] = {
     "threshold": (0.0, 1.0, False),
     "prefix_padding_ms": (0, 10_000, True),
     "silence_duration_ms": (0, 10_000, True),
     "min_speech_duration_ms": (0, 10_000, True),
-    "idle_timeout_ms": (0, 3_600_000, True),
+    # GA's range (its API reference: minimum 5000, maximum 30000).
+    "idle_timeout_ms": (IDLE_TIMEOUT_MIN_MS, IDLE_TIMEOUT_MAX_MS, True),
     "barge_in_decision_ms": (100, 3_000, True),
 }
 
@@ -145,7 +151,14 @@ def parse_turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> 
             "turn_detection.threshold must be in (0, 1)",
             "turn_detection.threshold",
         )
-    updates.pop("idle_timeout_ms", None)  # checked, but the proxy has no idle timeout
+    idle = updates.pop(
+        "idle_timeout_ms", None if "idle_timeout_ms" in raw else base.idle_timeout_ms
+    )
+    if eagerness is not None and idle is not None:
+        if raw.get("idle_timeout_ms") is not None:  # GA: "only supported for server_vad mode"
+            msg = "turn_detection.idle_timeout_ms is only supported with server_vad"
+            raise SessionConfigError("invalid_value", msg, "turn_detection.idle_timeout_ms")
+        idle = None  # a server_vad's timeout does not carry over to semantic_vad
     decision_ms = updates.pop("barge_in_decision_ms", base.barge_in_decision_ms)
     overlap_events = raw.get("overlap_events", base.overlap_events)
     if not isinstance(overlap_events, bool):
@@ -175,4 +188,5 @@ def parse_turn_detection(raw: Any, base: TurnDetection, defaults: VadParams) -> 
         barge_in_decision_ms=decision_ms,
         overlap_events=overlap_events,
         eagerness=eagerness,
+        idle_timeout_ms=idle,
     )

@@ -14,6 +14,7 @@ from typing import Any
 ERROR_TYPES = {
     "upstream_unavailable": "server_error",
     "upstream_error": "server_error",
+    "upstream_refused": "server_error",  # a refusal that named no code of its own
     "internal_error": "server_error",
     "session_store_unavailable": "server_error",
     "rate_limit_exceeded": "rate_limit_error",

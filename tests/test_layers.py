@@ -37,6 +37,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.journal",
             "shim.capabilities",
             "shim.vad_gate",
+            "shim.idle_timeout",
             "shim.settings",
             "shim.playback",
             "shim.echo_far",

@@ -92,8 +92,8 @@ def turn_detections(draw: st.DrawFn) -> dict[str, Any] | None:
     for flag in ("create_response", "interrupt_response"):
         if draw(st.booleans()):
             td[flag] = draw(st.none() | st.booleans())
-    if draw(st.booleans()):
-        td["idle_timeout_ms"] = draw(st.none() | st.integers(0, 60_000))
+    if draw(st.booleans()) and td.get("type") != "semantic_vad":  # GA: server_vad only
+        td["idle_timeout_ms"] = draw(st.none() | st.integers(5_000, 30_000))
     return td
 
 

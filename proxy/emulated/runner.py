@@ -83,9 +83,8 @@ class EmulatedRunner(PersistedSession):
         self.vad = VadFeed(state.vad_runner(), self.inputs)
         keep_ms = self.shim.settings.max_hold_ms + 1000
         self.loop = InputLoop(self.inputs, self._step, self._failed)
-        self.ticker = Ticker(
-            self.inputs, keep_ms, lambda now: self.shim.wants_ticks(now), self.loop.offer
-        )
+        shim = self.shim
+        self.ticker = Ticker(self.inputs, keep_ms, shim.wants_ticks, self.loop.offer, shim.due_at)
         # The session's end (server.max_session_s), across every attachment.
         loop = asyncio.get_running_loop()
         self.ends_at = loop.time() + state.config.server.max_session_s

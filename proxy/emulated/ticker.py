@@ -6,8 +6,9 @@ relay's "played out" report) all happen while the assistant speaks or its audio
 plays, or an overlap is undecided: what ``EmulatedSession.wants_ticks`` says. So the
 edge ticks every ``TICK_S`` from each input until ``keep_ms`` after it, goes on for
 as long as the shim wants ticks, and then sleeps: an idle session has no timer at
-all. The one deadline of an idle session, the end of its disconnect grace, is a
-single wakeup (``wake_in``).
+all. An idle session's deadlines are single wakeups: the end of its disconnect grace
+(``wake_in``), and the shim's own (``EmulatedSession.due_at``: GA's idle timeout), one
+tick when it is due.
 """
 
 from __future__ import annotations
@@ -30,12 +31,14 @@ class Ticker:
         keep_ms: float,
         wanted: Callable[[float], bool],
         offer: Callable[[object], Awaitable[bool]] | None = None,
+        due: Callable[[], float | None] | None = None,
     ) -> None:
         self.inputs = inputs
         # Hands a tick to an idle session at once, like a client frame (session_loop.py).
         self.offer = offer
         self.keep_ms = max(MIN_KEEP_MS, keep_ms)
         self.wanted = wanted
+        self.due = due  # the shim's next deadline (ms, ``now_ms``), if it has one
         self._until = 0.0  # tick until then (ms, ``now_ms``)
         self._wake = asyncio.Event()
         self._timers: list[asyncio.TimerHandle] = []
@@ -71,11 +74,25 @@ class Ticker:
             if now >= self._until:
                 self._wake.clear()
                 self.dormant.set()
-                await self._wake.wait()
+                stirred = await self._sleep(now)
                 self.dormant.clear()
-                continue
-            await asyncio.sleep(TICK_S)
+                if stirred:
+                    continue
+            else:
+                await asyncio.sleep(TICK_S)
             self.fed += 1
             tick = Tick(now_ms())
             if self.offer is None or not await self.offer(tick):
                 await self.inputs.put(tick)
+
+    async def _sleep(self, now: float) -> bool:
+        """Dormant until stirred (True), or until the shim's deadline (False: one tick)."""
+        due = self.due() if self.due is not None else None
+        if due is None:
+            await self._wake.wait()
+            return True
+        try:  # never sooner than a tick: the shim may not have seen the last one yet
+            await asyncio.wait_for(self._wake.wait(), max(TICK_S, (due - now) / 1000))
+        except TimeoutError:
+            return False
+        return True

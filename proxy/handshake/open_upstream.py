@@ -126,29 +126,35 @@ async def open_upstream(
 
 
 async def _refused(conn: ClientConnection, event: dict[str, Any], ga: bool) -> None:
-    """The upstream refused the session. A native client is told what vLLM-Omni tells
-    its own (its error, ``param`` too), then closed normally as vLLM-Omni's ``_open``
-    closes (it just returns); a GA client learns that its upstream refused (1011)."""
+    """The upstream refused the session: the client is told its refusal as it said it
+    (its error ``type``, code, words and ``param``). vLLM-Omni's ``_open`` then just
+    returns, so a native client is closed normally (1000) whatever the error, as
+    vLLM-Omni's own would be; a GA client's close says whether the session it asked for
+    was refused (1000, ``invalid_request_error``) or the server failed (1011)."""
     conn.state.metrics.upstream_errors.labels("refused").inc()
     err = event.get("error")
     message = err.get("message") if isinstance(err, dict) else err
     if not isinstance(message, str):
         message = event.get("message") if isinstance(event.get("message"), str) else None
     param = err.get("param") if isinstance(err, dict) else event.get("param")
-    code = error_code(event)
-    conn.log.warning("upstream_refused_session", code=code, message=message)
-    if not ga and code is not None:  # what vLLM-Omni says to its own client
-        conn.state.metrics.client_errors.labels(code).inc()
-        told = wire.error(code, message or "")
-        del told["error"]["event_id"], told["error"]["param"]  # named only if they name one
-        if isinstance(param, str):
-            told["error"]["param"] = param
-        conn.client.send_event(told)
+    param = param if isinstance(param, str) else None
+    code = error_code(event) or "upstream_refused"
+    told = wire.error(code, message or "", param=param)
+    kind = err.get("type") if isinstance(err, dict) else None
+    if isinstance(kind, str) and kind:  # the upstream's own, never rewritten
+        told["error"]["type"] = kind
+    kind = told["error"]["type"]
+    conn.log.warning("upstream_refused_session", code=code, type=kind, message=message)
+    conn.state.metrics.client_errors.labels(code).inc()
+    if not ga:  # what vLLM-Omni says to its own client: only the keys it names
+        del told["error"]["event_id"]
+        if param is None:
+            del told["error"]["param"]
+    conn.client.send_event(told)
+    if not ga or kind == "invalid_request_error":
         await conn.client.close(1000, "session refused")
-        return
-    said = f"{code}: {message}" if message else str(code)
-    conn.client.send_error("upstream_refused", f"upstream refused the session: {said}")
-    await conn.client.close(1011, "upstream refused session")
+    else:
+        await conn.client.close(1011, "upstream refused session")
 
 
 async def _upstream_full(

@@ -12,13 +12,14 @@ from collections import deque
 from typing import Any
 
 from shim.actions import AbortUpstream, Action, SendClient
-from shim.audio import AudioError
+from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
-from shim.dialects import turn_acks, turn_answer, turn_limits, turn_wire
+from shim.dialects import turn_acks, turn_answer, turn_idle, turn_limits, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.dialects.turn_answer import PendingTurn
 from shim.dialects.turn_items import UserItems
 from shim.dialects.turn_refusals import Refusals
+from shim.idle_timeout import IdleTimer
 from shim.input_history import ms_to_sample
 from shim.inputs import ClientEvent, Input, UpstreamLost, VadWindow
 from shim.response_close import close_response
@@ -31,6 +32,7 @@ DEFAULT_OUTPUT_RATE = 24000
 
 class TurnBasedSession(EmulatedSession):
     mode = "duplex_emulated"
+    idle_timeouts = True  # GA's idle_timeout_ms: the proxy takes the turns (turn_idle.py)
 
     def __init__(
         self,
@@ -48,7 +50,7 @@ class TurnBasedSession(EmulatedSession):
         self.commit_from_ms = 0
         self.final_text: str | None = None
         self.merges_turns = not native_client  # GA's response.create answers all as one
-        self.user_items, self.metadata = UserItems(), ResponseMetadata()
+        self.user_items, self.metadata, self.idle = UserItems(), ResponseMetadata(), IdleTimer()
         super().__init__(session_id, model, settings)
         self.config = NATIVE_CONFIG if native_client else self.config
 
@@ -110,7 +112,7 @@ class TurnBasedSession(EmulatedSession):
         # vLLM-Omni client's extra_body.auto_response); else response.create answers.
         # ``final: false`` is a commit like any other, as vLLM-Omni's runner has it.
         respond = self.native.commit_answers(ev)
-        return turn_answer.commit(self, item_id, audio, end_ms, respond, now, defer=True)
+        return self.commit_audio(item_id, audio, end_ms, respond, now, defer=True)
 
     def _client_clear(self, ev: dict[str, Any], now: float) -> list[Action]:
         out = self.turns.cleared(now)
@@ -140,9 +142,20 @@ class TurnBasedSession(EmulatedSession):
         gone = self.vad_timeline.to_input(win.end_sample) <= ms_to_sample(self.commit_from_ms)
         return super().on_vad(VadWindow(0.0, win.end_sample, win.now_ms) if gone else win)
 
+    def on_tick(self, now: float) -> list[Action]:
+        return super().on_tick(now) + turn_idle.step(self, now)
+
+    def due_at(self) -> float | None:
+        return turn_idle.deadline(self)
+
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
         td, audio = self.config.turn, self.history.between(start_ms, end_ms)
         respond, defer = td.create_response, not td.interrupt_response
+        return self.commit_audio(item_id, audio, end_ms, respond, now, defer)
+
+    def commit_audio(
+        self, item_id: str, audio: Int16Array, end_ms: int, respond: bool, now: float, defer: bool
+    ) -> list[Action]:
         return turn_answer.commit(self, item_id, audio, end_ms, respond, now, defer)
 
     def cancel_response(
