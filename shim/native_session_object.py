@@ -9,7 +9,10 @@ client may send that object back in a ``session.update``; GA's shape
 (``{"type": "audio/pcmu"}``) names formats vLLM-Omni refuses, so a native client is
 told its session in vLLM-Omni's shape (docs/protocol.md, "Native clients").
 
-On a resume over a duplex upstream the client is told the proxy's current object over
+Over a duplex upstream the upstream detects the turns, so the turn detection told is the
+one it runs, as vLLM-Omni tells it (``upstream_turn_detection``), never the proxy's
+``[vad]`` values. On a resume over a duplex upstream the client is told the proxy's
+current object over
 the upstream's saved one (``resumed_over_upstream``): the upstream's other keys stay,
 but every other spelling of a fact the current object tells carries the current value,
 and the upstream's runtime state from the opening is gone.
@@ -20,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from shim.audio import PCM16, PCM_F32, PCMA, PCMU, AudioFormat
-from shim.native_turns import PROXY_FIELDS, SERVER_VAD_FIELDS
+from shim.native_turns import PROXY_FIELDS, SERVER_VAD_FIELDS, as_run, declared
 
 # The proxy's encodings in vLLM-Omni's names: flat, and as a format object's type.
 _FLAT = {PCM16: "pcm16", PCM_F32: "pcm_f32le", PCMU: "g711_ulaw", PCMA: "g711_alaw"}
@@ -144,3 +147,20 @@ def resumed_over_upstream(
     audio["output"] = _side(audio.get("output"), now["output"], out.rate_hz, {})
     merged["audio"] = audio
     return merged
+
+
+def upstream_turn_detection(
+    kept_update: dict[str, Any] | None, upstream: dict[str, Any], proxy_turn: Any
+) -> Any:
+    """The turn detection a duplex upstream runs for a native client, as it tells it:
+    the one the client's updates declared (``kept_update``, the barge-in relay's) over
+    vLLM-Omni's defaults (``shim/native_turns.py``), else the upstream's own from the
+    opening (``upstream``); with the proxy's own fields the client set (``proxy_turn``,
+    the proxy's object), which only the proxy reads."""
+    nested = kept_update.get("session") if kept_update is not None else None
+    session = nested if isinstance(nested, dict) else kept_update or {}
+    named, td = declared(session)
+    told = as_run(td) if named else upstream.get("turn_detection")
+    if isinstance(told, dict) and isinstance(proxy_turn, dict):
+        told = told | {k: v for k, v in proxy_turn.items() if k in PROXY_FIELDS}
+    return told

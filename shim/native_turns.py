@@ -29,6 +29,17 @@ SERVER_VAD_FIELDS = frozenset(
     }
 )
 PROXY_FIELDS = frozenset({"barge_in_decision_ms", "overlap_events"})
+# What vLLM-Omni fills a declared ``server_vad`` object with, in its order: the object
+# it runs and tells is these with the declared fields over them, ``create_response``
+# only where declared (``normalize_turn_detection_session_payload``).
+SERVER_VAD_DEFAULTS: dict[str, Any] = {
+    "type": "server_vad",
+    "interrupt_response": True,
+    "threshold": 0.5,
+    "prefix_padding_ms": 300,
+    "silence_duration_ms": 500,
+    "min_speech_duration_ms": 96,
+}
 # Silero's floor in vLLM-Omni (``engine/duplex/vad.py``, ``SILERO_VAD_MIN_THRESHOLD``).
 _MIN_THRESHOLD = 0.15
 
@@ -48,6 +59,18 @@ def _selected(session: Mapping[str, Any]) -> tuple[str | None, Any]:
     if isinstance(a_in, dict) and "turn_detection" in a_in:
         field, selected = "audio.input.turn_detection", a_in["turn_detection"]
     return field, selected
+
+
+def declared(session: Mapping[str, Any]) -> tuple[bool, Any]:
+    """Whether a session object names turn detection, and the one vLLM-Omni reads
+    (``audio.input.turn_detection`` before the flat one)."""
+    field, td = _selected(session)
+    return field is not None, td
+
+
+def as_run(td: Any) -> dict[str, Any] | None:
+    """A declared turn detection (a valid one) as vLLM-Omni runs and tells it."""
+    return {**SERVER_VAD_DEFAULTS, **td} if isinstance(td, dict) else None
 
 
 def turn_refusal(ev: Mapping[str, Any]) -> str | None:

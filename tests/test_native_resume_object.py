@@ -9,7 +9,10 @@ Read back as vLLM-Omni's own reader reads it, the object is the session as it is
 
 from __future__ import annotations
 
+import sys
 import types
+import zipfile
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -17,6 +20,7 @@ import pytest
 from tests.servers import connect, proxy_config, reference, replica, ws_url
 from tests.test_native_g711_rates import wheel_session
 from tests.test_native_relay import NATIVE, opening
+from tests.vllm_omni_client import VERSION, WHEEL, fetch_client_sources
 
 __all__ = ["wheel_session"]
 
@@ -35,9 +39,45 @@ RUNTIME = (
 )
 
 
-async def resumed_after(update: dict[str, Any], **opened: Any) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def wheel_turns(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[types.ModuleType]:
+    """``engine/duplex/turn_detection.py`` from the 0.30.0 wheel (with the ``vad.py`` it
+    imports, its logger the standard library's), as modules of their own names."""
+    store = getattr(request.config, "cache", None)
+    name = f"vllm-omni-{VERSION}"
+    cache = store.mkdir(name) if store is not None else tmp_path_factory.mktemp(name)
+    fetch_client_sources(cache)  # downloads and checks the wheel
+    prefix = "vllm_omni/engine/duplex/"
+    with zipfile.ZipFile(cache / WHEEL) as archive:
+        vad_src = archive.read(prefix + "vad.py").decode()
+        turns_src = archive.read(prefix + "turn_detection.py").decode()
+    names = ("wheel_duplex_vad", "wheel_duplex_turn_detection")
+    vad_src = vad_src.replace(
+        "from vllm.logger import init_logger", "from logging import getLogger as init_logger"
+    )
+    turns_src = turns_src.replace("vllm_omni.engine.duplex.vad", names[0])
+    modules = []
+    for module_name, source, path in zip(
+        names, (vad_src, turns_src), ("vad.py", "turn_detection.py"), strict=True
+    ):
+        module = types.ModuleType(module_name)
+        sys.modules[module_name] = module
+        exec(compile(source, prefix + path, "exec"), module.__dict__)
+        modules.append(module)
+    try:
+        yield modules[1]
+    finally:
+        for module_name in names:
+            sys.modules.pop(module_name, None)
+
+
+async def resumed_after(
+    update: dict[str, Any], *later: dict[str, Any], **opened: Any
+) -> dict[str, Any]:
     """The session object a native client opened as ``DuplexClient`` opens (with
-    ``opened`` over it) is told on a resume after ``update``."""
+    ``opened`` over it) is told on a resume after ``update`` (and ``later`` ones)."""
     async with reference("duplex-no-barge-in", reply_ms=600) as up:
         config = proxy_config({"m": up}, store={"url": "memory://"})
         async with replica(config, "a") as base:
@@ -46,8 +86,9 @@ async def resumed_after(update: dict[str, Any], **opened: Any) -> dict[str, Any]
                 created = await c1.until("session.created")
                 assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
                 await c1.until("session.updated")  # the opening's
-                await c1.send({"type": "session.update", "session": update})
-                await c1.until("session.updated")
+                for each in (update, *later):
+                    await c1.send({"type": "session.update", "session": each})
+                    told = (await c1.until("session.updated"))["session"]
                 assert not [e for e in c1.events if e["type"] == "error"], c1.events
                 seqs = [e["server_event_seq"] for e in c1.events if "server_event_seq" in e]
             query = {
@@ -58,6 +99,9 @@ async def resumed_after(update: dict[str, Any], **opened: Any) -> dict[str, Any]
             async with connect(ws_url(base, model=None, **NATIVE, **query)) as c2:
                 first = await c2.recv()
                 assert first["type"] == "session.resumed", first
+    if isinstance(told.get("turn_detection"), dict):
+        # The upstream's own session.updated told its turn detection so: the same session.
+        assert first["session"]["turn_detection"] == told["turn_detection"], (first, told)
     return first["session"]
 
 
@@ -108,3 +152,31 @@ async def test_a_resume_replaces_nested_spellings_too(wheel_session: types.Modul
     assert session["audio"]["output"]["sample_rate_hz"] == 8000, session
     assert session["turn_detection"] is None, session
     assert session["overlap_policy"] == "listen_only", session
+
+
+@pytest.mark.parametrize(
+    ("declared", "later"),
+    [
+        ({"type": "server_vad"}, None),
+        ({"type": "server_vad", "create_response": False, "min_speech_duration_ms": 200}, None),
+        # vLLM-Omni runs each declared object over its own defaults, not over the last.
+        ({"type": "server_vad", "silence_duration_ms": 400}, {"type": "server_vad"}),
+        # An update that names no turn detection leaves the detector running as it was.
+        ({"type": "server_vad", "threshold": 0.6}, {"instructions": "Be brief."}),
+    ],
+)
+async def test_a_resume_tells_turn_detection_as_the_upstream_runs_it(
+    wheel_turns: types.ModuleType, declared: dict[str, Any], later: dict[str, Any] | None
+) -> None:
+    """The upstream detects the turns, so its values are the session's: vLLM-Omni fills
+    a declared ``server_vad`` object with its own defaults and tells ``create_response``
+    only where the client named it (``engine/duplex/turn_detection.py``,
+    ``normalize_turn_detection_session_payload``), never the proxy's ``[vad]``."""
+    updates = [{"turn_detection": declared}]
+    if later is not None:
+        updates.append(later if "type" not in later else {"turn_detection": later})
+    session = await resumed_after(*updates)
+    running = {"turn_detection": dict(later if later and "type" in later else declared)}
+    wheel_turns.normalize_turn_detection_session_payload(running)
+    assert session["turn_detection"] == running["turn_detection"], session
+    assert session["overlap_policy"] == running["overlap_policy"], session

@@ -222,6 +222,37 @@ async def test_short_interjection_over_an_unacked_answer_is_dropped() -> None:
         assert "response.created" not in await p.settle()
 
 
+async def test_a_commit_past_four_pending_turns_is_refused_before_it_is_taken() -> None:
+    """Row 1e: ``engine/duplex/session/manager.py`` (``_dispatch_command``) refuses the
+    commit at admission, naming it; nothing is committed and the audio stays."""
+    async with backend() as (http, url), session(http, url) as (p, _):
+        ask = {"type": "input_audio_buffer.commit", "response_create": True}
+        await p.speak(SPEECH)
+        await p.send(ask)
+        first = await answered(p)  # unacked: it owns the turn, later turns wait
+        for i in range(4):
+            await p.speak(SPEECH)
+            await p.send({**ask, "event_id": f"evt_{i}"})
+        assert (await p.settle()).count("input_audio_buffer.committed") == 4
+        await p.speak(SPEECH)
+        await p.settle()
+        await p.send({**ask, "event_id": "evt_full"})
+        seen = await p.settle()
+        assert seen == ["error"]  # no speech_stopped, no item, no committed
+        error = p.of("error")[-1]
+        assert error["event_id"] != "evt_full"  # the envelope's own id
+        assert error["error"] == {
+            "type": "rate_limit_error",
+            "code": "input_backpressure",
+            "message": "Duplex session has too many pending input turns",
+            "event_id": "evt_full",
+        }
+        await ack_all(p, first)  # the first waiting turn is answered: a place frees
+        await p.send({**ask, "event_id": "evt_again"})  # no new audio: the kept audio
+        assert "input_audio_buffer.committed" in await p.settle()
+        assert not [e for e in p.of("error") if e["error"]["event_id"] == "evt_again"]  # type: ignore[index]
+
+
 async def test_lenient_answers_a_client_that_never_acks() -> None:
     options = ReferenceOptions(fidelity="lenient")
     async with backend(options) as (http, url), session(http, url) as (p, _):

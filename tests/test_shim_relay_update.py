@@ -12,6 +12,7 @@ import pytest
 from shim.audio import PCM16, PCMA, PCMU
 from shim.dialects.relay_wire import upstream_format_refusal
 from shim.dialects.turn_based import TurnBasedSession
+from shim.inputs import UpstreamLost
 from shim.native_client import native_error
 from shim.session import ShimSettings
 from shim.settings import VadParams
@@ -137,3 +138,19 @@ def test_over_a_turn_based_upstream_wav_output_is_refused_in_the_proxy_words() -
     out = sc.client({"type": "session.update", "session": {"output_audio_format": "wav"}})
     (err,) = client_events(out)
     assert native_error(err)["error"]["code"] == "unsupported_by_proxy"
+
+
+def test_a_fresh_upstream_runs_the_turn_detection_an_earlier_update_declared() -> None:
+    """vLLM-Omni's detector runs on through an update that names no turn detection
+    (``engine/duplex/session/control.py``): a fresh upstream session after a loss is
+    given it with the client's last update, which goes up as it came."""
+    sc = make()
+    vad = {"type": "server_vad", "silence_duration_ms": 400}
+    sc.client({"type": "session.update", "session": {"turn_detection": vad}})
+    (sent,) = upstream_events(
+        sc.client({"type": "session.update", "session": {"instructions": "x"}})
+    )
+    assert sent["session"] == {"instructions": "x"}
+    lost = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    (restore,) = [e for e in upstream_events(lost) if e["type"] == "session.update"]
+    assert restore["session"] == {"instructions": "x", "turn_detection": vad}

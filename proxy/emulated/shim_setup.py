@@ -10,7 +10,7 @@ from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.turn_based import TurnBasedSession
-from shim.native_session_object import resumed_over_upstream
+from shim.native_session_object import resumed_over_upstream, upstream_turn_detection
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
 from shim.vad_gate import VadParams
@@ -79,6 +79,10 @@ def created_event(
                 session = {**upstream_session, **session}
             elif resumed:
                 io = (shim.config.input_format, shim.config.output_format)
+                if isinstance(shim, BargeInRelaySession):  # the upstream detects the turns
+                    session["turn_detection"] = upstream_turn_detection(
+                        shim.last_update, upstream_session, session["turn_detection"]
+                    )
                 session = resumed_over_upstream(upstream_session, session, io)
             else:
                 own = {"id": session["id"], "model": session["model"]}

@@ -228,6 +228,8 @@ class DuplexModel(Speaking):
         return UserTurn(item_id=item_id, audio=audio, speech_ms=speech_ms)
 
     def on_commit(self, create_response: bool | None, event_id: object) -> None:
+        if not self.admits_commit(event_id):
+            return
         if not self._appended and self._item_id is None:
             self.port.emit_error(
                 "input_audio_buffer_empty",

@@ -7,6 +7,14 @@ acknowledged by ``playback.ack`` (``sent_ms > committed_ms``).  Lenient
 backends apply the playback half only once a client has sent an ack.
 Committed user turns that arrive while the assistant owns the turn wait in
 ``pending`` and are answered when it lets go.
+
+A client's commit while ``max_pending_turns`` turns wait is refused before it is
+taken (``admits_commit``), as vLLM-Omni's session manager refuses a commit past
+``max_pending_turns_per_session`` (``engine/duplex/session/manager.py``,
+``_dispatch_command``): nothing is committed and the audio stays in the buffer.
+The real count is of commits its runner has not yet dequeued; the stand-in's runner
+takes each at once, so the turns waiting for an answer are its nearest.  A turn its
+own VAD ends is never refused (the real one's skip the admission check).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from proxy.reference.options import FAULT_IGNORE_CANCEL
 from proxy.reference.voice import plan_reply, reply_text
 
 _MAX_REMEMBERED_RESPONSES = 32
+BACKPRESSURE = ("input_backpressure", "Duplex session has too many pending input turns")
 
 
 class Speaking:
@@ -71,10 +80,14 @@ class Speaking:
         else:
             self.start_response(turn)
 
+    def admits_commit(self, event_id: object) -> bool:
+        """Admission of a client's commit; a refusal is said with its ``event_id``."""
+        if len(self.pending) < self._opts.max_pending_turns:
+            return True
+        self.port.emit_error(*BACKPRESSURE, event_id=event_id)
+        return False
+
     def queue(self, turn: UserTurn) -> None:
-        if len(self.pending) >= self._opts.max_pending_turns:
-            self.port.emit_error("input_backpressure", "Duplex session has too many pending turns")
-            return
         self.pending.append(turn)
 
     def start_response(self, turn: UserTurn) -> None:

@@ -146,7 +146,9 @@ class ReferenceOptions:
     profile: str = "generic"
     #: Outbound bytes queued for one socket before a non-reading client is dropped.
     max_outbound_bytes: int = 4 * 1024 * 1024
-    #: Up to this many committed user turns may wait for the assistant to finish.
+    #: A client's commit while this many committed turns wait for the assistant is
+    #: refused before it is taken (``input_backpressure``; vLLM-Omni's
+    #: ``max_pending_turns_per_session``).  Turns its VAD ends are never refused.
     max_pending_turns: int = 4
     faults: frozenset[str] = field(default_factory=frozenset)
 

@@ -42,7 +42,7 @@ from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
-from shim.dialects.relay_wire import upstream_format_refusal, upstream_settings
+from shim.dialects.relay_wire import kept_update, upstream_format_refusal, upstream_settings
 from shim.inputs import (
     ClientEvent,
     UpstreamCheckpointed,
@@ -84,7 +84,8 @@ class BargeInRelaySession(EmulatedSession):
         self.cancelled_ids: deque[str] = deque(maxlen=CANCELLED_KEPT)
         self.suppress_upstream_speech = False
         self.upstream_speech = UpstreamSpeech()
-        # The client's last session.update as sent upstream, to restore on a fresh one.
+        # The client's last session.update as sent upstream, to restore on a fresh one
+        # (with the turn detection an earlier one declared: ``kept_update``).
         self.last_update: dict[str, Any] | None = None
         super().__init__(session_id, model, settings)
         if self.native_client:
@@ -139,8 +140,9 @@ class BargeInRelaySession(EmulatedSession):
             return [self.err(error.code, str(error), ev, error.param)]
         # The upstream answers session.updated itself; turn detection goes along (its
         # turns are its own; the proxy's VAD decides only barge-ins).
-        self.last_update = upstream_settings(ev)
-        return [SendUpstream(self.last_update), *self.turns.detection_changed(now)]
+        sent = upstream_settings(ev)
+        self.last_update = kept_update(sent, self.last_update)
+        return [SendUpstream(sent), *self.turns.detection_changed(now)]
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         return relay_client.audio(self, ev, now)
