@@ -7,11 +7,12 @@ does more (the relay also forwards most of them upstream).
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any, Protocol
 
 import numpy as np
 
-from shim import wire
+from shim import native_truncate, wire
 from shim.actions import Action, AnalyzeAudio, SendClient
 from shim.audio import AudioError, b64decode, decode_samples
 from shim.echo import EchoSuppressor
@@ -132,23 +133,15 @@ def item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
     return None
 
 
-def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
-    item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
-    if not isinstance(item_id, str):
-        return [s.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")]
-    if isinstance(end, bool) or not isinstance(end, int):
-        return [s.err("invalid_event", "audio_end_ms must be an integer", ev, "audio_end_ms")]
-    if end < 0:  # a number out of range: GA's invalid_value, naming it
-        msg = f"audio_end_ms must be at least 0, not {end}"
-        return [s.err("invalid_value", msg, ev, "audio_end_ms")]
-    index = ev.get("content_index", 0)
-    if isinstance(index, bool) or index != 0:
-        # An assistant item's audio is its only content part, at index 0 (GA says so).
-        msg = f"content_index {index!r} is not the item's audio part (0)"
-        return [s.err("invalid_value", msg, ev, "content_index")]
-    item = s.ledger.get(item_id)
-    if item is None:
-        return [s.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")]
+def truncate(
+    s: ClientEventHost, ev: dict[str, Any], now: float, others: Container[str] = ()
+) -> list[Action]:
+    """``others``: the items besides the assistant's the session answers for (a
+    native client is told such an item is not the assistant's)."""
+    read = _read_native(s, ev, others) if s.config.native else _read_ga(s, ev)
+    if isinstance(read, SendClient):
+        return [read]
+    item, end = read
     left = item.truncated_ms if item.told_by is not None else None
     if left is not None and end > left:
         # GA: past the item's audio is an error, and a truncated item's audio ends
@@ -156,7 +149,7 @@ def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]
         # barge-in) is where a client's own truncate, sent as it stopped playing,
         # lands anyway: it is told again, unchanged.
         if item.told_by == "proxy":
-            return [SendClient(wire.truncated(item_id, left))]
+            return [SendClient(wire.truncated(item.item_id, left))]
         msg = f"audio_end_ms {end} is beyond the {left} ms left after the item's truncation"
         return [s.err("invalid_value", msg, ev, "audio_end_ms")]
     if end > item.sent_ms + 0.5:
@@ -170,12 +163,50 @@ def truncate(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]
         ]
     item.truncated_ms, item.told_by = end, "client"
     resp = s.response
-    if resp is not None and resp.live and resp.item_id == item_id:
+    if resp is not None and resp.live and resp.item_id == item.item_id:
         # Truncating the item still being produced ends its response too.
         out = s.cancel_response(now, reason="client_cancelled", truncate_at=end)
         item.told_by = "client"
         return out
-    return [SendClient(wire.truncated(item_id, end))]
+    return [SendClient(wire.truncated(item.item_id, end))]
+
+
+def _read_ga(s: ClientEventHost, ev: dict[str, Any]) -> SendClient | tuple[ItemPlayback, int]:
+    """A GA client's truncate, checked in GA's terms: an integer, not negative
+    (``invalid_value`` naming it), of the item's audio part, of an item there is."""
+    item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
+    if not isinstance(item_id, str):
+        return s.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")
+    if isinstance(end, bool) or not isinstance(end, int):
+        return s.err("invalid_event", "audio_end_ms must be an integer", ev, "audio_end_ms")
+    if end < 0:  # a number out of range: GA's invalid_value, naming it
+        msg = f"audio_end_ms must be at least 0, not {end}"
+        return s.err("invalid_value", msg, ev, "audio_end_ms")
+    index = ev.get("content_index", 0)
+    if isinstance(index, bool) or index != 0:
+        # An assistant item's audio is its only content part, at index 0 (GA says so).
+        msg = f"content_index {index!r} is not the item's audio part (0)"
+        return s.err("invalid_value", msg, ev, "content_index")
+    item = s.ledger.get(item_id)
+    if item is None:
+        return s.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")
+    return item, end
+
+
+def _read_native(
+    s: ClientEventHost, ev: dict[str, Any], others: Container[str]
+) -> SendClient | tuple[ItemPlayback, int]:
+    """A native client's, in vLLM-Omni's order and words (``shim/native_truncate.py``)."""
+    read = native_truncate.read(ev, s.ledger, others)
+    if isinstance(read, tuple):
+        return s.err(*read, ev)
+    if read.content_index != 0:
+        # The proxy's items carry their audio as their one content part.
+        msg = f"conversation.item.truncate content_index out of range: {read.content_index}"
+        return s.err("bad_event", msg, ev)
+    item = s.ledger.get(read.item_id)
+    assert item is not None  # read found it
+    return item, read.audio_end_ms
 
 
 def retrieve(s: ClientEventHost, ev: dict[str, Any]) -> list[Action] | None:

@@ -30,9 +30,13 @@ from shim.session_config import (
 from shim.upstream_input import declared_float_input, state_input
 from shim.vad_gate import VadParams
 
-# vLLM-Omni 0.30.0 refuses a server-VAD threshold at or below Silero's floor
-# (``engine/duplex/turn_detection.py``, ``validate_realtime_turn_detection``).
+# vLLM-Omni 0.30.0 refuses a server-VAD threshold at or below Silero's floor, 0.15
+# (``engine/duplex/turn_detection.py``, ``validate_realtime_turn_detection``: it must
+# be greater). A lower one goes up as 0.16, the nearest it takes that a turn can end
+# under: its VAD ends a turn below ``max(threshold - 0.15, 0.01)`` (``engine/duplex/
+# vad.py``), 0.01 for any threshold up to 0.16.
 UPSTREAM_MIN_THRESHOLD = 0.15
+UPSTREAM_LOWEST_THRESHOLD = 0.16
 
 
 def _session_of(event: dict[str, Any]) -> dict[str, Any]:
@@ -134,13 +138,16 @@ def upstream_turn_detection(turn: TurnDetection) -> dict[str, Any] | None:
     """The session's turn detection as vLLM-Omni reads it: server VAD (the upstream
     detects turns and answers them) with the session's values, which start from the
     ``[vad]`` section, as the proxy's own VAD does; null: the client commits and asks
-    for the response itself. Only fields vLLM-Omni accepts: a threshold it refuses is
-    left out (its own, 0.5, then holds); GA-only fields never go."""
+    for the response itself. Only fields vLLM-Omni accepts: a threshold it refuses (0.15
+    or below) goes up as the nearest it takes, 0.16, not left out (its 0.5 would hold,
+    the whole object being replaced on each update); GA-only fields never go."""
     if turn.vad is None:
         return None
     vad: dict[str, Any] = {"type": "server_vad"}
-    if turn.vad.threshold > UPSTREAM_MIN_THRESHOLD:
-        vad["threshold"] = turn.vad.threshold
+    threshold = turn.vad.threshold
+    vad["threshold"] = (
+        threshold if threshold > UPSTREAM_MIN_THRESHOLD else UPSTREAM_LOWEST_THRESHOLD
+    )
     vad["prefix_padding_ms"] = turn.vad.prefix_padding_ms
     # Where the client set it (or semantic_vad's eagerness did).
     vad["silence_duration_ms"] = turn.vad.silence_duration_ms

@@ -115,12 +115,6 @@ _NATIVE_WORDS = [
         "Unsupported output_audio_format: {name}",
     ),
     ("item_not_found", r"no ", None, "Conversation item not found: {name}"),
-    (
-        "invalid_value",
-        r"audio_end_ms must be at least 0",
-        "bad_event",
-        "conversation.item.truncate requires non-negative audio_end_ms",
-    ),
 ]
 _QUOTED = re.compile(r"'([^']*)'")
 

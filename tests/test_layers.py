@@ -73,6 +73,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.response_close",
             "shim.turn_host",
             "shim.turns",
+            "shim.native_truncate",
             "shim.client_events",
             "shim.native_client",
             "shim.played_snapshot",

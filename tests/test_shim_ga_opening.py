@@ -15,6 +15,7 @@ from shim.ga_upstream import opening_session
 from shim.native_turns import turn_refusal
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.shim_script import Script, upstream_events
 from tests.test_shim_ga_relay import SERVER_VAD
 
 
@@ -64,14 +65,27 @@ def test_the_relays_own_statement_of_the_session_starts_from_the_section_too() -
     assert relay.last_update["session"]["turn_detection"] == STATED
 
 
-@pytest.mark.parametrize("threshold", [0.15, 0.1])
-def test_a_threshold_vllm_omni_refuses_is_left_to_its_default(threshold: float) -> None:
+@pytest.mark.parametrize("threshold", [0.15, 0.1, 0.01])
+def test_a_threshold_vllm_omni_refuses_goes_up_as_the_nearest_it_takes(threshold: float) -> None:
     """vLLM-Omni 0.30.0 refuses a threshold at or below Silero's floor, 0.15
-    (engine/duplex/turn_detection.py ``validate_realtime_turn_detection``)."""
+    (engine/duplex/turn_detection.py ``validate_realtime_turn_detection``), and puts its
+    own 0.5 in place of one left out: the upstream's VAD would commit turns far less
+    readily than the proxy's, which runs at the client's. 0.16 goes up instead."""
+    assert turn_refusal({"turn_detection": {"type": "server_vad", "threshold": threshold}})
     low = replace(CONFIGURED, threshold=threshold)
     opening = opening_session(None, None, low)
-    assert "threshold" not in opening["turn_detection"], opening
+    assert opening["turn_detection"]["threshold"] == 0.16, opening
     assert turn_refusal({"session": opening}) is None
     td = {"type": "server_vad", "threshold": threshold}
     update = opening_session({"turn_detection": td}, None, CONFIGURED)
-    assert "threshold" not in update["turn_detection"], update
+    assert update["turn_detection"]["threshold"] == 0.16, update
+    # And a later update, as the relay sends it.
+    settings = ShimSettings(vad=CONFIGURED, echo_suppression=False)
+    relay = GaRelaySession("sess_0123456789abcdef", "m", settings, {"supports_barge_in": True})
+    relay.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
+    sc = Script(relay)
+    later = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+    [sent] = upstream_events(sc.client({"type": "session.update", "session": later}))
+    assert sent["session"]["turn_detection"]["threshold"] == 0.16, sent
+    assert turn_refusal(sent) is None
+    assert relay.config.turn.vad is not None and relay.config.turn.vad.threshold == threshold

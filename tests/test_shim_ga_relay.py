@@ -86,12 +86,16 @@ def test_session_update_is_answered_by_the_proxy_and_sent_upstream_as_ga_implies
             "type": "session.update",
             "session": {
                 "type": "realtime",
-                "audio": {"input": {"turn_detection": {"type": "semantic_vad"}}},
+                "audio": {
+                    "input": {"turn_detection": {"type": "semantic_vad", "eagerness": "low"}}
+                },
             },
         }
     )
     [sent] = upstream_events(out)
-    assert sent["session"]["turn_detection"] == SERVER_VAD  # semantic_vad's auto: 500 ms
+    # semantic_vad's low: 1000 ms of silence (its auto, 500 ms, would change nothing
+    # there, and go up without turn_detection: tests/test_shim_ga_update_turn_detection.py).
+    assert sent["session"]["turn_detection"] == {**SERVER_VAD, "silence_duration_ms": 1000}
     updated = client_events(out)[0]
     assert updated["type"] == "session.updated"
     GA.validate_python({"event_id": "e", **updated})

@@ -2,7 +2,7 @@
 (``invalid_value``, ``param: "audio_end_ms"``, the truncate named) wherever the proxy
 answers truncates itself: the GA relay (``shim/dialects/ga_relay.py``) and the
 turn-based dialect (``shim/client_events.py``); a native client gets vLLM-Omni's words
-for it (``shim/native_client.py``)."""
+for it (``shim/native_truncate.py``)."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from shim.native_client import native_error
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, client_events, upstream_events
+from tests.test_shim_duplex_relay import make as native_relay
+from tests.test_shim_duplex_relay import start_response
 from tests.test_shim_ga_relay import AID, answer, make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
@@ -52,8 +54,10 @@ def test_a_negative_audio_end_ms_is_an_invalid_value_naming_it(session: Any, end
 
 def test_a_native_client_gets_vllm_omnis_words_for_it() -> None:
     """engine/duplex/realtime_events.py ``resolve_truncate_item`` with
-    protocol/realtime/items.py ``validate_realtime_item_truncate``."""
-    sc = turn_based()
+    protocol/realtime/items.py ``validate_realtime_item_truncate``: of an item it has
+    (of one it has not, ``item_not_found`` comes first: tests/test_shim_native_truncate.py)."""
+    sc = native_relay(truncates=True)
+    start_response(sc, chunks=5)  # the assistant item AID
     out = sc.client({"type": "conversation.item.truncate", "item_id": AID, "audio_end_ms": -1})
     [ev] = client_events(out)
     err = native_error(ev)["error"]

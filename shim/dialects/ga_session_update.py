@@ -1,9 +1,14 @@
 """A GA client's ``session.update`` over a duplex upstream (``ga_relay.py``).
 
 The proxy applies it to its GA session, states the upstream session it implies in
-full (``shim/ga_upstream.py``: so that a fresh upstream session after a loss gets
-the same), and answers ``session.updated`` itself with its own GA session object.
-Held audio keeps the format it came in (``ga_append.py``).
+full (``shim/ga_upstream.py``: so that a fresh upstream session after a loss or a
+move gets the same, ``duplex_relay.py``, ``shim/snapshot.py``), and answers
+``session.updated`` itself with its own GA session object. The live upstream gets
+that statement without ``turn_detection`` when its turn detection stays as it was:
+vLLM-Omni builds a fresh detector on every update naming it (its
+``engine/duplex/turn_detection.py``, ``PendingTurnDetectionUpdate``), dropping the
+speech in progress and restarting its VAD clock, so an update of the instructions
+alone must not restart it. Held audio keeps the format it came in (``ga_append.py``).
 """
 
 from __future__ import annotations
@@ -48,8 +53,17 @@ def stated(
     }
 
 
+def _turn_detection(update: dict[str, Any] | None) -> Any:
+    session = update.get("session") if update is not None else None
+    return session.get("turn_detection", _UNSTATED) if isinstance(session, dict) else _UNSTATED
+
+
+_UNSTATED = object()
+
+
 def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     was = s.config.input_format
+    before = _turn_detection(s.last_update)  # as the upstream has it
     error = s.apply_update(ev)
     if error is not None:
         return [s.err(error.code, str(error), ev, error.param)]
@@ -57,6 +71,8 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
         ga_append.stamp_held(s.audio_gate, s.turn_wait, was)
     assert s.last_update is not None
     update = dict(s.last_update)
+    if before is not _UNSTATED and _turn_detection(update) == before:
+        update["session"] = {k: v for k, v in update["session"].items() if k != "turn_detection"}
     if isinstance(ev.get("event_id"), str):
         update["event_id"] = ev["event_id"]
     session = session_object(s.session_id, s.model, s.config)

@@ -9,8 +9,10 @@ with ids, cancellation.
 from __future__ import annotations
 
 from collections import deque
+from functools import partial
 from typing import Any
 
+from shim import client_events
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
@@ -74,6 +76,10 @@ class TurnBasedSession(EmulatedSession):
             "response.create": self._client_response_create,
             "response.cancel": self._client_response_cancel,
             "playback.ack": lambda ev, now: turn_acks.answer(self, ev, now, self.refusals.native),
+            # A native client's truncate of a user turn is refused as not the assistant's.
+            "conversation.item.truncate": partial(
+                client_events.truncate, self, others=self.user_items
+            ),
         }
 
     def client_other(self, inp: ClientEvent) -> list[Action]:

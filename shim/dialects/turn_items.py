@@ -29,6 +29,9 @@ class UserItems:
         while len(self._ids) > KEPT:
             self._ids.popitem(last=False)
 
+    def __contains__(self, item_id: object) -> bool:
+        return item_id in self._ids
+
     def retrieved(self, ev: dict[str, Any]) -> list[Action] | None:
         """``conversation.item.retrieved`` for one of them, else None."""
         item_id = ev.get("item_id")

@@ -1,0 +1,111 @@
+"""A native client's ``conversation.item.truncate``, answered as vLLM-Omni 0.30.0 answers
+it (``shim/native_truncate.py``): the item looked up before the sign of ``audio_end_ms``
+is, any number taken (``int()`` of it), refusals in its codes and words; a GA client's
+stays as GA has it (``tests/test_shim_ga_truncate_refusals.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from shim.dialects.turn_based import TurnBasedSession
+from shim.native_client import native_error
+from shim.session import ShimSettings
+from shim.vad_gate import VadParams
+from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
+from tests.test_shim_duplex_relay import AID, start_response
+from tests.test_shim_duplex_relay import make as relay
+
+SETTINGS = ShimSettings(vad=VadParams(), echo_suppression=False)
+NEGATIVE = ("bad_event", "conversation.item.truncate requires non-negative audio_end_ms")
+
+
+def turn_based() -> Script:
+    return Script(TurnBasedSession("sess_0123456789abcdef", "m", "m-up", SETTINGS, True))
+
+
+def answered() -> Script:
+    """A native relay whose upstream sent 1 s of the answer ``AID``."""
+    sc = relay(truncates=True)
+    start_response(sc, chunks=10)
+    return sc
+
+
+def refusal(sc: Script, **fields: Any) -> tuple[Any, ...]:
+    out = sc.client({"type": "conversation.item.truncate", "event_id": "evt_cut", **fields})
+    [ev] = client_events(out)
+    assert not upstream_events(out), "nothing refused goes upstream"
+    err = native_error(ev)["error"]
+    return err["code"], err["message"], err.get("param", "absent"), err.get("event_id")
+
+
+@pytest.mark.parametrize("session", [turn_based, answered])
+@pytest.mark.parametrize("end", [-1, -1.0, -500])
+def test_an_unknown_item_is_not_found_whatever_its_end(session: Any, end: float) -> None:
+    # realtime_events.py resolve_truncate_item looks the item up before the sign.
+    got = refusal(session(), item_id="item_nope", audio_end_ms=end)
+    assert got == ("item_not_found", "Conversation item not found: item_nope", "absent", "evt_cut")
+
+
+@pytest.mark.parametrize("end", [-1, -1.0, -7.5])
+def test_a_negative_end_of_the_assistants_item_is_vllm_omnis_bad_event(end: float) -> None:
+    got = refusal(answered(), item_id=AID, audio_end_ms=end)
+    assert got == (*NEGATIVE, "absent", "evt_cut")
+
+
+@pytest.mark.parametrize(("end", "cut"), [(200.0, 200), (200.9, 200), (-0.5, 0), (300, 300)])
+def test_any_number_is_taken_as_its_int(end: float, cut: int) -> None:
+    # realtime_commands.py: audio_end_ms=int(audio_end_ms), toward zero.
+    sc = answered()
+    out = sc.client({"type": "conversation.item.truncate", "item_id": AID, "audio_end_ms": end})
+    assert "error" not in types(out)
+    [told] = [e for e in client_events(out) if e["type"] == "conversation.item.truncated"]
+    assert told["audio_end_ms"] == cut and isinstance(told["audio_end_ms"], int)
+    [up] = [e for e in upstream_events(out) if e["type"] == "conversation.item.truncate"]
+    assert up["audio_end_ms"] == cut and isinstance(up["audio_end_ms"], int)
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ({"audio_end_ms": -1}, ("missing_item_id", "conversation.item.truncate requires item_id")),
+        (
+            {"item_id": "", "audio_end_ms": 10},
+            ("missing_item_id", "conversation.item.truncate requires item_id"),
+        ),
+        (
+            {"item_id": "item_nope", "audio_end_ms": "10"},
+            ("bad_event", "conversation.item.truncate requires numeric audio_end_ms"),
+        ),
+        (
+            {"item_id": "item_nope"},
+            ("bad_event", "conversation.item.truncate requires numeric audio_end_ms"),
+        ),
+        (
+            {"item_id": AID, "audio_end_ms": 10, "content_index": 1},
+            ("bad_event", "conversation.item.truncate content_index out of range: 1"),
+        ),
+    ],
+)
+def test_the_event_is_read_before_the_conversation(fields: dict, expected: tuple) -> None:  # type: ignore[type-arg]
+    assert refusal(answered(), **fields)[:2] == expected
+
+
+@pytest.mark.parametrize("index", [-2, 0.0, "audio", None])
+def test_a_content_index_that_is_no_positive_number_is_the_first_part(index: Any) -> None:
+    sc = answered()
+    ev = {"type": "conversation.item.truncate", "item_id": AID, "audio_end_ms": 100}
+    out = sc.client({**ev, "content_index": index})
+    assert "conversation.item.truncated" in types(out) and "error" not in types(out)
+
+
+def test_a_user_turn_is_not_the_assistants_to_truncate() -> None:
+    # items.py validate_realtime_item_truncate: after the lookup, before the sign.
+    sc = turn_based()
+    sc.client({"type": "input_audio_buffer.append", "audio": pcm_b64(300, 16000)})
+    out = sc.client({"type": "input_audio_buffer.commit", "final": False})
+    [committed] = [e for e in client_events(out) if e["type"] == "input_audio_buffer.committed"]
+    got = refusal(sc, item_id=committed["item_id"], audio_end_ms=-1)
+    message = "conversation.item.truncate only supports assistant message items"
+    assert got == ("bad_event", message, "absent", "evt_cut")
