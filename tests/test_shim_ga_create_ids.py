@@ -88,17 +88,67 @@ def resumed(sc: Script) -> None:
     sc.s.handle(UpstreamReattached(back, sc.now))
 
 
-def test_creates_waiting_across_a_resumed_upstream_are_still_named() -> None:
+def test_creates_waiting_across_a_resumed_upstream_are_named_none_later_ones_named() -> None:
     sc = make()
     sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
     create(sc, "evt_a", {"asked": "a"})
-    resumed(sc)  # the same upstream session: it still answers evt_a
-    assert created(sc)["response"]["metadata"] == {"asked": "a"}
-    create(sc, "evt_b")
-    create(sc, "evt_c")
+    # evt_a may have died with the socket: its answer may come or not, told unnamed.
     resumed(sc)
+    assert created(sc)["response"]["metadata"] is None
+    create(sc, "evt_b")  # sent after the resume: its answer comes after any of those
+    create(sc, "evt_c", {"asked": "c"})
     named = [errors(sc.upstream(refusal()))[0]["event_id"] for _ in range(2)]
     assert named == ["evt_b", "evt_c"], named
+    assert created(sc, "resp-2")["response"]["metadata"] is None, "c's went with its refusal"
+
+
+def test_a_create_lost_in_the_dropped_socket_is_not_named_later() -> None:
+    """evt_a was written into the socket as it dropped and never reached the upstream
+    (``proxy/emulated/upstream_control.py`` drops such frames): the resumed session
+    answers it never, so the next unnamed refusal is not evt_a's."""
+    sc = make()
+    sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
+    create(sc, "evt_a", {"asked": "a"})
+    resumed(sc)
+    create(sc, "evt_b", {"asked": "b"})
+    # evt_b's refusal, or evt_a's had it arrived: which, the proxy cannot tell.
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused.get("event_id") is None, refused
+    create(sc, "evt_c", {"asked": "c"})
+    auto = created(sc)  # c's answer, or b's: no one's metadata on it
+    assert auto["response"]["metadata"] is None, auto
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused.get("event_id") is None, refused
+
+
+def test_a_server_vad_answer_due_across_a_resume_still_answers_no_create() -> None:
+    sc = make()
+    sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
+    detection(sc, True)
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_u1"})
+    resumed(sc)  # the VAD's answer is still to come, replayed by the same session
+    create(sc, "evt_b", {"asked": "b"})
+    assert created(sc, "resp-auto")["response"]["metadata"] is None
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_b", refused
+
+
+def test_a_client_commit_lost_in_the_dropped_socket_leaves_no_create_misnamed() -> None:
+    """The client's commit may have died with the socket: the upstream's next commit
+    is its own VAD's or that commit's, and which response answers which create is
+    no longer known."""
+    sc = make()
+    sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
+    detection(sc, True)
+    sc.audio(300, amplitude=500)
+    assert not errors(sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_commit"}))
+    resumed(sc)
+    create(sc, "evt_b", {"asked": "b"})
+    create(sc, "evt_c")
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_vad"})
+    assert created(sc, "resp-auto")["response"]["metadata"] is None
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused.get("event_id") is None, refused
 
 
 def test_a_refusal_naming_another_create_still_takes_the_refused_ones_metadata() -> None:
@@ -200,3 +250,73 @@ def test_a_bad_event_about_another_event_answers_no_create() -> None:
     create(sc, "evt_b")
     [refused] = errors(sc.upstream(refusal()))
     assert refused["event_id"] == "evt_b", "still named: no create was answered unseen"
+
+
+def commit_refused(sc: Script, event_id: str | None = "evt_commit") -> list[Action]:
+    """vLLM-Omni's refusal of a commit whose buffer its VAD committed first (its
+    engine/duplex/realtime_events.py ``resolve_commit`` names the commit; its runner's
+    own check, engine/duplex/session/runner.py ``_on_commit``, names none)."""
+    message = "input_audio_buffer.commit requires a non-empty input audio buffer"
+    err = {"type": "invalid_request_error", "code": "input_audio_buffer_empty", "message": message}
+    return sc.upstream({"type": "error", "error": {**err, "event_id": event_id}})
+
+
+def commit_in_flight(sc: Script) -> None:
+    detection(sc, True)
+    sc.audio(300, amplitude=500)
+    assert not errors(sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_commit"}))
+
+
+@pytest.mark.parametrize("named", ["evt_commit", None])
+def test_a_vad_commit_racing_a_client_commit_is_still_the_vads(named: str | None) -> None:
+    """The upstream's VAD commits the buffer while the client's commit is in flight:
+    its committed comes first, then the refusal of the client's commit."""
+    sc = make()
+    commit_in_flight(sc)
+    create(sc, "evt_mine", {"asked": "mine"})
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_vad"})
+    commit_refused(sc, named)
+    auto = created(sc, "resp-auto")  # the upstream's own answer to its VAD's turn
+    assert auto["response"]["metadata"] is None, auto
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused["event_id"] == "evt_mine", refused
+
+
+def test_a_vad_answer_before_the_refusal_of_the_racing_commit_leaves_no_name_shifted() -> None:
+    """The VAD's own answer came before the refusal showed its commit was the VAD's:
+    it was taken for evt_mine's, so which create the next refusal answers is unknown."""
+    sc = make()
+    commit_in_flight(sc)
+    create(sc, "evt_mine")
+    create(sc, "evt_next")
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_vad"})
+    created(sc, "resp-auto")
+    commit_refused(sc)
+    [refused] = errors(sc.upstream(refusal()))  # evt_mine's
+    assert refused.get("event_id") is None, refused
+
+
+def test_a_vad_commit_racing_one_of_two_client_commits_names_no_create_after() -> None:
+    """Two client commits on their way, one committed, one refused: the committed was
+    the first's and the refusal the second's, or the VAD's and the first's."""
+    sc = make()
+    commit_in_flight(sc)
+    sc.audio(300, amplitude=500)
+    assert not errors(sc.client({"type": "input_audio_buffer.commit", "event_id": "evt_2"}))
+    create(sc, "evt_mine", {"asked": "mine"})
+    sc.upstream({"type": "input_audio_buffer.committed", "item_id": "item_1"})
+    commit_refused(sc)
+    maybe_own = created(sc, "resp-maybe")
+    assert maybe_own["response"]["metadata"] is None, maybe_own
+    [refused] = errors(sc.upstream(refusal()))
+    assert refused.get("event_id") is None, refused
+
+
+def test_a_response_answering_a_create_with_a_later_one_waiting_tells_not_its_metadata() -> None:
+    """The metadata kept is the latest create's: the answer to an earlier one is not
+    told it (it answers evt_a, which asked none), the latest's answer is."""
+    sc = make()
+    create(sc, "evt_a")
+    create(sc, "evt_b", {"asked": "b"})
+    assert created(sc, "resp-a")["response"]["metadata"] is None
+    assert created(sc, "resp-b")["response"]["metadata"] == {"asked": "b"}

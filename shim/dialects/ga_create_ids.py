@@ -15,8 +15,16 @@ answer is for, it names none rather than shift: creates beyond ``PENDING`` and t
 waiting when an unnamed error of another kind came are only counted (``_unsure``;
 not for a ``bad_event`` whose words name no ``response.create``: it is about another
 event, ``refuses_create``); an upstream session given up or replaced answers none of
-them (``forget``; one resumed on a new socket still does); a response the upstream
-made of its own on a server-VAD commit answers none (``auto_due``).
+them (``forget``); a response the upstream made of its own on a server-VAD commit
+answers none (``auto_due``).
+
+One resumed on a new socket answers those it received, but a create written into the
+dying socket (or held for the new one past the edge's bound) never reached it
+(``proxy/emulated/upstream_control.py``), and no one can tell: the creates waiting
+then are doubtful (``resumed``), each answered once or never. The upstream answers
+in the order it received, so their answers come before any to a create sent after
+the resume: one while none of those waits is a doubtful one's, named none; one while
+some wait could be either, and from there on each is named none (``unsure``).
 """
 
 from __future__ import annotations
@@ -27,12 +35,21 @@ from typing import Any
 from shim.dialects.ga_response_create import refuses_create
 
 PENDING = 16  # creates not yet answered, named; more are counted and named in no refusal
+# vLLM-Omni's refusals of a client's commit (engine/duplex/realtime_events.py
+# ``resolve_commit``: an empty buffer, its VAD having committed it first;
+# engine/duplex/session/runner.py ``_on_commit``: the append before it failed, or
+# its own empty-buffer check, which names no event), and GA's code the relay tells the
+# first as (``ga_events.py``): never a create's answer. The proxy sends no commit of
+# its own, so each refuses one of the client's.
+COMMIT_REFUSALS = frozenset(
+    {"input_audio_buffer_empty", "input_audio_buffer_commit_empty", "commit_aborted"}
+)
 
 
 class CreateIds:
     """The forwarded creates not yet answered, oldest first (None: a create without id)."""
 
-    __slots__ = ("_pending", "_unsure", "auto_due")
+    __slots__ = ("_doubtful", "_pending", "_unsure", "auto_due", "auto_maybe", "doubted", "took")
 
     def __init__(self) -> None:
         self._pending: deque[str | None] = deque()
@@ -42,6 +59,14 @@ class CreateIds:
         # The upstream's server VAD committed a turn: its next response.created is the
         # upstream's own answer to it, not a client create's.
         self.auto_due = False
+        # Its next response.created (one per such commit) may be its own or a create's
+        # answer (a commit the proxy cannot tell the VAD's from the client's).
+        self.auto_maybe = 0
+        # Creates waiting when the upstream resumed: answered once, or never (``resumed``).
+        self._doubtful = 0
+        # The last response.created answered a create (``took``), one that may be a
+        # doubtful one's (``doubted``: it tells no create's metadata).
+        self.took = self.doubted = False
 
     def sent(self, event_id: Any) -> None:
         if self._unsure or len(self._pending) >= PENDING:
@@ -49,12 +74,39 @@ class CreateIds:
             return
         self._pending.append(event_id if isinstance(event_id, str) else None)
 
+    @property
+    def waiting(self) -> bool:
+        """Some create forwarded may still be answered."""
+        return bool(self._pending or self._unsure or self._doubtful)
+
     def forget(self) -> None:
         """The upstream session is gone (or fresh): no create waiting is answered."""
         self._pending.clear()
-        self._unsure, self.auto_due = 0, False
+        self._unsure = self._doubtful = self.auto_maybe = 0
+        self.auto_due = False
+
+    def resumed(self) -> None:
+        """The upstream session is back on a new socket: each create waiting may have
+        died with the old one. A response its VAD owes is still due (``auto_due``)."""
+        self._doubtful += len(self._pending) + self._unsure
+        self._pending.clear()
+        self._unsure = 0
+
+    def unsure(self, extra: int = 0) -> None:
+        """Which create the answers to come are for is no longer known: each waiting
+        (and ``extra`` more, taken for answered but not) is named none."""
+        self._unsure += len(self._pending) + extra
+        self._pending.clear()
 
     def _answered(self) -> str | None:
+        self.doubted = bool(self._doubtful)
+        if self._doubtful:
+            if self._pending or self._unsure:
+                self.unsure()  # a doubtful create's answer or the oldest later one's
+            # At most this many doubtful ones are still to be answered; as many later
+            # ones still wait, for all the proxy knows (``_unsure``: named none).
+            self._doubtful -= 1
+            return None
         if self._pending:
             return self._pending.popleft()
         self._unsure = max(0, self._unsure - 1)
@@ -65,20 +117,28 @@ class CreateIds:
         ``upstream``: the input was the upstream's (not a client event the proxy refused)."""
         kind = ev.get("type")
         if kind == "response.created":
+            self.took = self.doubted = False
             if self.auto_due:
                 self.auto_due = False  # the upstream's own answer to its VAD's commit
-            else:
+            elif self.auto_maybe:
+                # Counted as its own: if a create's answer, that create is counted
+                # still waiting, and none is named, rather than the next one shifted.
+                self.auto_maybe, self.doubted = self.auto_maybe - 1, True
+                self.unsure()
+            elif self.waiting:
+                self.took = True
                 self._answered()
             return ev
         err = ev.get("error")
         if kind != "error" or not isinstance(err, dict):
             return ev
-        if not self._pending and not self._unsure:
+        if not self.waiting or err.get("code") in COMMIT_REFUSALS:
             return ev
         named = err.get("event_id")
         if named is not None:
             if named in self._pending:
                 self._pending.remove(named)  # a refusal naming its create
+                self._doubtful = 0  # sent after them: theirs came first, if at all
             return ev
         if not refuses_create(err):
             if upstream and err.get("code") != "bad_event":

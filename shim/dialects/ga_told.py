@@ -2,28 +2,35 @@
 order (``ga_item_order.py``), the create a refusal answers named
 (``ga_create_ids.py``), the client's metadata in its response
 (``ga_response_create.py``). One place, so that the relay keeps each in step with
-the upstream session: a gone or fresh one answers no create still waiting, while one
-that resumes on a new socket (``session.resumed``: ``duplex_relay.py``) replays the
-answers to those it had, so they stay waiting."""
+the upstream session: a gone or fresh one answers no create still waiting; one that
+resumes on a new socket (``session.resumed``: ``duplex_relay.py``) replays the
+answers to those it received, but a create or a commit written into the dying
+socket may never have reached it, so those waiting then are doubtful: no name, no
+metadata (``CreateIds.resumed``), while those sent after it are named again."""
 
 from __future__ import annotations
 
 from shim.actions import AbortUpstream, Action, SendClient
-from shim.dialects.ga_create_ids import CreateIds
+from shim.dialects.ga_create_ids import COMMIT_REFUSALS, CreateIds
 from shim.dialects.ga_item_order import AssistantItemOrder
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
-# vLLM-Omni's refusals of a client's commit (engine/duplex/realtime_events.py
-# ``resolve_commit``: an empty buffer, its VAD having committed it first;
-# engine/duplex/session/runner.py ``_on_commit``: the append before it failed). The
-# proxy sends no commit of its own, so each refuses one of the client's.
-COMMIT_REFUSALS = frozenset({"input_audio_buffer_empty", "commit_aborted"})
+# Since the last ``input_audio_buffer.committed`` taken for the client's commit:
+# nothing else (TAKEN), or a response.created that answered a create (ANSWERED).
+NONE, TAKEN, ANSWERED = 0, 1, 2
 
 
 class ToldToClient:
-    __slots__ = ("_client_commits", "create_ids", "item_order", "metadata")
+    __slots__ = (
+        "_client_commits",
+        "_doubtful_commits",
+        "_taken",
+        "create_ids",
+        "item_order",
+        "metadata",
+    )
 
     def __init__(self) -> None:
         self.metadata = ResponseMetadata()
@@ -31,6 +38,9 @@ class ToldToClient:
         # The client's own commits under server VAD, not yet committed upstream: the
         # upstream answers none of them itself (a commit asks for no response).
         self._client_commits = 0
+        # Those in flight when the upstream resumed: committed later, or never.
+        self._doubtful_commits = 0
+        self._taken = NONE
 
     def told(self, inp: Input, actions: list[Action], vad_answers: bool) -> list[Action]:
         """``actions`` as they go out after ``inp``; ``vad_answers``: the upstream answers
@@ -40,12 +50,25 @@ class ToldToClient:
         if self.upstream_gone(inp, actions):
             self.create_ids.forget()
             self.metadata.forget()
-            self._client_commits = 0
+            self._client_commits = self._doubtful_commits = 0
+            self._taken = NONE
+        elif isinstance(inp, UpstreamReattached):  # its own session back (session.resumed)
+            self.create_ids.resumed()
+            self.metadata.forget()  # the latest create's, which is doubtful
+            self._doubtful_commits += self._client_commits
+            self._client_commits, self._taken = 0, NONE
         elif kind == "error" and _error_code(inp) in COMMIT_REFUSALS:
-            # Refused, never committed: the upstream's next commit is its VAD's.
-            self._client_commits = max(0, self._client_commits - 1)
+            self._commit_refused(vad_answers)
+        elif kind == COMMITTED and self._doubtful_commits:
+            # A client commit that reached the upstream, or its VAD's: which response
+            # answers which create is no longer known (an own response taken for a
+            # create's answer would shift every name after it).
+            self._doubtful_commits -= 1
+            if vad_answers:
+                self.create_ids.auto_maybe += 1
         elif kind == COMMITTED and self._client_commits:
             self._client_commits -= 1
+            self._taken = TAKEN
         elif kind == COMMITTED and vad_answers:
             self.create_ids.auto_due = True
         elif isinstance(inp, ClientEvent) and inp.event.get("type") == COMMIT and vad_answers:
@@ -57,11 +80,48 @@ class ToldToClient:
         for action in self.item_order.ordered(actions):
             if isinstance(action, SendClient):
                 ev = action.event
-                own = ev.get("type") == "response.created" and self.create_ids.auto_due
+                created = ev.get("type") == "response.created"
+                own = created and self.create_ids.auto_due
                 ev = self.create_ids.named(ev, upstream)
-                action = SendClient(self.metadata.told(ev, answers_create=not own))
+                mine = not own
+                if created:
+                    mine = self._answered(own)
+                action = SendClient(self.metadata.told(ev, answers_create=mine))
             out.append(action)
         return out
+
+    def _answered(self, own: bool) -> bool:
+        """A response.created went by, whose it was decided (``ga_create_ids.py``):
+        whether it takes the metadata asked, the latest create's. Not if it may be a
+        doubtful create's, nor while a create sent after the one it answers waits."""
+        ids = self.create_ids
+        if ids.doubted:
+            self.metadata.forget()  # maybe a doubtful create's, maybe the latest's
+        took = ids.took and not ids.doubted
+        self._taken = ANSWERED if self._taken == TAKEN and took else NONE
+        return not own and not ids.doubted and not (ids.took and ids.waiting)
+
+    def _commit_refused(self, vad_answers: bool) -> None:
+        """The upstream refused one of the client's commits: never committed. If the
+        last committed was taken for the client's, it was the upstream VAD's, which
+        committed the buffer while the client's commit was on its way."""
+        taken, self._taken = self._taken, NONE
+        if self._doubtful_commits:
+            self._doubtful_commits -= 1
+            return
+        if taken == NONE or not vad_answers:
+            self._client_commits = max(0, self._client_commits - 1)
+            return
+        if taken == ANSWERED:
+            # Its answer already came, taken for the oldest create's: that one waits.
+            self.create_ids.unsure(extra=1)
+            self.metadata.forget()
+        elif self._client_commits:
+            # Or the committed was this commit's and the refusal another one's.
+            self.create_ids.auto_maybe += 1
+        else:
+            self.create_ids.auto_due = True  # its answer is still to come
+        self._client_commits = max(0, self._client_commits - 1)
 
     @staticmethod
     def upstream_gone(inp: Input, actions: list[Action]) -> bool:
