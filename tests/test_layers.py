@@ -38,6 +38,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.capabilities",
             "shim.vad_gate",
             "shim.idle_timeout",
+            "shim.open_refusal",
             "shim.settings",
             "shim.playback",
             "shim.echo_far",

@@ -6,9 +6,11 @@ and then just returns: the connection closes normally (1000), whatever the error
 proxy relays that refusal as it was said, its ``type`` included:
 
 * a native (vLLM-Omni) client gets it as vLLM-Omni's own client would, closed 1000;
-* a GA client gets the upstream's type, code, words and ``param`` too, and a close that
-  says whether retrying the same could help: 1000 for ``invalid_request_error`` (the
-  session asked for is what was refused), 1011 for anything else (the server failed).
+* a GA client gets the upstream's code, words and ``param`` too, and a type and close
+  that say whether retrying the same could help, read off the code
+  (``shim/open_refusal.py``): ``invalid_request_error`` and 1000 when the session asked
+  for is what was refused, ``server_error`` (or the upstream's other type) and 1011 when
+  the server failed, whatever type vLLM-Omni gave a code its table does not name.
 """
 
 from __future__ import annotations
@@ -21,7 +23,15 @@ import pytest
 from aiohttp import web
 from openai.types.realtime import RealtimeErrorEvent
 
-from tests.servers import closed, connect, proxy, proxy_config, serve_app, ws_url
+from tests.servers import (
+    closed,
+    connect,
+    proxy,
+    proxy_config,
+    proxy_with_state,
+    serve_app,
+    ws_url,
+)
 from tests.test_native_relay import NATIVE, opening
 
 pytestmark = pytest.mark.timeout(60)
@@ -94,3 +104,81 @@ async def test_a_ga_client_keeps_the_upstream_s_type_and_is_closed_by_it(
     assert error["error"]["param"] == param, error
     assert MESSAGE in error["error"]["message"], error
     assert close == (1000 if kind == "invalid_request_error" else 1011)
+
+
+@pytest.mark.parametrize("code", ["timeout", "failed_precondition", "engine_dead"])
+async def test_a_ga_client_is_closed_1011_when_the_server_failed_at_open(code: str) -> None:
+    # vLLM-Omni types every code its table does not name invalid_request_error
+    # (protocol/duplex/errors.py), its server failures at open included.
+    async with refusing("invalid_request_error", code, None) as upstream:
+        error, close = await told(upstream, native=False)
+        native, native_close = await told(upstream, native=True)
+    assert error["error"]["code"] == code
+    assert error["error"]["type"] == "server_error", error
+    assert close == 1011, "a server failure told as the client's session refused"
+    assert native["error"]["type"] == "invalid_request_error", "as vLLM-Omni tells it"
+    assert native_close == 1000
+
+
+@asynccontextmanager
+async def flat_refusing(code: str) -> AsyncIterator[str]:
+    """An upstream that refuses in vLLM-Omni's flat shape, no type (api_server.py)."""
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.receive()
+        await ws.send_json(
+            {"type": "error", "error": "Realtime API is not available", "code": code}
+        )
+        await ws.close()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/v1/realtime", handler)
+    async with serve_app(app) as base:
+        yield base.replace("http://", "ws://") + "/v1/realtime"
+
+
+async def test_a_flat_refusal_without_a_type_is_typed_by_its_code() -> None:
+    async with flat_refusing("unsupported") as upstream:
+        error, close = await told(upstream, native=False)
+    assert error["error"] | {"event_id": None} == {
+        "type": "server_error",
+        "code": "unsupported",
+        "message": "Realtime API is not available",
+        "event_id": None,
+        "param": None,
+    }
+    assert close == 1011
+    async with flat_refusing("invalid_session_config") as upstream:
+        error, close = await told(upstream, native=False)
+    assert (error["error"]["type"], close) == ("invalid_request_error", 1000)
+
+
+async def test_an_upstream_s_own_codes_do_not_become_metric_labels() -> None:
+    codes = ["made_up_code_1", "made_up_code_2", "timeout"]
+    turns = iter(codes)
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        await ws.receive()
+        err = {"type": "server_error", "code": next(turns), "message": MESSAGE}
+        await ws.send_json({"type": "error", "error": err})
+        await ws.close()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/v1/realtime", handler)
+    async with serve_app(app) as base:
+        upstream = base.replace("http://", "ws://") + "/v1/realtime"
+        routes = [{"model": "m", "upstream": upstream}]
+        async with proxy_with_state(proxy_config({}, routes=routes)) as (url, state):
+            for _ in codes:  # native clients: a GA one's opening is tried twice
+                async with connect(ws_url(url, **NATIVE)) as c:
+                    await c.send(opening())
+                    await closed(c)
+            (metric,) = state.metrics.client_errors.collect()
+    counted = {s.labels["code"]: s.value for s in metric.samples if s.name.endswith("_total")}
+    assert counted == {"upstream_other": 2, "timeout": 1}, counted

@@ -19,6 +19,7 @@ from shim import wire
 from shim.capabilities import classify
 from shim.dialects.relay_wire import without_proxy_fields
 from shim.ga_upstream import opening_session
+from shim.open_refusal import ga_close_code, metric_label, refusal_type
 from shim.wire import error_code
 
 
@@ -127,10 +128,12 @@ async def open_upstream(
 
 async def _refused(conn: ClientConnection, event: dict[str, Any], ga: bool) -> None:
     """The upstream refused the session: the client is told its refusal as it said it
-    (its error ``type``, code, words and ``param``). vLLM-Omni's ``_open`` then just
-    returns, so a native client is closed normally (1000) whatever the error, as
-    vLLM-Omni's own would be; a GA client's close says whether the session it asked for
-    was refused (1000, ``invalid_request_error``) or the server failed (1011)."""
+    (its code, words and ``param``). vLLM-Omni's ``_open`` then just returns, so a
+    native client is closed normally (1000) whatever the error, and keeps the upstream's
+    ``type``, as vLLM-Omni's own would. A GA client's type and close say whose failure
+    it was, read off the code (``shim/open_refusal.py``: vLLM-Omni types its server
+    failures at open ``invalid_request_error`` too): 1000 when the session it asked for
+    was refused, 1011 when the server failed."""
     conn.state.metrics.upstream_errors.labels("refused").inc()
     err = event.get("error")
     message = err.get("message") if isinstance(err, dict) else err
@@ -140,21 +143,27 @@ async def _refused(conn: ClientConnection, event: dict[str, Any], ga: bool) -> N
     param = param if isinstance(param, str) else None
     code = error_code(event) or "upstream_refused"
     told = wire.error(code, message or "", param=param)
-    kind = err.get("type") if isinstance(err, dict) else None
-    if isinstance(kind, str) and kind:  # the upstream's own, never rewritten
-        told["error"]["type"] = kind
-    kind = told["error"]["type"]
-    conn.log.warning("upstream_refused_session", code=code, type=kind, message=message)
-    conn.state.metrics.client_errors.labels(code).inc()
+    upstream_kind = err.get("type") if isinstance(err, dict) else None
+    upstream_kind = upstream_kind if isinstance(upstream_kind, str) and upstream_kind else None
+    kind = refusal_type(code, upstream_kind, ga)
+    told["error"]["type"] = kind
+    conn.log.warning(
+        "upstream_refused_session",
+        code=code,
+        type=kind,
+        upstream_type=upstream_kind,
+        message=message,
+    )
+    conn.state.metrics.client_errors.labels(metric_label(code)).inc()
     if not ga:  # what vLLM-Omni says to its own client: only the keys it names
         del told["error"]["event_id"]
         if param is None:
             del told["error"]["param"]
     conn.client.send_event(told)
-    if not ga or kind == "invalid_request_error":
-        await conn.client.close(1000, "session refused")
-    else:
-        await conn.client.close(1011, "upstream refused session")
+    close = ga_close_code(kind) if ga else 1000
+    await conn.client.close(
+        close, "session refused" if close == 1000 else "upstream refused session"
+    )
 
 
 async def _upstream_full(
