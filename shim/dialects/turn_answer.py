@@ -4,10 +4,9 @@ of them.
 The turn-based upstream (``shim/dialects/turn_wire.py``) takes one audio turn per answer,
 so each committed turn waits here until an answer takes it (``start_response``), none of
 them lost: a GA client's turns answered by one ``response.create`` go up as one, and at
-``WAITING`` a GA client's next turn joins the newest, while a native client's commit is
-refused as vLLM-Omni refuses it (``refuses_commit``), its audio kept for the next.
-Waiting audio past the longest turn (``max_turn_ms``) loses its oldest part, said so
-with ``input_turns_too_long``.
+``WAITING`` a GA client's next turn joins the newest; a native client's commits not yet
+answered are one turn, as vLLM-Omni's runner keeps them. Waiting audio past the longest
+turn (``max_turn_ms``) loses its oldest part, said so with ``input_turns_too_long``.
 """
 
 from __future__ import annotations
@@ -28,12 +27,8 @@ from shim.input_history import InputHistory, ms_to_sample
 from shim.output import ActiveResponse
 from shim.settings import VAD_RATE, ShimSettings
 
-WAITING = 4  # turns waiting for an answer each; a later one joins the newest
+WAITING = 4  # a GA client's turns waiting for an answer each; a later one joins the newest
 TOO_LONG = "input_turns_too_long"
-# vLLM-Omni's refusal of a commit while ``max_pending_turns_per_session`` (4, its
-# ``config/stage_config.py``) turns are pending (``engine/duplex/session/manager.py``):
-# the commit is not taken and the audio stays in the buffer.
-BACKPRESSURE = ("input_backpressure", "Duplex session has too many pending input turns")
 
 
 @dataclass
@@ -59,17 +54,23 @@ def _capped(turn: PendingTurn, limit: int) -> list[Action]:
     return [SendClient(wire.error(TOO_LONG, msg))]
 
 
-def waiting(
-    pending: deque[PendingTurn], turn: PendingTurn, merge: bool, limit: int
-) -> list[Action]:
-    """``turn`` added to the turns waiting for an answer, none of them lost: merged into
-    the newest waiting one when that one is answered only with it (``merge``: a GA
-    client's, whose ``response.create`` answers them as one, ``as_one_turn``) or when
-    ``WAITING`` wait already. Past ``limit`` samples the oldest audio goes, said so."""
-    if pending and ((merge and not pending[-1].respond) or len(pending) >= WAITING):
+def waiting(pending: deque[PendingTurn], turn: PendingTurn, ga: bool, limit: int) -> list[Action]:
+    """``turn`` added to the turns waiting for an answer, none of them lost. A GA
+    client's (``ga``) joins the newest waiting one when that one is answered only with
+    it (its ``response.create`` answers them as one, ``as_one_turn``) or when ``WAITING``
+    wait already. A native client's joins the one waiting, whose answer after the one in
+    progress this commit decides (``turn.respond``, set by ``commit``): vLLM-Omni's
+    runner merges the audio of every commit not yet answered into one turn, whether an
+    answer is running or not, and keeps the last such commit's ``response_create``
+    (``engine/duplex/session/runner.py``, ``_flush_and_submit_committed_turn``,
+    ``_defer_commit_behind_active_response``), and its session manager's count of
+    pending commits goes down as the runner takes each (``_on_command``), so none is
+    refused. Past ``limit`` samples the oldest audio goes, said so."""
+    if pending and (not ga or not pending[-1].respond or len(pending) >= WAITING):
         last = pending.pop()
         audio = np.concatenate([last.audio, turn.audio])
-        turn = PendingTurn(turn.item_id, audio, last.respond or turn.respond)
+        respond = (last.respond or turn.respond) if ga else turn.respond
+        turn = PendingTurn(turn.item_id, audio, respond)
     pending.append(turn)
     return _capped(turn, limit)
 
@@ -117,13 +118,6 @@ class AnswerHost(Protocol):
     ) -> list[Action]: ...
 
     def open_upstream(self) -> list[Action]: ...
-
-
-def refuses_commit(s: AnswerHost) -> bool:
-    """Whether a native client's ``input_audio_buffer.commit`` is refused
-    (``BACKPRESSURE``): ``WAITING`` turns wait already. A turn the proxy's VAD ends is
-    never refused (vLLM-Omni's own are not: they skip the admission check)."""
-    return not s.merges_turns and len(s.pending) >= WAITING
 
 
 def commit(

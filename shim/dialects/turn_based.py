@@ -51,7 +51,7 @@ class TurnBasedSession(EmulatedSession):
         self.pending: deque[PendingTurn] = deque()  # bounded by turn_answer.waiting
         self.commit_from_ms = 0
         self.final_text: str | None = None
-        self.merges_turns = not native_client  # GA's response.create answers all as one
+        self.merges_turns = not native_client  # GA's turns (a native client's: turn_answer.waiting)
         self.user_items, self.metadata, self.idle = UserItems(), ResponseMetadata(), IdleTimer()
         super().__init__(session_id, model, settings)
         self.config = NATIVE_CONFIG if native_client else self.config
@@ -103,8 +103,6 @@ class TurnBasedSession(EmulatedSession):
         return [*(self.err(turn_limits.UNSUPPORTED, msg(p), ev, p) for p in refused), *out]
 
     def _client_commit(self, ev: dict[str, Any], now: float) -> list[Action]:
-        if turn_answer.refuses_commit(self):  # nothing taken: the buffer stays as it is
-            return [self.err(*turn_answer.BACKPRESSURE, ev)]
         end_ms = self.history.end_ms
         if self.turns.item is not None:
             item_id, start = self.turns.item, self.turns.start_ms
@@ -263,7 +261,10 @@ class TurnBasedSession(EmulatedSession):
             resp.held.extend(closing)
             return tail
         out = tail + closing
-        if self.pending and (self.config.turn.create_response or self.pending[0].respond):
+        td = self.config.turn  # push-to-talk: a waiting turn only if its commit asked
+        if self.pending and (
+            (td.vad is not None and td.create_response) or self.pending[0].respond
+        ):
             out += turn_answer.start_response(self, now)
         return out
 
