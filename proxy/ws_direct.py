@@ -231,12 +231,21 @@ def text_writer(
 
 def write_buffered(ws: aiohttp.ClientWebSocketResponse) -> int:
     """Bytes waiting in a socket's write buffer (-1: unknown, so the sender assumes
-    it may have to wait). aiohttp keeps the transport on the socket's writer;
-    uvloop's transports are not ``asyncio.WriteTransport`` instances, so the method
-    is asked for, not the class."""
+    it may have to wait)."""
+    return buffer_size(ws)()
+
+
+def buffer_size(ws: aiohttp.ClientWebSocketResponse) -> Callable[[], int]:
+    """``write_buffered`` of one socket, looked up once: its transport's own method
+    (aiohttp keeps the transport on the socket's writer; uvloop's transports are not
+    ``asyncio.WriteTransport`` instances, so the method is asked for, not the class),
+    or one that says -1."""
     transport = getattr(getattr(ws, "_writer", None), "transport", None)
     size = getattr(transport, "get_write_buffer_size", None)
-    if not callable(size):
-        return -1
-    buffered = size()
-    return buffered if isinstance(buffered, int) else -1
+    if not callable(size) or not isinstance(size(), int):
+        return _unknown
+    return size  # type: ignore[no-any-return]
+
+
+def _unknown() -> int:
+    return -1
