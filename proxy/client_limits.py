@@ -146,7 +146,10 @@ class InputClock:
 
     def told(self, text: str) -> None:
         """A frame the client was sent as it is (passthrough): ``accepted`` if it is a
-        session event, as its ``type`` near the start says."""
+        session event, as its ``type`` near the start says (an audio frame is passed
+        over by a look for the name's start, cheaper than the pattern's)."""
+        if text.find('"session.', 0, TOLD_TYPE_WITHIN) < 0:
+            return
         if _TOLD_TYPE.search(text, 0, TOLD_TYPE_WITHIN) is None:
             return
         try:
