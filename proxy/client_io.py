@@ -22,7 +22,7 @@ import orjson
 from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
-from proxy.client_limits import InputRate, Lifetime, Rate
+from proxy.client_limits import InputRate, Lifetime
 from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
@@ -129,10 +129,10 @@ class ClientChannel:
                         continue
                     now = self._loop.time()
                     self.lifetime.heard(now)
-                    verdict = self.rate.charge(self.rate.cost(parsed.event), now)
-                    ok = verdict.rate is Rate.OK
-                    if not ok and not await admit(verdict, self.limits, self.send_error, self.end):
-                        break
+                    if not self.rate.take(parsed.event, now):  # over: what charge says
+                        verdict = self.rate.charge(self.rate.cost(parsed.event), now)
+                        if not await admit(verdict, self.limits, self.send_error, self.end):
+                            break
                     if self.sink is None:
                         await self.inbox.put(parsed)
                     if self.sink is not None:  # set now, or while the put waited for room
@@ -159,13 +159,10 @@ class ClientChannel:
         if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
         parsed = parse_client_frame(text, *self._json_limits)
-        if isinstance(parsed, BadFrame) or not self.rate.fits(
-            a := self.rate.cost(parsed.event), now
-        ):
+        if isinstance(parsed, BadFrame) or not self.rate.take(parsed.event, now):
             return False  # the reader answers, or slows down
         self._tally_in.add(n)
         self.lifetime.heard(now)
-        self.rate.charge(a, now)
         now_sink[1](parsed)
         return True
 

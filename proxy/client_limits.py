@@ -109,6 +109,11 @@ def _native_told(session: dict[str, Any], current: AudioFormat) -> AudioFormat |
     return AudioFormat(encoding, rate)
 
 
+# The keys an append may name its own format with, in either client's reading
+# (``shim/native_client.py``'s ``append_format``): without them, it is the session's.
+_NAMES_FORMAT = frozenset(("format", "input_audio_format", "sample_rate_hz", "sample_rate"))
+
+
 class InputClock:
     """How much audio time an append holds, as 24 kHz PCM16 bytes: its bytes at the
     format the append names itself, else at the input format the session last told the
@@ -141,7 +146,10 @@ class InputClock:
 
     def told(self, text: str) -> None:
         """A frame the client was sent as it is (passthrough): ``accepted`` if it is a
-        session event, as its ``type`` near the start says."""
+        session event, as its ``type`` near the start says (an audio frame is passed
+        over by a look for the name's start, cheaper than the pattern's)."""
+        if text.find('"session.', 0, TOLD_TYPE_WITHIN) < 0:
+            return
         if _TOLD_TYPE.search(text, 0, TOLD_TYPE_WITHIN) is None:
             return
         try:
@@ -155,10 +163,12 @@ class InputClock:
         n_bytes = audio_bytes(event)
         if n_bytes <= 0:
             return 0
-        try:
-            fmt: AudioFormat = append_format(event, self.input_format, self.native)
-        except Exception:  # refused by the session anyway
-            return n_bytes  # counted as it came
+        fmt = self.input_format
+        if not _NAMES_FORMAT.isdisjoint(event):  # else the session's (append_format)
+            try:
+                fmt = append_format(event, fmt, self.native)
+            except Exception:  # refused by the session anyway
+                return n_bytes  # counted as it came
         per_s = fmt.rate_hz * fmt.bytes_per_sample
         return -(-n_bytes * AUDIO_BYTES_PER_S // per_s)
 
@@ -200,9 +210,20 @@ class InputRate:
         """The allowance at ``now``: what was left, refilled at the rate, up to the burst."""
         return min(self.burst, self.tokens + (now - self.last) * self.rate)
 
-    def fits(self, n_bytes: int, now: float) -> bool:
-        """Whether ``charge`` would say OK (nothing is charged)."""
-        return n_bytes <= 0 or self._refilled(now) - n_bytes >= 0
+    def take(self, event: dict[str, Any], now: float) -> bool:
+        """``charge`` of the event's ``cost`` if it fits (True), in one call: a client
+        frame's path; False, and nothing charged, if not (``charge`` says what then)."""
+        n_bytes = self.clock.cost(event)
+        tokens = self.tokens + (now - self.last) * self.rate
+        if tokens > self.burst:
+            tokens = self.burst
+        if n_bytes > 0:
+            tokens -= n_bytes
+            if tokens < 0:
+                return False
+            self.over_since = None
+        self.tokens, self.last = tokens, now
+        return True
 
     def charge(self, n_bytes: int, now: float) -> Verdict:
         self.tokens = self._refilled(now)

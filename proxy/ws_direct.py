@@ -9,7 +9,8 @@ wakes the task that reads it, and writes with a coroutine. The passthrough relay
   socket's queue is replaced, before it is used, by a ``TapQueue``, whose ``tap``
   (when set) may take a text frame inside the socket's data callback instead of
   queueing it;
-* ``text_writer``: a text frame written at once, without a coroutine.
+* ``text_writer``: a text frame written at once, without a coroutine
+  (``proxy/ws_write.py``).
 
 Both rest on aiohttp 3.14's internals. What they use is checked when a socket is set
 up; when anything differs, or ``ENABLED`` is False, the socket keeps aiohttp's queue
@@ -29,6 +30,7 @@ from aiohttp.web_request import BaseRequest
 
 from proxy.client_limits import READ_CAP_FACTOR
 from proxy.ws_heartbeat import Heartbeat, take_over
+from proxy.ws_write import frame_writer
 
 try:  # private modules: their absence only turns the direct paths off
     from aiohttp._websocket import reader as _reader
@@ -222,42 +224,28 @@ def text_writer(
     ws: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
 ) -> Callable[[str], bool] | None:
     """Write a text frame on an open socket at once, no coroutine (True if written;
-    False: not written, send it the usual way). None when not available."""
-    writer: Any = getattr(ws, "_writer", None)
-    if (
-        not ENABLED
-        or _Writer is None
-        or type(writer) is not _Writer
-        or writer.compress
-        or not callable(getattr(writer, "_write_websocket_frame", None))
-        or not isinstance(getattr(writer, "_closing", None), bool)
-    ):
-        return None
-    frame = writer._write_websocket_frame
-    opcode = int(TEXT)
-
-    def write(text: str) -> bool:
-        # What ``send_frame`` checks before an uncompressed frame; it would then
-        # wait for the transport to drain, which the caller rules out (empty buffer).
-        if writer._closing:
-            return False
-        try:
-            frame(text.encode("utf-8"), opcode, 0)
-        except (ConnectionError, RuntimeError, aiohttp.ClientError):
-            return False
-        return True
-
-    return write
+    False: not written, send it the usual way). None when not available
+    (``proxy/ws_write.py``), or turned off."""
+    return frame_writer(ws) if ENABLED else None
 
 
 def write_buffered(ws: aiohttp.ClientWebSocketResponse) -> int:
     """Bytes waiting in a socket's write buffer (-1: unknown, so the sender assumes
-    it may have to wait). aiohttp keeps the transport on the socket's writer;
-    uvloop's transports are not ``asyncio.WriteTransport`` instances, so the method
-    is asked for, not the class."""
+    it may have to wait)."""
+    return buffer_size(ws)()
+
+
+def buffer_size(ws: aiohttp.ClientWebSocketResponse) -> Callable[[], int]:
+    """``write_buffered`` of one socket, looked up once: its transport's own method
+    (aiohttp keeps the transport on the socket's writer; uvloop's transports are not
+    ``asyncio.WriteTransport`` instances, so the method is asked for, not the class),
+    or one that says -1."""
     transport = getattr(getattr(ws, "_writer", None), "transport", None)
     size = getattr(transport, "get_write_buffer_size", None)
-    if not callable(size):
-        return -1
-    buffered = size()
-    return buffered if isinstance(buffered, int) else -1
+    if not callable(size) or not isinstance(size(), int):
+        return _unknown
+    return size  # type: ignore[no-any-return]
+
+
+def _unknown() -> int:
+    return -1

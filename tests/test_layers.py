@@ -118,6 +118,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.vad_stream",
             "proxy.vad",
             "proxy.ws_heartbeat",
+            "proxy.ws_write",
             "proxy.ws_direct",
             "proxy.client_limits",
             "proxy.client_watch",

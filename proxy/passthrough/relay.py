@@ -15,7 +15,7 @@ from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
-from proxy.ws_direct import fits_direct, tap_queue, text_writer, write_buffered
+from proxy.ws_direct import buffer_size, fits_direct, tap_queue, text_writer
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -85,11 +85,14 @@ async def relay(
         if writer is not None and isinstance(event_id, str):
             writer.applied(event_id)
 
+    # Looked up once, not per frame: the upstream's buffer, what a client is told.
+    up_buffered, told, tally_down = buffer_size(up), client.rate.clock.told, to_client.add
+
     async def forward(frame: ClientFrame) -> None:
         event_id = frame.event.get("event_id")
         if resent(event_id):
             return
-        if write_buffered(up) == 0 and fits_direct(frame.raw):
+        if up_buffered() == 0 and fits_direct(frame.raw):
             await up.send_str(frame.raw)  # cannot wait (see ws_direct.DIRECT_MAX_BYTES): no timer
         else:
             await send_within(up, frame.raw, send_timeout)
@@ -102,7 +105,7 @@ async def relay(
         """Whether a client frame ``text`` can go up at once, from the client's
         socket callback: nothing in hand here, and room in the upstream's buffer."""
         idle = parked is not None and not parked.done() and not failed.done()
-        return idle and up_write is not None and fits_direct(text) and not write_buffered(up)
+        return idle and up_write is not None and fits_direct(text) and not up_buffered()
 
     def forward_now(frame: ClientFrame) -> None:
         """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``)."""
@@ -124,12 +127,14 @@ async def relay(
         except Exception as exc:  # the upstream stopped reading, or its socket closed
             failed.set_result(exc)
 
+    write_now = client.write_now
+
     def direct(text: str) -> bool:
         """An upstream frame written to the client from the socket's data callback."""
-        if not client.write_now(text):
+        if not write_now(text):
             return False  # queued: the loop below sends it
-        client.rate.clock.told(text)  # the format the upstream accepted, if it says
-        to_client.add(len(text))
+        told(text)  # the format the upstream accepted, if it says
+        tally_down(len(text))
         return True
 
     async def upstream_to_client() -> None:
