@@ -45,7 +45,8 @@ class FrameInbox(asyncio.Queue[object]):
 
 class FrameCredits:
     """A session's room for frames on its queue: ``frames`` of them and ``max_bytes``
-    of their text; ``acquire`` waits for room, ``release`` gives it back once the
+    of their text; ``acquire`` waits for room (``take`` takes it at once where no
+    task may wait: a socket's data callback), ``release`` gives it back once the
     frame was handled. Client frames take it (``proxy/emulated/feeders.py``), and so
     do upstream events (``proxy/emulated/upstream_control.py``): past it that socket
     is not read and pushes back."""
@@ -60,6 +61,15 @@ class FrameCredits:
         while self.free <= 0 or self.held_bytes >= self.max_bytes:
             self._room.clear()
             await self._room.wait()
+        self.free -= 1
+        self.held_bytes += n_bytes
+
+    def has_room(self) -> bool:
+        """Whether ``acquire`` would return at once."""
+        return self.free > 0 and self.held_bytes < self.max_bytes
+
+    def take(self, n_bytes: int) -> None:
+        """``acquire`` without the wait, when ``has_room`` said so."""
         self.free -= 1
         self.held_bytes += n_bytes
 

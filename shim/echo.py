@@ -105,8 +105,10 @@ class EchoSuppressor:
         self._out = np.zeros(FRAME - HOP, dtype=np.float32)  # output ready to return
         self._frame_start = 0  # mic sample where the next STFT frame starts
         self._xbuf = np.zeros(0, dtype=np.float32)  # mic from _frame_start on
-        # The same after linear subtraction; None while it equals _xbuf (nothing subtracted).
+        # The same after linear subtraction; None while it equals _xbuf (nothing subtracted
+        # from _frame_start on: dropped once the frames passed _sub_end).
         self._rbuf: Float32Array | None = None
+        self._sub_end = 0  # mic sample after the last one anything was subtracted from
         self._ola = np.zeros(HOP, dtype=np.float32)  # overlap-add tail of the last frame
         self._start_frames(0)
 
@@ -170,6 +172,7 @@ class EchoSuppressor:
         r = x
         if active and self.delay is not None:
             r = x - self.gain * self.far.samples(start_sample - self.delay, end - self.delay)
+            self._sub_end = end
         if r is not x or self._rbuf is not None:
             rbuf = self._xbuf if self._rbuf is None else self._rbuf
             self._rbuf = np.concatenate((rbuf, r))
@@ -204,9 +207,10 @@ class EchoSuppressor:
             out, self._ola = pass_through(self._xbuf, k, self._ola)
         self._out = np.concatenate((self._out, out))
         self._xbuf = self._xbuf[k * HOP :]
-        if self._rbuf is not None:
-            self._rbuf = self._rbuf[k * HOP :]
         self._frame_start += k * HOP
+        if self._rbuf is not None:
+            # Past the last subtracted sample the copy equals the microphone: drop it.
+            self._rbuf = self._rbuf[k * HOP :] if self._frame_start < self._sub_end else None
 
     def _suppressed(self, k: int, delay: int) -> Float64Array:
         """The next ``k`` frames, residual echo attenuated per bin (windowed again)."""
@@ -232,9 +236,8 @@ class EchoSuppressor:
         a pitch period; a short one follows a jump in playback timing within
         +-jitter quickly, and measures the coupling before double talk creeps in.
         """
-        m = self._mic.samples.astype(np.float64)
         if end >= self._next_search:
-            fit = self._fit(m, end)
+            fit = self._fit(self._mic.samples.astype(np.float64), end)
             if fit is not None and fit[1] >= self.lock_ratio:
                 self.delay, _, self.gain = fit
                 self._search_gap = self.rate_hz // 50
@@ -248,7 +251,7 @@ class EchoSuppressor:
             )
         if self.delay is None:
             return
-        short = m[-self.coupling_n :]
+        short = self._mic.samples[-self.coupling_n :].astype(np.float64)
         far = self.far.samples(end - short.size - self.delay, end - self.delay).astype(np.float64)
         e_m, e_f, c = (
             float(np.dot(short, short)),

@@ -74,6 +74,25 @@ def test_locks_delay_and_gain_and_removes_a_clean_echo(deltas: bool) -> None:
     assert erle > 30
 
 
+def test_the_subtracted_copy_is_dropped_once_subtraction_stops() -> None:
+    """After the echo's last subtracted sample has been framed, the subtracted copy of
+    the microphone equals the microphone: it is not kept (nor concatenated per call)."""
+    far = noise_bursts(RATE, 2)
+    delay = 1600
+    mic = np.zeros(3 * RATE, np.int16)
+    mic[delay : delay + far.size] = (far.astype(np.float32) * 0.3).astype(np.int16)
+    mic[2 * RATE :] = noise_bursts(RATE, 6)  # the user, once the echo is over
+    es = EchoSuppressor()
+    es.add_far(far, 0)
+    run(es, mic[: RATE + delay])
+    assert es.delay == delay
+    assert es._rbuf is not None  # something was subtracted, still being framed
+    run_from = RATE + delay
+    for i in range(run_from, mic.size, CHUNK):
+        es.process(mic[i : i + CHUNK], i)
+    assert es._rbuf is None
+
+
 def test_far_audio_without_echo_passes_the_mic() -> None:
     """A client with its own echo cancellation: far audio plays, no echo comes back."""
     far = noise_bursts(2 * RATE, 3)

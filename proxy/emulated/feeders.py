@@ -19,10 +19,13 @@ from shim.inputs import VadWindow
 
 
 class ClientFeed:
-    """Moves one attachment's client frames into the session: handed over at once
-    when the session has nothing queued or in hand (``offer``, see
-    ``session_loop.py``), else onto its queue, one credit each: with none left (the
-    session is behind), the client's inbox fills and its reading stops."""
+    """Moves one attachment's client frames onto the session's queue, one credit
+    each. Once the frames read before it are in, the client's reader hands each frame
+    over itself (``ClientChannel.sink``): from the socket's data callback when a
+    credit is free (``sink_now``: no task woken but the session's), else from the
+    reader's task, which waits for a credit (the session is behind: the socket is
+    not read and pushes back). Either way in the order read: the callback takes a
+    frame only while the reader holds none (``proxy/ws_direct.py``)."""
 
     def __init__(
         self,
@@ -36,20 +39,43 @@ class ClientFeed:
         self.settled.set()
 
     async def run(self) -> None:
-        while True:
-            item = await self.client.inbox.get()
-            if item is CLOSED:
-                await self.inputs.put(Detached(self.client))
-                return
-            assert isinstance(item, ClientFrame)
+        client = self.client
+        try:
+            while not client.inbox.empty():  # read before the hand-over, in order
+                if not await self._from_inbox(client.inbox.get_nowait(), inline=True):
+                    return
+            client.sink, client.sink_now = self.sink, (self.ready, self.take)
+            # The reader puts nothing more here but its CLOSED, after its last frame.
+            while await self._from_inbox(await client.inbox.get(), inline=False):
+                pass
+        finally:
+            client.sink = client.sink_now = None
+
+    async def _from_inbox(self, item: object, inline: bool) -> bool:
+        if item is CLOSED:
+            await self.inputs.put(Detached(self.client))
+            return False
+        assert isinstance(item, ClientFrame)
+        if inline:  # handled at once if the session is idle (session_loop.py)
             self.settled.clear()
             try:
                 if await self.offer(FromClient(self.client, item)):
-                    continue
+                    return True
             finally:
                 self.settled.set()
-            await self.credits.acquire(len(item.raw))
-            await self.inputs.put(FromClient(self.client, item, credited=True))
+        await self.sink(item)
+        return True
+
+    async def sink(self, frame: ClientFrame) -> None:
+        await self.credits.acquire(len(frame.raw))
+        self.inputs.put_nowait(FromClient(self.client, frame, credited=True))
+
+    def ready(self, text: str) -> bool:
+        return self.credits.has_room()
+
+    def take(self, frame: ClientFrame) -> None:
+        self.credits.take(len(frame.raw))
+        self.inputs.put_nowait(FromClient(self.client, frame, credited=True))
 
 
 async def feed_attachment(
