@@ -102,6 +102,17 @@ def test_creates_waiting_across_a_resumed_upstream_are_named_none_later_ones_nam
     assert created(sc, "resp-2")["response"]["metadata"] is None, "c's went with its refusal"
 
 
+def test_a_response_created_before_a_resume_still_tells_its_metadata_when_done() -> None:
+    sc = make()
+    sc.s.bind_upstream({"type": "session.created", "session_id": "up-1", "resume_token": "tok-1"})
+    create(sc, "evt_a", {"asked": "a"})
+    assert created(sc)["response"]["metadata"] == {"asked": "a"}
+    resumed(sc)  # the same session goes on with that response
+    done = {"type": "response.done", "response": {"id": RID, "status": "completed"}}
+    (ev,) = [e for e in client_events(sc.upstream(done)) if e["type"] == "response.done"]
+    assert ev["response"]["metadata"] == {"asked": "a"}, ev
+
+
 def test_a_create_lost_in_the_dropped_socket_is_not_named_later() -> None:
     """evt_a was written into the socket as it dropped and never reached the upstream
     (``proxy/emulated/upstream_control.py`` drops such frames): the resumed session
