@@ -16,7 +16,13 @@ out, a user turn committed): a session that has had no turn yet never times out.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+#: The snapshot's key for the timer (``IdleTimer.wire``), and its layout's version.
+KEY = "idle"
+WIRE_VERSION = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,3 +64,32 @@ class IdleTimer:
         if timeout_ms is None or self.since_ms is None:
             return None
         return self.since_ms + timeout_ms
+
+    def wire(self) -> dict[str, Any]:
+        """The timer for the session snapshot: a move to another replica goes on with
+        the quiet where it was (``since_ms`` on the edge's clock: the edge tells it on
+        the wall clock in the store, ``shim/snapshot_clock.py``)."""
+        return {
+            KEY: {
+                "v": WIRE_VERSION,
+                "since_ms": self.since_ms,
+                "since_audio_ms": self.since_audio_ms,
+                "since_mark": self._since_mark,
+                "fired_mark": self._fired_mark,
+            }
+        }
+
+    def restore(self, snap: Mapping[str, Any]) -> None:
+        """Take ``wire``'s timer back; a snapshot without it (or of a layout this does
+        not read) leaves the timer fresh: it starts with the next quiet."""
+        raw = snap.get(KEY)
+        if not isinstance(raw, Mapping) or raw.get("v") != WIRE_VERSION:
+            return
+        since, audio = raw.get("since_ms"), raw.get("since_audio_ms")
+        marks = raw.get("since_mark"), raw.get("fired_mark")
+        if not all(m is None or isinstance(m, str) for m in marks):
+            return
+        number = isinstance(since, (int, float)) and not isinstance(since, bool)
+        self.since_ms = float(since) if number and since is not None else None
+        self.since_audio_ms = audio if isinstance(audio, int) and audio >= 0 else 0
+        self._since_mark, self._fired_mark = marks

@@ -35,6 +35,9 @@ class ItemPlayback:
     # "proxy" (a barge-in), "client" (its own truncate), None (nobody: not cut, or
     # cut only in the proxy's books, as a client's ``response.cancel`` leaves it).
     told_by: str | None = None
+    # Where its playback ends at the listener, carried by a move to another replica
+    # (``shim/played_snapshot.py``) that takes the item as heard for all else.
+    restored_end_ms: float | None = None
 
     @property
     def sent_ms(self) -> float:
@@ -89,7 +92,7 @@ class ItemPlayback:
             return True
         if self.acked_ms is not None and self.acked_ms >= int(self.sent_ms):
             return True
-        return now_ms >= self.play_end_ms
+        return now_ms >= max(self.play_end_ms, self.restored_end_ms or self.play_end_ms)
 
     def audio_end_ms(self, now_ms: float) -> int:
         """Integer position to truncate at: floor, so never beyond the audio sent."""

@@ -10,10 +10,15 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import orjson
+import pytest
 
+from shim import played_snapshot, snapshot_clock
 from shim.audio import b64encode
+from shim.dialects.turn_based import TurnBasedSession
+from shim.session import ShimSettings
 from tests.shim_script import Script, client_events, pcm_b64, types
-from tests.test_shim_idle_timeout import QUIET, SILENCE, SPEECH, turn_based, wait
+from tests.test_shim_idle_timeout import QUIET, SID, SILENCE, SPEECH, turn_based, wait
 
 
 def odd_answer(sc: Script) -> str:
@@ -72,3 +77,66 @@ def test_acks_that_reach_the_end_before_the_clock_start_it_at_once() -> None:
     assert "input_audio_buffer.timeout_triggered" in types(out)
     (told,) = [e for e in client_events(out) if e["type"] == "input_audio_buffer.timeout_triggered"]
     assert told["audio_end_ms"] > told["audio_start_ms"]
+
+
+def moved(sc: Script, *, clock_shift_ms: float = 0.0, stored: bool = True) -> Script:
+    """``sc``'s session taken over by another replica whose edge clock reads
+    ``clock_shift_ms`` more at the same instant, through the store (its times on the wall
+    clock, ``shim/snapshot_clock.py``) as ``proxy/resume/from_store.py`` restores it."""
+    wall_offset = 1.7e12  # wall minus the first replica's edge clock
+    snap = snapshot_clock.to_wall(sc.s.snapshot(), wall_offset)
+    if not stored:  # written before its times were carried
+        snap = {k: v for k, v in snap.items() if k not in ("clock", "idle")}
+        for entry in snap.get("played", ()):
+            entry.pop("play_end_ms", None)
+    snap = orjson.loads(orjson.dumps(snap))
+    snap = snapshot_clock.from_wall(snap, wall_offset - clock_shift_ms)
+    other = Script(TurnBasedSession(SID, "demo", "demo-up", ShimSettings()))
+    played_snapshot.restore(other.s.ledger, snap)
+    other.s.restore(snap)
+    other.now = sc.now + clock_shift_ms
+    return other
+
+
+def long_answer(sc: Script, audio_ms: int) -> None:
+    out = sc.speak(QUIET + SPEECH + SILENCE)
+    assert "response.created" in types(out)
+    for _ in range(audio_ms // 100):  # generated at once: the client plays it for long
+        sc.upstream({"type": "response.output_audio.delta", "audio": pcm_b64(100, 24000)})
+    sc.upstream({"type": "transcription.done", "text": "hello"})
+    sc.upstream({"type": "response.output_audio.done"})
+
+
+@pytest.mark.parametrize("shift", [0.0, -3.6e6, 5e8])
+def test_after_a_move_the_timer_still_waits_for_the_answer_to_play_out(shift: float) -> None:
+    sc = turn_based(5000)
+    long_answer(sc, 20_000)
+    sc.tick(1000)  # moved 1 s into the 20 s answer
+    other = moved(sc, clock_shift_ms=shift)
+    early = wait(other, 19_200, 960)  # the client still plays the answer all along
+    stayed = wait(sc, 19_200, 960)  # the session that did not move
+    assert "input_audio_buffer.timeout_triggered" not in types(stayed)
+    assert "input_audio_buffer.timeout_triggered" not in types(early)
+    assert types(wait(other, 6_720, 960)).count("input_audio_buffer.timeout_triggered") == 1
+
+
+def test_a_move_mid_wait_goes_on_with_the_quiet_where_it_was() -> None:
+    sc = turn_based(10_000)
+    long_answer(sc, 1000)
+    assert "input_audio_buffer.timeout_triggered" not in types(wait(sc, 7_680, 960))
+    other = moved(sc, clock_shift_ms=-42_000.0)
+    out = wait(other, 4_800, 960)  # the quiet began about 6.7 s before the move
+    assert types(out).count("input_audio_buffer.timeout_triggered") == 1
+
+
+def test_a_snapshot_stored_without_its_times_still_restores() -> None:
+    sc = turn_based(5000)
+    long_answer(sc, 20_000)
+    sc.tick(1000)
+    other = moved(sc, stored=False)
+    item = other.s.ledger.latest()
+    assert item is not None and item.sent_ms == 20_000 and not item.playing(other.now)
+    assert item.restored_end_ms is None, "heard in full, long ago, as before"
+    assert other.s.idle.since_ms is None
+    out = wait(other, 6_720, 960)  # the timer starts afresh after the move
+    assert types(out).count("input_audio_buffer.timeout_triggered") == 1

@@ -148,6 +148,15 @@ class TurnBasedSession(EmulatedSession):
     def due_at(self) -> float | None:
         return turn_idle.deadline(self)
 
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), **self.idle.wire()}
+
+    def restore(self, snap: dict[str, Any]) -> list[Action]:
+        """Also the idle timer: a move goes on with the quiet where it was."""
+        restored = super().restore(snap)
+        self.idle.restore(snap)
+        return restored
+
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
         td, audio = self.config.turn, self.history.between(start_ms, end_ms)
         respond, defer = td.create_response, not td.interrupt_response
