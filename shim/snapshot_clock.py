@@ -3,11 +3,12 @@
 The shim's times are the edge's clock (``proxy/clock.py``: monotonic, one per
 process), which another replica does not share. A snapshot's times (where each
 assistant item's playback ends, ``shim/played_snapshot.py``; when the idle timer's
-quiet began, ``shim/idle_timeout.py``) are stored on the wall clock instead: the edge
-adds its clock's offset to the wall clock on the way in (``to_wall``), and the replica
-that takes the session over subtracts its own on the way out (``from_wall``). A stored
-snapshot that does not say so (``KEY``: written before its times were carried) has its
-times dropped: the items end long ago, the timer starts afresh.
+quiet began and since when no client is attached, ``shim/idle_timeout.py``) are stored
+on the wall clock instead: the edge adds its clock's offset to the wall clock on the
+way in (``to_wall``), and the replica that takes the session over subtracts its own on
+the way out (``from_wall``). A stored snapshot that does not say so (``KEY``: written
+before its times were carried) has its times dropped: the items end long ago, the
+timer starts afresh.
 """
 
 from __future__ import annotations
@@ -33,9 +34,10 @@ def _each_time(snap: dict[str, Any], move: Callable[[float], float | None]) -> N
             end = entry["play_end_ms"]
             entry["play_end_ms"] = move(float(end)) if _number(end) else None
     idle = snap.get(idle_timeout.KEY)
-    if isinstance(idle, dict) and "since_ms" in idle:
-        since = idle["since_ms"]
-        idle["since_ms"] = move(float(since)) if _number(since) else None
+    for key in ("since_ms", "away_ms"):
+        if isinstance(idle, dict) and key in idle:
+            at = idle[key]
+            idle[key] = move(float(at)) if _number(at) else None
 
 
 def to_wall(snap: Mapping[str, Any], offset_ms: float) -> dict[str, Any]:

@@ -16,6 +16,7 @@ import pytest
 from shim import played_snapshot, snapshot_clock
 from shim.audio import b64encode
 from shim.dialects.turn_based import TurnBasedSession
+from shim.inputs import ClientPresence
 from shim.session import ShimSettings
 from tests.shim_script import Script, client_events, pcm_b64, types
 from tests.test_shim_idle_timeout import QUIET, SID, SILENCE, SPEECH, turn_based, wait
@@ -140,3 +141,24 @@ def test_a_snapshot_stored_without_its_times_still_restores() -> None:
     assert other.s.idle.since_ms is None
     out = wait(other, 6_720, 960)  # the timer starts afresh after the move
     assert types(out).count("input_audio_buffer.timeout_triggered") == 1
+
+
+def test_no_timeout_while_no_client_is_attached_and_the_quiet_goes_on_when_one_is() -> None:
+    sc = turn_based(5000)
+    long_answer(sc, 1000)
+    assert not types(wait(sc, 2_880, 960))  # the answer played out, the quiet began
+    begun = sc.s.idle.since_ms
+    assert begun is not None
+    sc.s.handle(ClientPresence(False, sc.now))  # the client's connection dropped
+    left, away_at = 5000 - (sc.now - begun), sc.now
+    assert sc.s.due_at() is None, "no wakeup for a timeout while away"
+    away = [a for _ in range(60) for a in sc.tick(1000)]
+    assert "input_audio_buffer.timeout_triggered" not in types(away)
+    snap = sc.s.snapshot()  # flushed as the client left: a resume elsewhere waits too
+    other = moved(sc, clock_shift_ms=9e6)
+    for back in (sc, other):
+        back.s.handle(ClientPresence(True, back.now))
+        assert back.s.due_at() == back.now + left
+        out = wait(back, 4_800, 960)  # what was left of the 5 s, not all of it again
+        assert types(out).count("input_audio_buffer.timeout_triggered") == 1
+    assert snap["idle"]["away_ms"] == away_at
