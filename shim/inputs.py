@@ -37,6 +37,15 @@ class Tick:
 
 
 @dataclass(frozen=True, slots=True)
+class ClientPresence:
+    """A client attached to the session (``attached``), or its last one left: the
+    session waits out its disconnect grace with nobody to hear or to speak."""
+
+    attached: bool
+    now_ms: float
+
+
+@dataclass(frozen=True, slots=True)
 class UpstreamLost:
     """The upstream socket closed without the shim asking for it.
 
@@ -78,6 +87,7 @@ Input = (
     | UpstreamEvent
     | VadWindow
     | Tick
+    | ClientPresence
     | UpstreamLost
     | UpstreamReattached
     | UpstreamCheckpointed

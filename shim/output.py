@@ -76,15 +76,25 @@ class AssistantOutput:
             return True
         return self.ledger.playing(now) is not None
 
+    def sounding(self, now: float) -> bool:
+        """The assistant is heard: its response is live or its audio has not ended at
+        the listener by the clock or the client's acks, whichever ends it first
+        (``shim/playback.py``, ``played_out``): what GA's idle timeout waits for."""
+        if self.response is not None and self.response.live:
+            return True
+        return self.ledger.sounding(now) is not None
+
     def needs_clock(self, now: float) -> bool:
         """Time alone can change something here: the assistant speaks or its audio plays
-        (by the ledger or by its response's own playback clock), or held audio waits."""
+        by the clock (the ledger's, or its response's own), or held audio waits. Audio
+        the client's acks say still plays, past the clock's end, changes only with the
+        next ack: no ticks for it."""
         resp = self.response
         if resp is not None and (
-            resp.held or (resp.playback is not None and resp.playback.playing(now))
+            resp.held or (resp.playback is not None and not resp.playback.played_out(now))
         ):
             return True
-        return self.active(now)
+        return self.sounding(now)
 
     def audio(self, action: SendClientAudio, now: float) -> list[Action]:
         """Send (or hold, during an undecided overlap) one assistant audio delta."""

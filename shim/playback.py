@@ -35,6 +35,9 @@ class ItemPlayback:
     # "proxy" (a barge-in), "client" (its own truncate), None (nobody: not cut, or
     # cut only in the proxy's books, as a client's ``response.cancel`` leaves it).
     told_by: str | None = None
+    # Where its playback ends at the listener, carried by a move to another replica
+    # (``shim/played_snapshot.py``) that takes the item as heard for all else.
+    restored_end_ms: float | None = None
 
     @property
     def sent_ms(self) -> float:
@@ -77,6 +80,19 @@ class ItemPlayback:
         if self.truncated_ms is not None or self.sent_samples == 0:
             return False
         return self.played_ms(now_ms) + margin_ms < self.sent_ms
+
+    def played_out(self, now_ms: float) -> bool:
+        """Whether this item's audio has ended at the listener, for what runs from that
+        end (GA's idle timeout: ``response.done`` plus the playback's duration): when
+        the clock estimate passes its end or the client's acks reach it, whichever is
+        first. Acks come in whole ms (1000 of 1000.5 is all of it), and a client that
+        stops acking mid-answer does not hold the answer playing for good.
+        ``playing`` stays the client's word where it acks (barge-in, truncation)."""
+        if self.truncated_ms is not None or self.sent_samples == 0:
+            return True
+        if self.acked_ms is not None and self.acked_ms >= int(self.sent_ms):
+            return True
+        return now_ms >= max(self.play_end_ms, self.restored_end_ms or self.play_end_ms)
 
     def audio_end_ms(self, now_ms: float) -> int:
         """Integer position to truncate at: floor, so never beyond the audio sent."""
@@ -134,6 +150,11 @@ class PlaybackLedger:
         if item is not None and item.playing(now_ms):
             return item
         return None
+
+    def sounding(self, now_ms: float) -> ItemPlayback | None:
+        """The item whose audio has not yet ended at the listener (``played_out``)."""
+        item = self.latest()
+        return item if item is not None and not item.played_out(now_ms) else None
 
     def items(self) -> list[ItemPlayback]:
         return list(self._items.values())

@@ -9,7 +9,10 @@ told the client of it. Bounded to the most recent ``KEPT`` items (a truncate is 
 item playing, or just played).
 
 How much of an item was heard is not carried: after the move the client is taken to
-have heard every item in full, until its truncate says otherwise. The items are put
+have heard every item in full, until its truncate says otherwise. Where its playback
+ends is (``play_end_ms``, on the edge's clock; the store's on the wall clock,
+``shim/snapshot_clock.py``): what runs from that end, GA's idle timeout, waits for it
+(``ItemPlayback.restored_end_ms``). A snapshot without it ends each item long ago. The items are put
 back before the session's own restore (``proxy/resume/from_store.py``), which carries
 a response on in the ledger as the newest item.
 """
@@ -19,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shim.playback import PlaybackLedger
+from shim.playback import ItemPlayback, PlaybackLedger
 
 KEY = "played"
 KEPT = 8
@@ -27,6 +30,12 @@ KEPT = 8
 # (finite: the input clock maps the answer's end onto samples, ``relay_input_clock.py``).
 LONG_AGO_MS = -1e12
 TOLD_BY = ("proxy", "client")
+
+
+def _ends(item: ItemPlayback) -> float | None:
+    """Where the item's playback ends at the listener (None: long ago)."""
+    end = max(item.play_end_ms, item.restored_end_ms or item.play_end_ms)
+    return end if end > LONG_AGO_MS else None
 
 
 def wire(ledger: PlaybackLedger) -> dict[str, Any]:
@@ -45,6 +54,7 @@ def wire(ledger: PlaybackLedger) -> dict[str, Any]:
                 "marks": [[ms, chars] for ms, chars in item.marks],
                 "truncated_ms": item.truncated_ms,
                 "told_by": item.told_by,
+                "play_end_ms": _ends(item),
             }
             for item in items[-KEPT:]
         ]
@@ -87,4 +97,7 @@ def restore(ledger: PlaybackLedger, snap: Mapping[str, Any]) -> None:
         told = entry.get("told_by")
         item.told_by = told if told in TOLD_BY and item.truncated_ms is not None else None
         item.first_sent_ms = item.play_end_ms = LONG_AGO_MS
+        end = entry.get("play_end_ms")
+        if isinstance(end, (int, float)) and not isinstance(end, bool) and end > LONG_AGO_MS:
+            item.restored_end_ms = float(end)
         item.finished = True

@@ -23,6 +23,7 @@ from shim.fault import fault_actions
 from shim.input_history import InputHistory
 from shim.inputs import (
     ClientEvent,
+    ClientPresence,
     Input,
     Tick,
     UpstreamCheckpointed,
@@ -96,6 +97,7 @@ class EmulatedSession:
             UpstreamLost: self.on_upstream_lost,
             UpstreamReattached: self.on_upstream_reattached,
             UpstreamCheckpointed: self.on_upstream_checkpointed,
+            ClientPresence: lambda _: [],  # read only where GA's idle timeout is kept
         }
         # Built once, here: a dialect sets its own attributes before calling this.
         self._client_table = self.client_handlers()
@@ -114,8 +116,7 @@ class EmulatedSession:
         """One input in, the actions it calls for out; never raises.
 
         An unexpected exception is a bug: the client gets a coded ``internal_error``
-        naming the event, the edge a ``ReportFault`` to log, and the session goes on.
-        """
+        naming the event, the edge a ``ReportFault`` to log, and the session goes on."""
         try:
             handler = self._inputs.get(type(inp))
             if handler is None:

@@ -78,6 +78,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.client_events",
             "shim.native_client",
             "shim.played_snapshot",
+            "shim.snapshot_clock",
         ],
     ),
     ("shim: the emulated session", ["shim.session"]),

@@ -6,10 +6,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from proxy.clock import now_ms
+from proxy.clock import now_ms, wall_offset_ms
 from proxy.config import Route
 from proxy.persist.checkpoint import upstream_facts
 from proxy.persist.port import StoredFacts
+from shim import snapshot_clock
 from shim.capabilities import Classification
 from shim.inputs import UpstreamCheckpointed
 from shim.session import EmulatedSession
@@ -38,7 +39,8 @@ class PersistedSession:
         return StoredFacts(self.model, self.cls.mode, upstream)
 
     def snapshot(self) -> dict[str, Any]:
-        return self.shim.snapshot()
+        # Its times on the wall clock: the replica that takes it over has its own clock.
+        return snapshot_clock.to_wall(self.shim.snapshot(), wall_offset_ms())
 
     def upstream_position(self) -> tuple[str, int] | None:
         return self.shim.upstream_position()

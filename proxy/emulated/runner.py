@@ -33,7 +33,7 @@ from proxy.state import ProxyState
 from shim.actions import Action
 from shim.capabilities import Classification
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.inputs import ClientEvent, Input, Tick
+from shim.inputs import ClientEvent, ClientPresence, Input, Tick
 from shim.journal import Journal, RecentIds
 from shim.session import EmulatedSession
 
@@ -63,8 +63,7 @@ class EmulatedRunner(PersistedSession):
     ) -> None:
         self.state, self.session_id, self.route, self.cls = state, session_id, route, cls
         self.model, self.upstream_model = model, upstream_model
-        self.upstream_url = upstream_url
-        self.upstream_created = upstream_created
+        self.upstream_url, self.upstream_created = upstream_url, upstream_created
         self.log = log
         store_cfg, srv = state.config.store, state.config.server
         self.journal = Journal(
@@ -86,8 +85,7 @@ class EmulatedRunner(PersistedSession):
         shim = self.shim
         self.ticker = Ticker(self.inputs, keep_ms, shim.wants_ticks, self.loop.offer, shim.due_at)
         # The session's end (server.max_session_s), across every attachment.
-        loop = asyncio.get_running_loop()
-        self.ends_at = loop.time() + state.config.server.max_session_s
+        self.ends_at = asyncio.get_running_loop().time() + state.config.server.max_session_s
         self.out = ClientSide(session_id, self.journal, state.metrics, cls.mode, not cls.ga_client)
         self.upstream = UpstreamControl(
             state,
@@ -248,6 +246,7 @@ class EmulatedRunner(PersistedSession):
         elif isinstance(item, Attach):
             item.client.end_by(self.ends_at)
             await self.out.attach(item, self.shim.config.input_format)  # the clock's start
+            await self._handle(ClientPresence(True, now_ms()))  # GA's idle timeout goes on
         elif isinstance(item, Detached):
             await self._on_detach(item.client)
         elif isinstance(item, Execute):
@@ -274,6 +273,7 @@ class EmulatedRunner(PersistedSession):
             return
         grace_s = self.state.config.store.disconnect_grace_s
         if self.out.detach(client, grace_s):
+            await self._handle(ClientPresence(False, now_ms()))  # no idle timeout meanwhile
             self.persister.flush_now()  # a resume elsewhere finds all the client received
             self.ticker.wake_in(grace_s)  # the loop sees the grace end, with no ticks
             self.log.info("client_detached", grace_s=grace_s)

@@ -13,7 +13,7 @@ import asyncio
 import secrets
 from typing import cast
 
-from proxy.clock import now_ms
+from proxy.clock import now_ms, wall_offset_ms
 from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.emulated.queue_items import Attach
@@ -37,7 +37,7 @@ from proxy.resume.upstream_reopen import (
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, hash_token
 from proxy.store.secret_box import secret_box
 from proxy.upstream import UpstreamLink
-from shim import played_snapshot
+from shim import played_snapshot, snapshot_clock
 from shim.capabilities import Classification, ProxyMode, client_of
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamReattached
@@ -116,6 +116,7 @@ async def take_from_store(
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)
     snap = opened(checkpoint_of(record).shim, secret_box(state.config.store), sid)
+    snap = snapshot_clock.from_wall(snap, wall_offset_ms())  # its times on this clock
     shim = runner.shim
     if resumed or not isinstance(shim, BargeInRelaySession):
         # The items the client was sent, before the restore carries a response on. Not

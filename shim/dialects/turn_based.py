@@ -23,7 +23,7 @@ from shim.dialects.turn_items import UserItems
 from shim.dialects.turn_refusals import Refusals
 from shim.idle_timeout import IdleTimer
 from shim.input_history import ms_to_sample
-from shim.inputs import ClientEvent, Input, UpstreamLost, VadWindow
+from shim.inputs import ClientEvent, ClientPresence, Input, UpstreamLost, VadWindow
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import NATIVE_CONFIG
@@ -55,6 +55,12 @@ class TurnBasedSession(EmulatedSession):
         self.user_items, self.metadata, self.idle = UserItems(), ResponseMetadata(), IdleTimer()
         super().__init__(session_id, model, settings)
         self.config = NATIVE_CONFIG if native_client else self.config
+        self._inputs[ClientPresence] = self.on_presence
+
+    def on_presence(self, inp: ClientPresence) -> list[Action]:
+        """No idle timeout while no client is attached (``IdleTimer.away``)."""
+        (self.idle.back if inp.attached else self.idle.away)(inp.now_ms)
+        return []
 
     def open_upstream(self) -> list[Action]:
         """What a fresh upstream connection needs before it takes a turn."""
@@ -151,6 +157,15 @@ class TurnBasedSession(EmulatedSession):
 
     def due_at(self) -> float | None:
         return turn_idle.deadline(self)
+
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), **self.idle.wire()}
+
+    def restore(self, snap: dict[str, Any]) -> list[Action]:
+        """Also the idle timer: a move goes on with the quiet where it was."""
+        restored = super().restore(snap)
+        self.idle.restore(snap)
+        return restored
 
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
         td, audio = self.config.turn, self.history.between(start_ms, end_ms)

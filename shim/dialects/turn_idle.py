@@ -52,9 +52,12 @@ def timeout_ms(s: IdleHost) -> int | None:
 def quiet(s: IdleHost, now: float) -> bool:
     """Nothing goes on: no answer live, playing or generating, no user speech. Turns
     waiting for the client's ``response.create`` (``create_response: false``) do not
-    stop it: the timeout answers them with the silence, as GA's answers the conversation."""
+    stop it: the timeout answers them with the silence, as GA's answers the conversation.
+    An answer's audio has ended once the clock or the client's acks say so, whichever
+    first (``AssistantOutput.sounding``): GA's timer runs from ``response.done`` plus the
+    playback's duration, and acks that stop short of the end must not hold it off."""
     busy = s.upstream_busy or s.turns.in_progress or s.gate.speaking
-    return not busy and not s.output.active(now)
+    return not busy and not s.output.sounding(now)
 
 
 def step(s: IdleHost, now: float) -> list[Action]:

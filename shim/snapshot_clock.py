@@ -1,0 +1,57 @@
+"""The times a session snapshot carries, told on the wall clock in the store.
+
+The shim's times are the edge's clock (``proxy/clock.py``: monotonic, one per
+process), which another replica does not share. A snapshot's times (where each
+assistant item's playback ends, ``shim/played_snapshot.py``; when the idle timer's
+quiet began and since when no client is attached, ``shim/idle_timeout.py``) are stored
+on the wall clock instead: the edge adds its clock's offset to the wall clock on the
+way in (``to_wall``), and the replica that takes the session over subtracts its own on
+the way out (``from_wall``). A stored snapshot that does not say so (``KEY``: written
+before its times were carried) has its times dropped: the items end long ago, the
+timer starts afresh.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from shim import idle_timeout, played_snapshot
+
+KEY = "clock"
+WALL = {"v": 1, "base": "wall"}
+
+
+def _number(value: object) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _each_time(snap: dict[str, Any], move: Callable[[float], float | None]) -> None:
+    played = snap.get(played_snapshot.KEY)
+    for entry in played if isinstance(played, list) else ():
+        if isinstance(entry, dict) and "play_end_ms" in entry:
+            end = entry["play_end_ms"]
+            entry["play_end_ms"] = move(float(end)) if _number(end) else None
+    idle = snap.get(idle_timeout.KEY)
+    for key in ("since_ms", "away_ms"):
+        if isinstance(idle, dict) and key in idle:
+            at = idle[key]
+            idle[key] = move(float(at)) if _number(at) else None
+
+
+def to_wall(snap: Mapping[str, Any], offset_ms: float) -> dict[str, Any]:
+    """``snap`` with its times on the wall clock (``offset_ms``: wall minus edge)."""
+    out = copy.deepcopy(dict(snap))
+    _each_time(out, lambda t: round(t + offset_ms, 3))
+    out[KEY] = dict(WALL)
+    return out
+
+
+def from_wall(snap: Mapping[str, Any], offset_ms: float) -> dict[str, Any]:
+    """A stored snapshot with its times on this edge's clock (``offset_ms``: wall minus
+    edge), or none where it does not say they are on the wall clock."""
+    out = copy.deepcopy(dict(snap))
+    told = out.pop(KEY, None) == WALL
+    _each_time(out, (lambda t: t - offset_ms) if told else (lambda t: None))
+    return out
