@@ -101,7 +101,7 @@ class PlaybackReports:
 class RelayState:
     """What only ``barge_in_emulated`` keeps."""
 
-    upstream_update: dict[str, Any] | None = None  # the client's last update, as sent upstream
+    upstream_update: dict[str, Any] | None = None  # the client's updates, folded, as sent up
     upstream: UpstreamState | None = None
     cancelled: tuple[str, ...] = ()
     history: tuple[tuple[str, str, str], ...] = ()  # (item id, role, text), oldest first
@@ -244,8 +244,8 @@ def upstream_binding(wire: dict[str, Any]) -> tuple[str, str, int] | None:
 
 
 def opening_session(wire: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``session`` object a fresh upstream session opens with after a move: the
-    client's last update as it was sent upstream, else the instructions, else None."""
+    """The ``session`` a fresh upstream session opens with after a move: the client's
+    updates as sent upstream, folded (``relay_kept_update.py``), else the instructions."""
     sent = wire.get("upstream_update")
     if isinstance(sent, dict):
         nested = sent.get("session")

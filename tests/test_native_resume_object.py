@@ -180,3 +180,47 @@ async def test_a_resume_tells_turn_detection_as_the_upstream_runs_it(
     wheel_turns.normalize_turn_detection_session_payload(running)
     assert session["turn_detection"] == running["turn_detection"], session
     assert session["overlap_policy"] == running["overlap_policy"], session
+
+
+@pytest.mark.parametrize(
+    "later",
+    [
+        [],
+        [{"instructions": "Be brief."}],
+        [{"input_audio_format": "g711_ulaw", "sample_rate_hz": 8000}],
+        [{"overlap_policy": "listen_only"}],
+    ],
+)
+async def test_a_resume_without_turn_detection_tells_the_opening_listen_only(
+    later: list[dict[str, Any]],
+) -> None:
+    """A native client that never declares turn detection runs vLLM-Omni's default, none
+    and ``listen_only`` (the opening's ``session.created`` says so); its resume says the
+    same, whatever else it updated, not a ``server_vad`` object that barges in."""
+    op = opening()
+    del op["session"]["turn_detection"]
+    async with reference("duplex-no-barge-in", reply_ms=600) as up:
+        config = proxy_config({"m": up}, store={"url": "memory://"})
+        async with replica(config, "a") as base:
+            async with connect(ws_url(base, **NATIVE)) as c1:
+                await c1.send(op)
+                created = await c1.until("session.created")
+                told = (await c1.until("session.updated"))["session"]
+                for each in later:
+                    await c1.send({"type": "session.update", "session": each})
+                    told = (await c1.until("session.updated"))["session"]
+                assert not c1.of("error"), c1.of("error")
+                seqs = [e["server_event_seq"] for e in c1.events if "server_event_seq" in e]
+            query = {
+                "session_id": created["session"]["id"],
+                "resume_token": created["resume_token"],
+                "last_received_server_event_seq": str(max(seqs)),
+            }
+            async with connect(ws_url(base, model=None, **NATIVE, **query)) as c2:
+                first = await c2.recv()
+    opened, resumed = created["session"], first["session"]
+    assert first["type"] == "session.resumed", first
+    assert (opened.get("turn_detection"), opened.get("overlap_policy")) == (None, "listen_only")
+    assert (told.get("turn_detection"), told.get("overlap_policy")) == (None, "listen_only")
+    assert resumed.get("turn_detection") is None, resumed
+    assert resumed.get("overlap_policy") == "listen_only", resumed

@@ -81,7 +81,7 @@ def created_event(
                 io = (shim.config.input_format, shim.config.output_format)
                 if isinstance(shim, BargeInRelaySession):  # the upstream detects the turns
                     session["turn_detection"] = upstream_turn_detection(
-                        shim.last_update, upstream_session, session["turn_detection"]
+                        shim.kept_update(), upstream_session, session["turn_detection"]
                     )
                 session = resumed_over_upstream(upstream_session, session, io)
             else:

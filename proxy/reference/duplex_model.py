@@ -176,7 +176,7 @@ class DuplexModel(Speaking):
             self._open_input()
         turn = self._commit(stop_ms)
         if self._vad_only and not self.port.vad_create_response:
-            self.unanswered = turn  # server_vad with create_response false: commit only
+            self.keep_unanswered(turn)  # server_vad with create_response false: commit only
             return
         self.respond(turn)
 
@@ -228,8 +228,6 @@ class DuplexModel(Speaking):
         return UserTurn(item_id=item_id, audio=audio, speech_ms=speech_ms)
 
     def on_commit(self, create_response: bool | None, event_id: object) -> None:
-        if not self.admits_commit(event_id):
-            return
         if not self._appended and self._item_id is None:
             self.port.emit_error(
                 "input_audio_buffer_empty",
@@ -250,7 +248,7 @@ class DuplexModel(Speaking):
         deferred = self.owns_turn()
         turn = self._commit(None, deferred=deferred)  # speech_stopped says audio_end_ms 0
         if create_response is False:
-            self.unanswered = turn
+            self.keep_unanswered(turn)
             return
         self.respond(turn)
 
@@ -268,8 +266,11 @@ class DuplexModel(Speaking):
         turn = self._commit(None, deferred=True)
         if create and overlap_ms > 0:
             self.queue(turn)
-        else:
-            self.unanswered = turn
+            return
+        if overlap_ms > 0 and self.pending:
+            # One deferred turn, answered as its last commit asks (``deferred_response_create``).
+            self.keep_unanswered(self.pending.pop())
+        self.keep_unanswered(turn)
 
     def on_clear_input(self) -> None:
         self.reset_input()

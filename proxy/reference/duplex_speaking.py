@@ -6,15 +6,13 @@ the turn while it generates, and after that while the audio it sent is not
 acknowledged by ``playback.ack`` (``sent_ms > committed_ms``).  Lenient
 backends apply the playback half only once a client has sent an ack.
 Committed user turns that arrive while the assistant owns the turn wait in
-``pending`` and are answered when it lets go.
-
-A client's commit while ``max_pending_turns`` turns wait is refused before it is
-taken (``admits_commit``), as vLLM-Omni's session manager refuses a commit past
-``max_pending_turns_per_session`` (``engine/duplex/session/manager.py``,
-``_dispatch_command``): nothing is committed and the audio stays in the buffer.
-The real count is of commits its runner has not yet dequeued; the stand-in's runner
-takes each at once, so the turns waiting for an answer are its nearest.  A turn its
-own VAD ends is never refused (the real one's skip the admission check).
+``pending`` as one turn, answered when it lets go, and the ones committed to wait for
+``response.create`` in ``unanswered``, one turn too: vLLM-Omni's runner merges the
+audio of every commit not yet answered (``engine/duplex/session/runner.py``,
+``_defer_commit_behind_active_response``, ``_flush_and_submit_committed_turn``).  No
+commit is refused for waiting: vLLM-Omni's session manager counts a commit pending
+(``max_pending_turns_per_session``) only until its runner takes it, and the
+stand-in's runner takes each at once.
 """
 
 from __future__ import annotations
@@ -24,6 +22,8 @@ from collections import deque
 from collections.abc import Coroutine
 from typing import Any
 
+import numpy as np
+
 from proxy.reference.conversation import Conversation
 from proxy.reference.duplex_port import SessionPort, UserTurn
 from proxy.reference.duplex_response import Response
@@ -31,7 +31,12 @@ from proxy.reference.options import FAULT_IGNORE_CANCEL
 from proxy.reference.voice import plan_reply, reply_text
 
 _MAX_REMEMBERED_RESPONSES = 32
-BACKPRESSURE = ("input_backpressure", "Duplex session has too many pending input turns")
+
+
+def joined(first: UserTurn, then: UserTurn) -> UserTurn:
+    """Two committed turns as one, as vLLM-Omni's ``merge_audio_payloads`` joins them."""
+    audio = np.concatenate([first.audio, then.audio])
+    return UserTurn(then.item_id, audio, first.speech_ms + then.speech_ms)
 
 
 class Speaking:
@@ -80,15 +85,14 @@ class Speaking:
         else:
             self.start_response(turn)
 
-    def admits_commit(self, event_id: object) -> bool:
-        """Admission of a client's commit; a refusal is said with its ``event_id``."""
-        if len(self.pending) < self._opts.max_pending_turns:
-            return True
-        self.port.emit_error(*BACKPRESSURE, event_id=event_id)
-        return False
-
     def queue(self, turn: UserTurn) -> None:
-        self.pending.append(turn)
+        """``turn`` waits for the assistant to let go, with any turn waiting already."""
+        self.pending.append(joined(self.pending.pop(), turn) if self.pending else turn)
+
+    def keep_unanswered(self, turn: UserTurn) -> None:
+        """``turn`` waits for ``response.create``, with any turn waiting for it already."""
+        was = self.unanswered
+        self.unanswered = joined(was, turn) if was is not None else turn
 
     def start_response(self, turn: UserTurn) -> None:
         self.replies += 1

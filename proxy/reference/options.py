@@ -146,10 +146,6 @@ class ReferenceOptions:
     profile: str = "generic"
     #: Outbound bytes queued for one socket before a non-reading client is dropped.
     max_outbound_bytes: int = 4 * 1024 * 1024
-    #: A client's commit while this many committed turns wait for the assistant is
-    #: refused before it is taken (``input_backpressure``; vLLM-Omni's
-    #: ``max_pending_turns_per_session``).  Turns its VAD ends are never refused.
-    max_pending_turns: int = 4
     faults: frozenset[str] = field(default_factory=frozenset)
 
     def __post_init__(self) -> None:

@@ -23,7 +23,6 @@ did just that: this one stands down. Playback reports: ``relay_reports.py``.
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import replace
@@ -37,12 +36,13 @@ from shim.actions import (
     SendClient,
     SendUpstream,
 )
-from shim.dialects import relay_client, relay_cut, relay_snapshot, relay_upstream
+from shim.dialects import relay_client, relay_cut, relay_kept_update, relay_snapshot, relay_upstream
+from shim.dialects.relay_kept_update import KeptSettings
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
-from shim.dialects.relay_wire import kept_update, upstream_format_refusal, upstream_settings
+from shim.dialects.relay_wire import upstream_format_refusal, upstream_settings
 from shim.inputs import (
     ClientEvent,
     UpstreamCheckpointed,
@@ -62,7 +62,7 @@ from shim.snapshot import SessionSnapshot
 CANCELLED_KEPT = 32
 
 
-class BargeInRelaySession(EmulatedSession):
+class BargeInRelaySession(KeptSettings, EmulatedSession):
     mode = "barge_in_emulated"
     announce_turns = False
     # A native client hears the upstream's own answers to its playback reports.
@@ -84,9 +84,6 @@ class BargeInRelaySession(EmulatedSession):
         self.cancelled_ids: deque[str] = deque(maxlen=CANCELLED_KEPT)
         self.suppress_upstream_speech = False
         self.upstream_speech = UpstreamSpeech()
-        # The client's last session.update as sent upstream, to restore on a fresh one
-        # (with the turn detection an earlier one declared: ``kept_update``).
-        self.last_update: dict[str, Any] | None = None
         super().__init__(session_id, model, settings)
         if self.native_client:
             # vLLM-Omni's, but for turn detection: the proxy's VAD until the client
@@ -141,7 +138,7 @@ class BargeInRelaySession(EmulatedSession):
         # The upstream answers session.updated itself; turn detection goes along (its
         # turns are its own; the proxy's VAD decides only barge-ins).
         sent = upstream_settings(ev)
-        self.last_update = kept_update(sent, self.last_update)
+        self.last_update = sent
         return [SendUpstream(sent), *self.turns.detection_changed(now)]
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
@@ -265,16 +262,7 @@ class BargeInRelaySession(EmulatedSession):
                     )
                 out.append(action)
         out.append(AbortUpstream(reason="upstream lost", redial=True, after_loss=True))
-        if self.last_update is not None:
-            # The fresh upstream session gets the client's settings back; open-only
-            # fields were given when it opened and cannot be updated live.
-            restore = copy.deepcopy(self.last_update)
-            nested = restore.get("session")
-            session: dict[str, Any] = nested if isinstance(nested, dict) else restore
-            for key in ("ref_audio", "model"):
-                session.pop(key, None)
-            out.append(SendUpstream(restore))
-        return out
+        return out + relay_kept_update.given(self.kept_update())  # the client's settings
 
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:

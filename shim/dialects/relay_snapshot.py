@@ -29,6 +29,8 @@ class RelaySnapshotHost(Protocol):
     config: ClientSessionConfig
     ledger: PlaybackLedger
 
+    def kept_update(self) -> dict[str, Any] | None: ...
+
     @property
     def response(self) -> ActiveResponse | None: ...
 
@@ -47,7 +49,7 @@ def relay_state(r: RelaySnapshotHost) -> RelayState:
     seq, audio_ms = r.durable()
     link = r.link
     return RelayState(
-        upstream_update=r.last_update,
+        upstream_update=r.kept_update(),
         upstream=UpstreamState(link.id, link.token, seq) if link.id is not None else None,
         cancelled=tuple(r.cancelled_ids),
         history=tuple((iid, role, text) for iid, (role, text) in r.talk.items.items()),
@@ -74,6 +76,7 @@ def restore(
     now: float,
 ) -> list[Action]:
     relay = state.relay or RelayState()
+    r.last_update = None  # the snapshot's is every update folded already
     r.last_update = relay.upstream_update
     r.cancelled_ids.extend(relay.cancelled)
     r.talk.restore(relay.history, relay.restoring)

@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from shim.native_formats import NATIVE_NAMES
-from shim.native_turns import declared
 
 # GA's G.711 names, which vLLM-Omni does not know.
 _GA_G711_NAMES = frozenset({"audio/pcmu", "pcmu", "audio/pcma", "pcma"})
@@ -40,25 +39,6 @@ def upstream_settings(ev: Mapping[str, Any]) -> dict[str, Any]:
     nested = out.get("session")
     without_proxy_fields(nested if isinstance(nested, dict) else out)
     return out
-
-
-def _session(ev: dict[str, Any]) -> dict[str, Any]:
-    nested = ev.get("session")
-    return nested if isinstance(nested, dict) else ev
-
-
-def kept_update(sent: dict[str, Any], previous: dict[str, Any] | None) -> dict[str, Any]:
-    """The client's update as the relay keeps it (to give a fresh upstream, and to tell
-    the session's turn detection): ``sent``, with the turn detection an earlier one
-    declared where it names none, as vLLM-Omni's detector runs on through an update
-    that names none (``engine/duplex/session/control.py``, ``on_session_update``)."""
-    named, _ = declared(_session(sent))
-    earlier, td = declared(_session(previous)) if previous is not None else (False, None)
-    if named or not earlier:
-        return sent
-    kept = copy.deepcopy(sent)
-    _session(kept)["turn_detection"] = copy.deepcopy(td)
-    return kept
 
 
 def without_proxy_fields(session: dict[str, Any]) -> dict[str, Any]:

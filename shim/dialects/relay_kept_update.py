@@ -1,0 +1,189 @@
+"""The barge-in relay's client settings for a fresh upstream session: every update the
+upstream took, folded into one.
+
+vLLM-Omni applies a ``session.update`` over the session it has, field by field
+(``engine/duplex/config.py``, ``apply_realtime_update``; the formats and rates in
+``protocol/realtime/session.py``, ``apply_realtime_session_defaults``): a field an
+update leaves out keeps its value, one it names (``null`` included) replaces it,
+``extra_body`` is merged into, and the detector runs on through an update that names
+no turn detection (``engine/duplex/session/control.py``, ``on_session_update``). So
+the update a fresh upstream session gets after a loss, or after a move to another
+replica (``shim/snapshot.py``, ``opening_session``), is every earlier one with each
+later one over it (``folded``), not the last alone. A fact spelled several ways (the
+turn detection flat or under ``audio.input``, a rate flat, nested or in its format
+object) is replaced whole by an update that names it in any of them, so the folded
+update reads as the session does.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from shim.actions import Action, SendUpstream
+
+Path = tuple[str, ...]
+# The spellings of one fact; ``overlap_policy`` follows the turn detection.
+_TURN: tuple[Path, ...] = (("turn_detection",), ("audio", "input", "turn_detection"))
+_IN_FORMAT: tuple[Path, ...] = (("input_audio_format",), ("audio", "input", "format"))
+_IN_RATE: tuple[Path, ...] = (
+    ("sample_rate_hz",),
+    ("sample_rate",),
+    ("audio", "input", "sample_rate_hz"),
+    ("audio", "input", "sample_rate"),
+)
+_OUT_FORMAT: tuple[Path, ...] = (
+    ("output_audio_format",),
+    ("response_format",),
+    ("audio", "output", "format"),
+)
+_OUT_RATE: tuple[Path, ...] = (
+    ("audio", "output", "sample_rate_hz"),
+    ("audio", "output", "sample_rate"),
+)
+# Objects an update adds to rather than replaces (two levels under ``audio``).
+_MERGED = ("audio", "extra_body")
+# Open-only fields: given when a session opens, refused on a live one.
+_OPEN_ONLY = ("ref_audio", "model")
+
+
+def _session(ev: dict[str, Any]) -> dict[str, Any]:
+    nested = ev.get("session")
+    if isinstance(nested, dict):
+        return nested
+    return {k: v for k, v in ev.items() if k not in ("type", "event_id")}
+
+
+def _get(session: dict[str, Any], path: Path) -> tuple[bool, Any]:
+    node: Any = session
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return False, None
+        node = node[key]
+    return True, node
+
+
+def _names(session: dict[str, Any], group: tuple[Path, ...]) -> bool:
+    return any(_get(session, path)[0] for path in group)
+
+
+def _drop(session: dict[str, Any], group: tuple[Path, ...]) -> None:
+    for *parents, key in group:
+        node: Any = session
+        for parent in parents:
+            node = node.get(parent) if isinstance(node, dict) else None
+        if isinstance(node, dict):
+            node.pop(key, None)
+
+
+def _first(session: dict[str, Any], group: tuple[Path, ...]) -> Any:
+    """The value of the spelling vLLM-Omni reads first (a set one), or None."""
+    for path in group:
+        value = _get(session, path)[1]
+        if value:
+            return value
+    return None
+
+
+def _read(session: dict[str, Any], formats: tuple[Path, ...], rates: tuple[Path, ...]) -> Any:
+    """One side's (format, rate) as vLLM-Omni reads them: an input rate flat, nested,
+    then in its format object; an output rate in its format object, else beside a
+    nested format (``apply_realtime_session_defaults``)."""
+    spec = _first(session, formats)
+    own = spec.get("rate") if isinstance(spec, dict) else None
+    if formats is _IN_FORMAT:
+        return spec, _first(session, rates) or own
+    flat = _first(session, formats[:2])
+    return spec, own or (None if flat else _first(session, rates))
+
+
+def _side(
+    out: dict[str, Any], new: dict[str, Any], formats: tuple[Path, ...], rates: tuple[Path, ...]
+) -> None:
+    """One side's format and rate, ``new``'s over ``out``'s, stated once in ``out``
+    where vLLM-Omni reads them (an output rate only beside a nested format): a rate
+    stays when a later update names only a format."""
+    if not _names(new, formats) and not _names(new, rates):
+        return
+    spec, rate = _read(out, formats, rates)
+    new_spec, new_rate = _read(new, formats, rates)
+    spec, rate = new_spec or spec, new_rate or rate
+    _drop(out, (*formats, *rates))
+    _drop(new, (*formats, *rates))
+    if isinstance(spec, dict) and rate:
+        spec = {**spec, "rate": rate}
+    flat = formats is _IN_FORMAT  # flat, as an update the GA relay states (ga_upstream.py)
+    if spec:
+        _put(out, formats[0] if flat else formats[-1], spec)
+    if rate:
+        _put(out, rates[0], rate)
+
+
+def _put(session: dict[str, Any], path: Path, value: Any) -> None:
+    node = session
+    for key in path[:-1]:
+        child = node.get(key)
+        node[key] = child = dict(child) if isinstance(child, dict) else {}
+        node = child
+    node[path[-1]] = value
+
+
+def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
+    """``sent`` (a ``session.update`` as the upstream got it) over ``kept``, the
+    updates before it folded into one: the session a fresh upstream is to have."""
+    if kept is None:
+        return {"type": "session.update", "session": copy.deepcopy(_session(sent))}
+    new, out = copy.deepcopy(_session(sent)), copy.deepcopy(_session(kept))
+    if _names(new, _TURN):
+        _drop(out, (*_TURN, ("overlap_policy",)))
+    _side(out, new, _IN_FORMAT, _IN_RATE)
+    _side(out, new, _OUT_FORMAT, _OUT_RATE)
+    for key, value in new.items():
+        old = out.get(key)
+        if key in _MERGED and isinstance(old, dict) and isinstance(value, dict):
+            if key == "audio":
+                for side, part in value.items():
+                    was = old.get(side)
+                    if isinstance(was, dict) and isinstance(part, dict):
+                        part = {**was, **part}
+                    old[side] = part
+            else:
+                old.update(value)
+        else:
+            out[key] = value
+    return {"type": "session.update", "session": out}
+
+
+class KeptSettings:
+    """The barge-in relay's record of the client's settings (a mixin of
+    ``duplex_relay.py``): ``last_update``, set to each update the upstream takes, is
+    that update as sent; ``kept_update()`` is all of them folded into one."""
+
+    _last: dict[str, Any] | None = None
+    _folded: dict[str, Any] | None = None
+
+    @property
+    def last_update(self) -> dict[str, Any] | None:
+        return self._last
+
+    @last_update.setter
+    def last_update(self, sent: dict[str, Any] | None) -> None:
+        self._last = sent
+        self._folded = None if sent is None else folded(sent, self._folded)
+
+    def kept_update(self) -> dict[str, Any] | None:
+        """Every update folded into one, the last as it stands now (the GA relay states
+        a fresh upstream's input in it: ``relay_upstream_audio.py``); folding the same
+        update again changes nothing else."""
+        return None if self._last is None else folded(self._last, self._folded)
+
+
+def given(kept: dict[str, Any] | None) -> list[Action]:
+    """What a fresh upstream session is given of the client's settings: the folded
+    update less the open-only fields, which it was given when it opened."""
+    if kept is None:
+        return []
+    restore = copy.deepcopy(kept)
+    for key in _OPEN_ONLY:
+        _session(restore).pop(key, None)
+    return [SendUpstream(restore)]
