@@ -25,6 +25,9 @@ then are doubtful (``resumed``), each answered once or never. The upstream answe
 in the order it received, so their answers come before any to a create sent after
 the resume: one while none of those waits is a doubtful one's, named none; one while
 some wait could be either, and from there on each is named none (``unsure``).
+
+That doubt drains: once the upstream has answered all it was asked, no create waits,
+and naming starts again (``drained``, at a quiet ``response.done``: ``ga_told.py``).
 """
 
 from __future__ import annotations
@@ -49,7 +52,16 @@ COMMIT_REFUSALS = frozenset(
 class CreateIds:
     """The forwarded creates not yet answered, oldest first (None: a create without id)."""
 
-    __slots__ = ("_doubtful", "_pending", "_unsure", "auto_due", "auto_maybe", "doubted", "took")
+    __slots__ = (
+        "_doubtful",
+        "_fresh",
+        "_pending",
+        "_unsure",
+        "auto_due",
+        "auto_maybe",
+        "doubted",
+        "took",
+    )
 
     def __init__(self) -> None:
         self._pending: deque[str | None] = deque()
@@ -67,8 +79,11 @@ class CreateIds:
         # The last response.created answered a create (``took``), one that may be a
         # doubtful one's (``doubted``: it tells no create's metadata).
         self.took = self.doubted = False
+        # Creates forwarded since the last response.created: maybe not yet received.
+        self._fresh = 0
 
     def sent(self, event_id: Any) -> None:
+        self._fresh += 1
         if self._unsure or len(self._pending) >= PENDING:
             self._unsure += 1
             return
@@ -82,8 +97,35 @@ class CreateIds:
     def forget(self) -> None:
         """The upstream session is gone (or fresh): no create waiting is answered."""
         self._pending.clear()
-        self._unsure = self._doubtful = self.auto_maybe = 0
+        self._unsure = self._doubtful = self.auto_maybe = self._fresh = 0
         self.auto_due = False
+
+    def drained(self) -> bool:
+        """At the upstream's ``response.done``, with nothing else outstanding (no client
+        commit on its way: ``ga_told.py``): if no create is known waiting, none was
+        forwarded since the last ``response.created`` and no response of the upstream's
+        own is due, the creates counted doubtful or unsure are all answered, and naming
+        starts again (returns whether any was counted).
+
+        Why that is so: vLLM-Omni takes a session's commands and its model's outputs
+        from one mailbox, in order (engine/duplex/session/runner.py ``_run``), and
+        answers a create as it takes it, at once (a ``response.created``, or a refusal
+        while a response runs). A create forwarded before the proxy was told this
+        response's ``response.created`` reached that mailbox before the response's last
+        output, its answer before this ``response.done``, as long as the response
+        lasted longer than the way to the upstream and back: a spoken answer does (a
+        response the upstream replays after a resume, made before the resume, is told
+        in one go: a create sent just after the resume may still be on its way then,
+        and its answer, if another create follows at once, names that one). A create
+        that died with a dropped socket is answered never. So what is left counted are
+        answers taken for something else (the upstream's own, a doubtful create's),
+        which never come. A create forwarded after that ``response.created`` keeps the
+        count as it is until the next quiet point."""
+        if self._pending or self._fresh or self.auto_due or self.auto_maybe:
+            return False
+        counted = bool(self._unsure or self._doubtful)
+        self._unsure = self._doubtful = 0
+        return counted
 
     def resumed(self) -> None:
         """The upstream session is back on a new socket: each create waiting may have
@@ -118,6 +160,7 @@ class CreateIds:
         kind = ev.get("type")
         if kind == "response.created":
             self.took = self.doubted = False
+            self._fresh = 0
             if self.auto_due:
                 self.auto_due = False  # the upstream's own answer to its VAD's commit
             elif self.auto_maybe:

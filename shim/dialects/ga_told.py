@@ -88,7 +88,22 @@ class ToldToClient:
                     mine = self._answered(own)
                 action = SendClient(self.metadata.told(ev, answers_create=mine))
             out.append(action)
+        if kind == "response.done" and self._quiet(out):
+            self.metadata.forget()  # asked by a create answered already
         return out
+
+    def _quiet(self, out: list[Action]) -> bool:
+        """The upstream ended a response (its own ``response.done`` told, not one of a
+        response the proxy cut, which may still run upstream) with no client commit on
+        its way, and the creates counted unsure are all answered (``CreateIds.drained``):
+        naming and metadata start again, where one doubtful answer had ended them for
+        the rest of the session."""
+        told_done = any(
+            isinstance(a, SendClient) and a.event.get("type") == "response.done" for a in out
+        )
+        if not told_done or self._client_commits or self._doubtful_commits:
+            return False
+        return self.create_ids.drained()
 
     def _answered(self, own: bool) -> bool:
         """A response.created went by, whose it was decided (``ga_create_ids.py``):
