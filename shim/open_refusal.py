@@ -2,25 +2,38 @@
 ``type`` and its close code, and the bounded metric label it is counted under.
 
 vLLM-Omni types every code its table does not name as ``invalid_request_error``
-(``protocol/duplex/errors.py``, ``realtime_error_type``), server failures at open
-included: the engine RPC timing out (``timeout``, retryable), any unexpected exception
-(``failed_precondition``), a dead or full engine (``engine_dead``,
+(``protocol/duplex/errors.py``, ``realtime_error_type``), and most of those are the
+session's fault: a plugin's own refusal of the config asked for reaches the opening
+with its own code (MiniCPM-o's ``invalid_sliding_window_config``, through the session
+manager's ``_control_error``), as do codes the table names ``invalid_request_error``
+(``bad_audio``, ``invalid_video_frames``, ...). But its server failures at open are
+typed so too: the engine RPC timing out (``timeout``, retryable), any unexpected
+exception (``failed_precondition``), a dead or full engine (``engine_dead``,
 ``engine_backpressure``). Its own flat refusals (``{type: error, error: "...", code:
-"unsupported"}``: the API is not served there) name no type at all. So the type alone
-does not say whether the session the client asked for was refused: the code does.
+"unsupported"}``: the API is not served there) name no type at all. So an
+``invalid_request_error`` is the session's, retrying the same cannot help, unless its
+code is one the server fails with (``SERVER_FAILED``): a code the proxy does not know
+is taken at the upstream's word.
 """
 
 from __future__ import annotations
 
-#: Codes vLLM-Omni refuses an opening with because of the session asked for: retrying
-#: the same cannot help (a GA client is closed 1000). Every other code is the server's.
+#: Codes vLLM-Omni refuses an opening with because of the session asked for (a GA
+#: client is closed 1000). Named here for the metric's labels only: any code outside
+#: ``SERVER_FAILED`` is typed as one of these.
 SESSION_REFUSED = frozenset(
     {
         "bad_event",
+        "bad_audio",
+        "unknown_event",
         "invalid_session_config",
         "invalid_argument",
         "invalid_duplex_runtime_config",
+        "invalid_sliding_window_config",
+        "sliding_window_update_unsupported",
         "invalid_input_modality",
+        "invalid_video_frames",
+        "invalid_image",
         "ref_audio_required",
         "unsupported_ref_audio_path",
         "unsupported_audio_format",
@@ -30,13 +43,18 @@ SESSION_REFUSED = frozenset(
         "instructions_update_unsupported",
         "persona_update_unsupported",
         "voice_update_unsupported",
+        "voice_update_after_audio_unsupported",
+        "ref_audio_update_unsupported",
         "model_update_unsupported",
     }
 )
 
-#: The server's own failures at open, and other codes an opening may be refused with.
+#: The server's own failures at open: a GA client is told ``server_error`` (or the
+#: upstream's other type) and closed 1011, whatever type vLLM-Omni gave them.
 SERVER_FAILED = frozenset(
     {
+        # The engine and session manager failing (engine/duplex_omni_engine.py,
+        # session/manager.py ``_control_error``): none is about the session asked for.
         "timeout",
         "failed_precondition",
         "engine_error",
@@ -48,14 +66,33 @@ SERVER_FAILED = frozenset(
         "session_exists",
         "session_closed",
         "unknown_session",
+        "session_resume_conflict",
+        # Typed server_error (or rate_limit_error) in vLLM-Omni's table.
+        "runtime_append_failed",
+        "runtime_append_task_failed",
+        "runtime_signal_failed",
+        "runtime_abort_failed",
+        "runtime_touch_failed",
+        "runtime_data_plane_stream_failed",
+        "runtime_data_plane_text_without_audio",
+        "commit_aborted",
+        "server_vad_unavailable",
+        "resource_exhausted",
+        "input_backpressure",
+        # The upstream's answer to the frame the proxy itself writes: the proxy builds
+        # the opening ``session.update`` and sends it at once, as JSON, one text frame
+        # within the proxy's own frame limit. vLLM-Omni types these
+        # ``invalid_request_error``, but at open they say the proxy's side failed to
+        # deliver it (late, garbled or cut on the way), never that the session the
+        # client asked for is refused: a retry can succeed.
         "config_timeout",
         "invalid_json",
         "event_too_large",
         "realtime_input_failed",
+        # The API, or this kind of it, not served on that upstream: another may.
         "unsupported",
         "multi_api_duplex_unsupported",
-        "server_vad_unavailable",
-        "resource_exhausted",
+        # The proxy's own code for a refusal that named none.
         "upstream_refused",
     }
 )
@@ -73,14 +110,14 @@ def metric_label(code: str) -> str:
 def refusal_type(code: str, upstream_type: str | None, ga: bool) -> str:
     """The error ``type`` the client is told. A native client gets the upstream's
     own where it named one, as vLLM-Omni's client would; a GA client's says whose
-    failure it was: ``invalid_request_error`` only for a refusal of the session asked
-    for, an upstream's default ``invalid_request_error`` for any other code being
-    ``server_error``. A refusal that named no type gets one by its code."""
+    failure it was: the upstream's ``invalid_request_error`` (explicit, or none named)
+    stays so unless its code is a server failure (``SERVER_FAILED``), which is
+    ``server_error``; any other type the upstream named is kept."""
     if upstream_type and not ga:
         return upstream_type
     if upstream_type and upstream_type != "invalid_request_error":
         return upstream_type
-    return "invalid_request_error" if code in SESSION_REFUSED else "server_error"
+    return "server_error" if code in SERVER_FAILED else "invalid_request_error"
 
 
 def ga_close_code(kind: str) -> int:

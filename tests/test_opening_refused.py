@@ -10,7 +10,8 @@ proxy relays that refusal as it was said, its ``type`` included:
   that say whether retrying the same could help, read off the code
   (``shim/open_refusal.py``): ``invalid_request_error`` and 1000 when the session asked
   for is what was refused, ``server_error`` (or the upstream's other type) and 1011 when
-  the server failed, whatever type vLLM-Omni gave a code its table does not name.
+  the server failed, whatever type vLLM-Omni gave a code its table does not name; a
+  code the proxy does not know is taken at the upstream's word.
 """
 
 from __future__ import annotations
@@ -120,6 +121,28 @@ async def test_a_ga_client_is_closed_1011_when_the_server_failed_at_open(code: s
     assert native_close == 1000
 
 
+@pytest.mark.parametrize(
+    "code",
+    [
+        "invalid_sliding_window_config",  # MiniCPM-o's plugin, via _control_error
+        "sliding_window_update_unsupported",
+        "bad_audio",
+        "voice_update_after_audio_unsupported",
+        "a_code_the_proxy_does_not_know",
+    ],
+)
+async def test_a_ga_client_s_session_refused_with_a_code_unknown_is_not_a_server_failure(
+    code: str,
+) -> None:
+    # vLLM-Omni refuses some openings with codes of a model's own: the session asked
+    # for is at fault, retrying it cannot help, and a GA client told server_error and
+    # 1011 would retry it for ever.
+    async with refusing("invalid_request_error", code, None) as upstream:
+        error, close = await told(upstream, native=False)
+    assert (error["error"]["code"], error["error"]["type"]) == (code, "invalid_request_error")
+    assert close == 1000, "the session's own fault told as the server's"
+
+
 @asynccontextmanager
 async def flat_refusing(code: str) -> AsyncIterator[str]:
     """An upstream that refuses in vLLM-Omni's flat shape, no type (api_server.py)."""
@@ -152,6 +175,9 @@ async def test_a_flat_refusal_without_a_type_is_typed_by_its_code() -> None:
     }
     assert close == 1011
     async with flat_refusing("invalid_session_config") as upstream:
+        error, close = await told(upstream, native=False)
+    assert (error["error"]["type"], close) == ("invalid_request_error", 1000)
+    async with flat_refusing("a_code_the_proxy_does_not_know") as upstream:
         error, close = await told(upstream, native=False)
     assert (error["error"]["type"], close) == ("invalid_request_error", 1000)
 

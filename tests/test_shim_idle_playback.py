@@ -80,18 +80,21 @@ def test_acks_that_reach_the_end_before_the_clock_start_it_at_once() -> None:
     assert told["audio_end_ms"] > told["audio_start_ms"]
 
 
-def moved(sc: Script, *, clock_shift_ms: float = 0.0, stored: bool = True) -> Script:
+def moved(
+    sc: Script, *, clock_shift_ms: float = 0.0, stored: bool = True, wall_error_ms: float = 0.0
+) -> Script:
     """``sc``'s session taken over by another replica whose edge clock reads
     ``clock_shift_ms`` more at the same instant, through the store (its times on the wall
-    clock, ``shim/snapshot_clock.py``) as ``proxy/resume/from_store.py`` restores it."""
+    clock, ``shim/snapshot_clock.py``) as ``proxy/resume/from_store.py`` restores it;
+    the first replica's wall clock ``wall_error_ms`` off the second's."""
     wall_offset = 1.7e12  # wall minus the first replica's edge clock
-    snap = snapshot_clock.to_wall(sc.s.snapshot(), wall_offset)
+    snap = snapshot_clock.to_wall(sc.s.snapshot(), wall_offset + wall_error_ms)
     if not stored:  # written before its times were carried
         snap = {k: v for k, v in snap.items() if k not in ("clock", "idle")}
         for entry in snap.get("played", ()):
             entry.pop("play_end_ms", None)
     snap = orjson.loads(orjson.dumps(snap))
-    snap = snapshot_clock.from_wall(snap, wall_offset - clock_shift_ms)
+    snap = snapshot_clock.from_wall(snap, wall_offset - clock_shift_ms, sc.now + clock_shift_ms)
     other = Script(TurnBasedSession(SID, "demo", "demo-up", ShimSettings()))
     played_snapshot.restore(other.s.ledger, snap)
     other.s.restore(snap)
@@ -162,3 +165,43 @@ def test_no_timeout_while_no_client_is_attached_and_the_quiet_goes_on_when_one_i
         out = wait(back, 4_800, 960)  # what was left of the 5 s, not all of it again
         assert types(out).count("input_audio_buffer.timeout_triggered") == 1
     assert snap["idle"]["away_ms"] == away_at
+
+
+def test_a_snapshot_told_on_a_wall_clock_hours_ahead_still_ends_the_answer() -> None:
+    # The writer's wall clock an hour ahead (NTP stepped it back after its offset was
+    # taken): the answer's end reads an hour late. It ends at the latest when all of
+    # its audio has played from the resume on, and the timeout fires then.
+    sc = turn_based(5000)
+    long_answer(sc, 20_000)
+    sc.tick(1000)
+    other = moved(sc, wall_error_ms=3.6e6)
+    item = other.s.ledger.latest()
+    assert item is not None and item.restored_end_ms is not None
+    assert item.restored_end_ms <= other.now + 20_000, "an hour of waiting for nothing"
+    out = wait(other, 20_000 + 6_720, 960)
+    assert types(out).count("input_audio_buffer.timeout_triggered") == 1
+
+
+def test_a_quiet_told_on_a_wall_clock_hours_ahead_is_not_waited_for_hours() -> None:
+    sc = turn_based(10_000)
+    long_answer(sc, 1000)
+    assert "input_audio_buffer.timeout_triggered" not in types(wait(sc, 7_680, 960))
+    other = moved(sc, wall_error_ms=3.6e6)
+    # The quiet begins at the latest once the answer (its end read an hour late too)
+    # has played from the move on: its 1 s, and the timeout.
+    out = wait(other, 1000 + 10_000 + 1920, 960)
+    assert types(out).count("input_audio_buffer.timeout_triggered") == 1
+
+
+def test_no_time_restored_later_than_it_can_mean() -> None:
+    now, wall = 50_000.0, 1.7e12
+    stored = {
+        "clock": dict(snapshot_clock.WALL),
+        "played": [{"sent_samples": 48_000, "rate_hz": 24_000, "play_end_ms": wall + 4e6}],
+        "idle": {"v": 1, "since_ms": wall + 4e6, "away_ms": wall + 4e6},
+    }
+    snap = snapshot_clock.from_wall(stored, wall, now)
+    assert snap["played"][0]["play_end_ms"] == now + 2000, "its 2 s played from now on"
+    assert (snap["idle"]["since_ms"], snap["idle"]["away_ms"]) == (now, now)
+    early = stored | {"idle": {"v": 1, "since_ms": wall + 1000, "away_ms": None}}
+    assert snapshot_clock.from_wall(early, wall, now)["idle"]["since_ms"] == 1000

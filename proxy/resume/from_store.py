@@ -116,7 +116,7 @@ async def take_from_store(
     for event_id in record.recent_event_ids:
         runner.recent.seen(event_id)
     snap = opened(checkpoint_of(record).shim, secret_box(state.config.store), sid)
-    snap = snapshot_clock.from_wall(snap, wall_offset_ms())  # its times on this clock
+    snap = snapshot_clock.from_wall(snap, wall_offset_ms(), now_ms())  # on this clock
     shim = runner.shim
     if resumed or not isinstance(shim, BargeInRelaySession):
         # The items the client was sent, before the restore carries a response on. Not
