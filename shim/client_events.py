@@ -142,6 +142,10 @@ def truncate(
     if isinstance(read, SendClient):
         return [read]
     item, end = read
+    if s.config.native:
+        beyond = native_truncate.past_the_audio(end, item.sent_ms)
+        if beyond is not None:
+            return [s.err(*beyond, ev)]
     left = item.truncated_ms if item.told_by is not None else None
     if left is not None and end > left:
         # GA: past the item's audio is an error, and a truncated item's audio ends
@@ -152,7 +156,7 @@ def truncate(
             return [SendClient(wire.truncated(item.item_id, left))]
         msg = f"audio_end_ms {end} is beyond the {left} ms left after the item's truncation"
         return [s.err("invalid_value", msg, ev, "audio_end_ms")]
-    if end > item.sent_ms + 0.5:
+    if not s.config.native and end > item.sent_ms + 0.5:
         return [
             s.err(
                 "invalid_value",

@@ -7,7 +7,8 @@ and ``content_index`` the same way (anything else is 0). Only then does it look 
 conversation (``engine/duplex/realtime_events.py``, ``resolve_truncate_item``, with
 ``protocol/realtime/items.py``, ``validate_realtime_item_truncate``): the item must be
 there (``item_not_found``), be the assistant's (``bad_event``), and only then is the
-sign checked (``bad_event``). A GA client's truncate is read as GA reads it
+sign checked (``bad_event``), and last the end against the item's audio duration
+(``bad_event``, see ``past_the_audio``). A GA client's truncate is read as GA reads it
 (``shim/client_events.py``); docs/protocol.md, "Truncation".
 """
 
@@ -22,6 +23,7 @@ from shim.playback import PlaybackLedger
 
 NOT_ASSISTANT = "conversation.item.truncate only supports assistant message items"
 NEGATIVE = "conversation.item.truncate requires non-negative audio_end_ms"
+EXCEEDS = "conversation.item.truncate audio_end_ms exceeds item audio duration"
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,3 +62,18 @@ def read(
         return "bad_event", NEGATIVE
     index = _number(ev.get("content_index", 0))
     return NativeTruncate(item_id, end, max(0, index or 0))
+
+
+def past_the_audio(end: int, sent_ms: float) -> tuple[str, str] | None:
+    """vLLM-Omni's refusal of an end past the item's audio, or None.
+
+    Its item's duration is whole ms (``int()`` of it) and an end at it is taken; a
+    duration of 0 is read as none (``audio_duration_ms or duration_ms or ...``), so an
+    item without audio yet takes any end. The proxy's duration is the audio it sent
+    the client. It holds whatever an earlier truncate cut: that changes the
+    transcript only (``truncate_realtime_item_content``).
+    """
+    duration = int(sent_ms)
+    if duration > 0 and end > duration:
+        return "bad_event", EXCEEDS
+    return None

@@ -9,7 +9,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.servers import connect, proxy, proxy_config, reference, silence, ws_url
+from tests.testaudio import vowel
 from tests.upstream_tap import upstream_tap
 
 ANSWERS = ("session.updated", "error")
@@ -44,3 +45,24 @@ async def test_the_upstreams_vad_hears_of_changes_only_and_in_what_it_takes() ->
             0.5,
         ]
         assert updates[0]["instructions"] == "be brief"
+
+
+async def test_an_update_that_keeps_the_turn_detection_loses_no_speech() -> None:
+    """The strict stand-in's VAD, like vLLM-Omni's, loses the speech it is hearing when an
+    update names ``turn_detection``: an instructions-only update as the user stops
+    speaking must leave the utterance to end the turn, which is then answered."""
+    async with reference("duplex") as backend, proxy(proxy_config({"m": backend})) as base:
+        async with connect(ws_url(base)) as c:
+            await c.until("session.created")
+            await c.stream(vowel(1500, rate_hz=24000).astype("<i2").tobytes(), realtime=False)
+            await c.until("input_audio_buffer.speech_started")
+            update = {
+                "type": "session.update",
+                "session": {"type": "realtime", "instructions": "x"},
+            }
+            await c.send(update)
+            await c.until("session.updated")  # the speech is over; no quiet heard yet
+            await c.stream(silence(1500), realtime=False)
+            await c.until("input_audio_buffer.committed")
+            done = await c.until("response.done")
+            assert done["response"]["status"] == "completed"

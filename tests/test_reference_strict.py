@@ -161,6 +161,80 @@ async def test_lenient_detects_turns_without_server_vad() -> None:
         await answered(p)
 
 
+# ---- 2a: an update naming turn_detection replaces the detector ----
+
+
+async def test_update_naming_turn_detection_loses_the_speech_in_progress() -> None:
+    """``session/control.py`` (``on_session_update``) adopts a fresh detector at once
+    (``PendingTurnDetectionUpdate.commit``): the speech it was hearing never stops, so
+    it is neither committed nor answered; the buffer keeps its audio and the open
+    speech_started, and the next speech ends the turn on a clock that restarted."""
+    async with backend() as (http, url), session(http, url, turn_detection=SERVER_VAD) as (p, _):
+        await p.speak(SPEECH)
+        assert "input_audio_buffer.speech_started" in await p.settle()
+        await p.send({"type": "session.update", "session": {"turn_detection": SERVER_VAD}})
+        await p.until("session.updated")
+        await p.speak(QUIET)
+        seen = await p.settle()
+        for kind in ("input_audio_buffer.speech_stopped", "input_audio_buffer.committed"):
+            assert kind not in seen
+        assert "response.created" not in seen
+        await p.speak(np.concatenate([SPEECH, QUIET]))
+        stopped = await p.until("input_audio_buffer.speech_stopped")
+        done = await p.until("conversation.item.input_audio_transcription.completed")
+        # realtime_events.py (emit_input_speech_started): the first start is still open.
+        assert len(p.of("input_audio_buffer.speech_started")) == 1
+        # The new detector's clock began at the update: 1.2 s of quiet, 1.5 s of speech.
+        assert 2500 <= int(str(stopped["audio_end_ms"])) < 1500 + 2700
+        assert stopped["item_id"] == p.of("input_audio_buffer.speech_started")[0]["item_id"]
+        # Both utterances were in the buffer the turn commits.
+        assert float(str(done["transcript"]).strip("(").split()[0]) >= 3.5
+        await answered(p)
+
+
+async def test_update_naming_turn_detection_restarts_the_vad_clock() -> None:
+    async with backend() as (http, url), session(http, url, turn_detection=SERVER_VAD) as (p, _):
+        await p.speak(silence(2000))
+        await p.send(
+            {
+                "type": "session.update",
+                "session": {"turn_detection": {**SERVER_VAD, "threshold": 0.6}},
+            }
+        )
+        await p.until("session.updated")
+        await p.speak(np.concatenate([silence(500), SPEECH, QUIET]))
+        started = await p.until("input_audio_buffer.speech_started")
+        assert int(str(started["audio_start_ms"])) < 1000  # not 2000 + 500
+        stopped = await p.until("input_audio_buffer.speech_stopped")
+        assert int(str(stopped["audio_end_ms"])) < 2000 + 500
+        await answered(p)
+
+
+async def test_update_not_naming_turn_detection_keeps_the_detector() -> None:
+    async with backend() as (http, url), session(http, url, turn_detection=SERVER_VAD) as (p, _):
+        await p.speak(SPEECH)
+        await p.send({"type": "session.update", "session": {"instructions": "be brief"}})
+        await p.until("session.updated")
+        await p.speak(QUIET)
+        stopped = await p.until("input_audio_buffer.speech_stopped")
+        assert int(str(stopped["audio_end_ms"])) >= 1400
+        await answered(p)
+
+
+async def test_lenient_detector_ignores_an_update_naming_turn_detection() -> None:
+    options = ReferenceOptions(fidelity="lenient")
+    async with (
+        backend(options) as (http, url),
+        session(http, url, turn_detection=SERVER_VAD) as (p, _),
+    ):
+        await p.speak(SPEECH)
+        await p.send({"type": "session.update", "session": {"turn_detection": SERVER_VAD}})
+        await p.until("session.updated")
+        await p.speak(QUIET)
+        await p.until("input_audio_buffer.committed")
+        await answered(p)
+
+
 # ---- 3: a commit answers only when asked ----
 
 

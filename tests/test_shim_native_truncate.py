@@ -109,3 +109,39 @@ def test_a_user_turn_is_not_the_assistants_to_truncate() -> None:
     got = refusal(sc, item_id=committed["item_id"], audio_end_ms=-1)
     message = "conversation.item.truncate only supports assistant message items"
     assert got == ("bad_event", message, "absent", "evt_cut")
+
+
+EXCEEDS = ("bad_event", "conversation.item.truncate audio_end_ms exceeds item audio duration")
+
+
+def sent_ms(sc: Script) -> int:
+    """The whole ms of ``AID``'s audio the client was sent (the item's duration)."""
+    item = sc.s.ledger.get(AID)  # type: ignore[attr-defined]
+    assert item is not None and item.sent_ms > 900
+    return int(item.sent_ms)
+
+
+@pytest.mark.parametrize("past", [1, 1.9, 4000])
+def test_an_end_past_the_audio_sent_is_vllm_omnis_bad_event(past: float) -> None:
+    # items.py validate_realtime_item_truncate: past the item's audio duration, in whole ms.
+    sc = answered()
+    got = refusal(sc, item_id=AID, audio_end_ms=sent_ms(sc) + past)
+    assert got == (*EXCEEDS, "absent", "evt_cut")
+
+
+def test_an_end_at_the_audio_sent_is_taken() -> None:
+    sc = answered()
+    end = sent_ms(sc) + 0.9  # int() of it: the duration itself
+    out = sc.client({"type": "conversation.item.truncate", "item_id": AID, "audio_end_ms": end})
+    assert "error" not in types(out)
+    [up] = [e for e in upstream_events(out) if e["type"] == "conversation.item.truncate"]
+    assert up["audio_end_ms"] == sent_ms(sc)
+
+
+def test_an_end_past_the_audio_sent_of_a_truncated_item_is_vllm_omnis_bad_event() -> None:
+    # The duration is the item's audio, whatever an earlier truncate cut.
+    sc = answered()
+    out = sc.client({"type": "conversation.item.truncate", "item_id": AID, "audio_end_ms": 500})
+    assert "conversation.item.truncated" in types(out)
+    got = refusal(sc, item_id=AID, audio_end_ms=sent_ms(sc) + 1)
+    assert got == (*EXCEEDS, "absent", "evt_cut")

@@ -48,21 +48,37 @@ class DuplexModel(Speaking):
         self._vad_only = opts.strict("vad_only_turns")
         self._opt_in_barge_in = opts.strict("opt_in_barge_in")
         self._commit_needs_request = opts.strict("commit_needs_request")
-        self.detector = SpeechDetector(
-            band_rms=opts.speech_band_rms,
-            snr=opts.speech_snr,
-            max_flatness=opts.speech_max_flatness,
-            min_speech_ms=opts.min_speech_ms,
-            silence_ms=opts.silence_ms,
-        )
+        self.detector = self._new_detector()
         self.tape = InputTape()
-        # the user turn being heard
+        self._clock_ms = 0  # the tape's time at the detector's zero
+        # the user turn being heard (its start in tape time)
         self._item_id: str | None = None
         self._utterance_ms: int | None = None
         self._in_overlap = False
         self._overlap_ms = 0
         self._appended = False
         self._append_speech = False
+
+    def _new_detector(self) -> SpeechDetector:
+        opts = self._opts
+        return SpeechDetector(
+            band_rms=opts.speech_band_rms,
+            snr=opts.speech_snr,
+            max_flatness=opts.speech_max_flatness,
+            min_speech_ms=opts.min_speech_ms,
+            silence_ms=opts.silence_ms,
+        )
+
+    def replace_detector(self) -> None:
+        """An update naming ``turn_detection``: a fresh detector, at once.
+
+        ``session/control.py`` (``on_session_update``) adopts the new one
+        (``PendingTurnDetectionUpdate.commit``): the speech being heard never
+        stops and the VAD clock starts again at zero, while the buffer, and an
+        open ``speech_started``, stay (``realtime_events.py``).
+        """
+        self.detector = self._new_detector()
+        self._clock_ms = self.tape.end_ms
 
     def _detects_turns(self) -> bool:
         return not self._vad_only or self.port.server_vad
@@ -119,7 +135,7 @@ class DuplexModel(Speaking):
         if self._item_id is not None:
             return
         self._item_id = new_item_id()
-        start = self._utterance_ms if self._utterance_ms is not None else 0
+        start = 0 if self._utterance_ms is None else max(0, self._utterance_ms - self._clock_ms)
         self.port.emit(
             "input_audio_buffer.speech_started", {"audio_start_ms": start, "item_id": self._item_id}
         )
@@ -127,7 +143,8 @@ class DuplexModel(Speaking):
             self.turn_state = "user_speaking"
 
     def _speech_start(self, ms: int) -> None:
-        self._utterance_ms = ms
+        if self._item_id is None or self._utterance_ms is None:
+            self._utterance_ms = ms + self._clock_ms
         if self.owns_turn():
             self._in_overlap = True
             self._overlap_ms = 0
@@ -200,7 +217,7 @@ class DuplexModel(Speaking):
                 "input_audio_buffer.speech_stopped",
                 {"audio_end_ms": stop_ms or 0, "item_id": item_id},
             )
-        end = stop_ms if stop_ms is not None else self.tape.end_ms
+        end = stop_ms + self._clock_ms if stop_ms is not None else self.tape.end_ms
         start = 0 if self._utterance_ms is None else max(0, self._utterance_ms - _PREFIX_MS)
         audio = self.tape.slice(start, end) if is_speech else np.zeros(0, dtype=np.int16)
         speech_ms = audio.size // 16

@@ -24,6 +24,7 @@ from proxy.reference.duplex_input import AppendDecoder
 from proxy.reference.duplex_model import DuplexModel
 from proxy.reference.duplex_profile import capabilities, realtime_session_payload
 from proxy.reference.duplex_registry import ResumeRefused, SessionRegistry, token_digest
+from proxy.reference.duplex_turn_detection import names_turn_detection
 from proxy.reference.journal import EventJournal, JournalGap, JournalOverflow
 from proxy.reference.options import (
     FAULT_REPLAY_DROPS,
@@ -290,4 +291,6 @@ class DuplexSession:
         except ConfigError as exc:
             self.emit_error(exc.code, str(exc), event_id=event_id)
             return
+        if names_turn_detection(patch) and self.options.strict("vad_reset_on_update"):
+            self.model.replace_detector()
         self.emit("session.updated", {"session": self.session_payload()})

@@ -34,6 +34,11 @@ def _turn_detection_field(payload: Mapping[str, object]) -> tuple[str | None, ob
     return field, selected
 
 
+def names_turn_detection(payload: Mapping[str, object]) -> bool:
+    """Whether a session object names ``turn_detection`` (either spelling)."""
+    return _turn_detection_field(payload)[0] is not None
+
+
 def _number(value: object) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 

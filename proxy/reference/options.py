@@ -65,6 +65,7 @@ STRICT_FLAGS = (
     "require_model_extras",
     "ignore_model_name",
     "model_input_units",
+    "vad_reset_on_update",
 )
 
 _CHUNK_MS = {KIND_DUPLEX: 200, KIND_NO_BARGE_IN: 80, KIND_TURN: 100}
@@ -137,6 +138,9 @@ class ReferenceOptions:
     #: PersonaPlex hands its model one 80 ms unit per append through its input buffer
     #: (``personaplex_frames.py``).  Lenient: the model takes every append as it comes.
     model_input_units: bool | None = None
+    #: A ``session.update`` naming ``turn_detection`` replaces the speech detector at
+    #: once: speech being heard is lost and its clock restarts.  Lenient: it hears on.
+    vad_reset_on_update: bool | None = None
     #: Live sessions (a detached one in its grace included) before an open is refused
     #: with ``resource_exhausted``; ``None``: 1 when strict, unlimited when lenient.
     max_sessions: int | None = None
