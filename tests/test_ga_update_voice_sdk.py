@@ -8,13 +8,15 @@ refused to the client with GA's path while the rest applies
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
+from agents.realtime import RealtimeAgent, RealtimeRunner
 from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 
 from proxy.reference.options import ReferenceOptions
-from tests.servers import load_clip, proxy, proxy_config, reference, silence
+from tests.servers import load_clip, proxy, proxy_config, reference, silence, ws_url
 from tests.test_openai_sdk import (
     GA_EVENTS,
     append_audio,
@@ -96,3 +98,50 @@ async def test_a_restated_voice_applies_and_a_changed_one_is_refused_alone() -> 
                     assert upstream["type"] == "session.updated", upstream
                     assert upstream["session"]["instructions"] == "be briefer"
                     assert upstream["session"]["voice"] == "ash"
+
+
+async def test_an_agents_sdk_handoff_after_an_answer_reaches_the_upstream() -> None:
+    """``update_agent`` (as a handoff does) restates the SDK's voice with the new
+    agent's instructions: the upstream takes them and the SDK is told no error."""
+    strict = ReferenceOptions(fidelity="strict")
+    async with reference("duplex", reply_ms=800, options=strict) as backend:
+        async with (
+            upstream_tap(backend) as (tap, tapped),
+            proxy(proxy_config({"m": tapped})) as base,
+        ):
+            answered = asyncio.Queue[dict[str, Any]]()
+            tap.on_answered = lambda _, ev: (
+                answered.put_nowait(ev) if ev["type"] in ANSWERS else None
+            )
+            runner = RealtimeRunner(RealtimeAgent(name="first", instructions="Answer briefly."))
+            settings: Any = {"voice": "ash", "turn_detection": {"type": "server_vad"}}
+            config: Any = {"url": ws_url(base), "initial_model_settings": settings}
+            config["headers"] = {"Authorization": "Bearer unused"}
+            session = await runner.run(model_config=config)
+            errors: list[Any] = []
+            spoke = asyncio.Event()
+
+            async def events() -> None:
+                async for event in session:
+                    if event.type == "error":
+                        errors.append(event.error)
+                    elif event.type == "audio_end":
+                        spoke.set()
+
+            async with session:
+                task = asyncio.create_task(events())
+                try:
+                    await session.send_audio(load_clip("utt05_clean.wav") + silence(1000))
+                    async with asyncio.timeout(20):
+                        await spoke.wait()
+                    second = RealtimeAgent(name="second", instructions="Answer in French.")
+                    await session.update_agent(second)
+                    upstream = await answer_to(answered, "Answer in French.")
+                    assert upstream["type"] == "session.updated", upstream
+                    assert upstream["session"]["voice"] == "ash"
+                    await asyncio.sleep(0.5)  # an error would follow the upstream's answer
+                finally:
+                    task.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await task
+            assert errors == []
