@@ -17,10 +17,11 @@ from typing import Any, Protocol
 
 from shim.actions import Action, SendClient, SendUpstream
 from shim.audio import AudioFormat
-from shim.dialects import ga_append
+from shim.dialects import ga_append, ga_voice
 from shim.dialects.relay_gate import AudioGate
 from shim.dialects.relay_turn_wait import TurnWait
 from shim.ga_upstream import upstream_session
+from shim.playback import PlaybackLedger
 from shim.session_config import ClientSessionConfig, SessionConfigError, session_object
 from shim.turns import Turns
 
@@ -33,6 +34,9 @@ class UpdateHost(Protocol):
     audio_gate: AudioGate
     turn_wait: TurnWait
     turns: Turns
+    ledger: PlaybackLedger
+
+    def kept_update(self) -> dict[str, Any] | None: ...
 
     def apply_update(self, ev: dict[str, Any]) -> SessionConfigError | None: ...
 
@@ -64,7 +68,15 @@ _UNSTATED = object()
 def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     was = s.config.input_format
     before = _turn_detection(s.last_update)  # as the upstream has it
-    error = s.apply_update(ev)
+    kept = s.kept_update()
+    voice = ga_voice.of(kept["session"] if kept is not None else None)
+    asked, refused = ev, False
+    raw = ev.get("session")
+    wanted = ga_voice.of(raw)
+    changed = wanted is not ga_voice.UNSTATED and wanted != voice
+    if isinstance(raw, dict) and changed and ga_voice.spoke(s.ledger):
+        asked, refused = {**ev, "session": ga_voice.without(raw)}, True
+    error = s.apply_update(asked)
     if error is not None:
         return [s.err(error.code, str(error), ev, error.param)]
     if s.config.input_format != was:  # held audio keeps the format it came in
@@ -73,10 +85,13 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     update = dict(s.last_update)
     if before is not _UNSTATED and _turn_detection(update) == before:
         update["session"] = {k: v for k, v in update["session"].items() if k != "turn_detection"}
+    if voice is not ga_voice.UNSTATED and ga_voice.of(update["session"]) == voice:
+        update["session"] = ga_voice.without(update["session"])  # vLLM-Omni refuses it
     if isinstance(ev.get("event_id"), str):
         update["event_id"] = ev["event_id"]
     session = session_object(s.session_id, s.model, s.config)
     return [
+        *([s.err(ga_voice.CODE, ga_voice.MESSAGE, ev, ga_voice.PARAM)] if refused else []),
         SendUpstream(update),
         SendClient({"type": "session.updated", "session": session}),
         *s.turns.detection_changed(now),
