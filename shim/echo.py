@@ -132,6 +132,13 @@ class EchoSuppressor:
             return None
         return self.far.samples(start - self.delay, end - self.delay)
 
+    def expected(self, start: int, end: int) -> Float32Array | None:
+        """The echo linear subtraction expects in mic samples [start, end): the audio sent
+        at the locked delay, times the locked gain (None before a lock, or with no far
+        audio in range)."""
+        far = self.echoing(start, end)
+        return None if far is None else far * np.float32(self.gain)
+
     @property
     def dropped_far_samples(self) -> int:
         return self.far.dropped_samples

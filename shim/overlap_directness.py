@@ -14,7 +14,12 @@ floored ``RANGE_DB`` below the loudest, so silence does not count as a deeper
 fall than a noise floor). A fall counts only as far as both the echo-suppressed
 audio and the microphone fall: the suppressor cuts bands by up to 40 dB per
 frame while the assistant's syllables play, and so chops a continuous
-television into falls that are not in the room. The neighbouring blocks before
+television into falls that are not in the room. The microphone's is taken less the
+echo linear subtraction expects there (``EchoSuppressor.expected``, where the
+suppressor has locked on the echo): on the raw microphone the answer's echo fills a
+quiet close voice's gaps, and its falls reached only down to the echo's level
+(``tests/test_close_voice_under_echo.py``). Subtraction is linear, so it makes no falls
+of its own, as the suppressor's per-band cuts do. The neighbouring blocks before
 one drop all see it, so falls are taken as separate events, each the largest
 within ``FALL_BLOCKS`` blocks either side; the measure is the second-largest
 event (one stop of a sound, one click or one dropout is not a voice's syllables).

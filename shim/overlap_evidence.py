@@ -16,7 +16,7 @@ has more to go on, all measured here per VAD window (512 samples, 32 ms at
   16 ms): one voice close to the microphone is strongly periodic, several
   distant voices, reverberant sound and noise are not;
 * ``decay_db``: how sharply the sound of the last half second falls after its loud
-  parts, in the echo-suppressed audio and the microphone alike
+  parts, in the echo-suppressed audio and the microphone (less the echo expected) alike
   (``shim/overlap_directness.py``): a close voice stops dead, a television's or a
   room's reverberation fills the gaps;
 * the user's own level, learnt from windows of the user's earlier turns while
@@ -204,13 +204,19 @@ class OverlapEvidence:
         self._clean.add(np.asarray(clean, dtype=np.float32), start)
 
     def measure(
-        self, prob: float, end_sample: int, far: Float32Array | None = None, decay: bool = False
+        self,
+        prob: float,
+        end_sample: int,
+        far: Float32Array | None = None,
+        decay: bool = False,
+        echo: Float32Array | None = None,
     ) -> WindowEvidence:
         """The window of the VAD's timeline ending at ``end_sample``.
 
         ``far`` is the audio the proxy sent, aligned with the window's microphone
         audio (the echo delay applied), when echo suppression has locked on it.
-        ``decay`` asks for ``decay_db`` (half a second of audio: only where it is used).
+        ``decay`` asks for ``decay_db`` (half a second of audio: only where it is used), of
+        the microphone less ``echo``: the echo expected in its last ``SPAN`` samples.
         """
         # The VAD's windows come from the audio given here, so they never run ahead of
         # it; a caller whose window clock does is measured on the newest audio instead.
@@ -234,13 +240,15 @@ class OverlapEvidence:
             kept_db=min(0.0, kept),
             coherence=coherence,
             clean=clean32,
-            _decay=self._span_levels(end) if decay else None,
+            _decay=self._span_levels(end, echo) if decay else None,
         )
 
-    def _span_levels(self, end: int) -> SpanLevels:
+    def _span_levels(self, end: int, echo: Float32Array | None = None) -> SpanLevels:
         """The block levels of the last ``SPAN`` of both signals up to ``end``, taken now
-        (the rings move on; the measure waits for a reader)."""
-        return SpanLevels(self._clean.get(end - SPAN, end), self._mic.get(end - SPAN, end), end)
+        (the rings move on; the measure waits for a reader); the microphone's less ``echo``."""
+        mic = self._mic.get(end - SPAN, end)
+        mic = mic - echo if echo is not None and echo.size == SPAN else mic
+        return SpanLevels(self._clean.get(end - SPAN, end), mic, end)
 
     def voice_onset(self, first_end: int, peak_db: float) -> int:
         """Where the voice of a speech run began, from its energy, ``ONSET_BLOCK`` fine.

@@ -214,9 +214,11 @@ class EmulatedSession:
         """When time alone next changes something with no ticks (ms, the edge's clock)."""
         return None
 
-    def far_for(self, start: int, end: int) -> Float32Array | None:
-        """The audio sent that echoes in mic samples [start, end), once the delay is known."""
-        return self.echo.echoing(start, end) if self.echo is not None else None
+    def far_for(self, start: int, end: int, heard: bool = False) -> Float32Array | None:
+        """The audio sent that echoes in mic samples [start, end), once the delay is known
+        (``heard``: as loud as its echo is expected there, ``EchoSuppressor.expected``)."""
+        e = self.echo
+        return None if e is None else e.expected(start, end) if heard else e.echoing(start, end)
 
     def overlap_ended(self, step: Step, now: float) -> list[Action]:
         """An overlap was decided (``step.outcome``); a dialect may have more to do."""

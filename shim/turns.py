@@ -32,6 +32,7 @@ from shim.overlap_decision import (
     judge,
     user_run,
 )
+from shim.overlap_directness import SPAN
 from shim.overlap_evidence import WINDOW, Float32Array
 from shim.settings import VAD_RATE
 from shim.turn_host import TurnHost
@@ -81,8 +82,13 @@ class Turns:
         playing = s.output.active(win.now_ms)
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         speech = win.prob >= td.vad.threshold  # decay measurable only for speech over the answer
+        decay = playing and speech
         ev = s.evidence.measure(
-            win.prob, win.end_sample, self._far(win.end_sample), playing and speech
+            win.prob,
+            win.end_sample,
+            self._far(win.end_sample),
+            decay,
+            self._echo_span(win.end_sample) if decay else None,
         )
         judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
         if not playing and s.gate.speaking and speech:
@@ -163,6 +169,11 @@ class Turns:
     def _far(self, end_sample: int) -> Float32Array | None:
         lo, hi = self._s.evidence.mic_window(end_sample)
         return self._s.far_for(lo, hi)
+
+    def _echo_span(self, end_sample: int) -> Float32Array | None:
+        """The echo expected in the microphone's last ``SPAN`` up to the VAD's window."""
+        hi = self._s.evidence.mic_window(end_sample)[1]
+        return self._s.far_for(hi - SPAN, hi, heard=True)
 
     def _hold(self, now: float) -> list[Action]:
         """Begin an overlap at the first of the user-like windows: hold the output."""

@@ -18,7 +18,7 @@ from tests.servers import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from bargein_cases import derived_background, prompt_clip, read_wav
+from bargein_cases import build_cases, derived_background, prompt_clip, read_wav
 from bargein_replay import run
 
 from proxy.vad import VadRunner
@@ -41,3 +41,19 @@ def test_a_television_over_suppressed_echo_does_not_cut_the_answer(seed: int, na
     # is the decision's, not a case that never came near it.
     assert any(w["holding"] for w in r.windows), f"{name} seed {seed} was never held"
     assert r.cut_ms is None, f"{name} seed {seed} cut the answer at {r.cut_ms} ms"
+
+
+@pytest.mark.parametrize("name", ["utt04_clean.wav"])
+def test_a_quiet_close_voice_under_the_answers_echo_cuts_the_answer(name: str) -> None:
+    """The user 10 dB quieter than in their turn, with the answer's echo at -10 dB on the
+    microphone: the echo fills the gaps between the voice's syllables on the microphone,
+    so its falls reached only down to the echo, and the voice was taken for background.
+    The falls are measured on the microphone less the echo that linear subtraction
+    expects there (``EchoSuppressor.expected``): a voice's, as with no echo."""
+    prompt = read_wav(CORPUS / prompt_clip(CORPUS))
+    case = next(c for c in build_cases(CORPUS, ["replay"]) if c.name == name)
+    assert case.clip is not None
+    case.clip = case.clip * np.float32(10 ** (-10 / 20))
+    case.echo_gain, case.echo_delay_ms = 10 ** (-10 / 20), 120
+    r = run(case, prompt, VadRunner(), None)
+    assert r.cut_ms is not None, f"{name} under the echo never cut the answer"
