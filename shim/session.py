@@ -215,8 +215,7 @@ class EmulatedSession:
         return None
 
     def far_for(self, start: int, end: int, heard: bool = False) -> Float32Array | None:
-        """The audio sent that echoes in mic samples [start, end), once the delay is known
-        (``heard``: as loud as its echo is expected there, ``EchoSuppressor.expected``)."""
+        """Audio sent that echoes in mic samples [start, end) (``heard``: at its echo's level)."""
         e = self.echo
         return None if e is None else e.expected(start, end) if heard else e.echoing(start, end)
 

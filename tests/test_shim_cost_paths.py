@@ -88,8 +88,9 @@ class EagerEvidence(OverlapEvidence):
         end_sample: int,
         far: np.ndarray | None = None,  # type: ignore[type-arg]
         decay: bool = False,
+        echo: np.ndarray | None = None,  # type: ignore[type-arg]
     ) -> WindowEvidence:
-        ev = super().measure(prob, end_sample, far, decay)
+        ev = super().measure(prob, end_sample, far, decay, echo)
         assert 0.0 <= ev.voicing <= 1.0
         return ev
 
