@@ -391,11 +391,17 @@ async def _session(base: str, mode: str, steps: list[Frame], ending: str = "clos
         await ws.send_str(
             json.dumps({"type": "session.update", "event_id": marker_id, "session": update})
         )
-        refused = False  # a turn-based upstream refuses instructions, then answers the rest
+        # A turn-based upstream refuses instructions, then answers the rest; so does the
+        # proxy for a GA client once a duplex upstream has heard audio, where vLLM-Omni
+        # refuses a native client's whole update (docs/fidelity.md, row 2b).
+        refused = False
         while True:
             event = await recv("waiting for session.updated")
             if event["type"] == "error" and event["error"].get("event_id") == marker_id:
-                refused = event["error"]["code"] == "unsupported_by_upstream"
+                code = event["error"]["code"]
+                refused = code in ("unsupported_by_upstream", "instructions_update_unsupported")
+                if code == "instructions_update_unsupported" and _native(mode):
+                    break
             elif event["type"] == "session.updated" and (
                 refused or (event.get("session") or {}).get("instructions") == marker
             ):

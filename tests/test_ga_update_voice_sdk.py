@@ -1,9 +1,12 @@
-"""The ``openai`` SDK restating its voice through the proxy over the strict duplex
-stand-in, which refuses a whole ``session.update`` naming a voice once it has output
-audio, as vLLM-Omni 0.30.0 does (``engine/duplex/config.py``, ``apply_realtime_update``).
-The same voice again is not named upstream and the update applies; a changed one is
-refused to the client with GA's path while the rest applies
-(``shim/dialects/ga_voice.py``)."""
+"""The ``openai`` SDK and the Agents SDK restating their voice, and changing their
+instructions, through the proxy over the strict duplex stand-in, which refuses a whole
+``session.update`` naming a voice once it has output audio, or changing the
+instructions once it has taken in audio, as vLLM-Omni 0.30.0 does
+(``engine/duplex/config.py``, ``apply_realtime_update``; ``engine/duplex/session/
+control.py``, ``on_session_update``). The same voice again is not named upstream and
+the update applies; a changed voice, or changed instructions, are refused to the client
+with GA's path while the rest applies (``shim/dialects/ga_voice.py``,
+``shim/dialects/ga_instructions.py``)."""
 
 from __future__ import annotations
 
@@ -49,6 +52,12 @@ async def told(conn: AsyncRealtimeConnection) -> list[dict[str, Any]]:
     raise AssertionError(events)
 
 
+def drain(answered: asyncio.Queue[dict[str, Any]]) -> None:
+    """Pass over the stand-in's answers to the updates before the next one."""
+    while not answered.empty():
+        answered.get_nowait()
+
+
 async def answer_to(answered: asyncio.Queue[dict[str, Any]], asked: str) -> dict[str, Any]:
     """The stand-in's answer to the update asking for ``asked`` instructions: its error,
     or its session.updated with them (earlier updates' answers passed over)."""
@@ -82,27 +91,42 @@ async def test_a_restated_voice_applies_and_a_changed_one_is_refused_alone() -> 
                     assert any(e["type"] == "response.output_audio.delta" for e in events)
 
                     # The Agents SDK's way: every update restates the voice.
-                    await conn.session.update(session=voiced("ash", "be brief"))  # type: ignore[arg-type]
+                    drain(answered)
+                    await conn.session.update(session=voiced("ash", "be kind"))  # type: ignore[arg-type]
                     assert [e["type"] for e in await told(conn)] == ["session.updated"]
-                    upstream = await answer_to(answered, "be brief")
+                    upstream = await answer_to(answered, "be kind")
                     assert upstream["type"] == "session.updated", upstream
-                    assert upstream["session"]["instructions"] == "be brief"
 
-                    await conn.session.update(session=voiced("verse", "be briefer"))  # type: ignore[arg-type]
+                    drain(answered)
+                    await conn.session.update(session=voiced("verse", "be kind"))  # type: ignore[arg-type]
                     error, updated = await told(conn)
                     assert error["type"] == "error", error
                     assert error["error"]["code"] == "voice_update_after_audio_unsupported"
                     assert error["error"]["param"] == "session.audio.output.voice"
-                    assert updated["session"]["instructions"] == "be briefer"
-                    upstream = await answer_to(answered, "be briefer")
+                    upstream = await answer_to(answered, "be kind")
                     assert upstream["type"] == "session.updated", upstream
-                    assert upstream["session"]["instructions"] == "be briefer"
                     assert upstream["session"]["voice"] == "ash"
 
+                    # New instructions once the stand-in has heard the user: refused
+                    # to the client alone, the rest (a restated voice) applied upstream.
+                    drain(answered)
+                    update = {**voiced("ash", "be brief"), "max_output_tokens": 300}
+                    await conn.session.update(session=update, event_id="evt_i")  # type: ignore[arg-type]
+                    error, updated = await told(conn)
+                    assert error["type"] == "error", error
+                    assert error["error"]["code"] == "instructions_update_unsupported"
+                    assert error["error"]["param"] == "session.instructions"
+                    assert error["error"]["event_id"] == "evt_i"
+                    assert updated["session"]["instructions"] == "be kind"
+                    upstream = await answer_to(answered, "be kind")
+                    assert upstream["type"] == "session.updated", upstream
+                    assert upstream["session"]["max_tokens"] == 300
 
-async def test_an_agents_sdk_handoff_after_an_answer_reaches_the_upstream() -> None:
+
+async def test_an_agents_sdk_handoff_after_an_answer_is_refused_its_instructions_alone() -> None:
     """``update_agent`` (as a handoff does) restates the SDK's voice with the new
-    agent's instructions: the upstream takes them and the SDK is told no error."""
+    agent's instructions once the user has spoken: the SDK is told the instructions
+    cannot change (GA's path to them), and the upstream takes the rest."""
     strict = ReferenceOptions(fidelity="strict")
     async with reference("duplex", reply_ms=800, options=strict) as backend:
         async with (
@@ -135,13 +159,16 @@ async def test_an_agents_sdk_handoff_after_an_answer_reaches_the_upstream() -> N
                     async with asyncio.timeout(20):
                         await spoke.wait()
                     second = RealtimeAgent(name="second", instructions="Answer in French.")
+                    drain(answered)
                     await session.update_agent(second)
-                    upstream = await answer_to(answered, "Answer in French.")
+                    upstream = await answer_to(answered, "Answer briefly.")
                     assert upstream["type"] == "session.updated", upstream
                     assert upstream["session"]["voice"] == "ash"
-                    await asyncio.sleep(0.5)  # an error would follow the upstream's answer
+                    await asyncio.sleep(0.5)  # the client's error comes before its session.updated
                 finally:
                     task.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await task
-            assert errors == []
+            [error] = errors
+            assert "instructions_update_unsupported" in str(error), error
+            assert "session.instructions" in str(error), error

@@ -213,7 +213,7 @@ async def test_update_naming_turn_detection_restarts_the_vad_clock() -> None:
 async def test_update_not_naming_turn_detection_keeps_the_detector() -> None:
     async with backend() as (http, url), session(http, url, turn_detection=SERVER_VAD) as (p, _):
         await p.speak(SPEECH)
-        await p.send({"type": "session.update", "session": {"instructions": "be brief"}})
+        await p.send({"type": "session.update", "session": {"temperature": 0.5}})
         await p.until("session.updated")
         await p.speak(QUIET)
         stopped = await p.until("input_audio_buffer.speech_stopped")
@@ -233,6 +233,56 @@ async def test_lenient_detector_ignores_an_update_naming_turn_detection() -> Non
         await p.speak(QUIET)
         await p.until("input_audio_buffer.committed")
         await answered(p)
+
+
+# ---- 2b: the instructions are fixed once the model has taken in audio ----
+
+
+async def test_instructions_change_after_input_is_refused_whole() -> None:
+    """``session/control.py`` (``on_session_update``): once an append has been accepted
+    (``session/append_task.py`` locks the context) an update whose instructions differ
+    is refused whole with ``instructions_update_unsupported``; restating them is not a
+    change, and before any audio they change freely."""
+    async with backend() as (http, url), session(http, url, instructions="a") as (p, _):
+        await p.send({"type": "session.update", "session": {"instructions": "b"}})
+        assert (await p.until("session.updated"))["session"]["instructions"] == "b"
+        await p.speak(silence(300))
+        await p.settle()
+        await p.send(
+            {
+                "type": "session.update",
+                "event_id": "ev_1",
+                "session": {"instructions": "c", "temperature": 0.5},
+            }
+        )
+        error = await p.recv()
+        assert error["type"] == "error", error
+        assert error["error"] == {
+            "type": "invalid_request_error",
+            "code": "instructions_update_unsupported",
+            "message": "session.update cannot change instructions after the native duplex"
+            " context is initialized",
+            "event_id": "ev_1",
+        }
+        for refused in ({"instructions": None}, {"instructions": "c"}):
+            await p.send({"type": "session.update", "session": refused})
+            assert (await p.recv())["type"] == "error"
+        await p.send({"type": "session.update", "session": {"instructions": "b", "speed": 1.5}})
+        updated = (await p.until("session.updated"))["session"]
+        assert (updated["instructions"], updated["temperature"], updated["speed"]) == (
+            "b",
+            None,
+            1.5,
+        )
+
+
+async def test_lenient_instructions_change_after_input() -> None:
+    options = ReferenceOptions(fidelity="lenient")
+    async with backend(options) as (http, url), session(http, url, instructions="a") as (p, _):
+        await p.speak(SPEECH)
+        await p.settle()
+        await p.send({"type": "session.update", "session": {"instructions": "c"}})
+        assert (await p.until("session.updated"))["session"]["instructions"] == "c"
 
 
 # ---- 3: a commit answers only when asked ----

@@ -57,6 +57,14 @@ def _max_tokens(payload: Mapping[str, object]) -> object:
     return None
 
 
+def _instructions(patch: Mapping[str, object], current: object) -> object:
+    """The instructions after ``patch``: a string or ``null`` replaces them, else kept."""
+    value = patch.get("instructions")
+    if isinstance(value, str) or ("instructions" in patch and value is None):
+        return value
+    return current
+
+
 def _voice(payload: Mapping[str, object]) -> object:
     voice = payload.get("voice")
     if isinstance(voice, str):
@@ -135,8 +143,16 @@ class SessionSettings:
         """``turn_detection.type = "server_vad"`` (normalised to an object or absent/None)."""
         return isinstance(self.client.get("turn_detection"), dict)
 
-    def update(self, patch: Mapping[str, object], *, audio_started: bool) -> None:
-        """Apply a live ``session.update`` (already format/turn-detection validated)."""
+    def update(
+        self, patch: Mapping[str, object], *, audio_started: bool, locked: bool = False
+    ) -> None:
+        """Apply a live ``session.update`` (already format/turn-detection validated).
+
+        ``locked``: the model has taken in audio (its context is locked), so the instructions it was
+        primed with can no longer change (``session/control.py``, ``on_session_update``;
+        ``session/append_task.py`` locks it on the first accepted append): an update
+        changing them is refused whole, one restating them is not.
+        """
         model = patch.get("model")
         if isinstance(model, str) and self.model is not None and model != self.model:
             raise ConfigError(
@@ -154,6 +170,13 @@ class SessionSettings:
                 "ref_audio_update_unsupported",
                 "session.update cannot change ref_audio after the session is open",
             )
+        instructions = _instructions(patch, self.instructions)
+        if locked and instructions != self.instructions:
+            raise ConfigError(
+                "instructions_update_unsupported",
+                "session.update cannot change instructions after the native duplex context"
+                " is initialized",
+            )
         extra = patch.get("extra_body")
         if isinstance(extra, dict):
             self.extra_body.update(extra)
@@ -163,8 +186,7 @@ class SessionSettings:
         self.client = merged
         if isinstance(model, str):
             self.model = model
-        if "instructions" in patch:
-            self.instructions = patch["instructions"]
+        self.instructions = instructions
         if isinstance(voice, str):
             self.voice = voice
         modalities = patch.get("modalities") or patch.get("output_modalities")

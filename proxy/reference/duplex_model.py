@@ -58,6 +58,8 @@ class DuplexModel(Speaking):
         self._overlap_ms = 0
         self._appended = False
         self._append_speech = False
+        self.context_locked = False  # audio taken in: instructions fixed (duplex_config.py)
+        self._locks_context = opts.strict("lock_instructions_after_input")
 
     def _new_detector(self) -> SpeechDetector:
         opts = self._opts
@@ -102,6 +104,7 @@ class DuplexModel(Speaking):
             self._append_without_vad(decoded, speechy)
             return
         self._appended = True
+        self.context_locked = self._locks_context
         self._append_speech = self._append_speech or speechy
         self.tape.append(samples)
         if self._in_overlap and not self.owns_turn():
@@ -126,6 +129,7 @@ class DuplexModel(Speaking):
             self._overlap_ms += duration_ms
             self._decide("listen", "policy_listen_only", duration_ms)
         self._appended = True
+        self.context_locked = self._locks_context
         self._append_speech = self._append_speech or speechy
         self.tape.append(decoded.samples)
         if decoded.is_speech is not False:

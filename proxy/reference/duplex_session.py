@@ -287,7 +287,9 @@ class DuplexSession:
 
     def update_settings(self, patch: dict[str, object], event_id: object) -> None:
         try:
-            self.settings.update(patch, audio_started=self.model.audio_started)
+            self.settings.update(
+                patch, audio_started=self.model.audio_started, locked=self.model.context_locked
+            )
         except ConfigError as exc:
             self.emit_error(exc.code, str(exc), event_id=event_id)
             return

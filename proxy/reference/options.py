@@ -66,6 +66,7 @@ STRICT_FLAGS = (
     "ignore_model_name",
     "model_input_units",
     "vad_reset_on_update",
+    "lock_instructions_after_input",
 )
 
 _CHUNK_MS = {KIND_DUPLEX: 200, KIND_NO_BARGE_IN: 80, KIND_TURN: 100}
@@ -141,6 +142,9 @@ class ReferenceOptions:
     #: A ``session.update`` naming ``turn_detection`` replaces the speech detector at
     #: once: speech being heard is lost and its clock restarts.  Lenient: it hears on.
     vad_reset_on_update: bool | None = None
+    #: Once the model has taken in audio, a ``session.update`` changing the instructions
+    #: is refused whole (``instructions_update_unsupported``).  Lenient: it applies.
+    lock_instructions_after_input: bool | None = None
     #: Live sessions (a detached one in its grace included) before an open is refused
     #: with ``resource_exhausted``; ``None``: 1 when strict, unlimited when lenient.
     max_sessions: int | None = None

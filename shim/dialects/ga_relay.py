@@ -2,10 +2,9 @@
 
 A GA client (the ``openai`` SDK, the Agents SDK, the realtime console) sends no
 ``playback.ack``, assumes server VAD, and stops playback on every ``speech_started``;
-a vLLM-Omni duplex upstream owns playback by acks, detects turns only under server
-VAD and has overlap rules of its own (``docs/fidelity.md``). Over such an upstream
-the proxy runs the session as the barge-in relay (``duplex_relay.py``) and adds, for
-the GA client:
+a vLLM-Omni duplex upstream owns playback by acks, detects turns only under server VAD
+and has overlap rules of its own (``docs/fidelity.md``). Over such an upstream the proxy
+runs the session as the barge-in relay (``duplex_relay.py``) and adds, for the GA client:
 
 * the upstream session configured as GA implies (``shim/ga_upstream.py``): server
   VAD unless the client turned turn detection off, its input rate declared; the
@@ -86,10 +85,9 @@ class GaRelaySession(BargeInRelaySession):
         self.reports.proxy_acked = True  # its playback is owned by acks from the start
         session = event.get("session")
         if event.get("type") != "session.created" or not isinstance(session, Mapping):
-            # Its own session back (a resume, maybe in a restored session): it reads
-            # what the proxy last stated to it.
+            # Its own session back (a resume, maybe restored): what the proxy last stated.
             session = self.last_update["session"] if self.last_update is not None else None
-        self.upstream_audio.bind(session, self.last_update)
+        self.upstream_audio.bind(session, self.last_update, event.get("type") == "session.created")
 
     def handle(self, inp: Input) -> list[Action]:
         actions = super().handle(inp)
@@ -167,13 +165,15 @@ class GaRelaySession(BargeInRelaySession):
 
     def snapshot(self) -> dict[str, Any]:
         waiting = relay_wait_snapshot.wire(self.turn_wait, self.audio_gate)
-        return {**super().snapshot(), **waiting, **self.turn_order.wire()}
+        heard = self.upstream_audio.wire()
+        return {**super().snapshot(), **waiting, **heard, **self.turn_order.wire()}
 
     def restore(
         self, snap: dict[str, Any], resumed: Mapping[str, Any] | None = None, now: float = 0.0
     ) -> list[Action]:
         out = super().restore(snap, resumed, now)
         relay_wait_snapshot.restore(self.turn_wait, self.audio_gate, snap)
+        self.upstream_audio.restore(snap, resumed)
         self.turn_order.restore(snap)
         return out
 

@@ -17,9 +17,10 @@ from typing import Any, Protocol
 
 from shim.actions import Action, SendClient, SendUpstream
 from shim.audio import AudioFormat
-from shim.dialects import ga_append, ga_voice
+from shim.dialects import ga_append, ga_instructions, ga_voice
 from shim.dialects.relay_gate import AudioGate
 from shim.dialects.relay_turn_wait import TurnWait
+from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.ga_upstream import upstream_session
 from shim.playback import PlaybackLedger
 from shim.session_config import ClientSessionConfig, SessionConfigError, session_object
@@ -35,6 +36,7 @@ class UpdateHost(Protocol):
     turn_wait: TurnWait
     turns: Turns
     ledger: PlaybackLedger
+    upstream_audio: UpstreamAudio
 
     def kept_update(self) -> dict[str, Any] | None: ...
 
@@ -65,18 +67,33 @@ def _turn_detection(update: dict[str, Any] | None) -> Any:
 _UNSTATED = object()
 
 
+def _new_instructions(kept: dict[str, Any] | None, session: dict[str, Any]) -> bool:
+    """``session`` sets instructions other than those the upstream has (none: null)."""
+    wanted = ga_instructions.of(session)
+    has = ga_instructions.of(kept["session"] if kept is not None else None)
+    return wanted is not ga_instructions.UNSTATED and wanted != (
+        None if has is ga_instructions.UNSTATED else has
+    )
+
+
 def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     was = s.config.input_format
     before = _turn_detection(s.last_update)  # as the upstream has it
     kept = s.kept_update()
     voice = ga_voice.of(kept["session"] if kept is not None else None)
-    asked, refused = ev, False
+    refusals: list[Action] = []
     raw = ev.get("session")
     wanted = ga_voice.of(raw)
     changed = wanted is not ga_voice.UNSTATED and wanted != voice
     if isinstance(raw, dict) and changed and ga_voice.spoke(s.ledger):
-        asked, refused = {**ev, "session": ga_voice.without(raw)}, True
-    error = s.apply_update(asked)
+        raw = ga_voice.without(raw)
+        refusals.append(s.err(ga_voice.CODE, ga_voice.MESSAGE, ev, ga_voice.PARAM))
+    if isinstance(raw, dict) and s.upstream_audio.heard and _new_instructions(kept, raw):
+        raw = ga_instructions.without(raw)
+        refusals.append(
+            s.err(ga_instructions.CODE, ga_instructions.MESSAGE, ev, ga_instructions.PARAM)
+        )
+    error = s.apply_update({**ev, "session": raw} if refusals else ev)
     if error is not None:
         return [s.err(error.code, str(error), ev, error.param)]
     if s.config.input_format != was:  # held audio keeps the format it came in
@@ -91,7 +108,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
         update["event_id"] = ev["event_id"]
     session = session_object(s.session_id, s.model, s.config)
     return [
-        *([s.err(ga_voice.CODE, ga_voice.MESSAGE, ev, ga_voice.PARAM)] if refused else []),
+        *refusals,
         SendUpstream(update),
         SendClient({"type": "session.updated", "session": session}),
         *s.turns.detection_changed(now),

@@ -7,6 +7,9 @@ model frames (``chunk_period_ms``), the remainder carried to the next append; a
 relayed commit takes the remainder along, a clear drops it (``shim/upstream_input.py``).
 A G.711 client's appends go up decoded to PCM16 at their 8 kHz, as
 ``shim/ga_upstream.py`` declares them (vLLM-Omni has no GA G.711 names).
+
+It also knows whether the upstream session has been given any audio: vLLM-Omni fixes
+a session's instructions at the first append it accepts (``ga_instructions.py``).
 """
 
 from __future__ import annotations
@@ -19,21 +22,31 @@ from shim.audio import PCM16, AudioFormat
 from shim.g711 import G711_ENCODINGS
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
 
+HEARD = "upstream_heard"  # the snapshot's key
+
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter", "g711")
+    __slots__ = ("caps", "converter", "g711", "heard")
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
         self.converter: AppendConverter | None = None
         self.g711: AppendConverter | None = None  # G.711 -> PCM16, no pinned format
+        self.heard = False  # some audio went to this upstream session
 
     @property
     def pinned(self) -> AudioFormat | None:
         return None if self.converter is None else self.converter.target
 
-    def bind(self, session: Mapping[str, Any] | None, last_update: dict[str, Any] | None) -> None:
-        """Follow the upstream's session (created, or the one it resumed)."""
+    def bind(
+        self,
+        session: Mapping[str, Any] | None,
+        last_update: dict[str, Any] | None,
+        fresh: bool = False,
+    ) -> None:
+        """Follow the upstream's session (``fresh``: created, else the one it resumed)."""
+        if fresh:
+            self.heard = False
         pinned = declared_float_input(session)
         if pinned is None:
             self.converter = None
@@ -52,6 +65,7 @@ class UpstreamAudio:
     def appends(self, ev: dict[str, Any], client_format: AudioFormat) -> list[Action] | None:
         """The append as it goes upstream (none, one or several), or None when it goes
         as it is. Held audio released later passes here too, in upstream order."""
+        self.heard = True
         converter = self.converter
         if converter is None and client_format.encoding in G711_ENCODINGS:
             pcm = AudioFormat(PCM16, client_format.rate_hz)
@@ -72,3 +86,11 @@ class UpstreamAudio:
         if kind == "input_audio_buffer.clear":
             self.converter.drop()
         return [action]
+
+    def wire(self) -> dict[str, Any]:
+        """The snapshot's part: whether the upstream session has heard audio."""
+        return {HEARD: True} if self.heard else {}
+
+    def restore(self, snap: Mapping[str, Any], resumed: Mapping[str, Any] | None) -> None:
+        """After a move: the resumed upstream session heard what it had heard."""
+        self.heard = resumed is not None and snap.get(HEARD) is True
