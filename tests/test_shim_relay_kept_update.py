@@ -6,29 +6,109 @@ move to another replica the new one is given them all, folded into one update.""
 
 from __future__ import annotations
 
+import ast
+import sys
 import types as modules
+import zipfile
 from typing import Any
+from unittest import mock
 
 import pytest
 
 from shim import snapshot
 from shim.actions import Action
 from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.relay_kept_update import folded
 from shim.inputs import UpstreamLost
 from tests.shim_script import Script, client_events, upstream_events
 from tests.test_native_g711_rates import wheel_session
 from tests.test_shim_duplex_relay import make
 from tests.test_shim_ga_relay import make as make_ga
+from tests.vllm_omni_client import VERSION, WHEEL
 
 __all__ = ["wheel_session"]
 
 VAD = {"type": "server_vad", "silence_duration_ms": 400}
+VOICE_ECHO = {"audio": {"output": {"voice": "echo", "format": {"type": "audio/g711_ulaw"}}}}
+# Updates naming a setting another way than the ones before, or by a value vLLM-Omni
+# ignores (``engine/duplex/config.py``, ``apply_realtime_update``).
+SEQUENCES: list[tuple[dict[str, Any], ...]] = [
+    ({"voice": "alloy"}, {"audio": {"output": {"voice": "echo"}}}),
+    (VOICE_ECHO, {"voice": None}),
+    ({"speed": 1.5}, {"audio": {"output": {"speed": 0.8}}}, {"instructions": "x"}),
+    ({"max_response_output_tokens": 100}, {"max_output_tokens": 200}),
+    ({"max_output_tokens": 100}, {"max_tokens": 50, "max_response_output_tokens": "inf"}),
+    ({"modalities": ["text", "audio"]}, {"output_modalities": ["audio"]}),
+    ({"output_modalities": ["audio"]}, {"modalities": ["text", "audio"]}),
+    ({"extra_body": {"overlap_policy": "barge_in", "a": 1}}, {"extra_body": None}),
+    (
+        {**VOICE_ECHO, "instructions": "x"},
+        {"audio": {"input": {"turn_detection": VAD}}},
+        {"audio": None, "temperature": None},
+    ),
+    ({"audio": {"output": {"voice": "echo"}}}, {"audio": {"output": None}, "voice": 7}),
+    ({"temperature": 0.5, "instructions": "x"}, {"temperature": None, "instructions": 3}),
+    (
+        {"input_audio_transcription": {"model": "a"}},
+        {"audio": {"input": {"transcription": {"model": "b"}}}},
+    ),
+    (
+        {"audio": {"input": {"transcription": {"model": "b"}}}},
+        {"input_audio_transcription": None},
+    ),
+    ({"input_audio_noise_reduction": {"type": "near_field"}}, {"audio": {"input": {}}}),
+    (
+        {"audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}},
+        {"input_audio_noise_reduction": {"type": "far_field"}},
+    ),
+    ({"tools": [{"type": "function", "name": "f"}]}, {"tools": "none"}, {"tool_choice": "auto"}),
+]
 
 
-def updated(sc: Script, *sessions: dict[str, Any]) -> None:
+def updated(sc: Script, *sessions: dict[str, Any]) -> list[dict[str, Any]]:
+    """The client's updates, one by one: the sessions the upstream got."""
+    sent: list[dict[str, Any]] = []
     for session in sessions:
         out = sc.client({"type": "session.update", "session": session})
         assert not [e for e in client_events(out) if e["type"] == "error"], out
+        ups = [e for e in upstream_events(out) if e["type"] == "session.update"]
+        sent += [e["session"] for e in ups]
+    return sent
+
+
+@pytest.fixture(scope="module")
+def wheel_config(
+    wheel_session: modules.ModuleType,
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> tuple[modules.ModuleType, dict[str, modules.ModuleType]]:
+    """``engine/duplex/config.py`` from the 0.30.0 wheel ``wheel_session`` fetched, and
+    the modules its ``apply_realtime_update`` imports, made of the wheel's own
+    ``protocol/realtime`` modules and ``engine/duplex/realtime_commands.py``'s
+    ``duplex_response_format`` (installed only while it runs: ``read_by_wheel``)."""
+    store = getattr(request.config, "cache", None)
+    name = f"vllm-omni-{VERSION}"
+    places = [store.mkdir(name)] if store is not None else []
+    places += sorted(tmp_path_factory.getbasetemp().glob(f"{name}*"))
+    wheel = next(p / WHEEL for p in places if (p / WHEEL).is_file())
+    with zipfile.ZipFile(wheel) as archive:
+        config_src = archive.read("vllm_omni/engine/duplex/config.py").decode()
+        commands_src = archive.read("vllm_omni/engine/duplex/realtime_commands.py").decode()
+    commands = modules.ModuleType("vllm_omni.engine.duplex.realtime_commands")
+    (fn,) = [
+        node
+        for node in ast.parse(commands_src).body
+        if isinstance(node, ast.FunctionDef) and node.name == "duplex_response_format"
+    ]
+    exec(compile(ast.Module([fn], []), "realtime_commands.py", "exec"), commands.__dict__)
+    protocol = modules.ModuleType("vllm_omni.protocol.duplex")
+    for part in (sys.modules["wheel_realtime_formats"], wheel_session):
+        protocol.__dict__.update((k, v) for k, v in vars(part).items() if k[:2] != "__")
+    config = modules.ModuleType("wheel_duplex_config")
+    stubs = {m.__name__: m for m in (commands, protocol, config)}
+    with mock.patch.dict(sys.modules, stubs):
+        exec(compile(config_src, "config.py", "exec"), config.__dict__)
+    return config, stubs
 
 
 def given(out: list[Action]) -> dict[str, Any]:
@@ -90,6 +170,7 @@ def test_an_update_naming_the_turn_detection_anywhere_replaces_it() -> None:
             {"audio": {"output": {"format": {"type": "audio/pcm", "rate": 16000}}}},
             {"instructions": "x"},
         ],
+        *[[*each] for each in SEQUENCES],
     ],
 )
 def test_the_given_formats_read_as_the_updates_did(
@@ -137,3 +218,70 @@ def test_a_ga_clients_fresh_upstream_gets_the_settings_of_every_update() -> None
     assert session["instructions"] == "Be brief."
     assert session["audio"]["output"]["voice"] == "alloy"
     assert session["turn_detection"]["type"] == "server_vad"
+
+
+Wheel = tuple[modules.ModuleType, dict[str, modules.ModuleType]]
+
+
+def read_by_wheel(wheel: Wheel, *updates: dict[str, Any]) -> dict[str, Any]:
+    """The session vLLM-Omni has after the updates, one by one, over a fresh one (less
+    its echoes of the last update and of its ``audio`` object, which a fresh upstream
+    echoes as the one update it got)."""
+    config, stubs = wheel
+    session = config.DuplexSessionConfig()
+    with mock.patch.dict(sys.modules, stubs):
+        for each in updates:
+            session.apply_realtime_update(dict(each))
+    state: dict[str, Any] = session.as_dict()
+    echoes = ("realtime_session_payload", "realtime_audio")
+    state["extra_body"] = {k: v for k, v in session.extra_body.items() if k not in echoes}
+    return state
+
+
+@pytest.mark.parametrize("updates", SEQUENCES)
+def test_the_given_update_reads_as_the_updates_did(
+    wheel_config: Wheel, updates: tuple[dict[str, Any], ...]
+) -> None:
+    """vLLM-Omni's ``apply_realtime_update`` has the same session after the one update
+    a fresh upstream gets as after the updates the lost one got, one by one: a setting
+    spelled several ways is replaced whole by a later update naming it any way, and a
+    value it ignores (``extra_body: null``, ``audio: null``) leaves the earlier one."""
+    sc = make()
+    sent = updated(sc, *updates)
+    assert read_by_wheel(wheel_config, lost(sc)) == read_by_wheel(wheel_config, *sent)
+
+
+def fold(*updates: dict[str, Any]) -> dict[str, Any]:
+    kept: dict[str, Any] | None = None
+    for each in updates:
+        kept = folded({"type": "session.update", "session": each}, kept)
+    assert kept is not None
+    session: dict[str, Any] = kept["session"]
+    return session
+
+
+def test_a_later_spelling_of_a_setting_replaces_the_earlier_one() -> None:
+    assert fold({"voice": "alloy"}, {"audio": {"output": {"voice": "echo"}}}) == {
+        "audio": {"output": {"voice": "echo"}}
+    }
+    assert fold(VOICE_ECHO, {"voice": None}) == {
+        "voice": None,
+        "audio": {"output": {"format": {"type": "audio/g711_ulaw"}}},
+    }
+    assert fold({"max_response_output_tokens": 100}, {"max_output_tokens": 200}) == {
+        "max_output_tokens": 200
+    }
+    assert fold({"modalities": ["text", "audio"]}, {"output_modalities": ["text"]}) == {
+        "output_modalities": ["text"]
+    }
+
+
+def test_a_null_vllm_omni_ignores_leaves_the_earlier_settings() -> None:
+    extra = {"overlap_policy": "barge_in", "a": 1}
+    assert fold({"extra_body": extra}, {"extra_body": None}) == {"extra_body": extra}
+    assert fold(VOICE_ECHO, {"audio": None}) == VOICE_ECHO
+    turn = {"audio": {"input": {"turn_detection": VAD}}}
+    assert fold(turn, VOICE_ECHO, {"audio": {"output": None}}) == {
+        "audio": {**turn["audio"], **VOICE_ECHO["audio"]}
+    }
+    assert fold({"temperature": 0.5}, {"temperature": None}) == {"temperature": 0.5}

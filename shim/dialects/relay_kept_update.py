@@ -11,13 +11,17 @@ the update a fresh upstream session gets after a loss, or after a move to anothe
 replica (``shim/snapshot.py``, ``opening_session``), is every earlier one with each
 later one over it (``folded``), not the last alone. A fact spelled several ways (the
 turn detection flat or under ``audio.input``, a rate flat, nested or in its format
-object) is replaced whole by an update that names it in any of them, so the folded
-update reads as the session does.
+object, the voice flat or under ``audio.output``, ``max_output_tokens``) is replaced
+whole by an update that names it in any of them, and stated once where vLLM-Omni
+reads it; a value vLLM-Omni ignores (``extra_body: null``, ``audio: null``, a
+``temperature: null``) leaves the earlier one standing. So the folded update reads
+as the updates did, one after the other.
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from typing import Any
 
 from shim.actions import Action, SendUpstream
@@ -41,7 +45,8 @@ _OUT_RATE: tuple[Path, ...] = (
     ("audio", "output", "sample_rate_hz"),
     ("audio", "output", "sample_rate"),
 )
-# Objects an update adds to rather than replaces (two levels under ``audio``).
+# Objects an update adds to rather than replaces (two levels under ``audio``); one
+# that is not an object changes nothing of the session (``apply_realtime_update``).
 _MERGED = ("audio", "extra_body")
 # Open-only fields: given when a session opens, refused on a live one.
 _OPEN_ONLY = ("ref_audio", "model")
@@ -78,11 +83,7 @@ def _drop(session: dict[str, Any], group: tuple[Path, ...]) -> None:
 
 def _first(session: dict[str, Any], group: tuple[Path, ...]) -> Any:
     """The value of the spelling vLLM-Omni reads first (a set one), or None."""
-    for path in group:
-        value = _get(session, path)[1]
-        if value:
-            return value
-    return None
+    return next((v for v in (_get(session, path)[1] for path in group) if v), None)
 
 
 def _read(session: dict[str, Any], formats: tuple[Path, ...], rates: tuple[Path, ...]) -> Any:
@@ -128,30 +129,137 @@ def _put(session: dict[str, Any], path: Path, value: Any) -> None:
     node[path[-1]] = value
 
 
+# Settings as ``apply_realtime_update`` reads them, each with its spellings and the
+# reader of an update: the spelling it takes the value from, ``()`` when it changes it
+# by none, None when it leaves it (not named, or named by a value it ignores).
+Read = Callable[[dict[str, Any]], "Path | None"]
+_NUMBER = (int, float)
+_TOKENS = ("max_response_output_tokens", "max_output_tokens", "max_tokens")
+_NOISE: tuple[Path, ...] = (("input_audio_noise_reduction",), ("audio", "input", "noise_reduction"))
+
+
+def _typed(path: Path, kinds: tuple[type, ...], clears: bool, nested: Path = ()) -> Read:
+    """A ``kinds`` under ``path``, else ``nested``; a ``null`` at ``path`` may clear it."""
+
+    def read(session: dict[str, Any]) -> Path | None:
+        named, value = _get(session, path)
+        if isinstance(value, kinds):
+            return path
+        if nested and isinstance(_get(session, nested)[1], kinds):
+            return nested
+        return path if clears and named and value is None else None
+
+    return read
+
+
+def _max_tokens(session: dict[str, Any]) -> Path | None:
+    """The first spelling named, whatever its value (``null``, ``"inf"``: no limit)."""
+    return next(((n,) for n in _TOKENS if n in session), None)
+
+
+def _modalities(session: dict[str, Any]) -> Path | None:
+    """The first of its spellings set, taken if it is a list of names."""
+    name = "modalities" if session.get("modalities") else "output_modalities"
+    value = session.get(name)
+    ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
+    return (name,) if ok else None
+
+
+def _noise(session: dict[str, Any]) -> Path | None:
+    """Nested, else cleared by an ``audio.input`` without it, else flat (``null`` clears)."""
+    nested = _get(session, _NOISE[1])[1]
+    if isinstance(nested, dict):
+        return _NOISE[1]
+    if nested is None and isinstance(_get(session, ("audio", "input"))[1], dict):
+        return ()
+    return _typed(_NOISE[0], (dict,), clears=True)(session)
+
+
+def _one(path: Path, kinds: tuple[type, ...], clears: bool = True, nested: Path = ()) -> Any:
+    return ((path, nested) if nested else (path,)), _typed(path, kinds, clears, nested)
+
+
+_SETTINGS: tuple[tuple[tuple[Path, ...], Read], ...] = (
+    _one(("voice",), (str,), nested=("audio", "output", "voice")),
+    _one(("speed",), _NUMBER, False, nested=("audio", "output", "speed")),
+    _one(("input_audio_transcription",), (dict,), nested=("audio", "input", "transcription")),
+    (_NOISE, _noise),
+    (tuple((n,) for n in _TOKENS), _max_tokens),
+    ((("modalities",), ("output_modalities",)), _modalities),
+    *(
+        _one((name,), kinds, clears)
+        for name, kinds, clears in (
+            ("instructions", (str,), True),
+            ("temperature", _NUMBER, False),
+            ("overlap_policy", (str,), False),
+            ("overlap_short_ack_ms", _NUMBER, False),
+            ("overlap_barge_in_ms", _NUMBER, False),
+            ("overlap_silence_rms", _NUMBER, False),
+            ("playback_commit_policy", (str,), False),
+            ("tools", (list,), True),
+            ("tool_choice", (str, dict), True),
+            ("metadata", (dict,), True),
+            ("include", (list,), True),
+            ("prompt", (dict,), True),
+            ("tracing", (str, dict), True),
+        )
+    ),
+)
+
+
+def _noise_where_read(session: dict[str, Any]) -> None:
+    """A flat noise reduction stated under ``audio.input`` when the folded update has
+    one: vLLM-Omni clears it on reading an ``audio.input`` without it."""
+    flat, inner = _get(session, _NOISE[0])[1], _get(session, ("audio", "input"))[1]
+    if isinstance(flat, dict) and isinstance(inner, dict) and inner.get("noise_reduction") is None:
+        inner["noise_reduction"] = session.pop(_NOISE[0][0])
+
+
 def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
     """``sent`` (a ``session.update`` as the upstream got it) over ``kept``, the
     updates before it folded into one: the session a fresh upstream is to have."""
     if kept is None:
         return {"type": "session.update", "session": copy.deepcopy(_session(sent))}
     new, out = copy.deepcopy(_session(sent)), copy.deepcopy(_session(kept))
+    _objects_only(new, empty=False)
     if _names(new, _TURN):
         _drop(out, (*_TURN, ("overlap_policy",)))
     _side(out, new, _IN_FORMAT, _IN_RATE)
     _side(out, new, _OUT_FORMAT, _OUT_RATE)
+    for paths, read in _SETTINGS:
+        took = read(new)
+        if took is None:  # named, if at all, to no effect: the earlier value stands
+            _drop(new, paths)
+        else:  # the value read replaces every spelling, and is stated once
+            _drop(out, paths)
+            _drop(new, tuple(path for path in paths if path != took))
+    _objects_only(new, empty=True)
     for key, value in new.items():
         old = out.get(key)
-        if key in _MERGED and isinstance(old, dict) and isinstance(value, dict):
+        if key in _MERGED and isinstance(old, dict):
             if key == "audio":
                 for side, part in value.items():
                     was = old.get(side)
-                    if isinstance(was, dict) and isinstance(part, dict):
-                        part = {**was, **part}
-                    old[side] = part
+                    old[side] = {**was, **part} if isinstance(was, dict) else part
             else:
                 old.update(value)
         else:
             out[key] = value
+    _noise_where_read(out)
     return {"type": "session.update", "session": out}
+
+
+def _objects_only(session: dict[str, Any], *, empty: bool) -> None:
+    """Leave out merged objects given as anything else (vLLM-Omni reads nothing of an
+    ``audio: null`` but its echo of ``audio``), and, if ``empty``, empty ones."""
+    audio = session.get("audio")
+    if isinstance(audio, dict):
+        for side in [k for k in ("input", "output") if k in audio]:
+            if not isinstance(audio[side], dict) or (empty and not audio[side]):
+                del audio[side]
+    for key in _MERGED:
+        if key in session and (not isinstance(session[key], dict) or (empty and not session[key])):
+            del session[key]
 
 
 class KeptSettings:
