@@ -285,3 +285,11 @@ def test_a_null_vllm_omni_ignores_leaves_the_earlier_settings() -> None:
         "audio": {**turn["audio"], **VOICE_ECHO["audio"]}
     }
     assert fold({"temperature": 0.5}, {"temperature": None}) == {"temperature": 0.5}
+
+
+def test_the_first_update_too_is_stated_as_vllm_omni_reads_it() -> None:
+    """A replica opening a fresh upstream with it (``DuplexSessionConfig.from_realtime``
+    reads ``max_response_output_tokens or max_output_tokens``) reads what the lost
+    upstream did (``apply_realtime_update`` takes the first spelling named)."""
+    first = {"max_response_output_tokens": None, "max_output_tokens": 200, "voice": 7}
+    assert fold({**first, "extra_body": None}) == {"max_response_output_tokens": None}

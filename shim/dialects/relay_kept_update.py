@@ -218,9 +218,8 @@ def _noise_where_read(session: dict[str, Any]) -> None:
 def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
     """``sent`` (a ``session.update`` as the upstream got it) over ``kept``, the
     updates before it folded into one: the session a fresh upstream is to have."""
-    if kept is None:
-        return {"type": "session.update", "session": copy.deepcopy(_session(sent))}
-    new, out = copy.deepcopy(_session(sent)), copy.deepcopy(_session(kept))
+    new = copy.deepcopy(_session(sent))  # the first, too, stated as vLLM-Omni reads it
+    out = {} if kept is None else copy.deepcopy(_session(kept))
     _objects_only(new, empty=False)
     if _names(new, _TURN):
         _drop(out, (*_TURN, ("overlap_policy",)))
