@@ -402,10 +402,12 @@ async def _session(base: str, mode: str, steps: list[Frame], ending: str = "clos
                 refused = code in ("unsupported_by_upstream", "instructions_update_unsupported")
                 if code == "instructions_update_unsupported" and _native(mode):
                     break
-            elif event["type"] == "session.updated" and (
-                refused or (event.get("session") or {}).get("instructions") == marker
-            ):
-                break
+            elif event["type"] == "session.updated":
+                told = (event.get("session") or {}).get("instructions")
+                # The refused value never shows as applied (the rest of the update does).
+                assert not (refused and told == marker), f"refused yet told {marker!r}"
+                if refused or told == marker:
+                    break
         if ending == "session.close":
             await ws.send_str(json.dumps({"type": "session.close"}))
             while not ws.closed:

@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 
-from shim.inputs import UpstreamLost
+from shim.actions import ResumeUpstream
+from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.shim_script import Script, client_events, upstream_events
 from tests.test_shim_ga_relay import answer
 from tests.test_shim_ga_wait_snapshot import UP, ga, make
@@ -93,3 +94,75 @@ def test_a_session_moved_to_another_replica_keeps_its_upstream_locked() -> None:
     sent, told = update(moved, {"instructions": "be brief"})
     assert sent.get("instructions", "be kind") == "be kind"
     assert [e["type"] for e in told] == ["error", "session.updated"]
+
+
+def test_a_text_turn_locks_them_too() -> None:
+    # vLLM-Omni answers a text item by an append of the conversation
+    # (engine/duplex/session/runner.py, supports_text_only_turn): its context locks.
+    sc = make()
+    update(sc, {"instructions": "triage"})
+    item = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+    sc.client({"type": "conversation.item.create", "item": item})
+    sc.client({"type": "response.create"})
+    sent, told = update(sc, {"instructions": "refunds", "tools": []})  # a handoff
+    assert sent.get("instructions", "triage") == "triage", sent
+    assert [e["type"] for e in told] == ["error", "session.updated"]
+
+
+FRESH = {"type": "session.created", "session": {"id": "up-2"}, "resume_token": "tok-2"}
+
+
+def test_audio_sent_while_a_fresh_upstream_is_dialled_locks_it() -> None:
+    # The edge holds it for the fresh session, which hears it after its session.created.
+    sc = make()
+    update(sc, {"instructions": "be kind"})
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    out = sc.audio(200)
+    assert [e["type"] for e in upstream_events(out)] == ["input_audio_buffer.append"]
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))
+    sent, told = update(sc, {"instructions": "be brief", "audio": {"output": {"speed": 1.2}}})
+    assert sent.get("instructions", "be kind") == "be kind", sent
+    assert [e["type"] for e in told] == ["error", "session.updated"]
+    assert told[-1]["session"]["instructions"] == "be kind"
+
+
+def test_audio_held_through_a_failed_resume_locks_the_fresh_session() -> None:
+    # The edge carries what waited for the resume to the fresh session
+    # (proxy/emulated/upstream_control.py, settle).
+    sc = make()
+    update(sc, {"instructions": "be kind"})
+    out = sc.s.handle(UpstreamLost("socket closed", sc.now))
+    assert any(isinstance(a, ResumeUpstream) for a in out)
+    sc.audio(200)
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))
+    sent, told = update(sc, {"instructions": "be brief"})
+    assert sent.get("instructions", "be kind") == "be kind", sent
+    assert [e["type"] for e in told] == ["error", "session.updated"]
+
+
+def test_a_resume_refused_before_any_audio_leaves_the_fresh_session_open() -> None:
+    sc = make()
+    update(sc, {"instructions": "be kind"})
+    sc.audio(200)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))
+    sent, told = update(sc, {"instructions": "be brief"})
+    assert sent["instructions"] == "be brief"
+    assert [e["type"] for e in told] == ["session.updated"]
+
+
+def test_the_empty_instructions_the_client_was_told_restated() -> None:
+    # It is told "" (shim/session_config.py, session_object) where the upstream has
+    # none: the same to it, never a change vLLM-Omni would refuse whole.
+    sc = make()
+    _, told = update(sc, {"audio": {"output": {"speed": 1.0}}})
+    assert told[-1]["session"]["instructions"] == ""
+    sc.audio(200)
+    sent, told = update(sc, {"instructions": ""})
+    assert "instructions" not in sent
+    assert [e["type"] for e in told] == ["session.updated"]
+    sent, told = update(sc, {"instructions": None})
+    assert sent.get("instructions") is None  # null is what it has
+    assert [e["type"] for e in told] == ["session.updated"]

@@ -7,7 +7,13 @@ refuses, whole, a ``session.update`` whose instructions differ from the session'
 ``instructions_update_unsupported``); the same instructions restated are no change. A
 GA client changes them after the user has spoken (the Agents SDK on a handoff), so the
 proxy refuses that change to the client itself, with a GA ``error`` naming the field,
-and the rest of the update goes upstream and applies.
+and the rest of the update goes upstream and applies. The client is told ``""`` for
+none (``shim/session_config.py``, ``session_object``): restated, ``""`` and null are
+the same instructions to it, so the one the upstream does not have is dropped silently.
+
+The session counts as locked once it was sent audio or a ``response.create``
+(``relay_upstream_audio.py``): vLLM-Omni answers a turn of text items by an append of
+the conversation (``engine/duplex/session/runner.py``), which locks it as well.
 """
 
 from __future__ import annotations
@@ -34,3 +40,16 @@ def of(session: Any) -> Any:
 
 def without(session: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in session.items() if k != "instructions"}
+
+
+def screened(kept: dict[str, Any] | None, session: dict[str, Any]) -> tuple[dict[str, Any], bool]:
+    """``session`` as a locked upstream takes it, and whether a change was refused.
+    ``kept``: the upstream's session as stated (its instructions: none, null)."""
+    wanted = of(session)
+    if wanted is UNSTATED:
+        return session, False
+    has = of(kept)
+    has = None if has is UNSTATED else has
+    if wanted == has:
+        return session, False  # the same restated: no change to vLLM-Omni
+    return without(session), (wanted or None) != (has or None)

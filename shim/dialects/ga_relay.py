@@ -83,15 +83,12 @@ class GaRelaySession(BargeInRelaySession):
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         super().bind_upstream(event)
         self.reports.proxy_acked = True  # its playback is owned by acks from the start
-        session = event.get("session")
-        if event.get("type") != "session.created" or not isinstance(session, Mapping):
-            # Its own session back (a resume, maybe restored): what the proxy last stated.
-            session = self.last_update["session"] if self.last_update is not None else None
-        self.upstream_audio.bind(session, self.last_update, event.get("type") == "session.created")
+        self.upstream_audio.bind(event, self.last_update)
 
     def handle(self, inp: Input) -> list[Action]:
         actions = super().handle(inp)
         try:  # never an exception out of handle() (shim/fault.py)
+            self.upstream_audio.follow(actions)  # a fresh upstream session asked for
             actions += self._follow_gate(inp)
             kind = inp.event.get("type") if isinstance(inp, ClientEvent) else None
             ptt = self._push_to_talk()

@@ -67,15 +67,6 @@ def _turn_detection(update: dict[str, Any] | None) -> Any:
 _UNSTATED = object()
 
 
-def _new_instructions(kept: dict[str, Any] | None, session: dict[str, Any]) -> bool:
-    """``session`` sets instructions other than those the upstream has (none: null)."""
-    wanted = ga_instructions.of(session)
-    has = ga_instructions.of(kept["session"] if kept is not None else None)
-    return wanted is not ga_instructions.UNSTATED and wanted != (
-        None if has is ga_instructions.UNSTATED else has
-    )
-
-
 def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     was = s.config.input_format
     before = _turn_detection(s.last_update)  # as the upstream has it
@@ -88,12 +79,14 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     if isinstance(raw, dict) and changed and ga_voice.spoke(s.ledger):
         raw = ga_voice.without(raw)
         refusals.append(s.err(ga_voice.CODE, ga_voice.MESSAGE, ev, ga_voice.PARAM))
-    if isinstance(raw, dict) and s.upstream_audio.heard and _new_instructions(kept, raw):
-        raw = ga_instructions.without(raw)
+    refused = False
+    if isinstance(raw, dict) and s.upstream_audio.heard:
+        raw, refused = ga_instructions.screened(kept["session"] if kept else None, raw)
+    if refused:
         refusals.append(
             s.err(ga_instructions.CODE, ga_instructions.MESSAGE, ev, ga_instructions.PARAM)
         )
-    error = s.apply_update({**ev, "session": raw} if refusals else ev)
+    error = s.apply_update({**ev, "session": raw} if raw is not ev.get("session") else ev)
     if error is not None:
         return [s.err(error.code, str(error), ev, error.param)]
     if s.config.input_format != was:  # held audio keeps the format it came in

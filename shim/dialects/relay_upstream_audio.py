@@ -8,8 +8,12 @@ relayed commit takes the remainder along, a clear drops it (``shim/upstream_inpu
 A G.711 client's appends go up decoded to PCM16 at their 8 kHz, as
 ``shim/ga_upstream.py`` declares them (vLLM-Omni has no GA G.711 names).
 
-It also knows whether the upstream session has been given any audio: vLLM-Omni fixes
-a session's instructions at the first append it accepts (``ga_instructions.py``).
+It also knows whether the upstream session has been given any input: vLLM-Omni fixes
+a session's instructions at the first append it accepts, the client's audio or, for a
+``response.create``, the conversation (``ga_instructions.py``). What the edge holds
+while a session is dialled goes to it (``proxy/emulated/upstream_control.py``): the
+count starts again when a fresh session is asked for (``AbortUpstream``), not when it
+is bound, and what was held for a resume that failed goes on to the fresh session.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from shim.actions import Action, ForwardUpstream, SendUpstream
+from shim.actions import AbortUpstream, Action, ForwardUpstream, ResumeUpstream, SendUpstream
 from shim.audio import PCM16, AudioFormat
 from shim.g711 import G711_ENCODINGS
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
@@ -26,27 +30,26 @@ HEARD = "upstream_heard"  # the snapshot's key
 
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter", "g711", "heard")
+    __slots__ = ("caps", "converter", "g711", "heard", "held")
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
         self.converter: AppendConverter | None = None
         self.g711: AppendConverter | None = None  # G.711 -> PCM16, no pinned format
-        self.heard = False  # some audio went to this upstream session
+        self.heard = False  # some input went to this upstream session (or the next)
+        self.held: bool | None = None  # while a resume is tried: input went since
 
     @property
     def pinned(self) -> AudioFormat | None:
         return None if self.converter is None else self.converter.target
 
-    def bind(
-        self,
-        session: Mapping[str, Any] | None,
-        last_update: dict[str, Any] | None,
-        fresh: bool = False,
-    ) -> None:
-        """Follow the upstream's session (``fresh``: created, else the one it resumed)."""
-        if fresh:
-            self.heard = False
+    def bind(self, event: Mapping[str, Any], last_update: dict[str, Any] | None) -> None:
+        """Follow the upstream's session (created, or the one it resumed)."""
+        self.held = None
+        session = event.get("session")
+        if event.get("type") != "session.created" or not isinstance(session, Mapping):
+            # Its own session back (a resume, maybe restored): what the proxy last stated.
+            session = last_update["session"] if last_update is not None else None
         pinned = declared_float_input(session)
         if pinned is None:
             self.converter = None
@@ -65,7 +68,7 @@ class UpstreamAudio:
     def appends(self, ev: dict[str, Any], client_format: AudioFormat) -> list[Action] | None:
         """The append as it goes upstream (none, one or several), or None when it goes
         as it is. Held audio released later passes here too, in upstream order."""
-        self.heard = True
+        self._sent()
         converter = self.converter
         if converter is None and client_format.encoding in G711_ENCODINGS:
             pcm = AudioFormat(PCM16, client_format.rate_hz)
@@ -78,6 +81,8 @@ class UpstreamAudio:
 
     def forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
         """A client event relayed as it came."""
+        if kind == "response.create":
+            self._sent()  # locks it as audio does (``ga_instructions.py``)
         if self.converter is None:
             return [action]
         if kind == "input_audio_buffer.commit":
@@ -86,6 +91,21 @@ class UpstreamAudio:
         if kind == "input_audio_buffer.clear":
             self.converter.drop()
         return [action]
+
+    def _sent(self) -> None:
+        self.heard = True
+        if self.held is not None:
+            self.held = True
+
+    def follow(self, actions: list[Action]) -> None:
+        """The shim's answer to an input, before what it sends goes out: a resume tried
+        starts counting what the edge holds for it; a fresh session asked for hears
+        only what the edge carries over to it (held for a failed resume) and after."""
+        for action in actions:
+            if isinstance(action, ResumeUpstream):
+                self.held = False
+            elif isinstance(action, AbortUpstream) and action.redial:
+                self.heard, self.held = bool(self.held and action.after_loss), None
 
     def wire(self) -> dict[str, Any]:
         """The snapshot's part: whether the upstream session has heard audio."""
