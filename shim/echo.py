@@ -29,8 +29,8 @@ when in doubt, let barge-in work. The output lags the input by ``latency`` (one
 STFT frame, 16 ms) and is meant for the VAD: per-bin gating would hurt speech
 recognition, so the upstream should keep getting the original mic. Pure numpy:
 no clock, no I/O. Memory is bounded: far audio is kept for ``history_ms`` beyond
-the delay search, plus what was sent ahead of playback, up to ``max_ahead_s``
-(the far reference: ``shim/echo_far.py``).
+the delay search and ``past_ms`` before it, plus what was sent ahead of playback,
+up to ``max_ahead_s`` (the far reference: ``shim/echo_far.py``).
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ class EchoSuppressor:
         over: float = 2.0,
         floor_db: float = -40.0,
         max_ahead_s: float = 120.0,
+        past_ms: int = 600,  # kept before the search, for ``expected`` behind the VAD
     ) -> None:
         self.rate_hz = rate_hz
         self.max_delay = rate_hz * max_delay_ms // 1000
@@ -87,6 +88,7 @@ class EchoSuppressor:
             self.tail,
             rate_hz * history_ms // 1000,
             int(max_ahead_s * rate_hz),
+            rate_hz * past_ms // 1000,
         )
         self._mic = RecentMic(self.window)  # last `window` mic samples
         self._mic_end = 0  # absolute sample after the newest in self._mic
@@ -130,12 +132,12 @@ class EchoSuppressor:
         """The audio sent that echoes in mic samples [start, end), once the delay is known."""
         if self.delay is None or not self.far_active(start, end):
             return None
-        return self.far.samples(start - self.delay, end - self.delay)
+        return self.far.held(start - self.delay, end - self.delay)
 
     def expected(self, start: int, end: int) -> Float32Array | None:
         """The echo linear subtraction expects in mic samples [start, end): the audio sent
-        at the locked delay, times the locked gain (None before a lock, or with no far
-        audio in range)."""
+        at the locked delay, times the locked gain (None before a lock, with no far
+        audio in range, or with part of it no longer held, ``FarReference.held``)."""
         far = self.echoing(start, end)
         return None if far is None else far * np.float32(self.gain)
 

@@ -1,8 +1,11 @@
 """The far end of echo suppression: the assistant audio the proxy sent, on the mic's
 timeline (16 kHz samples).
 
-Far audio is kept in a ring for ``history`` samples beyond the delay search, and
-what was sent ahead of playback waits in a queue (bounded by ``max_ahead``). Power
+Far audio is kept in a ring for ``history`` samples beyond the delay search and
+``behind`` samples before it (for readers of echo already past: the close-voice
+measure's half second up to the VAD's window, ``shim/turns.py``, which lags the mic
+by the suppressor's frame, part of a VAD window and the VAD's queue), and what was
+sent ahead of playback waits in a queue (bounded by ``max_ahead``). Power
 spectra of far frames, on an 8 ms grid, are computed once and cached for the
 residual suppressor (``shim/echo.py``).
 """
@@ -29,12 +32,21 @@ WIN = np.sqrt(0.5 - 0.5 * np.cos(2 * np.pi * np.arange(FRAME) / FRAME)).astype(n
 
 class FarReference:
     def __init__(
-        self, max_delay: int, window: int, jitter: int, tail: int, history: int, max_ahead: int
+        self,
+        max_delay: int,
+        window: int,
+        jitter: int,
+        tail: int,
+        history: int,
+        max_ahead: int,
+        behind: int = 0,
     ) -> None:
         self.max_delay, self.window, self.jitter, self.tail = max_delay, window, jitter, tail
-        self.max_ahead = max_ahead
-        # Ring of far audio for absolute samples [self._base, self._base + size).
-        self._size = max_delay + window + jitter + tail + history
+        self.max_ahead, self.behind = max_ahead, behind
+        # Ring of far audio for absolute samples [self._base, self._base + size). What
+        # ``behind`` adds sits before the delay search, so where the ring ends (the mic's
+        # end plus ``history``) and what waits ahead do not depend on it.
+        self._size = max_delay + window + jitter + tail + behind + history
         self._ring = np.zeros(2 * self._size, dtype=np.float32)  # linear, compacted
         self._ring_start = 0  # absolute sample of self._ring[0]
         self._base = 0  # far audio is kept for absolute [_base, _base + _size)
@@ -102,6 +114,11 @@ class FarReference:
             out[lo - start : hi - start] = self._ring[off + lo - self._base : off + hi - self._base]
         return out
 
+    def held(self, start: int, end: int) -> Float32Array | None:
+        """``samples``, or None where the ring has slid past ``start``: far audio taken
+        for only part of a span (zeros for the rest) would leave a step no voice made."""
+        return self.samples(start, end) if start >= self._base else None
+
     def _write(self, lo: int, values: Float32Array | None) -> None:
         """Add ``values`` to (or, if None, zero) the far audio from ``lo`` to the ring's end."""
         off = lo - self._ring_start
@@ -136,8 +153,9 @@ class FarReference:
             self.ahead_samples += entry[1].size
 
     def advance(self, mic_end: int) -> None:
-        """Slide the ring so it still holds everything a delay search can reach."""
-        base = mic_end - self.window - self.max_delay - self.jitter - self.tail
+        """Slide the ring so it still holds everything a delay search can reach, and
+        ``behind`` more."""
+        base = mic_end - self.window - self.max_delay - self.jitter - self.tail - self.behind
         if base <= self._base:
             return
         self._base = base

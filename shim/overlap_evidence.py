@@ -218,9 +218,7 @@ class OverlapEvidence:
         ``decay`` asks for ``decay_db`` (half a second of audio: only where it is used), of
         the microphone less ``echo``: the echo expected in its last ``SPAN`` samples.
         """
-        # The VAD's windows come from the audio given here, so they never run ahead of
-        # it; a caller whose window clock does is measured on the newest audio instead.
-        end = min(end_sample, self._clean.end) if self._clean.end >= WINDOW else end_sample
+        end = self.mic_window(end_sample)[1] + self.latency  # on the VAD's timeline
         lo = end - WINDOW
         clean32 = self._clean.get(lo, end)
         clean = clean32.astype(np.float64)
@@ -274,8 +272,11 @@ class OverlapEvidence:
         return start - (n - 1 - int(quiet[-1])) * ONSET_BLOCK
 
     def mic_window(self, end_sample: int) -> tuple[int, int]:
-        """Microphone samples [start, end) under the VAD's window ending at ``end_sample``."""
-        return end_sample - WINDOW - self.latency, end_sample - self.latency
+        """Microphone samples [start, end) under the VAD's window ending at ``end_sample``.
+        The VAD's windows come from the audio given here, so they never run ahead of it;
+        a caller whose window clock does is measured on the newest audio instead."""
+        end = min(end_sample, self._clean.end) if self._clean.end >= WINDOW else end_sample
+        return end - WINDOW - self.latency, end - self.latency
 
     def learn_user(self, ev: WindowEvidence) -> None:
         """A voiced window of the user's own turn, with nothing playing."""
