@@ -67,13 +67,18 @@ def read(
 def past_the_audio(end: int, sent_ms: float) -> tuple[str, str] | None:
     """vLLM-Omni's refusal of an end past the item's audio, or None.
 
-    Its item's duration is whole ms (``int()`` of it) and an end at it is taken; a
-    duration of 0 is read as none (``audio_duration_ms or duration_ms or ...``), so an
-    item without audio yet takes any end. The proxy's duration is the audio it sent
-    the client. It holds whatever an earlier truncate cut: that changes the
-    transcript only (``truncate_realtime_item_content``).
+    Its item's duration is whole ms and an end at it is taken; a duration of 0 is
+    read as none (``audio_duration_ms or duration_ms or ...``), so an item without
+    audio yet takes any end. The whole ms are its model's, rounded to the nearest
+    (``round(samples * 1000 / rate)`` in the data planes, ``model_executor/models/``):
+    1000 samples at 24 kHz are 42 ms there, so a client that rounds its played
+    position the same way is not refused. The proxy's duration is the audio it sent
+    the client, rounded so. It holds whatever an earlier truncate cut: that changes
+    the transcript only (``truncate_realtime_item_content``). The checks before this
+    one (the content part there, and audio) are ``shim/client_events.py``'s; the
+    proxy's items carry their audio as their one part.
     """
-    duration = int(sent_ms)
+    duration = round(sent_ms)
     if duration > 0 and end > duration:
         return "bad_event", EXCEEDS
     return None

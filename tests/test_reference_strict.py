@@ -385,6 +385,80 @@ async def test_pressed_turns_are_one_turn_for_response_create() -> None:
         assert heard is not None and float(heard.group(1)) >= 5 * 1.5, done
 
 
+def heard_s(done: dict[str, object]) -> float:
+    """The seconds of user audio an answer says it heard (``proxy/reference/voice.py``)."""
+    heard = re.search(r"I heard about (\d+\.\d) seconds", json.dumps(done))
+    assert heard is not None, done
+    return float(heard.group(1))
+
+
+async def test_a_commit_asking_an_answer_answers_the_audio_committed_before_it() -> None:
+    """vLLM-Omni's runner holds one ``committed_audio_payload``: a commit asking for no
+    answer leaves its audio there, and the next commit, asking for one with nothing
+    playing, merges into it (``_flush_and_submit_committed_turn``): one answer for both,
+    and nothing left for ``response.create``."""
+    async with backend() as (http, url), session(http, url) as (p, _):
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit"})
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+        done = await answered(p)
+        assert heard_s(done) >= 2 * 1.5
+        await ack_all(p, done)
+        await p.send({"type": "response.create"})
+        await p.settle()
+        assert [e["error"]["code"] for e in p.of("error")] == ["response_create_without_input"]  # type: ignore[index]
+        assert len(p.of("response.created")) == 1
+
+
+async def test_a_commit_asking_no_answer_over_an_answer_leaves_the_deferred_turn_unanswered() -> (
+    None
+):
+    """The last commit merged into the deferred turn says what becomes of it
+    (``_defer_commit_behind_active_response`` sets ``deferred_response_create`` to what
+    it asks): one asking for none leaves the whole turn for ``response.create``. Over an
+    answer still being generated, the turn a stand-in not reading acks owns."""
+    options = ReferenceOptions(fidelity="strict", strict_ack_ownership=False, max_sessions=8)
+    async with backend(options, reply_ms=6000) as (http, url), session(http, url) as (p, _):
+        ask = {"type": "input_audio_buffer.commit", "response_create": True}
+        await p.speak(SPEECH)
+        await p.send(ask)
+        await p.until("response.output_audio.delta")  # generating: it owns the turn
+        await p.speak(SPEECH)
+        await p.send(ask)
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": False})
+        await p.until("response.done")
+        await p.settle()
+        assert len(p.of("response.created")) == 1  # the deferred turn is not answered
+        await p.send({"type": "response.create"})
+        done = await answered(p)
+        assert heard_s(done) >= 2 * 1.5  # both commits over the answer, as one turn
+        assert not p.of("error"), p.of("error")
+
+
+async def test_a_commit_asking_an_answer_over_an_answer_takes_the_unanswered_turn_with_it() -> None:
+    """A commit asking for no answer over an answer, then one asking for one: the
+    runner merges both into its one committed payload and answers it all when the
+    assistant lets go (``_defer_commit_behind_active_response``)."""
+    async with backend() as (http, url), session(http, url) as (p, _):
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+        first = await answered(p)  # unacked: it owns the turn
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit"})
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+        await p.settle()
+        await ack_all(p, first)
+        done = await answered(p)
+        assert heard_s(done) >= 2 * 1.5
+        await ack_all(p, done)
+        await p.send({"type": "response.create"})
+        await p.settle()
+        assert [e["error"]["code"] for e in p.of("error")] == ["response_create_without_input"]  # type: ignore[index]
+
+
 async def test_lenient_answers_a_client_that_never_acks() -> None:
     options = ReferenceOptions(fidelity="lenient")
     async with backend(options) as (http, url), session(http, url) as (p, _):

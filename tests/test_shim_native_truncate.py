@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from shim import native_truncate
 from shim.dialects.turn_based import TurnBasedSession
 from shim.native_client import native_error
 from shim.session import ShimSettings
@@ -118,7 +119,21 @@ def sent_ms(sc: Script) -> int:
     """The whole ms of ``AID``'s audio the client was sent (the item's duration)."""
     item = sc.s.ledger.get(AID)  # type: ignore[attr-defined]
     assert item is not None and item.sent_ms > 900
-    return int(item.sent_ms)
+    return round(item.sent_ms)
+
+
+@pytest.mark.parametrize(
+    ("end", "sent", "refused"),
+    [(42, 1000 / 24, False), (43, 1000 / 24, True), (41, 41.4, False), (42, 41.4, True)],
+)
+def test_the_duration_an_end_is_held_to_is_the_audio_sent_rounded_to_the_nearest_ms(
+    end: int, sent: float, refused: bool
+) -> None:
+    # The data planes round a chunk's samples to whole ms (model_executor/models/
+    # */duplex/data_plane.py): 1000 samples at 24 kHz are 42 ms, so a client rounding
+    # its played position so is not refused.
+    got = native_truncate.past_the_audio(end, sent)
+    assert got == (EXCEEDS if refused else None)
 
 
 @pytest.mark.parametrize("past", [1, 1.9, 4000])

@@ -91,13 +91,13 @@ def create_response(model: DuplexModel, options: dict[str, object], event_id: ob
             "response.create cannot start while another response is active.",
         )
         return
-    if model.unanswered is None:
+    turn = model.take_waiting()
+    if turn is None:
         port.emit_error(
             "response_create_without_input",
             "Duplex response.create requires committed audio to answer.",
         )
         return
-    turn, model.unanswered = model.unanswered, None
     model.start_response(turn)
 
 

@@ -192,12 +192,12 @@ class DuplexModel(Speaking):
                 if self._barge_in():
                     self.reset_input()  # a backchannel too short to cut in: dropped
                     return
-                self.queue(self._commit(stop_ms, deferred=True))
+                self.hold(self._commit(stop_ms, deferred=True), answer=True)
                 return
             self._open_input()
         turn = self._commit(stop_ms)
         if self._vad_only and not self.port.vad_create_response:
-            self.keep_unanswered(turn)  # server_vad with create_response false: commit only
+            self.hold(turn, answer=False)  # server_vad with create_response false: commit only
             return
         self.respond(turn)
 
@@ -269,7 +269,7 @@ class DuplexModel(Speaking):
         deferred = self.owns_turn()
         turn = self._commit(None, deferred=deferred)  # speech_stopped says audio_end_ms 0
         if create_response is False:
-            self.keep_unanswered(turn)
+            self.hold(turn, answer=False)  # waits for response.create, with what waits already
             return
         self.respond(turn)
 
@@ -285,13 +285,9 @@ class DuplexModel(Speaking):
             self._commit(None, deferred=True, is_speech=False)
             return
         turn = self._commit(None, deferred=True)
-        if create and overlap_ms > 0:
-            self.queue(turn)
-            return
-        if overlap_ms > 0 and self.pending:
-            # One deferred turn, answered as its last commit asks (``deferred_response_create``).
-            self.keep_unanswered(self.pending.pop())
-        self.keep_unanswered(turn)
+        # One deferred turn with the audio waiting, answered as its last commit asks
+        # (``deferred_response_create``).
+        self.hold(turn, answer=create and overlap_ms > 0)
 
     def on_clear_input(self) -> None:
         self.reset_input()

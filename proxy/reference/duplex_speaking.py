@@ -5,11 +5,12 @@ Turn ownership is vLLM-Omni's ack-only policy (``session/helpers.py``
 the turn while it generates, and after that while the audio it sent is not
 acknowledged by ``playback.ack`` (``sent_ms > committed_ms``).  Lenient
 backends apply the playback half only once a client has sent an ack.
-Committed user turns that arrive while the assistant owns the turn wait in
-``pending`` as one turn, answered when it lets go, and the ones committed to wait for
-``response.create`` in ``unanswered``, one turn too: vLLM-Omni's runner merges the
-audio of every commit not yet answered (``engine/duplex/session/runner.py``,
-``_defer_commit_behind_active_response``, ``_flush_and_submit_committed_turn``).  No
+Committed user audio not yet answered is one turn, ``waiting``, as vLLM-Omni's runner
+holds one ``committed_audio_payload`` (``engine/duplex/session/runner.py``): every
+commit merges into it whatever it asks (``_defer_commit_behind_active_response``,
+``_flush_and_submit_committed_turn``), and the last commit says whether it is answered
+(``deferred_response_create``, ``answer_waiting`` here): at once, when the assistant
+lets go, or only on ``response.create``.  No
 commit is refused for waiting: vLLM-Omni's session manager counts a commit pending
 (``max_pending_turns_per_session``) only until its runner takes it, and the
 stand-in's runner takes each at once.
@@ -18,7 +19,6 @@ stand-in's runner takes each at once.
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Coroutine
 from typing import Any
 
@@ -51,8 +51,8 @@ class Speaking:
         self.response: Response | None = None
         self.last_response: Response | None = None
         self.responses: dict[str, Response] = {}
-        self.pending: deque[UserTurn] = deque()
-        self.unanswered: UserTurn | None = None
+        self.waiting: UserTurn | None = None
+        self.answer_waiting = False
         self.acks_seen = False
         self.audio_started = False
         self.replies = 0
@@ -80,19 +80,20 @@ class Speaking:
     # ---- responses ----
 
     def respond(self, turn: UserTurn) -> None:
-        if self.owns_turn() or self.pending:
-            self.queue(turn)
-        else:
-            self.start_response(turn)
+        """``turn`` answered, with any audio waiting: now, or when the assistant lets go."""
+        self.hold(turn, answer=True)
+        self.maybe_next()
 
-    def queue(self, turn: UserTurn) -> None:
-        """``turn`` waits for the assistant to let go, with any turn waiting already."""
-        self.pending.append(joined(self.pending.pop(), turn) if self.pending else turn)
+    def hold(self, turn: UserTurn, *, answer: bool) -> None:
+        """``turn`` joins the audio waiting, and ``answer`` is now what becomes of it
+        all: answered when the assistant lets go, or left for ``response.create``."""
+        was = self.waiting
+        self.waiting = joined(was, turn) if was is not None else turn
+        self.answer_waiting = answer
 
-    def keep_unanswered(self, turn: UserTurn) -> None:
-        """``turn`` waits for ``response.create``, with any turn waiting for it already."""
-        was = self.unanswered
-        self.unanswered = joined(was, turn) if was is not None else turn
+    def take_waiting(self) -> UserTurn | None:
+        turn, self.waiting, self.answer_waiting = self.waiting, None, False
+        return turn
 
     def start_response(self, turn: UserTurn) -> None:
         self.replies += 1
@@ -147,8 +148,10 @@ class Speaking:
             self.maybe_next()
 
     def maybe_next(self) -> None:
-        if self.response is None and self.pending and not self.owns_turn():
-            self.start_response(self.pending.popleft())
+        if self.response is None and self.answer_waiting and not self.owns_turn():
+            turn = self.take_waiting()
+            if turn is not None:
+                self.start_response(turn)
 
     def cancel_live(self, reason: str) -> bool:
         """End the response being generated as cancelled; the epoch moves on."""
