@@ -57,8 +57,24 @@ def _info(port: int, section: str) -> dict[str, str]:
     return dict(line.split(":", 1) for line in lines if ":" in line)
 
 
+def _role(port: int) -> str | None:
+    """The node's role, or None while it cannot say: a node being reconfigured
+    (Sentinel's REPLICAOF then CLIENT KILL, a cluster failover) may drop the
+    connection mid-command, and redis-cli then exits 1."""
+    try:
+        lines = cli(port, "ROLE").splitlines()
+    except subprocess.CalledProcessError:
+        return None
+    return lines[0] if lines else None
+
+
 def _is_master(port: int) -> bool:
-    return cli(port, "ROLE").splitlines()[0] == "master"
+    return _role(port) == "master"
+
+
+def _is_demoted(port: int) -> bool:
+    role = _role(port)
+    return role is not None and role != "master"
 
 
 class Cluster:
@@ -236,7 +252,7 @@ class SentinelSet:
         old, new = self.master.port, self.replica.port
         wait_until("failed over", lambda: self.master_port() == new and _is_master(new))
         # Until Sentinel demotes it the old master still takes writes; wait for that.
-        wait_until("demoted", lambda: not _is_master(old))
+        wait_until("demoted", lambda: _is_demoted(old))
         self.master, self.replica = self.replica, self.master
 
     def _failover_started(self) -> bool:
