@@ -7,6 +7,7 @@ move to another replica the new one is given them all, folded into one update.""
 from __future__ import annotations
 
 import ast
+import copy
 import sys
 import types as modules
 import zipfile
@@ -22,13 +23,17 @@ from shim.dialects.relay_kept_update import folded
 from shim.inputs import UpstreamLost
 from tests.shim_script import Script, client_events, upstream_events
 from tests.test_native_g711_rates import wheel_session
+from tests.test_native_resume_object import wheel_turns
 from tests.test_shim_duplex_relay import make
 from tests.test_shim_ga_relay import make as make_ga
 from tests.vllm_omni_client import VERSION, WHEEL
 
-__all__ = ["wheel_session"]
+__all__ = ["wheel_session", "wheel_turns"]
 
 VAD = {"type": "server_vad", "silence_duration_ms": 400}
+POLICIES = ("overlap_policy", "playback_commit_policy")
+BARGE_IN = "barge_in_on_speech"
+ACK = "ack_only"
 VOICE_ECHO = {"audio": {"output": {"voice": "echo", "format": {"type": "audio/g711_ulaw"}}}}
 # Updates naming a setting another way than the ones before, or by a value vLLM-Omni
 # ignores (``engine/duplex/config.py``, ``apply_realtime_update``).
@@ -62,6 +67,26 @@ SEQUENCES: list[tuple[dict[str, Any], ...]] = [
         {"input_audio_noise_reduction": {"type": "far_field"}},
     ),
     ({"tools": [{"type": "function", "name": "f"}]}, {"tools": "none"}, {"tool_choice": "auto"}),
+    # The two policies vLLM-Omni reads flat and from ``extra_body`` (that one wins in
+    # one update); a later update in either spelling replaces the earlier one, a
+    # named turn detection sets the overlap policy it implies.
+    ({"extra_body": {"overlap_policy": BARGE_IN}}, {"overlap_policy": "listen_only"}),
+    ({"overlap_policy": "listen_only", "extra_body": {"overlap_policy": BARGE_IN}},),
+    ({"overlap_policy": "listen_only"}, {"extra_body": {"overlap_policy": BARGE_IN}}),
+    ({"extra_body": {"overlap_policy": BARGE_IN}}, {"turn_detection": None}),
+    ({"turn_detection": VAD}, {"extra_body": {"overlap_policy": "listen_only"}}),
+    ({"turn_detection": VAD}, {"overlap_policy": "listen_only"}, {"instructions": "x"}),
+    ({"turn_detection": VAD, "extra_body": {"overlap_policy": "listen_only"}}, {"voice": "a"}),
+    ({"extra_body": {"overlap_policy": BARGE_IN}}, {"extra_body": {"overlap_policy": 7}}),
+    ({"extra_body": {"playback_commit_policy": ACK}}, {"playback_commit_policy": "commit_all"}),
+    (
+        {"playback_commit_policy": ACK, "extra_body": {"playback_commit_policy": "x"}},
+        {"extra_body": {"a": 1}},
+    ),
+    (
+        {"playback_commit_policy": "commit_all_on_done"},
+        {"extra_body": {"playback_commit_policy": ACK}},
+    ),
 ]
 
 
@@ -223,24 +248,32 @@ def test_a_ga_clients_fresh_upstream_gets_the_settings_of_every_update() -> None
 Wheel = tuple[modules.ModuleType, dict[str, modules.ModuleType]]
 
 
-def read_by_wheel(wheel: Wheel, *updates: dict[str, Any]) -> dict[str, Any]:
-    """The session vLLM-Omni has after the updates, one by one, over a fresh one (less
-    its echoes of the last update and of its ``audio`` object, which a fresh upstream
-    echoes as the one update it got)."""
+def read_by_wheel(
+    wheel: Wheel, turns: modules.ModuleType, *updates: dict[str, Any]
+) -> dict[str, Any]:
+    """The session vLLM-Omni has after the updates, one by one, over a fresh one, each
+    checked and its turn detection normalized first as ``on_session_update`` does
+    (``engine/duplex/turn_detection.py``: a named turn detection sets the overlap
+    policy it implies). Left out: its echoes of the last update and of its ``audio``
+    object, which a fresh upstream echoes as the one update it got, and the policies'
+    copies ``extra_body`` keeps, which it reads into its own fields only (compared)."""
     config, stubs = wheel
     session = config.DuplexSessionConfig()
     with mock.patch.dict(sys.modules, stubs):
         for each in updates:
-            session.apply_realtime_update(dict(each))
+            payload = copy.deepcopy(dict(each))
+            assert turns.validate_realtime_turn_detection(payload) is None, payload
+            turns.normalize_turn_detection_session_payload(payload)
+            session.apply_realtime_update(payload)
     state: dict[str, Any] = session.as_dict()
-    echoes = ("realtime_session_payload", "realtime_audio")
+    echoes = ("realtime_session_payload", "realtime_audio", *POLICIES)
     state["extra_body"] = {k: v for k, v in session.extra_body.items() if k not in echoes}
     return state
 
 
 @pytest.mark.parametrize("updates", SEQUENCES)
 def test_the_given_update_reads_as_the_updates_did(
-    wheel_config: Wheel, updates: tuple[dict[str, Any], ...]
+    wheel_config: Wheel, wheel_turns: modules.ModuleType, updates: tuple[dict[str, Any], ...]
 ) -> None:
     """vLLM-Omni's ``apply_realtime_update`` has the same session after the one update
     a fresh upstream gets as after the updates the lost one got, one by one: a setting
@@ -248,7 +281,21 @@ def test_the_given_update_reads_as_the_updates_did(
     value it ignores (``extra_body: null``, ``audio: null``) leaves the earlier one."""
     sc = make()
     sent = updated(sc, *updates)
-    assert read_by_wheel(wheel_config, lost(sc)) == read_by_wheel(wheel_config, *sent)
+    assert read_by_wheel(wheel_config, wheel_turns, lost(sc)) == read_by_wheel(
+        wheel_config, wheel_turns, *sent
+    )
+
+
+def test_a_later_flat_policy_replaces_one_given_in_extra_body(
+    wheel_config: Wheel, wheel_turns: modules.ModuleType
+) -> None:
+    """``extra_body.overlap_policy`` then a flat one: the fresh upstream runs the flat
+    one, as the lost one did (a stale ``extra_body`` copy would win over it)."""
+    sc = make()
+    updated(sc, {"extra_body": {"overlap_policy": BARGE_IN}}, {"overlap_policy": "listen_only"})
+    session = lost(sc)
+    assert read_by_wheel(wheel_config, wheel_turns, session)["overlap_policy"] == "listen_only"
+    assert session.get("extra_body", {}).get("overlap_policy") in (None, "listen_only")
 
 
 def fold(*updates: dict[str, Any]) -> dict[str, Any]:

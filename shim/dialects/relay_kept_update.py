@@ -11,7 +11,8 @@ the update a fresh upstream session gets after a loss, or after a move to anothe
 replica (``shim/snapshot.py``, ``opening_session``), is every earlier one with each
 later one over it (``folded``), not the last alone. A fact spelled several ways (the
 turn detection flat or under ``audio.input``, a rate flat, nested or in its format
-object, the voice flat or under ``audio.output``, ``max_output_tokens``) is replaced
+object, the voice flat or under ``audio.output``, ``max_output_tokens``, an
+``overlap_policy`` flat or in ``extra_body``: ``relay_kept_settings.py``) is replaced
 whole by an update that names it in any of them, and stated once where vLLM-Omni
 reads it; a value vLLM-Omni ignores (``extra_body: null``, ``audio: null``, a
 ``temperature: null``) leaves the earlier one standing. So the folded update reads
@@ -21,14 +22,22 @@ as the updates did, one after the other.
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 from shim.actions import Action, SendUpstream
+from shim.dialects.relay_kept_settings import (
+    SETTINGS,
+    TURN,
+    Path,
+    drop,
+    get,
+    names,
+    put,
+    stated_where_read,
+)
 
-Path = tuple[str, ...]
-# The spellings of one fact; ``overlap_policy`` follows the turn detection.
-_TURN: tuple[Path, ...] = (("turn_detection",), ("audio", "input", "turn_detection"))
+# The spellings of one fact (the settings read one spelling at a time:
+# ``relay_kept_settings.py``).
 _IN_FORMAT: tuple[Path, ...] = (("input_audio_format",), ("audio", "input", "format"))
 _IN_RATE: tuple[Path, ...] = (
     ("sample_rate_hz",),
@@ -59,31 +68,9 @@ def _session(ev: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in ev.items() if k not in ("type", "event_id")}
 
 
-def _get(session: dict[str, Any], path: Path) -> tuple[bool, Any]:
-    node: Any = session
-    for key in path:
-        if not isinstance(node, dict) or key not in node:
-            return False, None
-        node = node[key]
-    return True, node
-
-
-def _names(session: dict[str, Any], group: tuple[Path, ...]) -> bool:
-    return any(_get(session, path)[0] for path in group)
-
-
-def _drop(session: dict[str, Any], group: tuple[Path, ...]) -> None:
-    for *parents, key in group:
-        node: Any = session
-        for parent in parents:
-            node = node.get(parent) if isinstance(node, dict) else None
-        if isinstance(node, dict):
-            node.pop(key, None)
-
-
 def _first(session: dict[str, Any], group: tuple[Path, ...]) -> Any:
     """The value of the spelling vLLM-Omni reads first (a set one), or None."""
-    return next((v for v in (_get(session, path)[1] for path in group) if v), None)
+    return next((v for v in (get(session, path)[1] for path in group) if v), None)
 
 
 def _read(session: dict[str, Any], formats: tuple[Path, ...], rates: tuple[Path, ...]) -> Any:
@@ -104,115 +91,20 @@ def _side(
     """One side's format and rate, ``new``'s over ``out``'s, stated once in ``out``
     where vLLM-Omni reads them (an output rate only beside a nested format): a rate
     stays when a later update names only a format."""
-    if not _names(new, formats) and not _names(new, rates):
+    if not names(new, formats) and not names(new, rates):
         return
     spec, rate = _read(out, formats, rates)
     new_spec, new_rate = _read(new, formats, rates)
     spec, rate = new_spec or spec, new_rate or rate
-    _drop(out, (*formats, *rates))
-    _drop(new, (*formats, *rates))
+    drop(out, (*formats, *rates))
+    drop(new, (*formats, *rates))
     if isinstance(spec, dict) and rate:
         spec = {**spec, "rate": rate}
     flat = formats is _IN_FORMAT  # flat, as an update the GA relay states (ga_upstream.py)
     if spec:
-        _put(out, formats[0] if flat else formats[-1], spec)
+        put(out, formats[0] if flat else formats[-1], spec)
     if rate:
-        _put(out, rates[0], rate)
-
-
-def _put(session: dict[str, Any], path: Path, value: Any) -> None:
-    node = session
-    for key in path[:-1]:
-        child = node.get(key)
-        node[key] = child = dict(child) if isinstance(child, dict) else {}
-        node = child
-    node[path[-1]] = value
-
-
-# Settings as ``apply_realtime_update`` reads them, each with its spellings and the
-# reader of an update: the spelling it takes the value from, ``()`` when it changes it
-# by none, None when it leaves it (not named, or named by a value it ignores).
-Read = Callable[[dict[str, Any]], "Path | None"]
-_NUMBER = (int, float)
-_TOKENS = ("max_response_output_tokens", "max_output_tokens", "max_tokens")
-_NOISE: tuple[Path, ...] = (("input_audio_noise_reduction",), ("audio", "input", "noise_reduction"))
-
-
-def _typed(path: Path, kinds: tuple[type, ...], clears: bool, nested: Path = ()) -> Read:
-    """A ``kinds`` under ``path``, else ``nested``; a ``null`` at ``path`` may clear it."""
-
-    def read(session: dict[str, Any]) -> Path | None:
-        named, value = _get(session, path)
-        if isinstance(value, kinds):
-            return path
-        if nested and isinstance(_get(session, nested)[1], kinds):
-            return nested
-        return path if clears and named and value is None else None
-
-    return read
-
-
-def _max_tokens(session: dict[str, Any]) -> Path | None:
-    """The first spelling named, whatever its value (``null``, ``"inf"``: no limit)."""
-    return next(((n,) for n in _TOKENS if n in session), None)
-
-
-def _modalities(session: dict[str, Any]) -> Path | None:
-    """The first of its spellings set, taken if it is a list of names."""
-    name = "modalities" if session.get("modalities") else "output_modalities"
-    value = session.get(name)
-    ok = isinstance(value, list) and all(isinstance(item, str) for item in value)
-    return (name,) if ok else None
-
-
-def _noise(session: dict[str, Any]) -> Path | None:
-    """Nested, else cleared by an ``audio.input`` without it, else flat (``null`` clears)."""
-    nested = _get(session, _NOISE[1])[1]
-    if isinstance(nested, dict):
-        return _NOISE[1]
-    if nested is None and isinstance(_get(session, ("audio", "input"))[1], dict):
-        return ()
-    return _typed(_NOISE[0], (dict,), clears=True)(session)
-
-
-def _one(path: Path, kinds: tuple[type, ...], clears: bool = True, nested: Path = ()) -> Any:
-    return ((path, nested) if nested else (path,)), _typed(path, kinds, clears, nested)
-
-
-_SETTINGS: tuple[tuple[tuple[Path, ...], Read], ...] = (
-    _one(("voice",), (str,), nested=("audio", "output", "voice")),
-    _one(("speed",), _NUMBER, False, nested=("audio", "output", "speed")),
-    _one(("input_audio_transcription",), (dict,), nested=("audio", "input", "transcription")),
-    (_NOISE, _noise),
-    (tuple((n,) for n in _TOKENS), _max_tokens),
-    ((("modalities",), ("output_modalities",)), _modalities),
-    *(
-        _one((name,), kinds, clears)
-        for name, kinds, clears in (
-            ("instructions", (str,), True),
-            ("temperature", _NUMBER, False),
-            ("overlap_policy", (str,), False),
-            ("overlap_short_ack_ms", _NUMBER, False),
-            ("overlap_barge_in_ms", _NUMBER, False),
-            ("overlap_silence_rms", _NUMBER, False),
-            ("playback_commit_policy", (str,), False),
-            ("tools", (list,), True),
-            ("tool_choice", (str, dict), True),
-            ("metadata", (dict,), True),
-            ("include", (list,), True),
-            ("prompt", (dict,), True),
-            ("tracing", (str, dict), True),
-        )
-    ),
-)
-
-
-def _noise_where_read(session: dict[str, Any]) -> None:
-    """A flat noise reduction stated under ``audio.input`` when the folded update has
-    one: vLLM-Omni clears it on reading an ``audio.input`` without it."""
-    flat, inner = _get(session, _NOISE[0])[1], _get(session, ("audio", "input"))[1]
-    if isinstance(flat, dict) and isinstance(inner, dict) and inner.get("noise_reduction") is None:
-        inner["noise_reduction"] = session.pop(_NOISE[0][0])
+        put(out, rates[0], rate)
 
 
 def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
@@ -221,17 +113,17 @@ def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
     new = copy.deepcopy(_session(sent))  # the first, too, stated as vLLM-Omni reads it
     out = {} if kept is None else copy.deepcopy(_session(kept))
     _objects_only(new, empty=False)
-    if _names(new, _TURN):
-        _drop(out, (*_TURN, ("overlap_policy",)))
+    if names(new, TURN):
+        drop(out, TURN)
     _side(out, new, _IN_FORMAT, _IN_RATE)
     _side(out, new, _OUT_FORMAT, _OUT_RATE)
-    for paths, read in _SETTINGS:
+    for paths, read in SETTINGS:
         took = read(new)
         if took is None:  # named, if at all, to no effect: the earlier value stands
-            _drop(new, paths)
+            drop(new, paths)
         else:  # the value read replaces every spelling, and is stated once
-            _drop(out, paths)
-            _drop(new, tuple(path for path in paths if path != took))
+            drop(out, paths)
+            drop(new, tuple(path for path in paths if path != took))
     _objects_only(new, empty=True)
     for key, value in new.items():
         old = out.get(key)
@@ -244,7 +136,7 @@ def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
                 old.update(value)
         else:
             out[key] = value
-    _noise_where_read(out)
+    stated_where_read(out)
     return {"type": "session.update", "session": out}
 
 
