@@ -240,13 +240,17 @@ async def test_lenient_detector_ignores_an_update_naming_turn_detection() -> Non
 
 async def test_instructions_change_after_input_is_refused_whole() -> None:
     """``session/control.py`` (``on_session_update``): once an append has been accepted
-    (``session/append_task.py`` locks the context) an update whose instructions differ
-    is refused whole with ``instructions_update_unsupported``; restating them is not a
-    change, and before any audio they change freely."""
+    (``session/append_task.py`` locks the context; a turn answered hands the model its
+    audio) an update whose instructions differ is refused whole with
+    ``instructions_update_unsupported``; restating them is not a change, and before any
+    input they change freely (what else locks, and what does not:
+    ``tests/test_reference_instructions_lock.py``)."""
     async with backend() as (http, url), session(http, url, instructions="a") as (p, _):
         await p.send({"type": "session.update", "session": {"instructions": "b"}})
         assert (await p.until("session.updated"))["session"]["instructions"] == "b"
-        await p.speak(silence(300))
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+        await answered(p)
         await p.settle()
         await p.send(
             {

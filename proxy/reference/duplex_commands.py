@@ -166,12 +166,38 @@ def _item_create(session: DuplexSession, event: dict[str, object]) -> None:
     conversation = session.model.conversation
     previous = _str_or_none(event.get("previous_item_id")) or conversation.last_id
     conversation.add(stored)
+    if stored.get("role") == "user" and _has_content(stored.get("content")):
+        session.model.unanswered_items += 1  # a later response.create may answer it
     session.emit("conversation.item.added", {"previous_item_id": previous, "item": stored})
     session.emit("conversation.item.created", {"previous_item_id": previous, "item": stored})
     session.emit(
         "conversation.item.done",
         {"previous_item_id": conversation.previous_of(str(stored["id"])), "item": stored},
     )
+
+
+def _has_content(content: object) -> bool:
+    """A message vLLM-Omni keeps in its history (``engine/duplex/config.py``,
+    ``realtime_item_to_history_message``): some text, an image or audio."""
+    if isinstance(content, str):
+        return bool(content.strip())
+    parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    text = "".join(
+        p["text"]
+        for p in parts
+        if p.get("type") in {"input_text", "text", "output_text", "audio_transcript", "transcript"}
+        and isinstance(p.get("text"), str)
+    )
+    media = any(
+        (p.get("type") == "input_image" and isinstance(p.get("image_url"), str))
+        or (
+            p.get("type") in {"input_audio", "audio"}
+            and isinstance(p.get("audio") or p.get("data"), str)
+            and bool(p.get("audio") or p.get("data"))
+        )
+        for p in parts
+    )
+    return bool(text.strip()) or media
 
 
 def _item_lookup(

@@ -148,8 +148,9 @@ class SessionSettings:
     ) -> None:
         """Apply a live ``session.update`` (already format/turn-detection validated).
 
-        ``locked``: the model has taken in audio (its context is locked), so the instructions it was
-        primed with can no longer change (``session/control.py``, ``on_session_update``;
+        ``locked``: the model has taken input (a turn, or an auto-responding session's
+        chunk: its context is locked), so the instructions it was primed with can no
+        longer change (``session/control.py``, ``on_session_update``;
         ``session/append_task.py`` locks it on the first accepted append): an update
         changing them is refused whole, one restating them is not.
         """

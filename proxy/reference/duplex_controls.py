@@ -9,11 +9,16 @@ them report through the journal.
 
 from __future__ import annotations
 
+import numpy as np
+
 from proxy.reference.conversation import truncate_audio_part, truncate_error
 from proxy.reference.duplex_model import DuplexModel
+from proxy.reference.duplex_port import UserTurn
 from proxy.reference.duplex_response import Response
 from proxy.reference.options import FAULT_IGNORE_TRUNCATE
 
+TEXT_TURN_REFUSED = "This duplex model answers speech input only."
+TEXT_TURN_SEED = " Seed the session with initial_user_text to ask it in text."
 _RESPONSE_OPTIONS = (
     "instructions",
     "voice",
@@ -92,7 +97,17 @@ def create_response(model: DuplexModel, options: dict[str, object], event_id: ob
         )
         return
     turn = model.take_waiting()
-    if turn is None:
+    items, model.unanswered_items = model.unanswered_items, 0
+    profile = port.options.model_profile
+    if turn is None and items and profile.text_only_turn:
+        # A turn of text items: the model is given the conversation, and primed with
+        # its silence (``session/runner.py``, ``_start_response_from_committed_audio``).
+        turn = UserTurn(str(model.conversation.last_id), np.zeros(0, dtype=np.int16), 0)
+    elif turn is None and items:
+        seed = TEXT_TURN_SEED if profile.chat_completions else ""
+        port.emit_error("text_only_turn_unsupported", TEXT_TURN_REFUSED + seed)
+        return
+    elif turn is None:
         port.emit_error(
             "response_create_without_input",
             "Duplex response.create requires committed audio to answer.",

@@ -192,6 +192,11 @@ class InputTape:
     def end_ms(self) -> int:
         return (self._start + self._samples) // 16
 
+    @property
+    def held_ms(self) -> int:
+        """The audio kept since the last commit or clear."""
+        return self._samples // 16
+
     def append(self, samples: Float32Array) -> None:
         pcm = np.clip(samples * 32768.0, -32768, 32767).astype(np.int16)
         self._chunks.append(pcm)

@@ -58,8 +58,6 @@ class DuplexModel(Speaking):
         self._overlap_ms = 0
         self._appended = False
         self._append_speech = False
-        self.context_locked = False  # audio taken in: instructions fixed (duplex_config.py)
-        self._locks_context = opts.strict("lock_instructions_after_input")
 
     def _new_detector(self) -> SpeechDetector:
         opts = self._opts
@@ -104,9 +102,9 @@ class DuplexModel(Speaking):
             self._append_without_vad(decoded, speechy)
             return
         self._appended = True
-        self.context_locked = self._locks_context
         self._append_speech = self._append_speech or speechy
         self.tape.append(samples)
+        self._chunk_taken()
         if self._in_overlap and not self.owns_turn():
             self._in_overlap = False
             self._open_input()
@@ -129,11 +127,18 @@ class DuplexModel(Speaking):
             self._overlap_ms += duration_ms
             self._decide("listen", "policy_listen_only", duration_ms)
         self._appended = True
-        self.context_locked = self._locks_context
         self._append_speech = self._append_speech or speechy
         self.tape.append(decoded.samples)
+        self._chunk_taken()
         if decoded.is_speech is not False:
             self._open_input()
+
+    def _chunk_taken(self) -> None:
+        """An auto-responding session hands its model each whole chunk as it fills
+        (``session/runner.py``, ``_on_append_audio``: ``allow_emit``), which locks it;
+        otherwise appends only fill the buffer until a turn is taken."""
+        if self.port.auto_response and self.tape.held_ms >= self._opts.chunk_ms_for(self.port.kind):
+            self.context_locked = self.context_locked or self.locks_context
 
     def _open_input(self) -> None:
         if self._item_id is not None:

@@ -58,7 +58,7 @@ def capabilities(kind: str, options: ReferenceOptions) -> dict[str, object]:
         "session_admission_mode": "engine_managed",
         "supports_audio_truncate": barge_in,
         "supports_image_input": False,
-        "supports_text_only_turn": False,
+        "supports_text_only_turn": profile.text_only_turn,
         "requires_model_runner_kv": True,
         "requires_native_stage_role": True,
         "implementation_level": "model_native_duplex",

@@ -55,6 +55,12 @@ class Speaking:
         self.answer_waiting = False
         self.acks_seen = False
         self.audio_started = False
+        # The model's context locked (instructions fixed: ``duplex_config.py``) by the
+        # first input it takes (``engine/duplex/session/append_task.py``, ``_submit``):
+        # a turn answered, or an auto-responding session's first chunk (``duplex_model.py``).
+        self.context_locked = False
+        self.locks_context = port.options.strict("lock_instructions_after_input")
+        self.unanswered_items = 0  # user items a text-only turn would answer
         self.replies = 0
         self._tasks: set[asyncio.Task[None]] = set()
         self._stream_task: asyncio.Task[None] | None = None
@@ -96,6 +102,7 @@ class Speaking:
         return turn
 
     def start_response(self, turn: UserTurn) -> None:
+        self.context_locked = self.context_locked or self.locks_context
         self.replies += 1
         opts = self._opts
         text = reply_text(self.port.kind, turn.speech_ms, self.replies)

@@ -8,7 +8,7 @@ Values come from each model's duplex preset in vLLM-Omni 0.30.0:
   and ``plugin.py`` (needs ``extra_body.auto_response`` or ``full_duplex``);
 * ``personaplex`` -- ``personaplex/duplex/serving_adapter.py`` (no client commit, no
   resume, 80 ms chunks) and ``input.py`` (``pcm_f32le`` at 24 kHz only);
-* ``qwen3omni`` -- ``qwen3_omni/duplex/plugin.py`` (barge-in; refuses
+* ``qwen3omni`` -- ``qwen3_omni/duplex/plugin.py`` (barge-in, text-only turns; refuses
   ``extra_body.auto_response`` and ``ref_audio``).
 
 ``generic`` is a duplex model with no open requirements whose capabilities follow the
@@ -37,10 +37,15 @@ class ModelProfile:
     accepts_converted_pcm: bool = True
     #: Named presets advertise ``target_barge_in_latency_ms: null``.
     declares_latency_target: bool = False
+    #: ``supports_text_only_turn``: a ``response.create`` over user text items alone is a turn.
+    text_only_turn: bool = False
+    #: ``supports_chat_completions`` (not advertised): a refused text turn names
+    #: ``initial_user_text`` as the way to ask it in text.
+    chat_completions: bool = False
 
 
 GENERIC = ModelProfile("generic", declares_latency_target=True)
-MINICPMO = ModelProfile("minicpmo", barge_in=True, chunk_ms=1000)
+MINICPMO = ModelProfile("minicpmo", barge_in=True, chunk_ms=1000, chat_completions=True)
 NEMOTRON = ModelProfile("nemotron", barge_in=False, chunk_ms=80)
 PERSONAPLEX = ModelProfile(
     "personaplex",
@@ -51,7 +56,7 @@ PERSONAPLEX = ModelProfile(
     f32_rate_hz=24000,
     accepts_converted_pcm=False,
 )
-QWEN3OMNI = ModelProfile("qwen3omni", barge_in=True)
+QWEN3OMNI = ModelProfile("qwen3omni", barge_in=True, text_only_turn=True, chat_completions=True)
 
 PROFILES: dict[str, ModelProfile] = {
     p.name: p for p in (GENERIC, MINICPMO, NEMOTRON, PERSONAPLEX, QWEN3OMNI)

@@ -1,0 +1,137 @@
+"""What fixes a strict duplex stand-in's instructions, as on vLLM-Omni 0.30.0
+(``docs/fidelity.md``, row 2b): the model's context locks when an append of input
+reaches it (``engine/duplex/session/append_task.py``, ``_submit``), and that happens
+only when it takes a turn (``engine/duplex/session/runner.py``): a commit or a
+``response.create`` that starts an answer from committed audio, a text-only turn on a
+model that takes them (``_start_response_from_committed_audio``), or in a session
+with ``extra_body.auto_response`` a whole chunk of audio (``_on_append_audio``:
+``allow_emit``). Audio merely buffered, a commit asking no answer, a text item with
+no answer, or a ``response.create`` refused for want of input lock nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from proxy.reference import ReferenceOptions
+from tests.test_reference_strict import SPEECH, Peer, answered, backend, session
+from tests.testaudio import silence
+
+pytestmark = pytest.mark.timeout(60)
+
+USER_TEXT = {
+    "type": "conversation.item.create",
+    "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
+}
+
+
+async def changed(p: Peer) -> bool:
+    """Whether an instructions change applies now (True) or is refused whole."""
+    await p.send({"type": "session.update", "session": {"instructions": "changed"}})
+    while True:
+        event = await p.recv()
+        if event["type"] == "session.updated":
+            return True
+        if event["type"] == "error":
+            error = event["error"]
+            assert isinstance(error, dict)
+            assert error["code"] == "instructions_update_unsupported", error
+            return False
+
+
+async def speech_buffered(p: Peer) -> None:
+    await p.speak(SPEECH)
+    await p.settle()
+
+
+async def committed_unanswered(p: Peer) -> None:
+    await p.speak(SPEECH)
+    await p.send({"type": "input_audio_buffer.commit"})
+    assert "response.created" not in await p.settle()
+
+
+async def committed_answered(p: Peer) -> None:
+    await p.speak(SPEECH)
+    await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+    await answered(p)
+
+
+async def committed_then_created(p: Peer) -> None:
+    await committed_unanswered(p)
+    await p.send({"type": "response.create"})
+    await answered(p)
+
+
+async def create_without_input(p: Peer) -> None:
+    await p.send({"type": "response.create"})
+    error = await p.until("error")
+    assert error["error"]["code"] == "response_create_without_input"  # type: ignore[index]
+
+
+async def text_item_unanswered(p: Peer) -> None:
+    await p.send(USER_TEXT)
+    await p.settle()
+
+
+Step = Callable[[Peer], Awaitable[None]]
+
+
+@pytest.mark.parametrize(
+    ("step", "locks"),
+    [
+        (speech_buffered, False),
+        (committed_unanswered, False),
+        (create_without_input, False),
+        (text_item_unanswered, False),
+        (committed_answered, True),
+        (committed_then_created, True),
+    ],
+)
+async def test_the_context_locks_when_the_model_takes_a_turn(step: Step, locks: bool) -> None:
+    async with backend() as (http, url), session(http, url, instructions="a") as (p, _):
+        await step(p)
+        assert await changed(p) is not locks
+
+
+@pytest.mark.parametrize(("audio_ms", "locks"), [(100, False), (200, True)])
+async def test_an_auto_responding_session_locks_at_its_first_whole_chunk(
+    audio_ms: int, locks: bool
+) -> None:
+    """The generic "duplex" model's chunk is 200 ms: less is buffered, a whole one goes."""
+    fields = {"instructions": "a", "extra_body": {"auto_response": True}}
+    async with backend() as (http, url), session(http, url, **fields) as (p, _):
+        await p.speak(silence(audio_ms))
+        await p.settle()
+        assert await changed(p) is not locks
+
+
+async def test_a_text_only_turn_locks_a_model_that_takes_one() -> None:
+    """Qwen3-Omni answers a ``response.create`` over user text items alone
+    (``supports_text_only_turn``), by an append of the conversation, which locks."""
+    options = ReferenceOptions(fidelity="strict", profile="qwen3omni", max_sessions=8)
+    async with backend(options) as (http, url), session(http, url, instructions="a") as (p, c):
+        assert c["session"]["capabilities"]["supports_text_only_turn"] is True  # type: ignore[index]
+        await p.send(USER_TEXT)
+        await p.send({"type": "response.create"})
+        await answered(p)
+        assert not await changed(p)
+
+
+async def test_a_model_without_text_turns_refuses_one_and_stays_unlocked() -> None:
+    """``text_only_turn_unsupported``: the items are dropped as a turn's input and no
+    append reaches the model."""
+    async with backend() as (http, url), session(http, url, instructions="a") as (p, c):
+        assert c["session"]["capabilities"]["supports_text_only_turn"] is False  # type: ignore[index]
+        await p.send(USER_TEXT)
+        await p.send({"type": "response.create", "event_id": "ev_t"})
+        error = (await p.until("error"))["error"]
+        assert error == {
+            "type": "invalid_request_error",
+            "code": "text_only_turn_unsupported",
+            "message": "This duplex model answers speech input only.",
+        }
+        await p.send({"type": "response.create"})
+        again = (await p.until("error"))["error"]
+        assert again["code"] == "response_create_without_input"  # type: ignore[index]
+        assert await changed(p)
