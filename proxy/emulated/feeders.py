@@ -4,7 +4,6 @@ the clock (``ticker.py``): the client's attachment and frames, and the VAD."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections import deque
 from collections.abc import Awaitable, Callable
 
@@ -105,8 +104,12 @@ async def feed_attachment(
         await feed.settled.wait()
     finally:
         reader.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await reader
+        # Waits for its end, not its result: a cancellation of this task meanwhile
+        # stays this task's (awaiting the reader would raise the reader's own, and
+        # suppressing that would swallow it).
+        await asyncio.wait({reader})
+        if not reader.cancelled() and reader.exception() is not None:
+            await reader  # its failure, raised
 
 
 # Audio chunks waiting for the VAD before the session's loop waits for them (~5 s of

@@ -16,6 +16,7 @@ from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
+from proxy.emulated.attachments import Attachments
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.feeders import VadFeed, feed_attachment
 from proxy.emulated.held_ends import HeldEnds
@@ -103,7 +104,7 @@ class EmulatedRunner(PersistedSession):
         self.finished = asyncio.Event()
         self.persister = Persister(self, state)
         self.out.held = HeldEnds(self.persister, state.metrics, cls.mode)
-        self._ended = False
+        self.attachments = Attachments()  # handed over, served or not yet
         self._close_reason: str | None = None
         self.actions = ActionRunner(
             session_id,
@@ -143,10 +144,9 @@ class EmulatedRunner(PersistedSession):
         after: list[Action] | None = None,
     ) -> None:
         """Hand the session a client connection; returns when that attachment ends
-        (see ``feed_attachment``)."""
-        await feed_attachment(
-            self.inputs, self.credits, self.loop.offer, attach, pending or [], after or []
-        )
+        (see ``feed_attachment``), or at once if the session is ending."""
+        feed = (self.inputs, self.credits, self.loop.offer, attach, pending or [], after or [])
+        await self.attachments.run(attach, lambda: feed_attachment(*feed))
 
     def created_event(self, resume_token: str | None, resumed: bool = False) -> dict[str, Any]:
         return created_event(
@@ -161,13 +161,15 @@ class EmulatedRunner(PersistedSession):
         )
 
     async def stop(self, code: int = 1000, reason: str = "session ended") -> None:
-        if self._ended:
+        if self.attachments.end is not None:
             return
-        self._ended = self.upstream.closing = True
+        self.attachments.ending(code, reason)  # no attachment is served from here
+        self.upstream.closing = True
         # What it is owed goes as it closes (HeldEnds.settle: waits for the store if drained).
         if (attached := self.out.attached) is not None:
             await attached.client.close(code, reason)
             attached.done.set()
+        await self.attachments.close_unserved(attached)  # queued, or in the loop's hand
         self.out.release(unsaved=code != 1012)  # (a Detached may have run meanwhile)
         # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
         await self.persister.finish(final=code != 1012)
@@ -244,13 +246,15 @@ class EmulatedRunner(PersistedSession):
                 if item.credited:
                     self.credits.release(len(item.frame.raw))
         elif isinstance(item, Attach):
+            if self.attachments.end is not None:
+                return  # the session is ending: ``stop`` closes it
             item.client.end_by(self.ends_at)
             await self.out.attach(item, self.shim.config.input_format)  # the clock's start
             await self._handle(ClientPresence(True, now_ms()))  # GA's idle timeout goes on
         elif isinstance(item, Detached):
             await self._on_detach(item.client)
         elif isinstance(item, Execute):
-            await self._execute(item.actions)
+            await self.actions.run(item.actions)
         elif isinstance(item, FromUpstream):
             try:
                 if item.ws is self.upstream.ws:
@@ -263,7 +267,7 @@ class EmulatedRunner(PersistedSession):
             await self._handle(cast(Input, item))
 
     async def _handle(self, event: Input) -> None:
-        await self._execute(self.shim.handle(event))
+        await self.actions.run(self.shim.handle(event))
 
     async def _on_detach(self, client: ClientChannel) -> None:
         if client.ended_by_proxy is not None and client is self.out.client:
@@ -294,6 +298,3 @@ class EmulatedRunner(PersistedSession):
                 await self.state.store.delete(self.session_id, self.persister.epoch)
         self._close_reason = reason
         await self.inputs.put(Stop())
-
-    async def _execute(self, actions: list[Action]) -> None:
-        await self.actions.run(actions)

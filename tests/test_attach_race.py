@@ -1,0 +1,155 @@
+"""An attachment the session will never serve is closed as the session ends: a resume
+queued behind the session's inputs, or taken by its loop and not yet served, or
+arriving after the session ended, gets the session's close code and its connection
+ends (``proxy/emulated/runner.py``, ``stop``). Left waiting, each would keep its
+socket and its task for good."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+
+import pytest
+from aiohttp import web
+
+from proxy.client_io import ClientChannel
+from proxy.client_queue import FrameCredits
+from proxy.emulated.feeders import feed_attachment
+from proxy.emulated.queue_items import Attach, FromClient
+from proxy.emulated.runner import EmulatedRunner
+from proxy.emulated.upstream_redial import InLoop
+from proxy.metrics import Metrics
+from proxy.state import ProxyState
+from tests.servers import (
+    closed,
+    connect,
+    proxy_with_state,
+    reference,
+    resume_of,
+    serve_app,
+    store_config,
+    ws_url,
+)
+
+
+async def eventually(condition: Callable[[], bool], within_s: float = 10.0) -> None:
+    for _ in range(int(within_s / 0.02)):
+        if condition():
+            return
+        await asyncio.sleep(0.02)
+    assert condition()
+
+
+def resumed_count(state: ProxyState) -> float:
+    for metric in state.metrics.resumes.collect():
+        for sample in metric.samples:
+            if sample.name.endswith("_total") and sample.labels.get("outcome") == "resumed":
+                return sample.value
+    return 0.0
+
+
+async def test_a_resume_taken_by_the_loop_as_its_session_drains_is_closed_with_1012() -> None:
+    async with (
+        reference("turn") as up,
+        proxy_with_state(store_config(up, "memory://")) as (base, state),
+        connect(ws_url(base)) as c1,
+    ):
+        created = await c1.until("session.created")
+        [runner] = state.live.values()
+        assert isinstance(runner, EmulatedRunner)
+        c1_closed = asyncio.create_task(closed(c1))  # (read: its close is answered)
+        # An input being handled inline holds the loop: it takes the next input (the
+        # resume's Attach) and waits to handle it.
+        async with runner.loop._lock:
+            async with connect(ws_url(base, model=None)) as c2:
+                await c2.send(resume_of(created))
+                await eventually(lambda: resumed_count(state) == 1)
+                c2_closed = asyncio.create_task(closed(c2))
+                await runner.drain()
+                assert await c2_closed == 1012, "told to resume elsewhere"
+        assert await c1_closed == 1012
+        await eventually(lambda: not state.sessions)  # both connections' tasks ended
+
+
+@asynccontextmanager
+async def attaching_server(
+    state: ProxyState, runner: EmulatedRunner
+) -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+    """A socket whose server side attaches to ``runner`` (a ClientChannel, as a resume
+    hands over); yields its URL, set once the attach is queued, set once it returned."""
+    queued, returned = asyncio.Event(), asyncio.Event()
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        client = ClientChannel(ws, state.metrics, 8, 64, 1 << 20, request.transport)
+        client.start()
+        try:
+            queued.set()  # (the attach is queued before it first waits)
+            await runner.attach(Attach(client, [], asyncio.Event()))
+            returned.set()
+        finally:
+            await client.stop()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    async with serve_app(app) as base:
+        yield base.replace("http://", "ws://") + "/", queued, returned
+
+
+@pytest.mark.parametrize("when", ["queued", "after_the_end"])
+async def test_an_attachment_the_session_never_serves_gets_its_close(when: str) -> None:
+    async with (
+        reference("turn") as up,
+        proxy_with_state(store_config(up, "memory://")) as (base, state),
+        connect(ws_url(base)) as c1,
+    ):
+        await c1.until("session.created")
+        [runner] = state.live.values()
+        assert isinstance(runner, EmulatedRunner)
+        c1_closed = asyncio.create_task(closed(c1))  # (read: its close is answered)
+        async with attaching_server(state, runner) as (url, queued, returned):
+            if when == "after_the_end":
+                await runner.stop(1011, "session ended")
+                assert await c1_closed == 1011
+                async with connect(url) as c2:
+                    assert await closed(c2) == 1011
+                    await asyncio.wait_for(returned.wait(), 10)
+                return
+            # An input being handled inline holds the loop; the loop takes the next
+            # input and waits for it, and the attach queues behind.
+
+            async def nothing() -> None:
+                pass
+
+            async with runner.loop._lock:
+                runner.inputs.put_nowait(InLoop(nothing))
+                async with connect(url) as c2:
+                    await queued.wait()
+                    c2_closed = asyncio.create_task(closed(c2))
+                    await runner.stop(1000, "session_replaced")
+                    assert await c2_closed == 1000
+                    await asyncio.wait_for(returned.wait(), 10)
+            assert await c1_closed == 1000
+
+
+async def test_an_attachment_cancelled_as_it_ends_stays_cancelled() -> None:
+    """Its feed waits for the client's reader to end; a cancellation meanwhile is the
+    caller's, and is not swallowed with the reader's own."""
+    client = ClientChannel(web.WebSocketResponse(), Metrics(), 8, 64, 1 << 20)
+    attach = Attach(client, [], asyncio.Event())
+    attach.done.set()  # it ends at once: the feed stops its reader and waits for it
+
+    async def never(item: FromClient) -> bool:
+        return False
+
+    inputs: asyncio.Queue[object] = asyncio.Queue()
+    feed = asyncio.create_task(
+        feed_attachment(inputs, FrameCredits(1 << 20), never, attach, [], [])
+    )
+    await asyncio.sleep(0)  # the feed runs until it waits for its reader
+    feed.cancel()
+    await asyncio.wait({feed})
+    assert feed.cancelled()
