@@ -74,7 +74,7 @@ class EmulatedRunner(PersistedSession):
             start_seq,
         )
         self.recent = RecentIds(store_cfg.recent_event_ids)
-        self.shim: EmulatedSession = new_shim(state, session_id, cls, model, upstream_model)
+        self.shim: EmulatedSession = new_shim(state, session_id, cls, model, upstream_model, route)
         # Unbounded for the session's own producers (the upstream, the VAD, ticks), which a
         # full queue would deadlock against the loop; client frames on it are bounded by
         # ``credits``: past them the client is no longer read (its inbox, then socket, push back).

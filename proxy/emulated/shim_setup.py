@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.config_route import Route
 from proxy.state import ProxyState
 from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects.duplex_relay import BargeInRelaySession
@@ -33,15 +34,24 @@ def shim_settings(state: ProxyState) -> ShimSettings:
 
 
 def new_shim(
-    state: ProxyState, session_id: str, cls: Classification, model: str, upstream_model: str
+    state: ProxyState,
+    session_id: str,
+    cls: Classification,
+    model: str,
+    upstream_model: str,
+    route: Route | None = None,
 ) -> EmulatedSession:
-    """The turn-based dialect for a turn upstream, else the barge-in relay."""
+    """The turn-based dialect for a turn upstream, else the barge-in relay (a GA
+    client's told what the route opens its upstream session with)."""
     settings = shim_settings(state)
     if cls.kind == "turn":
         native = not cls.ga_client
         return TurnBasedSession(session_id, model, upstream_model, settings, native_client=native)
     if cls.ga_client:
-        return GaRelaySession(session_id, model, settings, cls.upstream_capabilities)
+        ga = GaRelaySession(session_id, model, settings, cls.upstream_capabilities)
+        if route is not None:
+            ga.upstream_audio.stated(route.session_defaults)
+        return ga
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
 
 

@@ -1,7 +1,7 @@
 """A GA client's ``instructions`` over a duplex upstream (``ga_session_update.py``).
 
-vLLM-Omni 0.30.0 fixes a session's instructions at the first audio append it accepts
-(``engine/duplex/session/append_task.py``: ``context_locked``) and from then on
+vLLM-Omni 0.30.0 fixes a session's instructions at the first append of input its model
+accepts (``engine/duplex/session/append_task.py``: ``context_locked``) and from then on
 refuses, whole, a ``session.update`` whose instructions differ from the session's
 (``engine/duplex/session/control.py``, ``on_session_update``:
 ``instructions_update_unsupported``); the same instructions restated are no change. A
@@ -11,9 +11,9 @@ and the rest of the update goes upstream and applies. The client is told ``""`` 
 none (``shim/session_config.py``, ``session_object``): restated, ``""`` and null are
 the same instructions to it, so the one the upstream does not have is dropped silently.
 
-The session counts as locked once it was sent audio or a ``response.create``
-(``relay_upstream_audio.py``): vLLM-Omni answers a turn of text items by an append of
-the conversation (``engine/duplex/session/runner.py``), which locks it as well.
+The session counts as locked once its model has taken input, as vLLM-Omni's runner
+hands it input: when it takes a turn, or, auto-responding, a whole chunk of audio
+(``relay_context_lock.py``); audio only buffered leaves the instructions free.
 """
 
 from __future__ import annotations

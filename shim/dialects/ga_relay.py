@@ -88,7 +88,7 @@ class GaRelaySession(BargeInRelaySession):
     def handle(self, inp: Input) -> list[Action]:
         actions = super().handle(inp)
         try:  # never an exception out of handle() (shim/fault.py)
-            self.upstream_audio.follow(actions)  # a fresh upstream session asked for
+            self.upstream_audio.follow(actions, inp)  # a fresh session asked for, a turn
             actions += self._follow_gate(inp)
             kind = inp.event.get("type") if isinstance(inp, ClientEvent) else None
             ptt = self._push_to_talk()

@@ -89,6 +89,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     error = s.apply_update({**ev, "session": raw} if raw is not ev.get("session") else ev)
     if error is not None:
         return [s.err(error.code, str(error), ev, error.param)]
+    s.upstream_audio.stated(raw)
     if s.config.input_format != was:  # held audio keeps the format it came in
         ga_append.stamp_held(s.audio_gate, s.turn_wait, was)
     assert s.last_update is not None

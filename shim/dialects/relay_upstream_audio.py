@@ -8,12 +8,11 @@ relayed commit takes the remainder along, a clear drops it (``shim/upstream_inpu
 A G.711 client's appends go up decoded to PCM16 at their 8 kHz, as
 ``shim/ga_upstream.py`` declares them (vLLM-Omni has no GA G.711 names).
 
-It also knows whether the upstream session has been given any input: vLLM-Omni fixes
-a session's instructions at the first append it accepts, the client's audio or, for a
-``response.create``, the conversation (``ga_instructions.py``). What the edge holds
-while a session is dialled goes to it (``proxy/emulated/upstream_control.py``): the
-count starts again when a fresh session is asked for (``AbortUpstream``), not when it
-is bound, and what was held for a resume that failed goes on to the fresh session.
+It also follows what the upstream session has been given, which decides whether its
+instructions are fixed (``relay_context_lock.py``). What the edge holds while a session
+is dialled goes to it (``proxy/emulated/upstream_control.py``): the count starts again
+when a fresh session is asked for (``AbortUpstream``), not when it is bound, and what
+was sent while a resume was tried goes on to the fresh session if it fails.
 """
 
 from __future__ import annotations
@@ -21,23 +20,44 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from shim.actions import AbortUpstream, Action, ForwardUpstream, ResumeUpstream, SendUpstream
 from shim.audio import PCM16, AudioFormat
+from shim.dialects.relay_context_lock import ContextLock
 from shim.g711 import G711_ENCODINGS
+from shim.inputs import Input, UpstreamEvent
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
 
-HEARD = "upstream_heard"  # the snapshot's key
+HEARD = "upstream_heard"  # the snapshot's key: the upstream session's context is locked
+_READ = frozenset({"input_audio_buffer.commit", "conversation.item.create"})
 
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter", "g711", "heard", "held")
+    __slots__ = ("caps", "converter", "g711", "held", "lock")
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
         self.converter: AppendConverter | None = None
         self.g711: AppendConverter | None = None  # G.711 -> PCM16, no pinned format
-        self.heard = False  # some input went to this upstream session (or the next)
-        self.held: bool | None = None  # while a resume is tried: input went since
+        self.lock = ContextLock(self.caps)  # this upstream session's (or the next one's)
+        self.held: ContextLock | None = None  # while a resume is tried: what went since
+
+    @property
+    def heard(self) -> bool:
+        """The upstream session's instructions are fixed (``ga_instructions.py``)."""
+        return self.lock.locked
+
+    def stated(self, session: Any) -> None:
+        """A session object the upstream session takes: its ``extra_body.auto_response``."""
+        extra = session.get("extra_body") if isinstance(session, Mapping) else None
+        auto = extra.get("auto_response") if isinstance(extra, Mapping) else None
+        if isinstance(auto, bool):
+            for lock in self._locks():
+                lock.auto = auto
+
+    def _locks(self) -> tuple[ContextLock, ...]:
+        return (self.lock,) if self.held is None else (self.lock, self.held)
 
     @property
     def pinned(self) -> AudioFormat | None:
@@ -68,7 +88,10 @@ class UpstreamAudio:
     def appends(self, ev: dict[str, Any], client_format: AudioFormat) -> list[Action] | None:
         """The append as it goes upstream (none, one or several), or None when it goes
         as it is. Held audio released later passes here too, in upstream order."""
-        self._sent()
+        audio = ev.get("audio")
+        ms = client_format.ms(len(audio) * 3 // 4) if isinstance(audio, str) else 0.0
+        for lock in self._locks():
+            lock.appended(ms)
         converter = self.converter
         if converter is None and client_format.encoding in G711_ENCODINGS:
             pcm = AudioFormat(PCM16, client_format.rate_hz)
@@ -81,8 +104,9 @@ class UpstreamAudio:
 
     def forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
         """A client event relayed as it came."""
-        if kind == "response.create":
-            self._sent()  # locks it as audio does (``ga_instructions.py``)
+        event = orjson.loads(action.raw) if kind in _READ else None
+        for lock in self._locks():
+            lock.sent(kind, event if isinstance(event, dict) else None)
         if self.converter is None:
             return [action]
         if kind == "input_audio_buffer.commit":
@@ -92,25 +116,25 @@ class UpstreamAudio:
             self.converter.drop()
         return [action]
 
-    def _sent(self) -> None:
-        self.heard = True
-        if self.held is not None:
-            self.held = True
-
-    def follow(self, actions: list[Action]) -> None:
+    def follow(self, actions: list[Action], inp: Input | None = None) -> None:
         """The shim's answer to an input, before what it sends goes out: a resume tried
         starts counting what the edge holds for it; a fresh session asked for hears
-        only what the edge carries over to it (held for a failed resume) and after."""
+        only what the edge carries over to it (held for a failed resume) and after.
+        An upstream event (``inp``) may show its session taking a turn."""
+        if isinstance(inp, UpstreamEvent):
+            self.lock.heard(inp.event)
         for action in actions:
             if isinstance(action, ResumeUpstream):
-                self.held = False
+                self.held = self.lock.fresh()
             elif isinstance(action, AbortUpstream) and action.redial:
-                self.heard, self.held = bool(self.held and action.after_loss), None
+                carried = self.held if self.held is not None and action.after_loss else None
+                self.lock, self.held = carried or self.lock.fresh(), None
 
     def wire(self) -> dict[str, Any]:
         """The snapshot's part: whether the upstream session has heard audio."""
         return {HEARD: True} if self.heard else {}
 
     def restore(self, snap: Mapping[str, Any], resumed: Mapping[str, Any] | None) -> None:
-        """After a move: the resumed upstream session heard what it had heard."""
-        self.heard = resumed is not None and snap.get(HEARD) is True
+        """After a move: the resumed upstream session is locked as it was."""
+        self.lock = self.lock.fresh()
+        self.lock.locked = resumed is not None and snap.get(HEARD) is True

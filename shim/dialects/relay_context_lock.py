@@ -1,0 +1,105 @@
+"""Whether a duplex upstream session has fixed its instructions, for the GA relay
+(``ga_instructions.py``), as vLLM-Omni 0.30.0 fixes them.
+
+Its runner locks a session's context at the first append of input its model accepts
+(``engine/duplex/session/append_task.py``, ``_submit``: ``context_locked``), and an
+append reaches the model only when it takes a turn (``engine/duplex/session/
+runner.py``): a commit or ``response.create`` that starts an answer from committed
+audio (``_flush_and_submit_committed_turn``, ``_start_response_from_committed_audio``),
+a turn of user text items on a model that takes one (``supports_text_only_turn``), or,
+in a session with ``extra_body.auto_response``, the first whole ``chunk_period_ms`` of
+audio buffered since the last commit or clear (``_on_append_audio``: ``allow_emit``).
+Audio only buffered, a commit asking no answer, an item with no answer and a
+``response.create`` refused for want of input lock nothing.
+
+The proxy counts what it sends: a turn it asks for locks the session when it goes,
+not when the upstream's ``response.created`` comes back, so an update the client sends
+just after is judged as the upstream will judge it. Every ``response.created`` of the
+upstream's (its server VAD answering a turn) locks it too, and an
+``input_audio_buffer.committed`` leaves audio for a ``response.create`` to answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+# engine/duplex/config.py (realtime_item_to_history_message): the parts of a message
+# it keeps, so a user item it counts for a text-only turn.
+_TEXT = frozenset({"input_text", "text", "output_text", "audio_transcript", "transcript"})
+_AUDIO = frozenset({"input_audio", "audio"})
+
+
+def user_item(item: Any) -> bool:
+    """A user message vLLM-Omni keeps in its history: some text, an image or audio."""
+    if not isinstance(item, Mapping) or item.get("role") != "user":
+        return False
+    content = item.get("content")
+    if isinstance(content, str):
+        return bool(content.strip())
+    parts = [p for p in content if isinstance(p, Mapping)] if isinstance(content, list) else []
+    text = "".join(
+        p["text"] for p in parts if p.get("type") in _TEXT and isinstance(p.get("text"), str)
+    )
+    media = any(
+        (p.get("type") == "input_image" and isinstance(p.get("image_url"), str))
+        or (p.get("type") in _AUDIO and isinstance(p.get("audio") or p.get("data"), str))
+        for p in parts
+    )
+    return bool(text.strip()) or media
+
+
+class ContextLock:
+    """One upstream session's intake, as far as it decides the lock."""
+
+    __slots__ = ("auto", "buffered_ms", "chunk_ms", "committed", "items", "locked", "text_turns")
+
+    def __init__(self, caps: Mapping[str, Any], auto: bool = False) -> None:
+        chunk = caps.get("chunk_period_ms")
+        self.chunk_ms = chunk if isinstance(chunk, int | float) and chunk > 0 else 1000
+        self.text_turns = caps.get("supports_text_only_turn") is True
+        self.auto = auto  # the session's extra_body.auto_response
+        self.locked = False
+        self.buffered_ms = 0.0  # audio sent since the last commit or clear
+        self.committed = False  # committed audio no answer has taken yet
+        self.items = 0  # user items no turn has taken yet
+
+    def fresh(self) -> ContextLock:
+        """The intake of a fresh session of the same upstream."""
+        return ContextLock(
+            {"chunk_period_ms": self.chunk_ms, "supports_text_only_turn": self.text_turns},
+            self.auto,
+        )
+
+    def appended(self, ms: float) -> None:
+        self.buffered_ms += ms
+        if self.auto and self.buffered_ms >= self.chunk_ms:
+            self.locked = True
+
+    def sent(self, kind: Any, event: Mapping[str, Any] | None) -> None:
+        """A client event relayed (``event``: its object, if it was read)."""
+        if kind == "input_audio_buffer.commit":
+            asks = event is not None and event.get("response_create") is True
+            if self.buffered_ms > 0:
+                self.committed = True
+                self._turn(asks or self.auto)
+            self.buffered_ms = 0.0
+        elif kind == "input_audio_buffer.clear":
+            self.buffered_ms = 0.0
+        elif kind == "conversation.item.create" and event is not None:
+            self.items += user_item(event.get("item"))
+        elif kind == "response.create":
+            self._turn(self.committed or (self.items > 0 and self.text_turns))
+            self.items = 0
+
+    def heard(self, event: Mapping[str, Any]) -> None:
+        """An event of the upstream's."""
+        kind = event.get("type")
+        if kind == "response.created":
+            self._turn(True)
+        elif kind == "input_audio_buffer.committed":
+            self.committed, self.buffered_ms = True, 0.0
+
+    def _turn(self, taken: bool) -> None:
+        if taken:
+            self.locked, self.committed = True, False
