@@ -135,3 +135,36 @@ async def test_a_model_without_text_turns_refuses_one_and_stays_unlocked() -> No
         again = (await p.until("error"))["error"]
         assert again["code"] == "response_create_without_input"  # type: ignore[index]
         assert await changed(p)
+
+
+async def voice_taken(p: Peer, voice: str) -> bool:
+    """Whether a voice update applies now (True) or is refused whole."""
+    await p.send({"type": "session.update", "session": {"voice": voice}})
+    while True:
+        event = await p.recv()
+        if event["type"] == "session.updated":
+            return True
+        if event["type"] == "error":
+            error = event["error"]
+            assert isinstance(error, dict)
+            assert error["code"] == "voice_update_after_audio_unsupported", error
+            return False
+
+
+async def test_the_voice_is_fixed_while_the_current_answers_playback_has_audio() -> None:
+    """``session/control.py``: ``audio_started`` is the current response's playback
+    (``session.playback``) having audio; it is a fresh one for each response and after
+    a cut (``engine_session.py``: ``begin_response``, ``clear_playback_cursor``)."""
+    async with backend() as (http, url), session(http, url) as (p, _):
+        assert await voice_taken(p, "a")
+        await committed_answered(p)
+        assert not await voice_taken(p, "b")  # the finished answer's audio
+        await p.send({"type": "output_audio_buffer.clear"})
+        await p.settle()
+        assert await voice_taken(p, "b")  # its playback cut
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+        await p.until("response.output_audio.delta")
+        await p.send({"type": "response.cancel"})
+        await p.until("response.done")
+        assert await voice_taken(p, "c")  # cancelled: its playback cut too

@@ -11,7 +11,8 @@ from typing import Any
 
 from shim.inputs import UpstreamLost
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_relay import answer, make
+from tests.test_shim_ga_relay import RID, answer, answer_delta, make
+from tests.test_shim_ga_wait_snapshot import ga
 
 
 def update(sc: Script, session: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
@@ -62,3 +63,49 @@ def test_before_any_audio_a_voice_may_change() -> None:
     sent, told = update(sc, voiced("verse"))
     assert sent["audio"]["output"]["voice"] == "verse"
     assert [e["type"] for e in told] == ["session.updated"]
+
+
+# vLLM-Omni refuses a voice while its current response's playback has audio
+# (``engine/duplex/session/control.py``: ``audio_started`` is ``session.playback``'s
+# ``generated_ms`` or ``sent_ms``), and that playback is a fresh one for each response
+# it begins (``engine/duplex/session/engine_session.py``, ``begin_response``) and after
+# a cut or clear (``clear_playback_cursor``), and a fresh upstream session has none.
+
+
+def changed_voice(sc: Script, voice: str) -> bool:
+    """Whether a voice change goes upstream now (else it is refused to the client)."""
+    sent, told = update(sc, voiced(voice))
+    kinds = [e["type"] for e in told]
+    assert kinds in (["session.updated"], ["error", "session.updated"]), told
+    assert ("voice" in sent.get("audio", {}).get("output", {})) is (kinds == ["session.updated"])
+    return kinds == ["session.updated"]
+
+
+def test_a_fresh_upstream_session_takes_a_new_voice() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    ga(sc).bind_upstream({"type": "session.created", "session": {"id": "up-2"}})
+    assert changed_voice(sc, "verse")
+
+
+def test_a_new_response_takes_a_voice_until_its_first_audio() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
+    assert not changed_voice(sc, "verse")  # the finished answer's playback has audio
+    sc.upstream({"type": "response.created", "response": {"id": "resp_2"}})
+    assert changed_voice(sc, "verse")
+    sc.upstream({**answer_delta(sample_rate_hz=24000), "response_id": "resp_2"})
+    assert not changed_voice(sc, "sage")
+
+
+def test_a_voice_may_change_once_the_answer_is_cancelled() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)  # live, with audio
+    assert not changed_voice(sc, "verse")
+    sc.client({"type": "response.cancel"})
+    assert changed_voice(sc, "verse")

@@ -54,7 +54,6 @@ class Speaking:
         self.waiting: UserTurn | None = None
         self.answer_waiting = False
         self.acks_seen = False
-        self.audio_started = False
         # The model's context locked (instructions fixed: ``duplex_config.py``) by the
         # first input it takes (``engine/duplex/session/append_task.py``, ``_submit``):
         # a turn answered, or an auto-responding session's first chunk (``duplex_model.py``).
@@ -75,6 +74,14 @@ class Speaking:
         if last is None or last.cleared or last.playback.sent_ms <= last.playback.committed_ms:
             return False
         return self.acks_seen or self._ack_owned
+
+    @property
+    def audio_started(self) -> bool:
+        """The current response's playback has audio, which fixes the voice
+        (``session/control.py``): a fresh playback for each response and after a cut
+        (``session/engine_session.py``, ``begin_response``, ``clear_playback_cursor``)."""
+        latest = self.response or self.last_response
+        return latest is not None and not latest.cleared and latest.playback.generated_ms > 0
 
     @property
     def playback(self) -> dict[str, object]:
@@ -127,7 +134,6 @@ class Speaking:
         while len(self.responses) > _MAX_REMEMBERED_RESPONSES:
             del self.responses[next(iter(self.responses))]
         self.turn_state = "assistant_generating"
-        self.audio_started = True
         response.start()
         self._stream_task = self._spawn(self._stream(response))
 

@@ -76,7 +76,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     raw = ev.get("session")
     wanted = ga_voice.of(raw)
     changed = wanted is not ga_voice.UNSTATED and wanted != voice
-    if isinstance(raw, dict) and changed and ga_voice.spoke(s.ledger):
+    if isinstance(raw, dict) and changed and s.upstream_audio.spoke:
         raw = ga_voice.without(raw)
         refusals.append(s.err(ga_voice.CODE, ga_voice.MESSAGE, ev, ga_voice.PARAM))
     refused = False

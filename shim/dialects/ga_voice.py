@@ -5,17 +5,16 @@ output audio, the same voice included, and applies none of that update
 (``engine/duplex/config.py``, ``apply_realtime_update``: ``voice_update_after_audio_
 unsupported``; ``engine/duplex/session/control.py`` drops the whole candidate config).
 GA clients restate theirs in every update (the Agents SDK on each handoff or settings
-change), so the upstream is told a voice only when it changes. A real change after
-the model has spoken is refused to the client, as OpenAI's Realtime API refuses it
-(the voice cannot change once the model has answered with audio), and the rest of
-the update applies.
+change), so the upstream is told a voice only when it changes. A real change while the
+upstream would refuse it (its current response's playback has audio:
+``relay_context_lock.py``) is refused to the client, and the rest of the update
+applies; after a cut, from a new response until its first audio, and on a fresh
+upstream session, it goes up.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from shim.playback import PlaybackLedger
 
 UNSTATED = object()
 CODE = "voice_update_after_audio_unsupported"
@@ -52,8 +51,3 @@ def without(session: dict[str, Any]) -> dict[str, Any]:
             "output": {k: v for k, v in output.items() if k != "voice"},
         }
     return out
-
-
-def spoke(ledger: PlaybackLedger) -> bool:
-    """The model has answered with audio in this conversation."""
-    return any(i.sent_samples > 0 or i.restored_end_ms is not None for i in ledger.items())

@@ -1,5 +1,5 @@
-"""Whether a duplex upstream session has fixed its instructions, for the GA relay
-(``ga_instructions.py``), as vLLM-Omni 0.30.0 fixes them.
+"""Whether a duplex upstream session has fixed its instructions (``ga_instructions.py``)
+or its voice (``ga_voice.py``), for the GA relay, as vLLM-Omni 0.30.0 fixes them.
 
 Its runner locks a session's context at the first append of input its model accepts
 (``engine/duplex/session/append_task.py``, ``_submit``: ``context_locked``), and an
@@ -17,6 +17,15 @@ not when the upstream's ``response.created`` comes back, so an update the client
 just after is judged as the upstream will judge it. Every ``response.created`` of the
 upstream's (its server VAD answering a turn) locks it too, and an
 ``input_audio_buffer.committed`` leaves audio for a ``response.create`` to answer.
+
+The voice is refused while the playback of the session's current response has audio
+(``engine/duplex/session/control.py``: ``audio_started``, ``session.playback``'s
+``generated_ms`` or ``sent_ms``), and that playback is a fresh one, with none, for each
+response it begins (``engine/duplex/session/engine_session.py``, ``begin_response``)
+and after a cut (``clear_playback_cursor``: an ``output_audio_buffer.clear``, or a
+``response.cancel`` of a response in progress, ``engine/duplex/session/runner.py``
+``_on_cancel``). So it is fixed from the upstream's first audio of a response until its
+next ``response.created`` or a cut the proxy sends.
 """
 
 from __future__ import annotations
@@ -52,7 +61,17 @@ def user_item(item: Any) -> bool:
 class ContextLock:
     """One upstream session's intake, as far as it decides the lock."""
 
-    __slots__ = ("auto", "buffered_ms", "chunk_ms", "committed", "items", "locked", "text_turns")
+    __slots__ = (
+        "auto",
+        "buffered_ms",
+        "chunk_ms",
+        "committed",
+        "items",
+        "live",
+        "locked",
+        "spoke",
+        "text_turns",
+    )
 
     def __init__(self, caps: Mapping[str, Any], auto: bool = False) -> None:
         chunk = caps.get("chunk_period_ms")
@@ -63,6 +82,8 @@ class ContextLock:
         self.buffered_ms = 0.0  # audio sent since the last commit or clear
         self.committed = False  # committed audio no answer has taken yet
         self.items = 0  # user items no turn has taken yet
+        self.spoke = False  # the current response's playback has audio: the voice is fixed
+        self.live = False  # a response in progress (a response.cancel cuts it)
 
     def fresh(self) -> ContextLock:
         """The intake of a fresh session of the same upstream."""
@@ -91,12 +112,19 @@ class ContextLock:
         elif kind == "response.create":
             self._turn(self.committed or (self.items > 0 and self.text_turns))
             self.items = 0
+        elif kind == "output_audio_buffer.clear" or (kind == "response.cancel" and self.live):
+            self.spoke = self.live = False
 
     def heard(self, event: Mapping[str, Any]) -> None:
         """An event of the upstream's."""
         kind = event.get("type")
         if kind == "response.created":
             self._turn(True)
+            self.spoke, self.live = False, True
+        elif kind == "response.output_audio.delta":
+            self.spoke = True
+        elif kind == "response.done":
+            self.live = False
         elif kind == "input_audio_buffer.committed":
             self.committed, self.buffered_ms = True, 0.0
 

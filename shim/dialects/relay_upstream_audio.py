@@ -29,7 +29,8 @@ from shim.g711 import G711_ENCODINGS
 from shim.inputs import Input, UpstreamEvent
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
 
-HEARD = "upstream_heard"  # the snapshot's key: the upstream session's context is locked
+HEARD = "upstream_heard"  # the snapshot's keys: the upstream session's context is locked,
+SPOKE = "upstream_spoke"  # and its current response's playback has audio (voice fixed)
 _READ = frozenset({"input_audio_buffer.commit", "conversation.item.create"})
 
 
@@ -47,6 +48,11 @@ class UpstreamAudio:
     def heard(self) -> bool:
         """The upstream session's instructions are fixed (``ga_instructions.py``)."""
         return self.lock.locked
+
+    @property
+    def spoke(self) -> bool:
+        """The upstream session's voice is fixed (``ga_voice.py``)."""
+        return self.lock.spoke
 
     def stated(self, session: Any) -> None:
         """A session object the upstream session takes: its ``extra_body.auto_response``."""
@@ -124,7 +130,10 @@ class UpstreamAudio:
         if isinstance(inp, UpstreamEvent):
             self.lock.heard(inp.event)
         for action in actions:
-            if isinstance(action, ResumeUpstream):
+            if isinstance(action, SendUpstream):  # the proxy's own (a cut)
+                for lock in self._locks():
+                    lock.sent(action.event.get("type"), action.event)
+            elif isinstance(action, ResumeUpstream):
                 self.held = self.lock.fresh()
             elif isinstance(action, AbortUpstream) and action.redial:
                 carried = self.held if self.held is not None and action.after_loss else None
@@ -132,9 +141,10 @@ class UpstreamAudio:
 
     def wire(self) -> dict[str, Any]:
         """The snapshot's part: whether the upstream session has heard audio."""
-        return {HEARD: True} if self.heard else {}
+        return {**({HEARD: True} if self.heard else {}), **({SPOKE: True} if self.spoke else {})}
 
     def restore(self, snap: Mapping[str, Any], resumed: Mapping[str, Any] | None) -> None:
         """After a move: the resumed upstream session is locked as it was."""
         self.lock = self.lock.fresh()
         self.lock.locked = resumed is not None and snap.get(HEARD) is True
+        self.lock.spoke = resumed is not None and snap.get(SPOKE) is True
