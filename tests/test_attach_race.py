@@ -9,10 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import pytest
 from aiohttp import web
 
+from proxy.app import build_app
 from proxy.client_io import ClientChannel
 from proxy.client_queue import FrameCredits
 from proxy.emulated.feeders import feed_attachment
@@ -20,7 +22,9 @@ from proxy.emulated.queue_items import Attach, FromClient
 from proxy.emulated.runner import EmulatedRunner
 from proxy.emulated.upstream_redial import InLoop
 from proxy.metrics import Metrics
+from proxy.reference.server import build_reference_app
 from proxy.state import ProxyState
+from tests.redis_server import RedisServer
 from tests.servers import (
     closed,
     connect,
@@ -68,6 +72,8 @@ async def test_a_resume_taken_by_the_loop_as_its_session_drains_is_closed_with_1
                 c2_closed = asyncio.create_task(closed(c2))
                 await runner.drain()
                 assert await c2_closed == 1012, "told to resume elsewhere"
+                # ...with the token it needs to (the resume rotated it).
+                assert [e["type"] for e in c2.events] == ["session.resumed"]
         assert await c1_closed == 1012
         await eventually(lambda: not state.sessions)  # both connections' tasks ended
 
@@ -153,3 +159,75 @@ async def test_an_attachment_cancelled_as_it_ends_stays_cancelled() -> None:
     feed.cancel()
     await asyncio.wait({feed})
     assert feed.cancelled()
+
+
+async def test_a_session_still_opening_as_its_replica_drains_does_not_outlive_it() -> None:
+    """The drain ends every session alive as it starts; one whose upstream answers only
+    after that is not started, where it ran on past the replica's shutdown (its tasks,
+    its upstream and store connections, left for whoever ends the process)."""
+    dialled, answer = asyncio.Event(), asyncio.Event()
+
+    @web.middleware
+    async def hold(request: web.Request, handler: Any) -> web.StreamResponse:
+        if "duplex" not in request.query:  # the turn-based dial, after ?duplex=1 was refused
+            dialled.set()
+            await answer.wait()
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    upstream = build_reference_app("turn")
+    upstream.middlewares.append(hold)
+    async with serve_app(upstream) as up_base:
+        up = up_base.replace("http://", "ws://") + "/v1/realtime"
+        state = ProxyState(config=store_config(up, "memory://"))
+        serving = serve_app(build_app(state.config, state))
+        base = await serving.__aenter__()
+        async with connect(ws_url(base)) as c:
+            c_closed = asyncio.create_task(closed(c))  # (read: its close is answered)
+            await dialled.wait()
+            shutdown = asyncio.create_task(serving.__aexit__(None, None, None))
+            await eventually(lambda: state.draining)
+            answer.set()
+            await shutdown
+            assert await c_closed == 1012, "told to reconnect elsewhere"
+        assert not state.live, "a session outlived its replica"
+
+
+@pytest.mark.redis
+async def test_a_session_taken_from_the_store_as_its_replica_drains_is_handed_on(
+    redis_server_session: RedisServer,
+) -> None:
+    """The same for a resume that takes its session from the store: the session is
+    drained (persisted, its lease let go) as it starts."""
+    gating, dialled, answer = False, asyncio.Event(), asyncio.Event()
+
+    @web.middleware
+    async def hold(request: web.Request, handler: Any) -> web.StreamResponse:
+        if gating and "duplex" not in request.query:  # the resume's dial
+            dialled.set()
+            await answer.wait()
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    upstream = build_reference_app("turn")
+    upstream.middlewares.append(hold)
+    async with serve_app(upstream) as up_base:
+        up = up_base.replace("http://", "ws://") + "/v1/realtime"
+        config = store_config(up, redis_server_session.url)
+        async with proxy_with_state(config) as (a, _):
+            async with connect(ws_url(a)) as c1:
+                created = await c1.until("session.created")
+            gating = True
+            state = ProxyState(config=config, replica_id="b")
+            serving = serve_app(build_app(config, state))
+            b = await serving.__aenter__()
+            async with connect(ws_url(b, model=None)) as c2:
+                await c2.send(resume_of(created))
+                c2_closed = asyncio.create_task(closed(c2))
+                await dialled.wait()
+                shutdown = asyncio.create_task(serving.__aexit__(None, None, None))
+                await eventually(lambda: state.draining)
+                answer.set()
+                await shutdown
+                assert await c2_closed == 1012
+            assert not state.live, "a session outlived its replica"

@@ -46,7 +46,13 @@ class Attachments:
 
 
 async def turn_away(attach: Attach, code: int, reason: str) -> None:
+    """Close an attachment never served. A drain (1012) hands the session on: the
+    client first gets its opening (``session.created`` or ``session.resumed``, with
+    the resume token it needs to resume elsewhere)."""
     try:
+        if code == 1012:
+            for event in attach.first_events:
+                attach.client.send_event(event)
         await attach.client.close(code, reason)
     finally:
         attach.done.set()

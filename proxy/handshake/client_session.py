@@ -256,6 +256,10 @@ class ClientSession:
         created = runner.created_event(token if resumable else None)
         runner.start()
         self.runner = runner
+        if self.state.draining:
+            # Opened as the replica drains: the drain took the sessions alive as it
+            # began; this one is handed on like them, or it would outlive the replica.
+            await runner.drain()
         await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
 
     def slot(self) -> str | None:

@@ -144,6 +144,8 @@ async def take_from_store(
         took_ms=req.took_ms(),
     )
     runner.start()
+    if state.draining:
+        await runner.drain()  # taken as the replica drains: handed on (client_session.py)
 
     async def attach() -> None:
         first = [resumed_event(runner, token)]
