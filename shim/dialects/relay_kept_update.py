@@ -59,6 +59,10 @@ _OUT_RATE: tuple[Path, ...] = (
 _MERGED = ("audio", "extra_body")
 # Open-only fields: given when a session opens, refused on a live one.
 _OPEN_ONLY = ("ref_audio", "model")
+# ``extra_body`` keys a live update leaves there unread, which an opening reads into
+# the session (``DuplexSessionConfig.from_event``, last): a fresh upstream opened with
+# the fold after a move would run them (stated flat, they are read live and kept).
+_READ_AT_OPEN = ("overlap_short_ack_ms", "overlap_barge_in_ms", "overlap_silence_rms")
 
 
 def _session(ev: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +117,10 @@ def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
     new = copy.deepcopy(_session(sent))  # the first, too, stated as vLLM-Omni reads it
     out = {} if kept is None else copy.deepcopy(_session(kept))
     _objects_only(new, empty=False)
+    extra = new.get("extra_body")
+    if isinstance(extra, dict):
+        for key in _READ_AT_OPEN:
+            extra.pop(key, None)
     if names(new, TURN):
         drop(out, TURN)
     _side(out, new, _IN_FORMAT, _IN_RATE)
