@@ -101,3 +101,16 @@ def test_extra_body_numbers_a_live_update_ignores_are_not_read_after_a_move(
         updated(sc, *updates)
         after_loss = applied(wheel_config, wheel_turns, opened(wheel_config, {}), lost(sc))
         assert fields(after_loss) == want, updates
+
+
+def test_open_only_settings_a_live_update_ignores_are_not_folded(
+    wheel_config: Wheel, wheel_turns: modules.ModuleType
+) -> None:
+    """``initial_user_text`` (an unanswered user item at open) and ``idle_timeout_s``
+    are read only when a session opens: sent live, they change nothing."""
+    updates = ({"initial_user_text": "hi", "idle_timeout_s": 5, "instructions": "x"},)
+    cfg = moved(wheel_config, wheel_turns, *updates)
+    assert (cfg.initial_user_text, cfg.idle_timeout_s) == (None, 300.0)
+    sc = make()
+    updated(sc, *updates)
+    assert lost(sc) == {"instructions": "x"}

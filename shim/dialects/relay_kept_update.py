@@ -59,6 +59,9 @@ _OUT_RATE: tuple[Path, ...] = (
 _MERGED = ("audio", "extra_body")
 # Open-only fields: given when a session opens, refused on a live one.
 _OPEN_ONLY = ("ref_audio", "model")
+# Fields only an opening reads (``initial_user_text`` an unanswered user item at open):
+# a live update leaves them unread (``apply_realtime_update``), so they are not folded.
+_OPENING_ONLY = ("initial_user_text", "idle_timeout_s")
 # ``extra_body`` keys a live update leaves there unread, which an opening reads into
 # the session (``DuplexSessionConfig.from_event``, last): a fresh upstream opened with
 # the fold after a move would run them (stated flat, they are read live and kept).
@@ -117,6 +120,8 @@ def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
     new = copy.deepcopy(_session(sent))  # the first, too, stated as vLLM-Omni reads it
     out = {} if kept is None else copy.deepcopy(_session(kept))
     _objects_only(new, empty=False)
+    for key in _OPENING_ONLY:
+        new.pop(key, None)
     extra = new.get("extra_body")
     if isinstance(extra, dict):
         for key in _READ_AT_OPEN:
