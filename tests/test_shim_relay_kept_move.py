@@ -15,6 +15,8 @@ import types as modules
 from typing import Any
 from unittest import mock
 
+from proxy.config import Route
+from proxy.upstream import opening_update
 from shim import snapshot
 from tests.shim_script import upstream_events
 from tests.test_shim_duplex_relay import make
@@ -114,3 +116,27 @@ def test_open_only_settings_a_live_update_ignores_are_not_folded(
     sc = make()
     updated(sc, *updates)
     assert lost(sc) == {"instructions": "x"}
+
+
+def test_the_routes_extra_body_stays_under_the_clients_on_a_moves_opening(
+    wheel_config: Wheel, wheel_turns: modules.ModuleType
+) -> None:
+    """A fold with ``extra_body`` (here a flat ``listen_only`` beside server VAD, moved
+    there) merges into the route's, key by key: Nemotron opens only with its
+    ``auto_response`` (``config.toml``)."""
+    route = Route(
+        model="m",
+        upstream="ws://up/v1/realtime",
+        session_defaults={"extra_body": {"auto_response": True, "a": 1}},
+    )
+    sc = make()
+    updated(sc, {"turn_detection": {"type": "server_vad"}}, {"overlap_policy": "listen_only"})
+    updated(sc, {"extra_body": {"a": 2}})
+    opening = opening_update(route, "m", snapshot.opening_session(sc.s.snapshot()))
+    extra = opening["session"]["extra_body"]
+    assert extra == {"auto_response": True, "a": 2, "overlap_policy": "listen_only"}
+    assert opened(wheel_config, opening["session"]).overlap_policy == "listen_only"
+    assert opening_update(route, "m", {"extra_body": None})["session"]["extra_body"] == {
+        "auto_response": True,
+        "a": 1,
+    }
