@@ -140,3 +140,20 @@ def test_the_routes_extra_body_stays_under_the_clients_on_a_moves_opening(
         "auto_response": True,
         "a": 1,
     }
+
+
+def test_a_move_gives_the_commit_policy_the_opening_cannot_carry(
+    wheel_config: Wheel, wheel_turns: modules.ModuleType
+) -> None:
+    """vLLM-Omni starts every session ``ack_only``, whatever its opening said: the
+    kept policy follows the opening as an update, in either spelling."""
+    for updates in (
+        ({"extra_body": {"playback_commit_policy": "commit_all_on_done"}},),
+        ({"playback_commit_policy": "commit_all_on_done"}, {"instructions": "x"}),
+    ):
+        want = fields(live(wheel_config, wheel_turns, *updates))
+        assert want["playback_commit_policy"] == "commit_all_on_done"
+        assert fields(moved(wheel_config, wheel_turns, *updates)) == want, updates
+    sc = make()
+    updated(sc, {"playback_commit_policy": "ack_only", "instructions": "x"})
+    assert not upstream_events(make(bound=False).s.restore(sc.s.snapshot()))

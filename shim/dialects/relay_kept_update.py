@@ -65,6 +65,13 @@ _OPENING_ONLY = ("initial_user_text", "idle_timeout_s")
 # ``extra_body`` keys a live update leaves there unread, which an opening reads into
 # the session (``DuplexSessionConfig.from_event``, last): a fresh upstream opened with
 # the fold after a move would run them (stated flat, they are read live and kept).
+# The playback commit policy as the fold states it (one spelling of the two), and the
+# one vLLM-Omni starts every session with.
+POLICY_SPELLINGS: tuple[Path, ...] = (
+    ("playback_commit_policy",),
+    ("extra_body", "playback_commit_policy"),
+)
+ACK_ONLY = "ack_only"
 _READ_AT_OPEN = ("overlap_short_ack_ms", "overlap_barge_in_ms", "overlap_silence_rms")
 
 
@@ -164,6 +171,20 @@ def _objects_only(session: dict[str, Any], *, empty: bool) -> None:
     for key in _MERGED:
         if key in session and (not isinstance(session[key], dict) or (empty and not session[key])):
             del session[key]
+
+
+def not_opened(kept: dict[str, Any] | None) -> list[Action]:
+    """What a fresh upstream opened with the folded update (after a move) is given after
+    its opening: the playback commit policy, which vLLM-Omni sets to ``ack_only`` as the
+    session starts, whatever its opening said (``engine/duplex/session/runner.py``,
+    ``start``). Everything else the fold states an opening reads as an update would."""
+    session = {} if kept is None else _session(kept)
+    for path in POLICY_SPELLINGS:
+        found, value = get(session, path)
+        if found and isinstance(value, str) and value != ACK_ONLY:
+            update = {"playback_commit_policy": value}
+            return [SendUpstream({"type": "session.update", "session": update})]
+    return []
 
 
 class KeptSettings:
