@@ -39,7 +39,8 @@ class Route:
     )
     session_defaults: Mapping[str, Any] = Field(
         default_factory=dict,
-        description="Merged into the session.update that opens upstream (e.g. ref_audio).",
+        description="Merged into the session.update that opens upstream (e.g. ref_audio);"
+        " the client's keys win, extra_body's key by key.",
     )
     upstream_input_rate_hz: int | None = Field(
         default=None, gt=0, description="Rate the upstream takes; unset: as declared, else 24000."

@@ -98,10 +98,12 @@ def with_query(url: str, extra: dict[str, str]) -> str:
 def opening_update(
     route: Route, upstream_model: str, client_session: dict[str, Any] | None
 ) -> dict[str, Any]:
-    """The session.update that opens the upstream session, readable by both dialects."""
-    session: dict[str, Any] = dict(route.session_defaults)
-    if client_session:
-        session.update(client_session)
+    """The session.update that opens the upstream session, readable by both dialects:
+    the client's session over the route's defaults, ``extra_body`` key by key."""
+    session: dict[str, Any] = {**route.session_defaults, **(client_session or {})}
+    extra, own = route.session_defaults.get("extra_body"), session.get("extra_body")
+    if isinstance(extra, dict):
+        session["extra_body"] = {**extra, **own} if isinstance(own, dict) else dict(extra)
     session["model"] = upstream_model
     return {"type": "session.update", "model": upstream_model, "session": session}
 

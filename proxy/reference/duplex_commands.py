@@ -163,10 +163,19 @@ def _item_create(session: DuplexSession, event: dict[str, object]) -> None:
         stored["id"] = f"item_{uuid.uuid4().hex}"
     stored.setdefault("object", "realtime.item")
     stored["status"] = "completed"
+    # As vLLM-Omni takes it (``protocol/realtime/items.py``, ``normalize_conversation_item``):
+    # a message unless it says, the user's unless it says, its content a list or none.
+    stored.setdefault("type", "message")
+    if "role" not in stored and stored["type"] == "message":
+        stored["role"] = "user"
+    if not isinstance(stored.get("content"), list):
+        stored["content"] = []
+    if _refused_image(session, stored["content"], stored.get("role")):
+        return
     conversation = session.model.conversation
     previous = _str_or_none(event.get("previous_item_id")) or conversation.last_id
     conversation.add(stored)
-    if stored.get("role") == "user" and _has_content(stored.get("content")):
+    if stored.get("role") == "user" and _has_content(stored["content"]):
         session.model.unanswered_items += 1  # a later response.create may answer it
     session.emit("conversation.item.added", {"previous_item_id": previous, "item": stored})
     session.emit("conversation.item.created", {"previous_item_id": previous, "item": stored})
@@ -176,12 +185,24 @@ def _item_create(session: DuplexSession, event: dict[str, object]) -> None:
     )
 
 
-def _has_content(content: object) -> bool:
+def _refused_image(session: DuplexSession, content: list[object], role: object) -> bool:
+    """An ``input_image`` item, which no stand-in model takes (``supports_image_input``
+    false): refused as ``engine/duplex/session/control.py`` refuses it, nothing kept."""
+    if not any(isinstance(p, dict) and p.get("type") == "input_image" for p in content):
+        return False
+    if role != "user":
+        session.emit_error("invalid_image", "input_image is supported only in user messages")
+    else:
+        session.emit_error(
+            "unsupported", "This model does not support input_image conversation items"
+        )
+    return True
+
+
+def _has_content(content: list[object]) -> bool:
     """A message vLLM-Omni keeps in its history (``engine/duplex/config.py``,
     ``realtime_item_to_history_message``): some text, an image or audio."""
-    if isinstance(content, str):
-        return bool(content.strip())
-    parts = [p for p in content if isinstance(p, dict)] if isinstance(content, list) else []
+    parts = [p for p in content if isinstance(p, dict)]
     text = "".join(
         p["text"]
         for p in parts

@@ -106,6 +106,9 @@ class SessionSettings:
             list(modalities) if isinstance(modalities, list) else ["text", "audio"]
         )
         self.instructions: object = client.get("instructions")
+        seeded = client.get("initial_user_text")
+        #: A seeded opening turn, a user item waiting for an answer from the start.
+        self.seeded_items = int(isinstance(seeded, str) and bool(seeded))
         self.voice: object = _voice(client)
         self.temperature: object = client.get("temperature")
         self.max_tokens: object = _max_tokens(client)

@@ -64,6 +64,7 @@ class DuplexSession:
             else None
         )
         self.model = DuplexModel(self)
+        self.model.unanswered_items = settings.seeded_items  # engine_session.py, __post_init__
         self.outbound: Outbound | None = None
         self.generation = 0
         self.closed = False

@@ -59,6 +59,20 @@ _OUT_RATE: tuple[Path, ...] = (
 _MERGED = ("audio", "extra_body")
 # Open-only fields: given when a session opens, refused on a live one.
 _OPEN_ONLY = ("ref_audio", "model")
+# Fields only an opening reads (``initial_user_text`` an unanswered user item at open):
+# a live update leaves them unread (``apply_realtime_update``), so they are not folded.
+_OPENING_ONLY = ("initial_user_text", "idle_timeout_s")
+# ``extra_body`` keys a live update leaves there unread, which an opening reads into
+# the session (``DuplexSessionConfig.from_event``, last): a fresh upstream opened with
+# the fold after a move would run them (stated flat, they are read live and kept).
+# The playback commit policy as the fold states it (one spelling of the two), and the
+# one vLLM-Omni starts every session with.
+POLICY_SPELLINGS: tuple[Path, ...] = (
+    ("playback_commit_policy",),
+    ("extra_body", "playback_commit_policy"),
+)
+ACK_ONLY = "ack_only"
+_READ_AT_OPEN = ("overlap_short_ack_ms", "overlap_barge_in_ms", "overlap_silence_rms")
 
 
 def _session(ev: dict[str, Any]) -> dict[str, Any]:
@@ -113,6 +127,12 @@ def folded(sent: dict[str, Any], kept: dict[str, Any] | None) -> dict[str, Any]:
     new = copy.deepcopy(_session(sent))  # the first, too, stated as vLLM-Omni reads it
     out = {} if kept is None else copy.deepcopy(_session(kept))
     _objects_only(new, empty=False)
+    for key in _OPENING_ONLY:
+        new.pop(key, None)
+    extra = new.get("extra_body")
+    if isinstance(extra, dict):
+        for key in _READ_AT_OPEN:
+            extra.pop(key, None)
     if names(new, TURN):
         drop(out, TURN)
     _side(out, new, _IN_FORMAT, _IN_RATE)
@@ -151,6 +171,20 @@ def _objects_only(session: dict[str, Any], *, empty: bool) -> None:
     for key in _MERGED:
         if key in session and (not isinstance(session[key], dict) or (empty and not session[key])):
             del session[key]
+
+
+def not_opened(kept: dict[str, Any] | None) -> list[Action]:
+    """What a fresh upstream opened with the folded update (after a move) is given after
+    its opening: the playback commit policy, which vLLM-Omni sets to ``ack_only`` as the
+    session starts, whatever its opening said (``engine/duplex/session/runner.py``,
+    ``start``). Everything else the fold states an opening reads as an update would."""
+    session = {} if kept is None else _session(kept)
+    for path in POLICY_SPELLINGS:
+        found, value = get(session, path)
+        if found and isinstance(value, str) and value != ACK_ONLY:
+            update = {"playback_commit_policy": value}
+            return [SendUpstream({"type": "session.update", "session": update})]
+    return []
 
 
 class KeptSettings:

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from shim.actions import Action
+from shim.dialects.relay_kept_update import not_opened
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_talk import Talk
@@ -82,7 +83,9 @@ def restore(
     r.talk.restore(relay.history, relay.restoring)
     up = relay.upstream
     if resumed is None or up is None or not up.id or up.token is None:
-        return r.restore_state(state)
+        # A fresh upstream session, opened with the kept settings (``opening_session``
+        # in ``shim/snapshot.py``): what an opening cannot set follows it.
+        return r.restore_state(state) + not_opened(relay.upstream_update)
     r.suppress_upstream_speech = relay.suppress_upstream_speech
     r.reports.restore(relay.playback_reports)
     r.link.id, r.link.token, r.link.seq = up.id, up.token, up.seq
