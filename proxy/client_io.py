@@ -148,7 +148,9 @@ class ClientChannel:
                 if self.ended_by_proxy is None:  # else the watcher may be the one closing
                     self._tasks[2].cancel()
                 self.close_code = self.ws.close_code
-                await self.inbox.put(CLOSED)
+                # Cancelled (``stop``), its inbox is read by no one: no waiting for room.
+                if not (self.inbox.full() and (me := asyncio.current_task()) and me.cancelling()):
+                    await self.inbox.put(CLOSED)
 
     def _take(self, text: str) -> bool:
         """The reader's work on one text frame, done in the socket's data callback

@@ -2,7 +2,8 @@
 queued behind the session's inputs, or taken by its loop and not yet served, or
 arriving after the session ended, gets the session's close code and its connection
 ends (``proxy/emulated/runner.py``, ``stop``). Left waiting, each would keep its
-socket and its task for good."""
+socket and its task for good. Likewise a session still opening as its replica drains,
+and a connection's parts that must end on their first cancellation."""
 
 from __future__ import annotations
 
@@ -231,3 +232,32 @@ async def test_a_session_taken_from_the_store_as_its_replica_drains_is_handed_on
                 await shutdown
                 assert await c2_closed == 1012
             assert not state.live, "a session outlived its replica"
+
+
+async def test_a_client_reader_stopped_with_a_full_inbox_ends() -> None:
+    """A connection's reader, cancelled (its connection is done) while its inbox is
+    full and read by no one, ends: its last word (CLOSED) does not wait for room that
+    never comes."""
+    channels: list[ClientChannel] = []
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        client = ClientChannel(ws, Metrics(), 2, 64, 1 << 20, request.transport)
+        client.start()
+        channels.append(client)
+        await client.closed.wait()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    async with serve_app(app) as base, connect(base.replace("http://", "ws://") + "/") as c:
+        for _ in range(3):  # two fill the inbox; the reader holds the third
+            await c.send({"type": "input_audio_buffer.clear"})
+        await eventually(lambda: bool(channels) and channels[0].inbox.full())
+        [client] = channels
+        stopping = asyncio.create_task(client.stop())
+        done, _ = await asyncio.wait({stopping}, timeout=10)
+        client.closed.set()
+        stopping.cancel()  # (a stuck reader ends on a second cancellation)
+        assert stopping in done, "the reader waits for room in its inbox for good"
