@@ -57,11 +57,21 @@ def test_a_seeded_session_locks_at_its_first_response_create() -> None:
     # engine/duplex/session/engine_session.py (__post_init__): initial_user_text is a
     # user item from the opening, which a text-only turn answers.
     sc = make_with(supports_text_only_turn=True)
-    sc.s.upstream_audio.stated({"initial_user_text": "Greet the caller."})  # the route's
+    seed = {"initial_user_text": "Greet the caller."}
+    sc.s.upstream_audio.stated(seed, opening=True)  # the route's (shim_setup.py)
     update(sc, {"instructions": "triage"})
     assert changes(sc)
     sc.client({"type": "response.create"})
     assert not changes(sc, "again")
+
+
+def test_a_seed_in_a_live_update_is_no_user_item() -> None:
+    # engine/duplex/config.py (apply_realtime_update) leaves initial_user_text as the
+    # session opened with it: no new item, and a bare response.create finds no input.
+    sc = make_with(supports_text_only_turn=True)
+    update(sc, {"instructions": "triage", "initial_user_text": "Greet the caller."})
+    sc.client({"type": "response.create"})  # response_create_without_input upstream
+    assert changes(sc)
 
 
 def test_the_items_given_a_fresh_session_make_a_text_turn() -> None:

@@ -15,9 +15,9 @@ auto-respond never buffers an append its envelope reads as silence (its rms unde
 ``overlap_silence_rms``, 0.003: ``protocol/realtime/audio_input.py``,
 ``input_looks_like_speech``), so a commit or ``response.create`` over silence alone finds
 no input (``input_audio_buffer_empty``, ``response_create_without_input``). The user
-items a turn may answer include the session's ``initial_user_text``, one from its
-opening and one for each new one stated (``engine/duplex/session/engine_session.py``:
-``notify_new_user_item``).
+items a turn may answer include the ``initial_user_text`` the session opened with
+(``engine/duplex/session/engine_session.py``, ``__post_init__``:
+``notify_new_user_item``); an update leaves it (``engine/duplex/config.py``).
 
 The proxy counts what it sends: a turn it asks for locks the session when it goes,
 not when the upstream's ``response.created`` comes back, so an update the client sends
@@ -124,7 +124,7 @@ class ContextLock:
         )
 
     def seeded(self, text: str) -> None:
-        """The session's ``initial_user_text`` stated: a new one is a user item."""
+        """The ``initial_user_text`` the session opens with: a new one is a user item."""
         if text and text != self.seed:
             self.items += 1
         self.seed = text

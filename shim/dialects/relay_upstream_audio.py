@@ -57,9 +57,10 @@ class UpstreamAudio:
         """The upstream session's voice is fixed (``ga_voice.py``)."""
         return self.lock.spoke
 
-    def stated(self, session: Any) -> None:
+    def stated(self, session: Any, opening: bool = False) -> None:
         """A session object the upstream session takes: its ``extra_body.auto_response``,
-        ``initial_user_text`` and ``overlap_silence_rms``."""
+        ``overlap_silence_rms`` and, what every one opens with (``opening``: the route's),
+        ``initial_user_text`` (``engine/duplex/config.py``: an update leaves it)."""
         if not isinstance(session, Mapping):
             return
         extra = session.get("extra_body")
@@ -71,7 +72,7 @@ class UpstreamAudio:
         for lock in self._locks():
             if isinstance(auto, bool):
                 lock.auto = auto
-            if isinstance(seed, str):
+            if opening and isinstance(seed, str):
                 lock.seeded(seed)
 
     def _locks(self) -> tuple[ContextLock, ...]:
