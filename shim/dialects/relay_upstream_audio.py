@@ -122,15 +122,17 @@ class UpstreamAudio:
         return [SendUpstream(one) for one in events]
 
     def _count(self, audio: Any, fmt: AudioFormat) -> None:
-        """An append gone upstream in ``fmt`` (PCM16 or float)."""
-        if not isinstance(audio, str):
+        """An append gone upstream in ``fmt`` (PCM16 or float). A locked session stays
+        locked (``relay_context_lock.py``): its appends are not read at all."""
+        open_locks = [lock for lock in self._locks() if not lock.locked]
+        if not open_locks or not isinstance(audio, str):
             return
         try:
             raw = b64decode(audio)
         except AudioError:
             return  # the upstream refuses it
         heard = speech(raw, fmt, self.silence_rms)
-        for lock in self._locks():
+        for lock in open_locks:
             lock.appended(fmt.ms(len(raw)), heard)
 
     def forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
