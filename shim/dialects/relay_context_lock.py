@@ -24,8 +24,13 @@ The voice is refused while the playback of the session's current response has au
 response it begins (``engine/duplex/session/engine_session.py``, ``begin_response``)
 and after a cut (``clear_playback_cursor``: an ``output_audio_buffer.clear``, or a
 ``response.cancel`` of a response in progress, ``engine/duplex/session/runner.py``
-``_on_cancel``). So it is fixed from the upstream's first audio of a response until its
-next ``response.created`` or a cut the proxy sends.
+``_on_cancel``), the upstream's own too (its server VAD's barge-in, ``runner.py``
+``_barge_in_for_overlap``: ``helpers.py``, ``advance_barge_in_epoch``). Every cut of
+an answer in progress ends it with a ``response.done`` cancelled, and one of an answer
+generated but still playing is told as its ``output_audio_buffer.cleared``
+(``engine/duplex/realtime_events.py``, ``audio.cancelled``). So it is fixed from the
+upstream's first audio of a response until its next ``response.created`` or a cut,
+the proxy's or the upstream's.
 """
 
 from __future__ import annotations
@@ -58,6 +63,11 @@ def user_item(item: Any) -> bool:
     return bool(text.strip()) or media
 
 
+def _id(response: Any) -> str | None:
+    rid = response.get("id") if isinstance(response, Mapping) else None
+    return rid if isinstance(rid, str) and rid else None
+
+
 class ContextLock:
     """One upstream session's intake, as far as it decides the lock."""
 
@@ -66,6 +76,7 @@ class ContextLock:
         "buffered_ms",
         "chunk_ms",
         "committed",
+        "current",
         "items",
         "live",
         "locked",
@@ -84,6 +95,7 @@ class ContextLock:
         self.items = 0  # user items no turn has taken yet
         self.spoke = False  # the current response's playback has audio: the voice is fixed
         self.live = False  # a response in progress (a response.cancel cuts it)
+        self.current: str | None = None  # the last response.created's (None: not known)
 
     def fresh(self) -> ContextLock:
         """The intake of a fresh session of the same upstream."""
@@ -121,12 +133,23 @@ class ContextLock:
         if kind == "response.created":
             self._turn(True)
             self.spoke, self.live = False, True
+            self.current = _id(event.get("response"))
         elif kind == "response.output_audio.delta":
             self.spoke = True
         elif kind == "response.done":
             self.live = False
+            status = event.get("response")
+            if isinstance(status, Mapping) and status.get("status") == "cancelled":
+                self.spoke = False  # every cut of vLLM-Omni's clears the cursor
+        elif kind == "output_audio_buffer.cleared" and self._current(event.get("response_id")):
+            self.spoke = False  # the current answer's playback cut once it was generated
         elif kind == "input_audio_buffer.committed":
             self.committed, self.buffered_ms = True, 0.0
+
+    def _current(self, rid: Any) -> bool:
+        """``rid`` (a response id, or none) may be the current response's."""
+        rid = rid if isinstance(rid, str) and rid else None
+        return rid is None or self.current is None or rid == self.current
 
     def _turn(self, taken: bool) -> None:
         if taken:

@@ -1,0 +1,46 @@
+"""Which cuts and which audio decide a GA client's voice over a duplex upstream
+(``shim/dialects/relay_context_lock.py``), as vLLM-Omni 0.30.0 decides it: its
+``audio_started`` is the current response's playback having audio
+(``engine/duplex/session/control.py``), a cursor that every cut replaces with an empty
+one (``engine_session.py``, ``clear_playback_cursor``), its own server-VAD barge-in's
+included, while audio of an answer a newer one replaced goes on that answer's cursor
+(``_mark_draining_audio_sent``) and a clear or cancel naming such an answer cuts
+nothing (``realtime_events.py``: ``resolve_clear_output_audio``,
+``resolve_cancel_response``; ``session/runner.py``, ``_on_cancel``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.test_shim_ga_relay import RID, answer, make
+from tests.test_shim_ga_update_voice import changed_voice, update, voiced
+
+
+def _done(rid: str, status: str = "completed", reason: str = "stop") -> dict[str, Any]:
+    details = {"type": status, "reason": reason}
+    return {
+        "type": "response.done",
+        "response": {"id": rid, "status": status, "status_details": details},
+    }
+
+
+def test_the_upstreams_own_barge_in_frees_the_voice() -> None:
+    """Server VAD's barge-in (``runner.py``, ``_barge_in_for_overlap``) clears the
+    playback cursor; the client sees the answer's ``response.done`` cancelled."""
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    assert not changed_voice(sc, "verse")
+    sc.upstream(_done(RID, "cancelled", "turn_detected"))
+    assert changed_voice(sc, "verse")
+
+
+def test_a_barge_in_on_a_finished_answer_still_playing_frees_the_voice() -> None:
+    """Its playback cut after generation: ``output_audio_buffer.cleared`` naming it."""
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    sc.upstream(_done(RID))
+    assert not changed_voice(sc, "verse")
+    sc.upstream({"type": "output_audio_buffer.cleared", "response_id": RID})
+    assert changed_voice(sc, "verse")
