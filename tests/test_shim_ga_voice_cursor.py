@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.test_shim_ga_relay import RID, answer, make
+from tests.test_shim_ga_relay import RID, answer, answer_delta, make
 from tests.test_shim_ga_update_voice import changed_voice, update, voiced
 
 
@@ -43,4 +43,30 @@ def test_a_barge_in_on_a_finished_answer_still_playing_frees_the_voice() -> None
     sc.upstream(_done(RID))
     assert not changed_voice(sc, "verse")
     sc.upstream({"type": "output_audio_buffer.cleared", "response_id": RID})
+    assert changed_voice(sc, "verse")
+
+
+def test_audio_of_the_answer_a_newer_one_replaced_does_not_fix_the_voice() -> None:
+    """A model overlapping turns (aura_omni) drains the last answer's speech while the
+    next begins; that audio goes on the last answer's own cursor."""
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    sc.upstream({"type": "response.created", "response": {"id": "resp_2"}})
+    assert changed_voice(sc, "verse")
+    sc.upstream(answer_delta(sample_rate_hz=24000))  # RID's, draining
+    assert changed_voice(sc, "sage")
+    sc.upstream({**answer_delta(sample_rate_hz=24000), "response_id": "resp_2"})
+    assert not changed_voice(sc, "alloy")
+
+
+def test_the_end_of_the_answer_a_newer_one_replaced_leaves_the_newer_one_live() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    sc.upstream({"type": "response.created", "response": {"id": "resp_2"}})
+    sc.upstream(_done(RID))  # the replaced answer's end, after the next one began
+    sc.upstream({**answer_delta(sample_rate_hz=24000), "response_id": "resp_2"})
+    assert not changed_voice(sc, "verse")
+    sc.client({"type": "response.cancel"})  # resp_2 is in progress: cut
     assert changed_voice(sc, "verse")

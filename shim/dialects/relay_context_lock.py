@@ -30,7 +30,10 @@ an answer in progress ends it with a ``response.done`` cancelled, and one of an 
 generated but still playing is told as its ``output_audio_buffer.cleared``
 (``engine/duplex/realtime_events.py``, ``audio.cancelled``). So it is fixed from the
 upstream's first audio of a response until its next ``response.created`` or a cut,
-the proxy's or the upstream's.
+the proxy's or the upstream's. Only audio of the last ``response.created`` counts: a
+model that overlaps turns (``supports_concurrent_turn_requests``, aura_omni) drains an
+answer's speech while the next one begins, and vLLM-Omni puts that audio on the
+replaced answer's own playback (``engine_session.py``, ``_mark_draining_audio_sent``).
 """
 
 from __future__ import annotations
@@ -135,9 +138,9 @@ class ContextLock:
             self.spoke, self.live = False, True
             self.current = _id(event.get("response"))
         elif kind == "response.output_audio.delta":
-            self.spoke = True
+            self.spoke = self.spoke or self._current(event.get("response_id"))
         elif kind == "response.done":
-            self.live = False
+            self.live = self.live and not self._current(_id(event.get("response")))
             status = event.get("response")
             if isinstance(status, Mapping) and status.get("status") == "cancelled":
                 self.spoke = False  # every cut of vLLM-Omni's clears the cursor
