@@ -24,6 +24,13 @@ def _done(rid: str, status: str = "completed", reason: str = "stop") -> dict[str
     }
 
 
+def _second_answer(sc: Any) -> None:
+    """``RID`` done, then ``resp_2`` with audio."""
+    sc.upstream(_done(RID))
+    sc.upstream({"type": "response.created", "response": {"id": "resp_2"}})
+    sc.upstream({**answer_delta(sample_rate_hz=24000), "response_id": "resp_2"})
+
+
 def test_the_upstreams_own_barge_in_frees_the_voice() -> None:
     """Server VAD's barge-in (``runner.py``, ``_barge_in_for_overlap``) clears the
     playback cursor; the client sees the answer's ``response.done`` cancelled."""
@@ -69,4 +76,28 @@ def test_the_end_of_the_answer_a_newer_one_replaced_leaves_the_newer_one_live() 
     sc.upstream({**answer_delta(sample_rate_hz=24000), "response_id": "resp_2"})
     assert not changed_voice(sc, "verse")
     sc.client({"type": "response.cancel"})  # resp_2 is in progress: cut
+    assert changed_voice(sc, "verse")
+
+
+def test_a_clear_naming_a_replaced_answer_leaves_the_voice_fixed() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    _second_answer(sc)
+    assert not changed_voice(sc, "verse")
+    sc.client({"type": "output_audio_buffer.clear", "response_id": RID})
+    sc.upstream({"type": "output_audio_buffer.cleared", "response_id": RID})
+    assert not changed_voice(sc, "verse")  # answered cleared, nothing cut
+    sc.client({"type": "output_audio_buffer.clear", "response_id": "resp_2"})
+    assert changed_voice(sc, "verse")
+
+
+def test_a_cancel_naming_an_answer_not_active_leaves_the_voice_fixed() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    _second_answer(sc)
+    sc.client({"type": "response.cancel", "response_id": RID})  # response_not_active
+    assert not changed_voice(sc, "verse")
+    sc.client({"type": "response.cancel", "response_id": "resp_2"})
     assert changed_voice(sc, "verse")

@@ -34,6 +34,10 @@ the proxy's or the upstream's. Only audio of the last ``response.created`` count
 model that overlaps turns (``supports_concurrent_turn_requests``, aura_omni) drains an
 answer's speech while the next one begins, and vLLM-Omni puts that audio on the
 replaced answer's own playback (``engine_session.py``, ``_mark_draining_audio_sent``).
+A clear or cancel naming an answer other than the last one cuts nothing: a clear of an
+answer done while a newer one is active is only answered
+(``engine/duplex/realtime_events.py``, ``resolve_clear_output_audio``), a cancel of
+one not active is refused (``response_not_active``); either leaves the voice fixed.
 """
 
 from __future__ import annotations
@@ -64,6 +68,10 @@ def user_item(item: Any) -> bool:
         for p in parts
     )
     return bool(text.strip()) or media
+
+
+_CLEAR = "output_audio_buffer.clear"
+_CUTS = frozenset({_CLEAR, "response.cancel"})
 
 
 def _id(response: Any) -> str | None:
@@ -127,8 +135,11 @@ class ContextLock:
         elif kind == "response.create":
             self._turn(self.committed or (self.items > 0 and self.text_turns))
             self.items = 0
-        elif kind == "output_audio_buffer.clear" or (kind == "response.cancel" and self.live):
-            self.spoke = self.live = False
+        elif kind in _CUTS and (self.live or kind == _CLEAR):
+            # One naming an answer a newer one replaced cuts nothing (cleared, or
+            # response_not_active); one naming none is the current answer's.
+            if self._current(event.get("response_id") if event is not None else None):
+                self.spoke = self.live = False
 
     def heard(self, event: Mapping[str, Any]) -> None:
         """An event of the upstream's."""
