@@ -294,6 +294,6 @@ class ClientChannel:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        if self._tasks:  # their ends, not their errors: a cancellation of ours stays ours
+            await asyncio.wait(self._tasks)
+            _ = [t.exception() for t in self._tasks if not t.cancelled()]  # (as awaited)

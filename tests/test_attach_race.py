@@ -261,3 +261,28 @@ async def test_a_client_reader_stopped_with_a_full_inbox_ends() -> None:
         client.closed.set()
         stopping.cancel()  # (a stuck reader ends on a second cancellation)
         assert stopping in done, "the reader waits for room in its inbox for good"
+
+
+async def test_a_connection_cancelled_while_it_stops_its_client_stays_cancelled() -> None:
+    channels: list[ClientChannel] = []
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        client = ClientChannel(ws, Metrics(), 8, 64, 1 << 20, request.transport)
+        client.start()
+        channels.append(client)
+        await client.closed.wait()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    async with serve_app(app) as base, connect(base.replace("http://", "ws://") + "/"):
+        await eventually(lambda: bool(channels))
+        [client] = channels
+        stopping = asyncio.create_task(client.stop())
+        await asyncio.sleep(0)  # it cancelled its tasks and waits for them to end
+        stopping.cancel()
+        await asyncio.wait({stopping})
+        client.closed.set()
+        assert stopping.cancelled(), "the cancellation was swallowed"

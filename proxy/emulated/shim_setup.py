@@ -50,7 +50,7 @@ def new_shim(
     if cls.ga_client:
         ga = GaRelaySession(session_id, model, settings, cls.upstream_capabilities)
         if route is not None:
-            ga.upstream_audio.stated(route.session_defaults)
+            ga.upstream_audio.stated(route.session_defaults, opening=True)
         return ga
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
 

@@ -10,7 +10,14 @@ a turn of user text items on a model that takes one (``supports_text_only_turn``
 in a session with ``extra_body.auto_response``, the first whole ``chunk_period_ms`` of
 audio buffered since the last commit or clear (``_on_append_audio``: ``allow_emit``).
 Audio only buffered, a commit asking no answer, an item with no answer and a
-``response.create`` refused for want of input lock nothing.
+``response.create`` refused for want of input lock nothing. A session that does not
+auto-respond never buffers an append its envelope reads as silence (its rms under
+``overlap_silence_rms``, 0.003: ``protocol/realtime/audio_input.py``,
+``input_looks_like_speech``), so a commit or ``response.create`` over silence alone finds
+no input (``input_audio_buffer_empty``, ``response_create_without_input``). The user
+items a turn may answer include the ``initial_user_text`` the session opened with
+(``engine/duplex/session/engine_session.py``, ``__post_init__``:
+``notify_new_user_item``); an update leaves it (``engine/duplex/config.py``).
 
 The proxy counts what it sends: a turn it asks for locks the session when it goes,
 not when the upstream's ``response.created`` comes back, so an update the client sends
@@ -45,10 +52,31 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import numpy as np
+
+from shim.audio import PCM_F32, AudioFormat
+
 # engine/duplex/config.py (realtime_item_to_history_message): the parts of a message
 # it keeps, so a user item it counts for a text-only turn.
 _TEXT = frozenset({"input_text", "text", "output_text", "audio_transcript", "transcript"})
 _AUDIO = frozenset({"input_audio", "audio"})
+SILENCE_RMS = 0.003  # protocol/realtime/session.py: overlap_silence_rms, its default
+INTAKE = "upstream_intake"  # the snapshot's key (relay_upstream_audio.py, wire)
+
+
+def speech(raw: bytes, fmt: AudioFormat, silence_rms: float = SILENCE_RMS) -> bool:
+    """Whether vLLM-Omni reads an append of ``raw`` (PCM16 or float, as it goes
+    upstream) as more than silence: its rms, samples in [-1, 1], at least
+    ``silence_rms`` (the envelope's at its 16 kHz; the level is the same at any rate)."""
+    if fmt.encoding == PCM_F32:
+        if len(raw) < 4 or len(raw) % 4:
+            return True
+        samples = np.frombuffer(raw, dtype="<f4").astype(np.float64)
+    else:
+        if len(raw) < 2 or len(raw) % 2:
+            return True
+        samples = np.frombuffer(raw, dtype="<i2").astype(np.float64) / 32768.0
+    return float(np.sqrt(np.mean(np.square(samples)))) >= silence_rms
 
 
 def user_item(item: Any) -> bool:
@@ -91,11 +119,12 @@ class ContextLock:
         "items",
         "live",
         "locked",
+        "seed",
         "spoke",
         "text_turns",
     )
 
-    def __init__(self, caps: Mapping[str, Any], auto: bool = False) -> None:
+    def __init__(self, caps: Mapping[str, Any], auto: bool = False, seed: str = "") -> None:
         chunk = caps.get("chunk_period_ms")
         self.chunk_ms = chunk if isinstance(chunk, int | float) and chunk > 0 else 1000
         self.text_turns = caps.get("supports_text_only_turn") is True
@@ -103,7 +132,8 @@ class ContextLock:
         self.locked = False
         self.buffered_ms = 0.0  # audio sent since the last commit or clear
         self.committed = False  # committed audio no answer has taken yet
-        self.items = 0  # user items no turn has taken yet
+        self.seed = seed  # the session's initial_user_text: a user item at the opening
+        self.items = 1 if seed else 0  # user items no turn has taken yet
         self.spoke = False  # the current response's playback has audio: the voice is fixed
         self.live = False  # a response in progress (a response.cancel cuts it)
         self.current: str | None = None  # the last response.created's (None: not known)
@@ -113,9 +143,20 @@ class ContextLock:
         return ContextLock(
             {"chunk_period_ms": self.chunk_ms, "supports_text_only_turn": self.text_turns},
             self.auto,
+            self.seed,
         )
 
-    def appended(self, ms: float) -> None:
+    def seeded(self, text: str) -> None:
+        """The ``initial_user_text`` the session opens with: a new one is a user item."""
+        if text and text != self.seed:
+            self.items += 1
+        self.seed = text
+
+    def appended(self, ms: float, speech: bool = True) -> None:
+        """An append sent; ``speech``: not silence, or a session that does not
+        auto-respond drops it (``engine/duplex/session/runner.py``, ``_on_append_audio``)."""
+        if not (self.auto or speech):
+            return
         self.buffered_ms += ms
         if self.auto and self.buffered_ms >= self.chunk_ms:
             self.locked = True
@@ -168,3 +209,27 @@ class ContextLock:
     def _turn(self, taken: bool) -> None:
         if taken:
             self.locked, self.committed = True, False
+
+    def wire(self) -> dict[str, Any]:
+        """What decides the lock from here on, for a snapshot."""
+        return {
+            "auto": self.auto,
+            "buffered_ms": self.buffered_ms,
+            "committed": self.committed,
+            "items": self.items,
+            "live": self.live,
+        }
+
+    def load(self, intake: Any) -> None:
+        """A snapshot's ``wire()``; one taken before it was kept (none) changes nothing."""
+        if not isinstance(intake, Mapping):
+            return
+        auto, ms, items = intake.get("auto"), intake.get("buffered_ms"), intake.get("items")
+        if isinstance(auto, bool):
+            self.auto = auto
+        if isinstance(ms, int | float) and not isinstance(ms, bool) and ms >= 0:
+            self.buffered_ms = float(ms)
+        if isinstance(items, int) and not isinstance(items, bool) and items >= 0:
+            self.items = items
+        self.committed = intake.get("committed") is True
+        self.live = intake.get("live") is True

@@ -12,7 +12,9 @@ It also follows what the upstream session has been given, which decides whether 
 instructions are fixed (``relay_context_lock.py``). What the edge holds while a session
 is dialled goes to it (``proxy/emulated/upstream_control.py``): the count starts again
 when a fresh session is asked for (``AbortUpstream``), not when it is bound, and what
-was sent while a resume was tried goes on to the fresh session if it fails.
+was sent while a resume was tried goes on to the fresh session if it fails. Each
+append counts as it goes upstream (converted, in whole units), read as vLLM-Omni reads
+it for silence; a move carries the count (``wire``, ``restore``).
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from typing import Any
 import orjson
 
 from shim.actions import AbortUpstream, Action, ForwardUpstream, ResumeUpstream, SendUpstream
-from shim.audio import PCM16, AudioFormat
-from shim.dialects.relay_context_lock import ContextLock
+from shim.audio import PCM16, AudioError, AudioFormat, b64decode
+from shim.dialects.relay_context_lock import INTAKE, SILENCE_RMS, ContextLock, speech
 from shim.g711 import G711_ENCODINGS
 from shim.inputs import Input, UpstreamEvent
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
@@ -42,7 +44,7 @@ _READ = frozenset(
 
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter", "g711", "held", "lock")
+    __slots__ = ("caps", "converter", "g711", "held", "lock", "silence_rms")
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
@@ -50,6 +52,7 @@ class UpstreamAudio:
         self.g711: AppendConverter | None = None  # G.711 -> PCM16, no pinned format
         self.lock = ContextLock(self.caps)  # this upstream session's (or the next one's)
         self.held: ContextLock | None = None  # while a resume is tried: what went since
+        self.silence_rms = SILENCE_RMS
 
     @property
     def heard(self) -> bool:
@@ -61,13 +64,23 @@ class UpstreamAudio:
         """The upstream session's voice is fixed (``ga_voice.py``)."""
         return self.lock.spoke
 
-    def stated(self, session: Any) -> None:
-        """A session object the upstream session takes: its ``extra_body.auto_response``."""
-        extra = session.get("extra_body") if isinstance(session, Mapping) else None
+    def stated(self, session: Any, opening: bool = False) -> None:
+        """A session object the upstream session takes: its ``extra_body.auto_response``,
+        ``overlap_silence_rms`` and, what every one opens with (``opening``: the route's),
+        ``initial_user_text`` (``engine/duplex/config.py``: an update leaves it)."""
+        if not isinstance(session, Mapping):
+            return
+        extra = session.get("extra_body")
         auto = extra.get("auto_response") if isinstance(extra, Mapping) else None
-        if isinstance(auto, bool):
-            for lock in self._locks():
+        seed = session.get("initial_user_text")
+        rms = session.get("overlap_silence_rms")
+        if isinstance(rms, int | float) and not isinstance(rms, bool):
+            self.silence_rms = max(0.0, float(rms))
+        for lock in self._locks():
+            if isinstance(auto, bool):
                 lock.auto = auto
+            if opening and isinstance(seed, str):
+                lock.seeded(seed)
 
     def _locks(self) -> tuple[ContextLock, ...]:
         return (self.lock,) if self.held is None else (self.lock, self.held)
@@ -101,10 +114,6 @@ class UpstreamAudio:
     def appends(self, ev: dict[str, Any], client_format: AudioFormat) -> list[Action] | None:
         """The append as it goes upstream (none, one or several), or None when it goes
         as it is. Held audio released later passes here too, in upstream order."""
-        audio = ev.get("audio")
-        ms = client_format.ms(len(audio) * 3 // 4) if isinstance(audio, str) else 0.0
-        for lock in self._locks():
-            lock.appended(ms)
         converter = self.converter
         if converter is None and client_format.encoding in G711_ENCODINGS:
             pcm = AudioFormat(PCM16, client_format.rate_hz)
@@ -112,22 +121,39 @@ class UpstreamAudio:
                 self.g711 = AppendConverter(pcm)
             converter = self.g711
         if converter is None:
+            self._count(ev.get("audio"), client_format)
             return None
-        return [SendUpstream(a) for a in converter.appends(ev, client_format)]
+        events = converter.appends(ev, client_format)
+        for one in events:
+            self._count(one.get("audio"), converter.target)
+        return [SendUpstream(one) for one in events]
+
+    def _count(self, audio: Any, fmt: AudioFormat) -> None:
+        """An append gone upstream in ``fmt`` (PCM16 or float)."""
+        if not isinstance(audio, str):
+            return
+        try:
+            raw = b64decode(audio)
+        except AudioError:
+            return  # the upstream refuses it
+        heard = speech(raw, fmt, self.silence_rms)
+        for lock in self._locks():
+            lock.appended(fmt.ms(len(raw)), heard)
 
     def forwarded(self, action: ForwardUpstream, kind: object) -> list[Action]:
         """A client event relayed as it came."""
         event = orjson.loads(action.raw) if kind in _READ else None
+        out: list[Action] = [action]
+        if self.converter is not None and kind == "input_audio_buffer.commit":
+            rest = self.converter.flush()
+            if rest is not None:
+                self._count(rest.get("audio"), self.converter.target)
+                out = [SendUpstream(rest), action]
+        elif self.converter is not None and kind == "input_audio_buffer.clear":
+            self.converter.drop()
         for lock in self._locks():
             lock.sent(kind, event if isinstance(event, dict) else None)
-        if self.converter is None:
-            return [action]
-        if kind == "input_audio_buffer.commit":
-            rest = self.converter.flush()
-            return [SendUpstream(rest), action] if rest is not None else [action]
-        if kind == "input_audio_buffer.clear":
-            self.converter.drop()
-        return [action]
+        return out
 
     def follow(self, actions: list[Action], inp: Input | None = None) -> None:
         """The shim's answer to an input, before what it sends goes out: a resume tried
@@ -147,11 +173,21 @@ class UpstreamAudio:
                 self.lock, self.held = carried or self.lock.fresh(), None
 
     def wire(self) -> dict[str, Any]:
-        """The snapshot's part: whether the upstream session has heard audio."""
-        return {**({HEARD: True} if self.heard else {}), **({SPOKE: True} if self.spoke else {})}
+        """The snapshot's part: whether the upstream session's instructions and voice
+        are fixed, and what decides it from here on."""
+        heard = {HEARD: True} if self.heard else {}
+        return {**heard, **({SPOKE: True} if self.spoke else {}), INTAKE: self.lock.wire()}
 
     def restore(self, snap: Mapping[str, Any], resumed: Mapping[str, Any] | None) -> None:
-        """After a move: the resumed upstream session is locked as it was."""
+        """After a move: the resumed upstream session as it was (its audio buffered or
+        committed, its user items unanswered); a fresh one keeps only the client's
+        ``auto_response``. A snapshot without ``INTAKE`` leaves the route's."""
         self.lock = self.lock.fresh()
-        self.lock.locked = resumed is not None and snap.get(HEARD) is True
-        self.lock.spoke = resumed is not None and snap.get(SPOKE) is True
+        intake = snap.get(INTAKE)
+        if resumed is None:
+            auto = intake.get("auto") if isinstance(intake, Mapping) else None
+            self.lock.auto = auto if isinstance(auto, bool) else self.lock.auto
+            return
+        self.lock.load(intake)
+        self.lock.locked = snap.get(HEARD) is True
+        self.lock.spoke = snap.get(SPOKE) is True
