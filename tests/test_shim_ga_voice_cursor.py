@@ -12,8 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from tests.test_shim_ga_relay import RID, answer, answer_delta, make
 from tests.test_shim_ga_update_voice import changed_voice, update, voiced
+from tests.test_shim_ga_wait_snapshot import UP, ga
+from tests.test_shim_ga_wait_snapshot import make as make_unbound
 
 
 def _done(rid: str, status: str = "completed", reason: str = "stop") -> dict[str, Any]:
@@ -101,3 +105,35 @@ def test_a_cancel_naming_an_answer_not_active_leaves_the_voice_fixed() -> None:
     assert not changed_voice(sc, "verse")
     sc.client({"type": "response.cancel", "response_id": "resp_2"})
     assert changed_voice(sc, "verse")
+
+
+def _moved(sc: Any) -> Any:
+    """The session moved to another replica, its upstream session resumed there."""
+    snap = orjson.loads(orjson.dumps(sc.s.snapshot()))
+    moved = make_unbound(bound=False)
+    resumed = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
+    ga(moved).restore(snap, resumed, now=sc.now)
+    return moved
+
+
+def test_a_cancel_just_after_a_move_mid_answer_frees_the_voice() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)  # in progress, with audio
+    moved = _moved(sc)
+    assert not changed_voice(moved, "verse")
+    moved.client({"type": "response.cancel"})
+    assert changed_voice(moved, "verse")
+
+
+def test_a_move_keeps_which_answer_is_the_current_one() -> None:
+    sc = make()
+    update(sc, voiced("ash"))
+    answer(sc)
+    _second_answer(sc)
+    moved = _moved(sc)
+    moved.client({"type": "output_audio_buffer.clear", "response_id": RID})
+    assert not changed_voice(moved, "verse")  # the replaced answer's: nothing cut
+    moved.upstream(answer_delta(sample_rate_hz=24000))  # and its audio is not resp_2's
+    moved.client({"type": "output_audio_buffer.clear", "response_id": "resp_2"})
+    assert changed_voice(moved, "verse")

@@ -218,6 +218,7 @@ class ContextLock:
             "committed": self.committed,
             "items": self.items,
             "live": self.live,
+            "current": self.current,
         }
 
     def load(self, intake: Any) -> None:
@@ -233,3 +234,5 @@ class ContextLock:
             self.items = items
         self.committed = intake.get("committed") is True
         self.live = intake.get("live") is True
+        current = intake.get("current")
+        self.current = current if isinstance(current, str) and current else None
