@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable
 import pytest
 
 from proxy.reference import ReferenceOptions
-from tests.test_reference_strict import SPEECH, Peer, answered, backend, session
+from tests.test_reference_strict import SPEECH, Peer, ack_all, answered, backend, session
 from tests.testaudio import silence
 
 pytestmark = pytest.mark.timeout(60)
@@ -168,3 +168,21 @@ async def test_the_voice_is_fixed_while_the_current_answers_playback_has_audio()
         await p.send({"type": "response.cancel"})
         await p.until("response.done")
         assert await voice_taken(p, "c")  # cancelled: its playback cut too
+
+
+@pytest.mark.parametrize("acked", [False, True])
+async def test_an_input_cancel_after_a_finished_answer_frees_the_voice(acked: bool) -> None:
+    """vLLM-Omni ``session/runner.py`` ``_on_cancel``: an ``input.cancel`` that finds
+    nothing to cut (the answer done, its playback acked in full or not followed) still
+    clears the playback cursor (``_cancel_pending_input``: ``advance_barge_in_epoch``)."""
+    async with backend() as (http, url), session(http, url) as (p, _):
+        assert await voice_taken(p, "a")
+        await p.speak(SPEECH)
+        await p.send({"type": "input_audio_buffer.commit", "response_create": True})
+        done = await answered(p)
+        if acked:
+            await ack_all(p, done)
+        assert not await voice_taken(p, "b")  # the finished answer's audio
+        await p.send({"type": "input.cancel"})
+        await p.settle()
+        assert await voice_taken(p, "b")

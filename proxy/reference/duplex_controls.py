@@ -75,6 +75,12 @@ def cancel_input(model: DuplexModel) -> None:
     """``input.cancel`` / client ``barge_in``: drop the input and cut the assistant."""
     model.reset_input()
     if not model.stop_assistant("barge_in"):
+        # Nothing to cut still moves the epoch on and clears the playback cursor, a
+        # finished answer's included, which frees the voice (vLLM-Omni
+        # ``session/runner.py``, ``_cancel_pending_input``: ``advance_barge_in_epoch``).
+        model.epoch += 1
+        if model.last_response is not None:
+            model.last_response.cleared = True
         model.port.emit("input_audio_buffer.cleared", {})
 
 

@@ -31,8 +31,20 @@ The voice is refused while the playback of the session's current response has au
 response it begins (``engine/duplex/session/engine_session.py``, ``begin_response``)
 and after a cut (``clear_playback_cursor``: an ``output_audio_buffer.clear``, or a
 ``response.cancel`` of a response in progress, ``engine/duplex/session/runner.py``
-``_on_cancel``). So it is fixed from the upstream's first audio of a response until its
-next ``response.created`` or a cut the proxy sends.
+``_on_cancel``), the upstream's own too (its server VAD's barge-in, ``runner.py``
+``_barge_in_for_overlap``: ``helpers.py``, ``advance_barge_in_epoch``). Every cut of
+an answer in progress ends it with a ``response.done`` cancelled, and one of an answer
+generated but still playing is told as its ``output_audio_buffer.cleared``
+(``engine/duplex/realtime_events.py``, ``audio.cancelled``). So it is fixed from the
+upstream's first audio of a response until its next ``response.created`` or a cut,
+the proxy's or the upstream's. Only audio of the last ``response.created`` counts: a
+model that overlaps turns (``supports_concurrent_turn_requests``, aura_omni) drains an
+answer's speech while the next one begins, and vLLM-Omni puts that audio on the
+replaced answer's own playback (``engine_session.py``, ``_mark_draining_audio_sent``).
+A clear or cancel naming an answer other than the last one cuts nothing: a clear of an
+answer done while a newer one is active is only answered
+(``engine/duplex/realtime_events.py``, ``resolve_clear_output_audio``), a cancel of
+one not active is refused (``response_not_active``); either leaves the voice fixed.
 """
 
 from __future__ import annotations
@@ -86,6 +98,15 @@ def user_item(item: Any) -> bool:
     return bool(text.strip()) or media
 
 
+_CLEAR = "output_audio_buffer.clear"
+_CUTS = frozenset({_CLEAR, "response.cancel"})
+
+
+def _id(response: Any) -> str | None:
+    rid = response.get("id") if isinstance(response, Mapping) else None
+    return rid if isinstance(rid, str) and rid else None
+
+
 class ContextLock:
     """One upstream session's intake, as far as it decides the lock."""
 
@@ -94,6 +115,7 @@ class ContextLock:
         "buffered_ms",
         "chunk_ms",
         "committed",
+        "current",
         "items",
         "live",
         "locked",
@@ -114,6 +136,7 @@ class ContextLock:
         self.items = 1 if seed else 0  # user items no turn has taken yet
         self.spoke = False  # the current response's playback has audio: the voice is fixed
         self.live = False  # a response in progress (a response.cancel cuts it)
+        self.current: str | None = None  # the last response.created's (None: not known)
 
     def fresh(self) -> ContextLock:
         """The intake of a fresh session of the same upstream."""
@@ -153,8 +176,11 @@ class ContextLock:
         elif kind == "response.create":
             self._turn(self.committed or (self.items > 0 and self.text_turns))
             self.items = 0
-        elif kind == "output_audio_buffer.clear" or (kind == "response.cancel" and self.live):
-            self.spoke = self.live = False
+        elif kind in _CUTS and (self.live or kind == _CLEAR):
+            # One naming an answer a newer one replaced cuts nothing (cleared, or
+            # response_not_active); one naming none is the current answer's.
+            if self._current(event.get("response_id") if event is not None else None):
+                self.spoke = self.live = False
 
     def heard(self, event: Mapping[str, Any]) -> None:
         """An event of the upstream's."""
@@ -162,12 +188,23 @@ class ContextLock:
         if kind == "response.created":
             self._turn(True)
             self.spoke, self.live = False, True
+            self.current = _id(event.get("response"))
         elif kind == "response.output_audio.delta":
-            self.spoke = True
+            self.spoke = self.spoke or self._current(event.get("response_id"))
         elif kind == "response.done":
-            self.live = False
+            self.live = self.live and not self._current(_id(event.get("response")))
+            status = event.get("response")
+            if isinstance(status, Mapping) and status.get("status") == "cancelled":
+                self.spoke = False  # every cut of vLLM-Omni's clears the cursor
+        elif kind == "output_audio_buffer.cleared" and self._current(event.get("response_id")):
+            self.spoke = False  # the current answer's playback cut once it was generated
         elif kind == "input_audio_buffer.committed":
             self.committed, self.buffered_ms = True, 0.0
+
+    def _current(self, rid: Any) -> bool:
+        """``rid`` (a response id, or none) may be the current response's."""
+        rid = rid if isinstance(rid, str) and rid else None
+        return rid is None or self.current is None or rid == self.current
 
     def _turn(self, taken: bool) -> None:
         if taken:
@@ -181,6 +218,7 @@ class ContextLock:
             "committed": self.committed,
             "items": self.items,
             "live": self.live,
+            "current": self.current,
         }
 
     def load(self, intake: Any) -> None:
@@ -196,3 +234,5 @@ class ContextLock:
             self.items = items
         self.committed = intake.get("committed") is True
         self.live = intake.get("live") is True
+        current = intake.get("current")
+        self.current = current if isinstance(current, str) and current else None

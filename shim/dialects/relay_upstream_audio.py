@@ -33,7 +33,14 @@ from shim.upstream_input import AppendConverter, declared_float_input, state_inp
 
 HEARD = "upstream_heard"  # the snapshot's keys: the upstream session's context is locked,
 SPOKE = "upstream_spoke"  # and its current response's playback has audio (voice fixed)
-_READ = frozenset({"input_audio_buffer.commit", "conversation.item.create"})
+_READ = frozenset(
+    {
+        "input_audio_buffer.commit",
+        "conversation.item.create",
+        "response.cancel",
+        "output_audio_buffer.clear",
+    }
+)
 
 
 class UpstreamAudio:
