@@ -79,6 +79,12 @@ class ClientSession:
         # The upstream session a passthrough connection serves (event id de-duplication).
         self.passthrough_sid: str | None = None
         self._accepted_at = time.monotonic()
+        # Cleared while a resume or an opening is under way: it may rotate a token or
+        # store a session, which the client must learn before a drain closes it.
+        self.settled = asyncio.Event()
+        self.settled.set()
+        # Attached to an emulated session: its own drain closes the client.
+        self.handed = False
 
     # ------------------------------------------------------------------ run
     async def run(self) -> None:
@@ -93,6 +99,7 @@ class ClientSession:
             error = ("internal_error", "the proxy failed this session")
             await self.client.end(None, 1011, "internal error", *error)
         finally:
+            self.settled.set()
             if self.mode == "passthrough":  # an emulated session is counted by its runner
                 self.state.metrics.sessions_active.labels(self.mode, *self._labels()).dec()
             await self.client.stop()
@@ -134,7 +141,11 @@ class ClientSession:
             if first is not None:
                 self.pending.remove(first)
                 first = None
+            self.settled.clear()
             if await self._try_resume(event, raw):
+                return
+            if state.draining:  # told server_shutting_down (proxy/resume/takeover.py)
+                await self.client.close(1012, "draining")
                 return
             if model is None:
                 await self.client.close(1008, "resume failed")
@@ -146,6 +157,7 @@ class ClientSession:
             self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
             await self.client.close(1012, "draining")
             return
+        self.settled.clear()  # a drain from here waits for the client to be told
         route = cfg.route_for(model) if model else None
         if route is None or model is None:
             self.client.send_error(
@@ -260,6 +272,7 @@ class ClientSession:
             # Opened as the replica drains: the drain took the sessions alive as it
             # began; this one is handed on like them, or it would outlive the replica.
             await runner.drain()
+        self.told(handed=True)
         await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
 
     def slot(self) -> str | None:
@@ -272,6 +285,15 @@ class ClientSession:
                 return None
         return self.route.model
 
+    def told(self, handed: bool = False) -> None:
+        self.handed = self.handed or handed
+        self.settled.set()
+
     async def drain(self) -> None:
-        """Shutdown: close with 1012 so the client resumes elsewhere (runners persist)."""
-        await self.client.close(1012, "service restart")
+        """Shutdown: close with 1012 so the client resumes elsewhere. A resume or an
+        opening under way ends first (within the drain's timeout), telling the client
+        its token; one handed to an emulated session is closed by that session's drain
+        (an attachment not yet served gets its opening first: ``turn_away``)."""
+        await self.settled.wait()
+        if not self.handed:
+            await self.client.close(1012, "service restart")

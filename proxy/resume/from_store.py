@@ -149,6 +149,7 @@ async def take_from_store(
 
     async def attach() -> None:
         first = [resumed_event(runner, token)]
+        conn.told(handed=True)
         await runner.attach(Attach(conn.client, first, asyncio.Event(), last), after=restored)
 
     return attach
