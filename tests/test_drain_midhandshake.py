@@ -41,16 +41,17 @@ async def eventually(condition: Callable[[], bool]) -> None:
 
 
 class Gate:
-    """Holds the upstream's turn-based dials (not the duplex probe) while shut."""
+    """Holds the upstream's dials while shut (a turn-based one's: not its duplex probe)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
         self.shut = False
         self.dialled = asyncio.Event()
         self.open = asyncio.Event()
 
     @web.middleware
     async def hold(self, request: web.Request, handler: Any) -> web.StreamResponse:
-        if self.shut and "duplex" not in request.query:
+        if self.shut and (self.kind == "duplex" or "duplex" not in request.query):
             self.dialled.set()
             await self.open.wait()
         response: web.StreamResponse = await handler(request)
@@ -58,15 +59,15 @@ class Gate:
 
 
 @asynccontextmanager
-async def gated_upstream() -> AsyncIterator[tuple[str, Gate]]:
-    gate = Gate()
-    upstream = build_reference_app("turn")
+async def gated_upstream(kind: str = "turn") -> AsyncIterator[tuple[str, Gate]]:
+    gate = Gate(kind)
+    upstream = build_reference_app(kind)
     upstream.middlewares.append(gate.hold)
     async with serve_app(upstream) as base:
         yield base.replace("http://", "ws://") + "/v1/realtime", gate
 
 
-async def drained_mid_handshake(config: Config, gate: Gate, first: Any) -> Client:
+async def drained_mid_handshake(config: Config, gate: Gate, first: Any, **query: str) -> Client:
     """Replica b drains while ``first`` (sent on connecting) waits on the upstream;
     the client, once b has shut down and closed it with 1012."""
     state = ProxyState(config=config, replica_id="b")
@@ -74,7 +75,7 @@ async def drained_mid_handshake(config: Config, gate: Gate, first: Any) -> Clien
     b = await serving.__aenter__()
     gate.shut = True
     # A resume names no model: the handshake waits for it (proxy/handshake/client_session.py).
-    async with connect(ws_url(b, model=None if first else "m")) as c:
+    async with connect(ws_url(b, model=None if first else "m", **query)) as c:
         if first is not None:
             await c.send(first)
         closing = asyncio.create_task(closed(c))
@@ -94,8 +95,8 @@ def told(c: Client, kind: str) -> dict[str, Any]:
     return next(e for e in c.events if e.get("type") == kind)
 
 
-async def resumes_on(base: str, opening: dict[str, Any]) -> None:
-    async with connect(ws_url(base, model=None)) as c:
+async def resumes_on(base: str, opening: dict[str, Any], **query: str) -> None:
+    async with connect(ws_url(base, model=None, **query)) as c:
         await c.send(resume_of(opening))
         first = await c.recv()
         assert first["type"] == "session.resumed", first
@@ -127,3 +128,16 @@ async def test_a_session_opened_mid_drain_is_told_its_token(
             created = told(c, "session.created")
             assert created.get("resume_token")  # stored and handed on: resumable
             await resumes_on(a, created)
+
+
+@pytest.mark.redis
+async def test_a_passthrough_session_opened_mid_drain_is_told_its_token(
+    redis_server_session: RedisServer,
+) -> None:
+    async with gated_upstream("duplex") as (up, gate):
+        config = store_config(up, redis_server_session.url)
+        async with proxy_with_state(config) as (a, _):
+            c = await drained_mid_handshake(config, gate, None, duplex="1")
+            created = told(c, "session.created")
+            assert created.get("resume_token")  # bound in the store: resumable
+            await resumes_on(a, created, duplex="1")
