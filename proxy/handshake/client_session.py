@@ -18,34 +18,18 @@ from proxy.client_io import CLOSED, ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
-from proxy.handshake.open_upstream import open_upstream
+from proxy.handshake.client_kind import client_kind, model_from
+from proxy.handshake.open_upstream import abandon, open_upstream
 from proxy.logging import get_logger
 from proxy.passthrough.relay import run_passthrough
 from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
 from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
-from shim.capabilities import Classification, ClientKind, classify
+from shim.capabilities import Classification, classify
 from shim.dialects.turn_based import TurnBasedSession
 from shim.dialects.turn_refusals import Refusals
 from shim.native_formats import PROXY_CANNOT_SERVE, as_the_proxy_reads
-
-
-def client_kind(request: web.Request) -> ClientKind:
-    """``native`` for vLLM-Omni's duplex protocol (``?duplex=1`` or ``/v1/duplex``),
-    else ``ga``: an OpenAI GA realtime client (``docs/protocol.md``)."""
-    if request.query.get("duplex") == "1" or request.path.rstrip("/").endswith("/duplex"):
-        return "native"
-    return "ga"
-
-
-def _model_from(event: dict[str, Any]) -> str | None:
-    session = event.get("session")
-    for source in (session if isinstance(session, dict) else {}, event):
-        model = source.get("model")
-        if isinstance(model, str) and model:
-            return model
-    return None
 
 
 class ClientSession:
@@ -151,11 +135,10 @@ class ClientSession:
                 await self.client.close(1008, "resume failed")
                 return
         if first is not None and model is None:
-            model = _model_from(first.event)
+            model = model_from(first.event)
         model = model or cfg.default_model
         if state.draining:
-            self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
-            await self.client.close(1012, "draining")
+            await self._shutting_down()
             return
         self.settled.clear()  # a drain from here waits for the client to be told
         route = cfg.route_for(model) if model else None
@@ -191,6 +174,10 @@ class ClientSession:
             client=kind,
             ga_passthrough=route.ga_passthrough,
         )
+        if state.draining:  # nothing is stored or handed on from here
+            await abandon(link, cls.kind == "duplex")
+            await self._shutting_down()
+            return
         self.mode = cls.mode
         state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()
         self.log = self.log.bind(mode=cls.mode)
@@ -204,6 +191,10 @@ class ClientSession:
         if await self._refused_opening(link, cls):
             return
         await self._run_emulated(link, cls, model, upstream_model)
+
+    async def _shutting_down(self) -> None:
+        self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
+        await self.client.close(1012, "draining")
 
     async def _refused_opening(self, link: UpstreamLink, cls: Classification) -> bool:
         """A native client's opening that vLLM-Omni refuses (a format it does not know,
