@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 from aiohttp import web
@@ -11,6 +12,7 @@ from proxy.auth.admission import check_metrics_token
 from proxy.config import Config
 from proxy.embedded import EmbeddedBackends, embedded_kinds
 from proxy.handshake.accept import handle_client
+from proxy.handshake.client_session import ClientSession
 from proxy.logging import get_logger
 from proxy.readiness import Readiness
 from proxy.state import ProxyState
@@ -57,7 +59,8 @@ async def _route_checks(app: web.Application) -> AsyncIterator[None]:
 
 
 async def _close_sessions(app: web.Application) -> None:
-    """On shutdown: persist and close every client with 1012 so it resumes elsewhere."""
+    """On shutdown: persist and close every client with 1012 so it resumes elsewhere
+    (each told its resume token first: ``ClientSession.drain``)."""
     state = app[STATE]
     state.draining = True
     app[READINESS].start_drain()
@@ -72,6 +75,14 @@ async def _close_sessions(app: web.Application) -> None:
         get_logger(replica_id=state.replica_id).warning(
             "drain_timeout", sessions=len(state.sessions), live=len(state.live)
         )
+        # Whatever is still open (a handshake or a session's drain that hung) closes now.
+        left = [
+            s.client.close(1012, "service restart")
+            for s in state.sessions
+            if isinstance(s, ClientSession)
+        ]
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(asyncio.gather(*left, return_exceptions=True), 5.0)
 
 
 async def healthz(request: web.Request) -> web.Response:

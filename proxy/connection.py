@@ -31,3 +31,7 @@ class ClientConnection(Protocol):
     passthrough_sid: str | None
     # Who the connection authenticated as ("" without auth): resume is bound to it.
     key_id: str
+
+    def told(self, handed: bool = False) -> None:
+        """The client has its session's opening (its resume token), or is ``handed``
+        to an emulated session that sends it: a drain may close it from here."""

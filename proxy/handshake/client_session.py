@@ -18,34 +18,18 @@ from proxy.client_io import CLOSED, ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
-from proxy.handshake.open_upstream import open_upstream
+from proxy.handshake.client_kind import client_kind, model_from
+from proxy.handshake.open_upstream import abandon, open_upstream
 from proxy.logging import get_logger
 from proxy.passthrough.relay import run_passthrough
 from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
 from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
-from shim.capabilities import Classification, ClientKind, classify
+from shim.capabilities import Classification, classify
 from shim.dialects.turn_based import TurnBasedSession
 from shim.dialects.turn_refusals import Refusals
 from shim.native_formats import PROXY_CANNOT_SERVE, as_the_proxy_reads
-
-
-def client_kind(request: web.Request) -> ClientKind:
-    """``native`` for vLLM-Omni's duplex protocol (``?duplex=1`` or ``/v1/duplex``),
-    else ``ga``: an OpenAI GA realtime client (``docs/protocol.md``)."""
-    if request.query.get("duplex") == "1" or request.path.rstrip("/").endswith("/duplex"):
-        return "native"
-    return "ga"
-
-
-def _model_from(event: dict[str, Any]) -> str | None:
-    session = event.get("session")
-    for source in (session if isinstance(session, dict) else {}, event):
-        model = source.get("model")
-        if isinstance(model, str) and model:
-            return model
-    return None
 
 
 class ClientSession:
@@ -79,6 +63,12 @@ class ClientSession:
         # The upstream session a passthrough connection serves (event id de-duplication).
         self.passthrough_sid: str | None = None
         self._accepted_at = time.monotonic()
+        # Cleared while a resume or an opening is under way: it may rotate a token or
+        # store a session, which the client must learn before a drain closes it.
+        self.settled = asyncio.Event()
+        self.settled.set()
+        # Attached to an emulated session: its own drain closes the client.
+        self.handed = False
 
     # ------------------------------------------------------------------ run
     async def run(self) -> None:
@@ -93,6 +83,7 @@ class ClientSession:
             error = ("internal_error", "the proxy failed this session")
             await self.client.end(None, 1011, "internal error", *error)
         finally:
+            self.settled.set()
             if self.mode == "passthrough":  # an emulated session is counted by its runner
                 self.state.metrics.sessions_active.labels(self.mode, *self._labels()).dec()
             await self.client.stop()
@@ -134,18 +125,22 @@ class ClientSession:
             if first is not None:
                 self.pending.remove(first)
                 first = None
+            self.settled.clear()
             if await self._try_resume(event, raw):
+                return
+            if state.draining:  # told server_shutting_down (proxy/resume/takeover.py)
+                await self.client.close(1012, "draining")
                 return
             if model is None:
                 await self.client.close(1008, "resume failed")
                 return
         if first is not None and model is None:
-            model = _model_from(first.event)
+            model = model_from(first.event)
         model = model or cfg.default_model
         if state.draining:
-            self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
-            await self.client.close(1012, "draining")
+            await self._shutting_down()
             return
+        self.settled.clear()  # a drain from here waits for the client to be told
         route = cfg.route_for(model) if model else None
         if route is None or model is None:
             self.client.send_error(
@@ -179,6 +174,10 @@ class ClientSession:
             client=kind,
             ga_passthrough=route.ga_passthrough,
         )
+        if state.draining:  # nothing is stored or handed on from here
+            await abandon(link, cls.kind == "duplex")
+            await self._shutting_down()
+            return
         self.mode = cls.mode
         state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()
         self.log = self.log.bind(mode=cls.mode)
@@ -192,6 +191,10 @@ class ClientSession:
         if await self._refused_opening(link, cls):
             return
         await self._run_emulated(link, cls, model, upstream_model)
+
+    async def _shutting_down(self) -> None:
+        self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
+        await self.client.close(1012, "draining")
 
     async def _refused_opening(self, link: UpstreamLink, cls: Classification) -> bool:
         """A native client's opening that vLLM-Omni refuses (a format it does not know,
@@ -260,6 +263,7 @@ class ClientSession:
             # Opened as the replica drains: the drain took the sessions alive as it
             # began; this one is handed on like them, or it would outlive the replica.
             await runner.drain()
+        self.told(handed=True)
         await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
 
     def slot(self) -> str | None:
@@ -272,6 +276,15 @@ class ClientSession:
                 return None
         return self.route.model
 
+    def told(self, handed: bool = False) -> None:
+        self.handed = self.handed or handed
+        self.settled.set()
+
     async def drain(self) -> None:
-        """Shutdown: close with 1012 so the client resumes elsewhere (runners persist)."""
-        await self.client.close(1012, "service restart")
+        """Shutdown: close with 1012 so the client resumes elsewhere. A resume or an
+        opening under way ends first (within the drain's timeout), telling the client
+        its token; one handed to an emulated session is closed by that session's drain
+        (an attachment not yet served gets its opening first: ``turn_away``)."""
+        await self.settled.wait()
+        if not self.handed:
+            await self.client.close(1012, "service restart")

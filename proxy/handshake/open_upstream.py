@@ -3,9 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import time
 from typing import Any
+
+import aiohttp
 
 from proxy.capacity import refuse, upstream_limit, upstream_of, upstream_refusal
 from proxy.client_frames import ClientFrame
@@ -13,7 +16,15 @@ from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.emulated.shim_setup import shim_settings
 from proxy.handshake.upstream_wait import dial_through_warmup
-from proxy.upstream import UpstreamLink, UpstreamRefused, UpstreamUnavailable, dial, opening_update
+from proxy.upstream import (
+    UpstreamLink,
+    UpstreamRefused,
+    UpstreamUnavailable,
+    close_within,
+    dial,
+    opening_update,
+    send_within,
+)
 from proxy.upstream_book import exhausted, refused_limit
 from shim import wire
 from shim.capabilities import classify
@@ -181,3 +192,14 @@ async def _upstream_full(
     if limit is not None:
         why += f" ({limit} session(s) at once)"
     await refuse(conn.client, upstream_refusal(route, why))
+
+
+async def abandon(link: UpstreamLink, duplex: bool) -> None:
+    """Close an upstream session no client will have: a duplex upstream's is ended
+    (``session.close``), or it would hold one of the upstream's slots for its grace
+    (``proxy/emulated/upstream_control.py``, ``close``)."""
+    if duplex:
+        quiet = (TimeoutError, ConnectionError, RuntimeError, aiohttp.ClientError)
+        with contextlib.suppress(*quiet):
+            await send_within(link.ws, '{"type": "session.close"}', 1.0)
+    await close_within(link.ws)

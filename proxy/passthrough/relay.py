@@ -31,6 +31,7 @@ async def run_passthrough(
     created = annotated_created(link, cls, resume=record is not None)
     session.state.metrics.frames.labels("upstream_to_client").inc()
     session.client.send_event(created)
+    session.told()
     session.client.rate.clock.accepted(created.get("session"))
     store = session.state.store
     keeper = None

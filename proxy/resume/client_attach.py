@@ -26,6 +26,7 @@ def resumed_event(runner: EmulatedRunner, token: str) -> dict[str, Any]:
 def attacher(conn: ClientConnection, runner: EmulatedRunner, token: str, last_seq: int) -> Attacher:
     async def attach() -> None:
         first = [resumed_event(runner, token)]
+        conn.told(handed=True)
         await runner.attach(Attach(conn.client, first, asyncio.Event(), last_seq))
 
     return attach

@@ -23,7 +23,7 @@ from proxy.persist.sealing import opened, stored_binding
 from proxy.resume.client_attach import Attacher, resumed_event
 from proxy.resume.lease import acquire, load_record
 from proxy.resume.replay import preload, replay_events
-from proxy.resume.request import ResumeRequest, conflict, expired, gap
+from proxy.resume.request import ResumeRequest, conflict, expired, gap, shutting_down
 from proxy.resume.upstream_reopen import (
     Reached,
     UpstreamSocket,
@@ -88,6 +88,8 @@ async def take_from_store(
         await discard(dialling)
         raise
     try:
+        if state.draining:
+            raise shutting_down()  # before the token rotates: the client keeps its own
         token = secrets.token_urlsafe(32)
         final: list[tuple[SessionRecord, list[tuple[int, str]] | None]] = []
 
@@ -149,6 +151,7 @@ async def take_from_store(
 
     async def attach() -> None:
         first = [resumed_event(runner, token)]
+        conn.told(handed=True)
         await runner.attach(Attach(conn.client, first, asyncio.Event(), last), after=restored)
 
     return attach

@@ -19,7 +19,7 @@ from proxy.emulated.runner import EmulatedRunner
 from proxy.logging import get_logger
 from proxy.resume.client_attach import Attacher, attacher
 from proxy.resume.lease import load_record, moved_away, rotate
-from proxy.resume.request import ResumeRequest, denied, expired, gap
+from proxy.resume.request import ResumeRequest, denied, expired, gap, shutting_down
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable, hash_token, token_matches
 
 _tasks: set[asyncio.Task[None]] = set()
@@ -61,6 +61,8 @@ async def take_local(
         raise denied()
     if runner.journal.after(req.last_seq, now_ms()) is None:
         raise gap()
+    if conn.state.draining:
+        raise shutting_down()  # before the token rotates: the client keeps its own
     token = secrets.token_urlsafe(32)
     new_hash = hash_token(token)
     degraded: str | None = None

@@ -58,6 +58,7 @@ async def take_passthrough(
     async def attach() -> None:
         conn.route = route  # the session holds its upstream's slot again (proxy/capacity.py)
         conn.client.send_text(answer)
+        conn.told()
         # Appends cost their time at the format the upstream resumed the session with.
         conn.client.rate.clock.accepted(first.get("session"))
         grace = state.config.store.disconnect_grace_s

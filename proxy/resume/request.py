@@ -59,6 +59,10 @@ def conflict() -> ResumeFailed:
     return ResumeFailed("session_resume_conflict", "another connection resumed this session")
 
 
+def shutting_down() -> ResumeFailed:
+    return ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
+
+
 def unavailable() -> ResumeFailed:
     return ResumeFailed(
         "session_resume_unavailable", "resume is unavailable right now: the session store is down"

@@ -12,7 +12,7 @@ from proxy.resume.from_store import take_from_store
 from proxy.resume.lease import load_record
 from proxy.resume.local import take_local
 from proxy.resume.passthrough import take_passthrough
-from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired
+from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired, shutting_down
 from proxy.store.base import token_matches
 
 
@@ -37,7 +37,7 @@ async def _take(conn: ClientConnection, req: ResumeRequest) -> Attacher:
     state = conn.state
     if state.draining:
         # Taking the session here would only hand it over again in a moment.
-        raise ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
+        raise shutting_down()
     runner = live_runner(state, req.session_id)
     if runner is not None:
         if runner.persister.key_id != conn.key_id:
