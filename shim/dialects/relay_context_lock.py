@@ -147,9 +147,9 @@ class ContextLock:
         )
 
     def seeded(self, text: str) -> None:
-        """The ``initial_user_text`` the session opens with: a new one is a user item."""
-        if text and text != self.seed:
-            self.items += 1
+        """The ``initial_user_text`` the session opens with, a user item: the client's
+        opening states it over the route's (``""``: none), one item either way."""
+        self.items = max(0, self.items - bool(self.seed)) + bool(text)
         self.seed = text
 
     def appended(self, ms: float, speech: bool = True) -> None:
