@@ -55,6 +55,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.input_history",
             "shim.vad_timeline",
             "shim.assistant_audio",
+            "shim.realtime_items",
         ],
     ),
     (

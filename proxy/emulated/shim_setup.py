@@ -8,9 +8,11 @@ from typing import Any
 from proxy.config_route import Route
 from proxy.state import ProxyState
 from shim.capabilities import Classification, proxy_capabilities
+from shim.dialects import ga_session_update
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.turn_based import TurnBasedSession
+from shim.native_formats import as_the_proxy_reads
 from shim.native_session_object import resumed_over_upstream, upstream_turn_detection
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
@@ -53,6 +55,16 @@ def new_shim(
             ga.upstream_audio.stated(route.session_defaults, opening=True)
         return ga
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
+
+
+def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> None:
+    """A duplex client's own first ``session.update``, which already opened the upstream
+    session: applied locally, not resent (a native client's as vLLM-Omni reads it:
+    ``shim/native_formats.py``; a GA client's also states what the upstream opened with)."""
+    if isinstance(shim, GaRelaySession):
+        ga_session_update.opened(shim, event)
+    else:
+        shim.apply_update(as_the_proxy_reads(event) if shim.config.native else event)
 
 
 def created_event(

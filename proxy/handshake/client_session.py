@@ -18,6 +18,7 @@ from proxy.client_io import CLOSED, ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
+from proxy.emulated.shim_setup import apply_opening
 from proxy.handshake.client_kind import client_kind, model_from
 from proxy.handshake.open_upstream import abandon, open_upstream
 from proxy.logging import get_logger
@@ -29,7 +30,7 @@ from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, classify
 from shim.dialects.turn_based import TurnBasedSession
 from shim.dialects.turn_refusals import Refusals
-from shim.native_formats import PROXY_CANNOT_SERVE, as_the_proxy_reads
+from shim.native_formats import PROXY_CANNOT_SERVE
 
 
 class ClientSession:
@@ -243,10 +244,7 @@ class ClientSession:
         self.pending.clear()
         opening = link.opening_event
         if opening is not None and cls.kind == "duplex":
-            # It already opened the upstream session; apply it locally, don't resend
-            # (a native client's as vLLM-Omni reads it: shim/native_formats.py).
-            native = runner.shim.config.native
-            runner.shim.apply_update(as_the_proxy_reads(opening.event) if native else opening.event)
+            apply_opening(runner.shim, opening.event)  # it opened the upstream session
             pending.remove(opening)
         elif opening is not None and isinstance(runner.shim, TurnBasedSession):
             # A native client's session.created holds its opening, as vLLM-Omni's does.

@@ -18,6 +18,7 @@ from proxy.reference.duplex_session import DuplexSession
 from proxy.reference.duplex_turn_detection import validate_session_object
 from proxy.reference.model_profiles import PERSONAPLEX_RATE_ERROR
 from proxy.reference.options import KIND_DUPLEX
+from shim.realtime_items import image_refusal, normalized
 
 _CLOSE = frozenset({"session.close", "close", "close_session"})
 _TEXT_APPEND = frozenset({"input.text.append", "input_text.append", "push_text"})
@@ -163,14 +164,10 @@ def _item_create(session: DuplexSession, event: dict[str, object]) -> None:
         stored["id"] = f"item_{uuid.uuid4().hex}"
     stored.setdefault("object", "realtime.item")
     stored["status"] = "completed"
-    # As vLLM-Omni takes it (``protocol/realtime/items.py``, ``normalize_conversation_item``):
-    # a message unless it says, the user's unless it says, its content a list or none.
-    stored.setdefault("type", "message")
-    if "role" not in stored and stored["type"] == "message":
-        stored["role"] = "user"
-    if not isinstance(stored.get("content"), list):
-        stored["content"] = []
-    if _refused_image(session, stored["content"], stored.get("role")):
+    stored = normalized(stored)  # as vLLM-Omni takes it (shim/realtime_items.py)
+    refusal = image_refusal(stored, images=False)  # no stand-in model takes images
+    if refusal is not None:
+        session.emit_error(*refusal)
         return
     conversation = session.model.conversation
     previous = _str_or_none(event.get("previous_item_id")) or conversation.last_id
@@ -183,20 +180,6 @@ def _item_create(session: DuplexSession, event: dict[str, object]) -> None:
         "conversation.item.done",
         {"previous_item_id": conversation.previous_of(str(stored["id"])), "item": stored},
     )
-
-
-def _refused_image(session: DuplexSession, content: list[object], role: object) -> bool:
-    """An ``input_image`` item, which no stand-in model takes (``supports_image_input``
-    false): refused as ``engine/duplex/session/control.py`` refuses it, nothing kept."""
-    if not any(isinstance(p, dict) and p.get("type") == "input_image" for p in content):
-        return False
-    if role != "user":
-        session.emit_error("invalid_image", "input_image is supported only in user messages")
-    else:
-        session.emit_error(
-            "unsupported", "This model does not support input_image conversation items"
-        )
-    return True
 
 
 def _has_content(content: list[object]) -> bool:

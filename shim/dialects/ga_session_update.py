@@ -59,6 +59,16 @@ def stated(
     }
 
 
+def opened(s: UpdateHost, ev: dict[str, Any]) -> None:
+    """The client's own first ``session.update``, which opened the upstream session
+    (``shim/ga_upstream.py``, ``opening_session``, over the route's, stated first:
+    ``proxy/emulated/shim_setup.py``): applied here only, and what the upstream opened
+    with decides its lock, its ``initial_user_text`` a user item in place of the
+    route's. One the proxy refuses opened it as the route's alone."""
+    if s.apply_update(ev) is None:
+        s.upstream_audio.stated(ev.get("session"), opening=True)
+
+
 def _turn_detection(update: dict[str, Any] | None) -> Any:
     session = update.get("session") if update is not None else None
     return session.get("turn_detection", _UNSTATED) if isinstance(session, dict) else _UNSTATED

@@ -55,6 +55,7 @@ from typing import Any
 import numpy as np
 
 from shim.audio import PCM_F32, AudioFormat
+from shim.realtime_items import image_refusal, normalized
 
 # engine/duplex/config.py (realtime_item_to_history_message): the parts of a message
 # it keeps, so a user item it counts for a text-only turn.
@@ -79,14 +80,16 @@ def speech(raw: bytes, fmt: AudioFormat, silence_rms: float = SILENCE_RMS) -> bo
     return float(np.sqrt(np.mean(np.square(samples)))) >= silence_rms
 
 
-def user_item(item: Any) -> bool:
-    """A user message vLLM-Omni keeps in its history: some text, an image or audio."""
-    if not isinstance(item, Mapping) or item.get("role") != "user":
+def user_item(item: Any, images: bool = False) -> bool:
+    """A user message vLLM-Omni keeps in its history: some text, an image or audio,
+    as it reads the item (``shim/realtime_items.py``: no role is the user's, content
+    not a list is none), on a model that takes images (``images``) or not."""
+    if not isinstance(item, Mapping):
         return False
-    content = item.get("content")
-    if isinstance(content, str):
-        return bool(content.strip())
-    parts = [p for p in content if isinstance(p, Mapping)] if isinstance(content, list) else []
+    item = normalized(item)
+    if item.get("role") != "user" or image_refusal(item, images) is not None:
+        return False
+    parts = [p for p in item["content"] if isinstance(p, Mapping)]
     text = "".join(
         p["text"] for p in parts if p.get("type") in _TEXT and isinstance(p.get("text"), str)
     )
@@ -116,6 +119,7 @@ class ContextLock:
         "chunk_ms",
         "committed",
         "current",
+        "images",
         "items",
         "live",
         "locked",
@@ -128,6 +132,7 @@ class ContextLock:
         chunk = caps.get("chunk_period_ms")
         self.chunk_ms = chunk if isinstance(chunk, int | float) and chunk > 0 else 1000
         self.text_turns = caps.get("supports_text_only_turn") is True
+        self.images = caps.get("supports_image_input") is True
         self.auto = auto  # the session's extra_body.auto_response
         self.locked = False
         self.buffered_ms = 0.0  # audio sent since the last commit or clear
@@ -141,15 +146,19 @@ class ContextLock:
     def fresh(self) -> ContextLock:
         """The intake of a fresh session of the same upstream."""
         return ContextLock(
-            {"chunk_period_ms": self.chunk_ms, "supports_text_only_turn": self.text_turns},
+            {
+                "chunk_period_ms": self.chunk_ms,
+                "supports_text_only_turn": self.text_turns,
+                "supports_image_input": self.images,
+            },
             self.auto,
             self.seed,
         )
 
     def seeded(self, text: str) -> None:
-        """The ``initial_user_text`` the session opens with: a new one is a user item."""
-        if text and text != self.seed:
-            self.items += 1
+        """The ``initial_user_text`` the session opens with, a user item: the client's
+        opening states it over the route's (``""``: none), one item either way."""
+        self.items = max(0, self.items - bool(self.seed)) + bool(text)
         self.seed = text
 
     def appended(self, ms: float, speech: bool = True) -> None:
@@ -172,7 +181,7 @@ class ContextLock:
         elif kind == "input_audio_buffer.clear":
             self.buffered_ms = 0.0
         elif kind == "conversation.item.create" and event is not None:
-            self.items += user_item(event.get("item"))
+            self.items += user_item(event.get("item"), self.images)
         elif kind == "response.create":
             self._turn(self.committed or (self.items > 0 and self.text_turns))
             self.items = 0

@@ -14,7 +14,12 @@ is dialled goes to it (``proxy/emulated/upstream_control.py``): the count starts
 when a fresh session is asked for (``AbortUpstream``), not when it is bound, and what
 was sent while a resume was tried goes on to the fresh session if it fails. Each
 append counts as it goes upstream (converted, in whole units), read as vLLM-Omni reads
-it for silence; a move carries the count (``wire``, ``restore``).
+it for silence; a move carries the count (``wire``, ``restore``). The silence level is
+the one the upstream's ``session.created`` (or ``session.resumed``) reports, its
+``overlap_silence_rms`` (``engine/duplex/session/engine_session.py``,
+``as_public_dict``), else the one it was stated: at the opening the ``extra_body`` one
+over the flat one (``engine/duplex/config.py``, ``from_event``), live the flat one only
+(``apply_realtime_update``); a move carries it too.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from shim.upstream_input import AppendConverter, declared_float_input, state_inp
 
 HEARD = "upstream_heard"  # the snapshot's keys: the upstream session's context is locked,
 SPOKE = "upstream_spoke"  # and its current response's playback has audio (voice fixed)
+_RMS = "silence_rms"  # in INTAKE: the level the upstream session reads silence under
 _READ = frozenset(
     {
         "input_audio_buffer.commit",
@@ -44,7 +50,7 @@ _READ = frozenset(
 
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter", "g711", "held", "lock", "silence_rms")
+    __slots__ = ("caps", "converter", "g711", "held", "lock", "reported", "silence_rms")
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
@@ -53,6 +59,7 @@ class UpstreamAudio:
         self.lock = ContextLock(self.caps)  # this upstream session's (or the next one's)
         self.held: ContextLock | None = None  # while a resume is tried: what went since
         self.silence_rms = SILENCE_RMS
+        self.reported = False  # the upstream session said its silence level
 
     @property
     def heard(self) -> bool:
@@ -67,15 +74,21 @@ class UpstreamAudio:
     def stated(self, session: Any, opening: bool = False) -> None:
         """A session object the upstream session takes: its ``extra_body.auto_response``,
         ``overlap_silence_rms`` and, what every one opens with (``opening``: the route's),
-        ``initial_user_text`` (``engine/duplex/config.py``: an update leaves it)."""
+        ``initial_user_text`` (``engine/duplex/config.py``: an update leaves it). At the
+        opening ``extra_body.overlap_silence_rms`` wins (``from_event`` reads it last),
+        unless the upstream session has already reported the level it took."""
         if not isinstance(session, Mapping):
             return
         extra = session.get("extra_body")
-        auto = extra.get("auto_response") if isinstance(extra, Mapping) else None
+        extra = extra if isinstance(extra, Mapping) else {}
+        auto = extra.get("auto_response")
         seed = session.get("initial_user_text")
-        rms = session.get("overlap_silence_rms")
-        if isinstance(rms, int | float) and not isinstance(rms, bool):
-            self.silence_rms = max(0.0, float(rms))
+        for given in (session.get("overlap_silence_rms"), extra.get("overlap_silence_rms")):
+            rms = _level(given)
+            if rms is not None and not (opening and self.reported):
+                self.silence_rms = rms
+            if not opening:
+                break  # apply_realtime_update reads the flat one only
         for lock in self._locks():
             if isinstance(auto, bool):
                 lock.auto = auto
@@ -93,6 +106,9 @@ class UpstreamAudio:
         """Follow the upstream's session (created, or the one it resumed)."""
         self.held = None
         session = event.get("session")
+        rms = _level(session.get("overlap_silence_rms") if isinstance(session, Mapping) else None)
+        if rms is not None:
+            self.silence_rms, self.reported = rms, True
         if event.get("type") != "session.created" or not isinstance(session, Mapping):
             # Its own session back (a resume, maybe restored): what the proxy last stated.
             session = last_update["session"] if last_update is not None else None
@@ -178,14 +194,19 @@ class UpstreamAudio:
         """The snapshot's part: whether the upstream session's instructions and voice
         are fixed, and what decides it from here on."""
         heard = {HEARD: True} if self.heard else {}
-        return {**heard, **({SPOKE: True} if self.spoke else {}), INTAKE: self.lock.wire()}
+        intake = {**self.lock.wire(), _RMS: self.silence_rms}
+        return {**heard, **({SPOKE: True} if self.spoke else {}), INTAKE: intake}
 
     def restore(self, snap: Mapping[str, Any], resumed: Mapping[str, Any] | None) -> None:
         """After a move: the resumed upstream session as it was (its audio buffered or
         committed, its user items unanswered); a fresh one keeps only the client's
-        ``auto_response``. A snapshot without ``INTAKE`` leaves the route's."""
+        ``auto_response``. A snapshot without ``INTAKE`` leaves the route's. Either
+        keeps the silence level (the fold states it; the new session may report it)."""
         self.lock = self.lock.fresh()
         intake = snap.get(INTAKE)
+        rms = _level(intake.get(_RMS) if isinstance(intake, Mapping) else None)
+        if rms is not None:
+            self.silence_rms = rms
         if resumed is None:
             auto = intake.get("auto") if isinstance(intake, Mapping) else None
             self.lock.auto = auto if isinstance(auto, bool) else self.lock.auto
@@ -193,3 +214,10 @@ class UpstreamAudio:
         self.lock.load(intake)
         self.lock.locked = snap.get(HEARD) is True
         self.lock.spoke = snap.get(SPOKE) is True
+
+
+def _level(value: Any) -> float | None:
+    """An ``overlap_silence_rms`` as vLLM-Omni takes it (a number, at least 0), or None."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return max(0.0, float(value))
+    return None
