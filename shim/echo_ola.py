@@ -22,6 +22,8 @@ _HEAD, _TAIL = _WIN2[:HOP], _WIN2[HOP:]
 # multiply, which costs a third of the same multiply broadcast over a (k, HOP) view.
 _HEADS = [np.tile(_HEAD, k) for k in range(MAX_FRAMES + 1)]
 _TAILS = [np.tile(_TAIL, k) for k in range(MAX_FRAMES + 1)]
+# Zeros to add (an array: adding a scalar goes through numpy's slower scalar path).
+_ZEROS = [np.zeros(k * HOP, dtype=np.float32) for k in range(MAX_FRAMES + 1)]
 
 
 def overlap_add(y: FloatArray, ola: Float32Array) -> tuple[Float32Array, Float32Array]:
@@ -41,13 +43,14 @@ def pass_through(x: Float32Array, k: int, ola: Float32Array) -> tuple[Float32Arr
     and gives the very same float32 values: the same products, and the same sums
     (``overlap_add`` adds each tail to a zeroed buffer first, hence the ``+ 0.0``,
     which turns a -0.0 into 0.0 as that does)."""
-    heads, tails_w = (
-        (_HEADS[k], _TAILS[k]) if k <= MAX_FRAMES else (np.tile(_HEAD, k), np.tile(_TAIL, k))
-    )
+    if k > MAX_FRAMES:
+        heads, tails_w, zeros = np.tile(_HEAD, k), np.tile(_TAIL, k), np.float32(0.0)
+    else:
+        heads, tails_w, zeros = _HEADS[k], _TAILS[k], _ZEROS[k]
     n = k * HOP
     out = x[:n] * heads  # the first half of each frame, frame after frame
     tails = x[HOP : n + HOP] * tails_w  # its second
-    tails += np.float32(0.0)
+    tails += zeros
     # In place, and float addition commutes: the same values as ``before + heads``.
     out[:HOP] += ola
     out[HOP:] += tails[:-HOP]
