@@ -44,7 +44,8 @@ def pass_through(x: Float32Array, k: int, ola: Float32Array) -> tuple[Float32Arr
     (``overlap_add`` adds each tail to a zeroed buffer first, hence the ``+ 0.0``,
     which turns a -0.0 into 0.0 as that does)."""
     if k > MAX_FRAMES:
-        heads, tails_w, zeros = np.tile(_HEAD, k), np.tile(_TAIL, k), np.float32(0.0)
+        heads, tails_w = np.tile(_HEAD, k), np.tile(_TAIL, k)
+        zeros: Float32Array = np.zeros(k * HOP, dtype=np.float32)
     else:
         heads, tails_w, zeros = _HEADS[k], _TAILS[k], _ZEROS[k]
     n = k * HOP
