@@ -14,7 +14,8 @@ checkout under the same replay, to compare versions side by side.
 
 The replay feeds 16 kHz, so a 24 kHz client's resampling to the VAD's rate is timed on
 its own: ``mic_resample_us_per_append``, CPU per 20 ms append of 24 kHz noise through
-the microphone's low-delay resampler and through soxr's streaming one.
+the microphone's low-delay resampler and through soxr's streaming one; and the echo
+suppressor's alone while nothing plays: ``echo_idle_us_per_append``.
 """
 
 from __future__ import annotations
@@ -96,6 +97,24 @@ def resample_cost(appends: int = 3000) -> dict[str, float]:
     return out
 
 
+def echo_idle_cost(appends: int = 10000, runs: int = 5) -> float:
+    """CPU µs per 20 ms append through the echo suppressor while nothing plays (most
+    of a session: it passes the microphone through its STFT frames), median of runs."""
+    import numpy as np
+
+    from shim.echo import EchoSuppressor
+
+    x = np.random.default_rng(1).normal(0, 0.1, 320).astype(np.float32)
+    per_run = []
+    for _ in range(runs):
+        echo = EchoSuppressor()
+        t0 = time.process_time()
+        for i in range(appends):
+            echo.process_scaled(x, i * 320)
+        per_run.append(1e6 * (time.process_time() - t0) / appends)
+    return round(statistics.median(per_run), 1)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--root", type=Path, help="time the shim of this checkout instead")
@@ -112,6 +131,7 @@ def main() -> None:
     else:
         result = measure(args.runs, not args.no_echo)
         result["mic_resample_us_per_append"] = resample_cost()
+        result["echo_idle_us_per_append"] = echo_idle_cost()
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result) if args.json else result)
 

@@ -57,6 +57,11 @@ def _taps() -> np.ndarray | None:
 
 
 TAPS = _taps()
+# The int16 bounds as float32 arrays, sliced to the outputs of a call (most calls): an
+# array operand skips numpy's conversion of a scalar one, and bounds the same way.
+_BOUNDS = 4096
+_LOW = np.full(_BOUNDS, -32768.0, dtype=np.float32)
+_HIGH = np.full(_BOUNDS, 32767.0, dtype=np.float32)
 
 
 class Polyphase24To16:
@@ -99,7 +104,12 @@ class Polyphase24To16:
         # (its 1/32768 and 32768 are powers of two: the same rounding).
         z = y.astype(np.float32)
         np.rint(z, out=z)
-        np.maximum(z, -32768.0, out=z)
-        np.minimum(z, 32767.0, out=z)
+        n = z.size
+        if n <= _BOUNDS:
+            np.maximum(z, _LOW[:n], out=z)
+            np.minimum(z, _HIGH[:n], out=z)
+        else:
+            np.maximum(z, -32768.0, out=z)
+            np.minimum(z, 32767.0, out=z)
         out: Int16Array = z.astype(np.int16)
         return out
