@@ -27,7 +27,9 @@ __all__ = [
     "proxy_process",
 ]
 
-START_TIMEOUT_S = 30.0
+# A replica loads Silero and warms its VAD before /readyz answers: a few seconds on a quiet
+# machine, but a serial run on two loaded cores once took over 30 s for the second replica.
+START_TIMEOUT_S = 90.0
 
 
 class ProxyProcess:
