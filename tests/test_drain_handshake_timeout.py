@@ -9,6 +9,7 @@ server.drain_timeout_s, with a client that never answers the close frame."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
@@ -106,3 +107,85 @@ async def test_opening_held_at_dial_is_refused_promptly(
             await shutdown
         codes = [e["error"]["code"] for e in c.events if e.get("type") == "error"]
         assert (code, codes) == (1012, ["server_shutting_down"])
+
+
+@pytest.mark.parametrize("at", ["dial", "create"])
+async def test_drain_keeps_its_timeout_with_a_silent_client(
+    redis_server_session: RedisServer, monkeypatch: pytest.MonkeyPatch, at: str
+) -> None:
+    """A client that does not answer the close frame (ClientChannel.close waits 2 s for
+    it), refused at its dial or closed at the drain's timeout while its session is
+    being stored, does not stretch the drain past server.drain_timeout_s, which
+    deploy/kubernetes budgets exactly (the sidecar's preStop sleeps 5 + 10 + 2)."""
+    from proxy.app import _close_sessions
+
+    async with gated_upstream() as (up, gate):
+        config = proxy_config(
+            {"m": up}, store={"url": redis_server_session.url}, server={"drain_timeout_s": 2.0}
+        )
+        state = ProxyState(config=config, replica_id="b")
+        app = build_app(config, state)
+        serving = serve_app(app)
+        b = await serving.__aenter__()
+        gate.at, gate.shut = at, True
+        if at == "create":
+            assert state.store is not None
+            monkeypatch.setattr(state.store, at, gate.store(state.store.create))
+        async with connect(ws_url(b)):  # never reads: no close reply
+            await gate.reached.wait()
+            t0 = time.monotonic()
+            await _close_sessions(app)
+            took = time.monotonic() - t0
+            gate.open.set()
+        await serving.__aexit__(None, None, None)
+        # Before, the close step after the timeout added its wait for the close reply.
+        assert took < config.server.drain_timeout_s + 0.5, round(took, 2)
+
+
+@pytest.mark.parametrize("what", ["resume", "opening"])
+async def test_handshake_still_storing_at_drain_timeout_is_stopped(
+    redis_server_session: RedisServer, monkeypatch: pytest.MonkeyPatch, what: str
+) -> None:
+    """A rotation (a resume held in the store's ``save``) or a session being stored (an
+    opening held in ``create``) still under way at drain_timeout_s is stopped with its
+    client's close: the token the client has still resumes, and nothing is stored
+    for a token no one was told."""
+    async with gated_upstream() as (up, gate):
+        config = proxy_config(
+            {"m": up}, store={"url": redis_server_session.url}, server={"drain_timeout_s": 0.5}
+        )
+        async with proxy_with_state(config) as (a, a_state):
+            created = None
+            if what == "resume":
+                async with connect(ws_url(a)) as c1:
+                    created = await c1.until("session.created")
+            state = ProxyState(config=config, replica_id="b")
+            serving = serve_app(build_app(config, state))
+            b = await serving.__aenter__()
+            at = "save" if what == "resume" else "create"
+            gate.at, gate.shut = at, True
+            monkeypatch.setattr(state.store, at, gate.store(getattr(state.store, at)))
+            url = ws_url(b, model=None) if created else ws_url(b)
+            async with connect(url) as c2:
+                if created:
+                    await c2.send(resume_of(created))
+                await gate.reached.wait()
+                sid = next(iter(state.sessions)).session_id
+                shutdown = asyncio.create_task(serving.__aexit__(None, None, None))
+                assert await closed(c2) == 1012
+                gate.open.set()
+                await shutdown
+            gate.shut = False
+            kinds = [e.get("type") for e in c2.events]
+            if created:
+                async with connect(ws_url(a, model=None)) as c3:
+                    await c3.send(resume_of(created))
+                    first = await c3.recv()
+                assert "session.resumed" in kinds or first["type"] == "session.resumed", (
+                    kinds,
+                    first,
+                )
+            else:
+                assert a_state.store is not None
+                stored = await a_state.store.load(sid)
+                assert "session.created" in kinds or stored is None, (kinds, stored)

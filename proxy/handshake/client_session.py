@@ -242,7 +242,11 @@ class ClientSession:
                 runner.shim.apply_update(held)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
-        resumable = await runner.persister.create(token)
+        try:
+            resumable = await runner.persister.create(token)
+        except asyncio.CancelledError:  # cut at the drain's timeout (``cut``)
+            await abandon(link, cls.kind == "duplex")
+            raise
         created = runner.created_event(token if resumable else None)
         runner.start()
         self.runner = runner
@@ -285,3 +289,10 @@ class ClientSession:
         if not self.opened:
             self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
         await self.client.close(1012, "service restart")
+
+    def cut(self) -> None:
+        """At the drain's timeout: stop a resume or an opening still rotating or
+        storing, before its write lands (the client's token still resumes), rather
+        than leave it to store a token its closed client never learns."""
+        if not self.settled.is_set() and self.task is not None:
+            self.task.cancel()
