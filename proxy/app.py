@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 
 from aiohttp import web
@@ -60,8 +59,11 @@ async def _route_checks(app: web.Application) -> AsyncIterator[None]:
 
 async def _close_sessions(app: web.Application) -> None:
     """On shutdown: persist and close every client with 1012 so it resumes elsewhere
-    (each told its resume token first: ``ClientSession.drain``)."""
+    (each told its resume token first: ``ClientSession.drain``), all within
+    server.drain_timeout_s: the last of it (at most a second) closes what is left."""
     state = app[STATE]
+    budget = state.config.server.drain_timeout_s
+    last = min(1.0, budget / 4)
     state.draining = True
     app[READINESS].start_drain()
     runners = list(state.live.values())
@@ -70,19 +72,26 @@ async def _close_sessions(app: web.Application) -> None:
         *(r.drain() for r in runners), *(s.drain() for s in sessions), return_exceptions=True
     )
     try:
-        await asyncio.wait_for(closing, state.config.server.drain_timeout_s)
+        await asyncio.wait_for(closing, budget - last)
     except TimeoutError:
         get_logger(replica_id=state.replica_id).warning(
             "drain_timeout", sessions=len(state.sessions), live=len(state.live)
         )
-        # Whatever is still open (a handshake or a session's drain that hung) closes now.
-        left = [
-            s.client.close(1012, "service restart")
-            for s in state.sessions
-            if isinstance(s, ClientSession)
-        ]
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(asyncio.gather(*left, return_exceptions=True), 5.0)
+        # Whatever is still open (a handshake or a session's drain that hung) closes
+        # now; a handshake still storing or rotating stops first, so the token its
+        # client has still resumes (``ClientSession.cut``).
+        left = [s for s in state.sessions if isinstance(s, ClientSession)]
+        for s in left:
+            s.cut()
+        closes = asyncio.gather(
+            *(s.client.close(1012, "service restart") for s in left), return_exceptions=True
+        )
+        try:
+            await asyncio.wait_for(closes, last)
+        except TimeoutError:  # a client that does not answer the close frame
+            for s in left:
+                if s.request.transport is not None:
+                    s.request.transport.abort()
 
 
 async def healthz(request: web.Request) -> web.Response:

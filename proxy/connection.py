@@ -32,6 +32,10 @@ class ClientConnection(Protocol):
     # Who the connection authenticated as ("" without auth): resume is bound to it.
     key_id: str
 
+    def committing(self) -> None:
+        """A token rotation or a session's store write begins (checked for a drain
+        just before, with no await between): a drain waits for the client to be told."""
+
     def told(self, handed: bool = False) -> None:
         """The client has its session's opening (its resume token), or is ``handed``
         to an emulated session that sends it: a drain may close it from here."""

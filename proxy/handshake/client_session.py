@@ -20,7 +20,7 @@ from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
 from proxy.emulated.shim_setup import apply_opening
 from proxy.handshake.client_kind import client_kind, model_from
-from proxy.handshake.open_upstream import abandon, open_upstream
+from proxy.handshake.open_upstream import abandon, open_upstream, refused_opening
 from proxy.logging import get_logger
 from proxy.passthrough.relay import run_passthrough
 from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
@@ -29,8 +29,6 @@ from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, classify
 from shim.dialects.turn_based import TurnBasedSession
-from shim.dialects.turn_refusals import Refusals
-from shim.native_formats import PROXY_CANNOT_SERVE
 
 
 class ClientSession:
@@ -64,15 +62,19 @@ class ClientSession:
         # The upstream session a passthrough connection serves (event id de-duplication).
         self.passthrough_sid: str | None = None
         self._accepted_at = time.monotonic()
-        # Cleared while a resume or an opening is under way: it may rotate a token or
-        # store a session, which the client must learn before a drain closes it.
+        # Cleared once a resume or an opening begins to rotate a token or store a
+        # session (``committing``): the client must learn it before a drain closes it.
         self.settled = asyncio.Event()
         self.settled.set()
+        # The client has its session's opening (its token): a drain closes it plainly.
+        self.opened = False
         # Attached to an emulated session: its own drain closes the client.
         self.handed = False
+        self.task: asyncio.Task[None] | None = None
 
     # ------------------------------------------------------------------ run
     async def run(self) -> None:
+        self.task = asyncio.current_task()
         self.client.start()
         try:
             await self._run()
@@ -126,7 +128,6 @@ class ClientSession:
             if first is not None:
                 self.pending.remove(first)
                 first = None
-            self.settled.clear()
             if await self._try_resume(event, raw):
                 return
             if state.draining:  # told server_shutting_down (proxy/resume/takeover.py)
@@ -141,7 +142,6 @@ class ClientSession:
         if state.draining:
             await self._shutting_down()
             return
-        self.settled.clear()  # a drain from here waits for the client to be told
         route = cfg.route_for(model) if model else None
         if route is None or model is None:
             self.client.send_error(
@@ -179,6 +179,7 @@ class ClientSession:
             await abandon(link, cls.kind == "duplex")
             await self._shutting_down()
             return
+        self.committing()  # no await since the check: a drain now waits for the client
         self.mode = cls.mode
         state.metrics.sessions_total.labels(cls.mode, *self._labels()).inc()
         self.log = self.log.bind(mode=cls.mode)
@@ -189,7 +190,7 @@ class ClientSession:
             state.metrics.sessions_active.labels(cls.mode, *self._labels()).inc()
             await run_passthrough(self, link, cls)
             return
-        if await self._refused_opening(link, cls):
+        if await refused_opening(self.client, link, cls):
             return
         await self._run_emulated(link, cls, model, upstream_model)
 
@@ -197,28 +198,13 @@ class ClientSession:
         self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
         await self.client.close(1012, "draining")
 
-    async def _refused_opening(self, link: UpstreamLink, cls: Classification) -> bool:
-        """A native client's opening that vLLM-Omni refuses (a format it does not know,
-        turn detection it cannot run), where the proxy answers for a turn-based upstream:
-        refused as vLLM-Omni refuses an opening (``invalid_session_config``, in its
-        words), and nothing opens (``entrypoints/duplex/serving.py``, ``_open``)."""
-        opening = link.opening_event
-        if opening is None or cls.kind != "turn" or cls.ga_client:
-            return False
-        refused = Refusals(native_client=True).session_update(opening.event)
-        if refused is None or refused[0] == PROXY_CANNOT_SERVE:
-            return False
-        await link.ws.close()
-        self.client.send_error("invalid_session_config", refused[1])
-        await self.client.close(1000, "session refused")
-        return True
-
     async def _try_resume(self, event: dict[str, Any], raw: str) -> bool:
         """Resume; on failure tell the client why (it may start fresh) and return False."""
         try:
             await resume(self, parse_resume(event, raw))
         except ResumeFailed as exc:
             self.log.info("resume_failed", code=exc.code)
+            self.settled.set()  # nothing rotated: a drain from here refuses the client
             self.client.send_error(exc.code, str(exc))
             return False
         return True
@@ -253,7 +239,11 @@ class ClientSession:
                 runner.shim.apply_update(held)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
-        resumable = await runner.persister.create(token)
+        try:
+            resumable = await runner.persister.create(token)
+        except asyncio.CancelledError:  # cut at the drain's timeout (``cut``)
+            await abandon(link, cls.kind == "duplex")
+            raise
         created = runner.created_event(token if resumable else None)
         runner.start()
         self.runner = runner
@@ -274,15 +264,32 @@ class ClientSession:
                 return None
         return self.route.model
 
+    def committing(self) -> None:
+        self.settled.clear()
+
     def told(self, handed: bool = False) -> None:
         self.handed = self.handed or handed
+        self.opened = True
         self.settled.set()
 
     async def drain(self) -> None:
         """Shutdown: close with 1012 so the client resumes elsewhere. A resume or an
-        opening under way ends first (within the drain's timeout), telling the client
-        its token; one handed to an emulated session is closed by that session's drain
-        (an attachment not yet served gets its opening first: ``turn_away``)."""
+        opening that began rotating a token or storing a session ends first (within
+        the drain's timeout), telling the client its token; one that has not is
+        refused at once (``server_shutting_down``) and, checking ``state.draining``
+        before it would begin, stores nothing. One handed to an emulated session is
+        closed by that session's drain (an attachment not yet served gets its opening
+        first: ``turn_away``)."""
         await self.settled.wait()
-        if not self.handed:
-            await self.client.close(1012, "service restart")
+        if self.handed:
+            return
+        if not self.opened:
+            self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
+        await self.client.close(1012, "service restart")
+
+    def cut(self) -> None:
+        """At the drain's timeout: stop a resume or an opening still rotating or
+        storing, before its write lands (the client's token still resumes), rather
+        than leave it to store a token its closed client never learns."""
+        if not self.settled.is_set() and self.task is not None:
+            self.task.cancel()

@@ -12,6 +12,7 @@ import aiohttp
 
 from proxy.capacity import refuse, upstream_limit, upstream_of, upstream_refusal
 from proxy.client_frames import ClientFrame
+from proxy.client_io import ClientChannel
 from proxy.config import Route
 from proxy.connection import ClientConnection
 from proxy.emulated.shim_setup import shim_settings
@@ -27,9 +28,11 @@ from proxy.upstream import (
 )
 from proxy.upstream_book import exhausted, refused_limit
 from shim import wire
-from shim.capabilities import classify
+from shim.capabilities import Classification, classify
 from shim.dialects.relay_wire import without_proxy_fields
+from shim.dialects.turn_refusals import Refusals
 from shim.ga_upstream import opening_session
+from shim.native_formats import PROXY_CANNOT_SERVE
 from shim.open_refusal import ga_close_code, metric_label, refusal_type
 from shim.wire import error_code
 
@@ -203,3 +206,20 @@ async def abandon(link: UpstreamLink, duplex: bool) -> None:
         with contextlib.suppress(*quiet):
             await send_within(link.ws, '{"type": "session.close"}', 1.0)
     await close_within(link.ws)
+
+
+async def refused_opening(client: ClientChannel, link: UpstreamLink, cls: Classification) -> bool:
+    """A native client's opening that vLLM-Omni refuses (a format it does not know,
+    turn detection it cannot run), where the proxy answers for a turn-based upstream:
+    refused as vLLM-Omni refuses an opening (``invalid_session_config``, in its
+    words), and nothing opens (``entrypoints/duplex/serving.py``, ``_open``)."""
+    opening = link.opening_event
+    if opening is None or cls.kind != "turn" or cls.ga_client:
+        return False
+    refused = Refusals(native_client=True).session_update(opening.event)
+    if refused is None or refused[0] == PROXY_CANNOT_SERVE:
+        return False
+    await link.ws.close()
+    client.send_error("invalid_session_config", refused[1])
+    await client.close(1000, "session refused")
+    return True

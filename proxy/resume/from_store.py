@@ -90,6 +90,7 @@ async def take_from_store(
     try:
         if state.draining:
             raise shutting_down()  # before the token rotates: the client keeps its own
+        conn.committing()
         token = secrets.token_urlsafe(32)
         final: list[tuple[SessionRecord, list[tuple[int, str]] | None]] = []
 

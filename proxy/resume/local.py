@@ -63,6 +63,7 @@ async def take_local(
         raise gap()
     if conn.state.draining:
         raise shutting_down()  # before the token rotates: the client keeps its own
+    conn.committing()
     token = secrets.token_urlsafe(32)
     new_hash = hash_token(token)
     degraded: str | None = None

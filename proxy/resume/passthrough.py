@@ -14,7 +14,14 @@ from proxy.passthrough.binding import keep_binding
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
 from proxy.resume.reach import reach_upstream
-from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired, gap
+from proxy.resume.request import (
+    ResumeFailed,
+    ResumeRequest,
+    denied,
+    expired,
+    gap,
+    shutting_down,
+)
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamUnavailable, ask, with_query
 from shim.wire import error_code
@@ -39,6 +46,10 @@ async def take_passthrough(
     cfg = state.config.server
     url = with_query(state.upstream_url(route), {"duplex": "1", "autostart": "0"})
     ws = await reach_upstream(state, route, url)
+    if state.draining:  # before the upstream rotates its token: the client keeps its own
+        await ws.close()
+        raise shutting_down()
+    conn.committing()
     try:
         # Relayed as the client sent it: the upstream's own session.resume.
         first, answer = await ask(ws, req.raw, cfg.classify_timeout_s)
