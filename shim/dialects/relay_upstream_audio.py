@@ -71,12 +71,13 @@ class UpstreamAudio:
         """The upstream session's voice is fixed (``ga_voice.py``)."""
         return self.lock.spoke
 
-    def stated(self, session: Any, opening: bool = False) -> None:
+    def stated(self, session: Any, opening: bool = False, client: bool = False) -> None:
         """A session object the upstream session takes: its ``extra_body.auto_response``,
         ``overlap_silence_rms`` and, what every one opens with (``opening``: the route's),
         ``initial_user_text`` (``engine/duplex/config.py``: an update leaves it). At the
         opening ``extra_body.overlap_silence_rms`` wins (``from_event`` reads it last),
-        unless the upstream session has already reported the level it took."""
+        unless the upstream session has already reported the level it took. ``client``:
+        the client's opening, which a fresh session after a loss does not open with."""
         if not isinstance(session, Mapping):
             return
         extra = session.get("extra_body")
@@ -93,7 +94,7 @@ class UpstreamAudio:
             if isinstance(auto, bool):
                 lock.auto = auto
             if opening and isinstance(seed, str):
-                lock.seeded(seed)
+                lock.seeded(seed, client)
 
     def _locks(self) -> tuple[ContextLock, ...]:
         return (self.lock,) if self.held is None else (self.lock, self.held)
