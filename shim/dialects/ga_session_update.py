@@ -66,7 +66,7 @@ def opened(s: UpdateHost, ev: dict[str, Any]) -> None:
     with decides its lock, its ``initial_user_text`` a user item in place of the
     route's. One the proxy refuses opened it as the route's alone."""
     if s.apply_update(ev) is None:
-        s.upstream_audio.stated(ev.get("session"), opening=True)
+        s.upstream_audio.stated(ev.get("session"), opening=True, client=True)
 
 
 def _turn_detection(update: dict[str, Any] | None) -> Any:

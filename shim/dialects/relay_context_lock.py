@@ -123,6 +123,7 @@ class ContextLock:
         "items",
         "live",
         "locked",
+        "route_seed",
         "seed",
         "spoke",
         "text_turns",
@@ -138,13 +139,16 @@ class ContextLock:
         self.buffered_ms = 0.0  # audio sent since the last commit or clear
         self.committed = False  # committed audio no answer has taken yet
         self.seed = seed  # the session's initial_user_text: a user item at the opening
+        self.route_seed = seed  # the route's: what a fresh session after a loss opens with
         self.items = 1 if seed else 0  # user items no turn has taken yet
         self.spoke = False  # the current response's playback has audio: the voice is fixed
         self.live = False  # a response in progress (a response.cancel cuts it)
         self.current: str | None = None  # the last response.created's (None: not known)
 
     def fresh(self) -> ContextLock:
-        """The intake of a fresh session of the same upstream."""
+        """The intake of a fresh session of the same upstream, opened with the route's
+        settings alone (``proxy/emulated/upstream_dial.py``): its seed is the route's,
+        the client's kept settings following as an update that leaves it."""
         return ContextLock(
             {
                 "chunk_period_ms": self.chunk_ms,
@@ -152,14 +156,16 @@ class ContextLock:
                 "supports_image_input": self.images,
             },
             self.auto,
-            self.seed,
+            self.route_seed,
         )
 
-    def seeded(self, text: str) -> None:
+    def seeded(self, text: str, client: bool = False) -> None:
         """The ``initial_user_text`` the session opens with, a user item: the client's
         opening states it over the route's (``""``: none), one item either way."""
         self.items = max(0, self.items - bool(self.seed)) + bool(text)
         self.seed = text
+        if not client:
+            self.route_seed = text
 
     def appended(self, ms: float, speech: bool = True) -> None:
         """An append sent; ``speech``: not silence, or a session that does not

@@ -19,7 +19,9 @@ the one the upstream's ``session.created`` (or ``session.resumed``) reports, its
 ``overlap_silence_rms`` (``engine/duplex/session/engine_session.py``,
 ``as_public_dict``), else the one it was stated: at the opening the ``extra_body`` one
 over the flat one (``engine/duplex/config.py``, ``from_event``), live the flat one only
-(``apply_realtime_update``); a move carries it too.
+(``apply_realtime_update``); a move carries it too. A fresh session after a loss
+reports the route's level, then runs the flat one of the client's kept settings given
+it as an update (``duplex_relay.py``, ``on_upstream_lost``), or of a later one.
 """
 
 from __future__ import annotations
@@ -50,7 +52,17 @@ _READ = frozenset(
 
 
 class UpstreamAudio:
-    __slots__ = ("caps", "converter", "g711", "held", "lock", "reported", "silence_rms")
+    __slots__ = (
+        "caps",
+        "converter",
+        "g711",
+        "given",
+        "held",
+        "lock",
+        "redialed",
+        "reported",
+        "silence_rms",
+    )
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
         self.caps: Mapping[str, Any] = upstream_capabilities or {}
@@ -60,6 +72,8 @@ class UpstreamAudio:
         self.held: ContextLock | None = None  # while a resume is tried: what went since
         self.silence_rms = SILENCE_RMS
         self.reported = False  # the upstream session said its silence level
+        self.redialed = False  # a fresh session asked for, its session.created not yet in
+        self.given: float | None = None  # the flat level last updated since: it runs it
 
     @property
     def heard(self) -> bool:
@@ -71,12 +85,13 @@ class UpstreamAudio:
         """The upstream session's voice is fixed (``ga_voice.py``)."""
         return self.lock.spoke
 
-    def stated(self, session: Any, opening: bool = False) -> None:
+    def stated(self, session: Any, opening: bool = False, client: bool = False) -> None:
         """A session object the upstream session takes: its ``extra_body.auto_response``,
         ``overlap_silence_rms`` and, what every one opens with (``opening``: the route's),
         ``initial_user_text`` (``engine/duplex/config.py``: an update leaves it). At the
         opening ``extra_body.overlap_silence_rms`` wins (``from_event`` reads it last),
-        unless the upstream session has already reported the level it took."""
+        unless the upstream session has already reported the level it took. ``client``:
+        the client's opening, which a fresh session after a loss does not open with."""
         if not isinstance(session, Mapping):
             return
         extra = session.get("extra_body")
@@ -93,7 +108,7 @@ class UpstreamAudio:
             if isinstance(auto, bool):
                 lock.auto = auto
             if opening and isinstance(seed, str):
-                lock.seeded(seed)
+                lock.seeded(seed, client)
 
     def _locks(self) -> tuple[ContextLock, ...]:
         return (self.lock,) if self.held is None else (self.lock, self.held)
@@ -109,6 +124,9 @@ class UpstreamAudio:
         rms = _level(session.get("overlap_silence_rms") if isinstance(session, Mapping) else None)
         if rms is not None:
             self.silence_rms, self.reported = rms, True
+        if self.redialed and self.given is not None and event.get("type") == "session.created":
+            self.silence_rms = self.given  # the update after its opening applies it
+        self.redialed, self.given = False, None
         if event.get("type") != "session.created" or not isinstance(session, Mapping):
             # Its own session back (a resume, maybe restored): what the proxy last stated.
             session = last_update["session"] if last_update is not None else None
@@ -181,14 +199,23 @@ class UpstreamAudio:
         if isinstance(inp, UpstreamEvent):
             self.lock.heard(inp.event)
         for action in actions:
-            if isinstance(action, SendUpstream):  # the proxy's own (a cut)
+            if isinstance(action, SendUpstream):  # the proxy's own (a cut, kept settings)
                 for lock in self._locks():
                     lock.sent(action.event.get("type"), action.event)
+                self._given(action.event)
             elif isinstance(action, ResumeUpstream):
                 self.held = self.lock.fresh()
             elif isinstance(action, AbortUpstream) and action.redial:
                 carried = self.held if self.held is not None and action.after_loss else None
                 self.lock, self.held = carried or self.lock.fresh(), None
+                self.redialed, self.given = True, None
+
+    def _given(self, event: Mapping[str, Any]) -> None:
+        """An update going to a fresh session still dialled: its flat level, read live."""
+        session = event.get("session")
+        if self.redialed and event.get("type") == "session.update" and isinstance(session, Mapping):
+            rms = _level(session.get("overlap_silence_rms"))
+            self.given = rms if rms is not None else self.given
 
     def wire(self) -> dict[str, Any]:
         """The snapshot's part: whether the upstream session's instructions and voice
