@@ -87,6 +87,7 @@ class UpstreamLink:
     duplex_refused: bool
     url: str
     opening_event: Any = None  # the client's own session.update that opened it
+    opened_with: dict[str, Any] | None = None  # the session it opened with, as sent
 
 
 def _is_refusal(event: dict[str, Any]) -> bool:

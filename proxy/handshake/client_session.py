@@ -26,6 +26,7 @@ from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, ClientKind, classify
+from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.dialects.turn_refusals import Refusals
 from shim.native_formats import PROXY_CANNOT_SERVE, as_the_proxy_reads
@@ -250,6 +251,11 @@ class ClientSession:
             held = runner.shim.refusals.opening(opening.event)
             if held is not None:
                 runner.shim.apply_update(held)
+        relay = runner.shim
+        if isinstance(relay, BargeInRelaySession) and relay.native_client and link.opened_with:
+            # What the upstream opened with for this client (its opening over the
+            # route's defaults) is what a fresh one is given after a loss or a move.
+            relay.opened_with(link.opened_with)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
         resumable = await runner.persister.create(token)
