@@ -75,6 +75,15 @@ def test_the_answers_to_a_losss_own_opening_and_update_are_not_relayed() -> None
     assert sent["event_id"].startswith("proxy_")
 
 
+def test_an_upstream_that_answers_no_opening_still_answers_the_client() -> None:
+    """The opening's answer is told by its place and its object (the ``session.created``
+    one): an upstream sending none costs the client none of its own answers."""
+    m, _ = moved()
+    assert not told(m.upstream(answer(1, playback_commit_policy="commit_all_on_done")))
+    m.client(_update("y"))
+    assert told(m.upstream(answer(2, instructions="y")))
+
+
 def test_a_refusal_of_the_proxys_own_update_is_told_in_its_words() -> None:
     m, out = moved()
     [sent] = [e for e in upstream_events(out) if e["type"] == "session.update"]

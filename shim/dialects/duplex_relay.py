@@ -94,6 +94,7 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
+        self.own_updates.bound(event)
         if self.link.bind(event):
             # It has seen no ack, nor any item played so far.
             self.reports.new_upstream_session(item.item_id for item in self.ledger.items())

@@ -6,15 +6,17 @@ gives it the client's settings by updates of its own (``relay_kept_update.py``:
 ``given``, ``not_opened``). vLLM-Omni answers its opening, and each update, with a
 ``session.updated`` (``engine/duplex/realtime_events.py``, ``initial_session_update``;
 ``engine/duplex/session/control.py``, ``on_session_update``), and it never sends one
-unasked: those answers are the proxy's, not the client's. vLLM-Omni handles a
-session's events in order and echoes no ``event_id`` on ``session.updated``, so they
-are told apart by count: the first ones after the fresh session's opening. A refusal
+unasked: those answers are the proxy's, not the client's. The opening's comes first
+after ``session.created``, with the same session object. vLLM-Omni handles a session's
+events in order and echoes no ``event_id`` on ``session.updated``, so the answers to
+the updates are told apart by count: the first ones after the opening's. A refusal
 names the update's ``event_id`` (``emit_error``): the client is told in the proxy's
 words that its settings did not all carry over, with the upstream's code.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from shim.actions import Action, SendClient, SendUpstream
@@ -30,11 +32,13 @@ class OwnUpdates:
         self.due = 0
         self._ids: set[str] = set()
         self._sent = 0
+        self._opening: bool = False  # a fresh session's session.created still to come
+        self._created: Any = None  # its session object, until the next event is seen
 
     def fresh(self, actions: list[Action]) -> list[Action]:
-        """A fresh upstream session opens (one answer due) and gets ``actions`` after
-        its opening: each update among them is numbered, and its answer due too."""
-        self.due, self._ids = 1, set()
+        """A fresh upstream session opens and gets ``actions`` after its opening: each
+        update among them is numbered, and its answer due."""
+        self.due, self._ids, self._opening, self._created = 0, set(), True, None
         out: list[Action] = []
         for action in actions:
             if isinstance(action, SendUpstream) and action.event.get("type") == "session.update":
@@ -46,10 +50,18 @@ class OwnUpdates:
             out.append(action)
         return out
 
+    def bound(self, event: Mapping[str, Any]) -> None:
+        """The fresh session's ``session.created``: its opening's answer may follow."""
+        if self._opening and event.get("type") == "session.created":
+            self._opening, self._created = False, event.get("session")
+
     def screen(self, ev: dict[str, Any]) -> list[Action] | None:
         """What the client gets instead of ``ev`` when it answers the proxy's own
         opening or update (None: it is not such an answer)."""
         kind = ev.get("type")
+        created, self._created = self._created, None
+        if kind == "session.updated" and created is not None and ev.get("session") == created:
+            return []  # the opening's answer (an upstream that sends none: the next event)
         if kind == "session.updated" and self.due > 0:
             self.due -= 1
             return []
