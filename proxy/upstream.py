@@ -16,12 +16,13 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 import orjson
 
 from proxy.config import Route
+from proxy.upstream_opening import opening_update as opening_update
+from proxy.upstream_opening import with_query as with_query
 from proxy.ws_direct import UpstreamResponse, fits_direct, install_tap, write_buffered
 from shim.wire import error_code
 
@@ -86,26 +87,7 @@ class UpstreamLink:
     duplex_refused: bool
     url: str
     opening_event: Any = None  # the client's own session.update that opened it
-
-
-def with_query(url: str, extra: dict[str, str]) -> str:
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.update(extra)
-    return urlunsplit(parts._replace(query=urlencode(query)))
-
-
-def opening_update(
-    route: Route, upstream_model: str, client_session: dict[str, Any] | None
-) -> dict[str, Any]:
-    """The session.update that opens the upstream session, readable by both dialects:
-    the client's session over the route's defaults, ``extra_body`` key by key."""
-    session: dict[str, Any] = {**route.session_defaults, **(client_session or {})}
-    extra, own = route.session_defaults.get("extra_body"), session.get("extra_body")
-    if isinstance(extra, dict):
-        session["extra_body"] = {**extra, **own} if isinstance(own, dict) else dict(extra)
-    session["model"] = upstream_model
-    return {"type": "session.update", "model": upstream_model, "session": session}
+    opened_with: dict[str, Any] | None = None  # the session it opened with, as sent
 
 
 def _is_refusal(event: dict[str, Any]) -> bool:

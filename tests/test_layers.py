@@ -127,6 +127,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.client_frames",
             "proxy.client_queue",
             "proxy.client_io",
+            "proxy.upstream_opening",
             "proxy.upstream",
             "proxy.upstream_book",
             "proxy.upstream_fresh",

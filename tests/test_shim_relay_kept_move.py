@@ -157,3 +157,28 @@ def test_a_move_gives_the_commit_policy_the_opening_cannot_carry(
     sc = make()
     updated(sc, {"playback_commit_policy": "ack_only", "instructions": "x"})
     assert not upstream_events(make(bound=False).s.restore(sc.s.snapshot()))
+
+
+def test_a_live_flat_number_wins_over_the_routes_extra_body_after_a_move(
+    wheel_config: Wheel, wheel_turns: modules.ModuleType
+) -> None:
+    """An opening reads ``extra_body``'s overlap numbers last, a live update reads them
+    flat: the client's live ``overlap_silence_rms`` (stated flat in the fold) is not
+    overridden by the route's ``extra_body`` copy when a move reopens the session."""
+    route = Route(
+        model="m",
+        upstream="ws://up/v1/realtime",
+        session_defaults={"extra_body": {"auto_response": True, "overlap_silence_rms": 0.02}},
+    )
+    update = {"overlap_silence_rms": 0.01}
+    first = opened(wheel_config, opening_update(route, "m", None)["session"])
+    live_cfg = applied(wheel_config, wheel_turns, first, update)
+    assert live_cfg.overlap_silence_rms == 0.01
+    sc = make()
+    updated(sc, update)
+    wire = sc.s.snapshot()
+    after = [e["session"] for e in upstream_events(make(bound=False).s.restore(wire))]
+    reopened = opening_update(route, "m", snapshot.opening_session(wire))["session"]
+    moved_cfg = applied(wheel_config, wheel_turns, opened(wheel_config, reopened), *after)
+    assert fields(moved_cfg) == fields(live_cfg), reopened
+    assert reopened["extra_body"] == {"auto_response": True}

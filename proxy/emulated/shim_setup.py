@@ -67,6 +67,13 @@ def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> None:
         shim.apply_update(as_the_proxy_reads(event) if shim.config.native else event)
 
 
+def keep_opened_with(shim: EmulatedSession, opened_with: dict[str, Any] | None) -> None:
+    """What the upstream opened with for a native client (its opening over the route's
+    defaults): what a fresh upstream is given after a loss or a move."""
+    if isinstance(shim, BargeInRelaySession) and shim.native_client and opened_with:
+        shim.opened_with(opened_with)
+
+
 def created_event(
     state: ProxyState,
     session_id: str,

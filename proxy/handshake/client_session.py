@@ -18,7 +18,7 @@ from proxy.client_io import CLOSED, ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
-from proxy.emulated.shim_setup import apply_opening
+from proxy.emulated.shim_setup import apply_opening, keep_opened_with
 from proxy.handshake.client_kind import client_kind, model_from
 from proxy.handshake.open_upstream import abandon, open_upstream, refused_opening
 from proxy.logging import get_logger
@@ -237,6 +237,7 @@ class ClientSession:
             held = runner.shim.refusals.opening(opening.event)
             if held is not None:
                 runner.shim.apply_update(held)
+        keep_opened_with(runner.shim, link.opened_with)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
         try:

@@ -105,6 +105,7 @@ async def open_upstream(
 
         # A warming upstream holds the upgrade: wait for it (proxy/handshake/upstream_wait.py).
         link = await dial_through_warmup(conn, url, key, route.warmup_wait_s, dial_within)
+        link.opened_with = opener["session"]
         conn.state.metrics.upstream_dial.observe(time.monotonic() - started)
         return link
 

@@ -39,6 +39,7 @@ from shim.actions import (
 from shim.dialects import relay_client, relay_cut, relay_kept_update, relay_snapshot, relay_upstream
 from shim.dialects.relay_kept_update import KeptSettings
 from shim.dialects.relay_link import UpstreamLink
+from shim.dialects.relay_own_updates import OwnUpdates
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import Talk
@@ -84,6 +85,7 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         self.cancelled_ids: deque[str] = deque(maxlen=CANCELLED_KEPT)
         self.suppress_upstream_speech = False
         self.upstream_speech = UpstreamSpeech()
+        self.own_updates = OwnUpdates()  # answers to the proxy's own updates
         super().__init__(session_id, model, settings)
         if self.native_client:
             # vLLM-Omni's, but for turn detection: the proxy's VAD until the client
@@ -92,6 +94,7 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None:
         """Learn the upstream session from its ``session.created`` / ``session.resumed``."""
+        self.own_updates.bound(event)
         if self.link.bind(event):
             # It has seen no ack, nor any item played so far.
             self.reports.new_upstream_session(item.item_id for item in self.ledger.items())
@@ -262,7 +265,8 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
                     )
                 out.append(action)
         out.append(AbortUpstream(reason="upstream lost", redial=True, after_loss=True))
-        return out + relay_kept_update.given(self.kept_update())  # the client's settings
+        given = relay_kept_update.given(self.kept_update())  # the client's settings
+        return out + (self.own_updates.fresh(given) if self.native_client else given)
 
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:

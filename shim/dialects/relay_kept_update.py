@@ -204,6 +204,20 @@ class KeptSettings:
         self._last = sent
         self._folded = None if sent is None else folded(sent, self._folded)
 
+    def opened_with(self, session: dict[str, Any]) -> None:
+        """Start the fold from the session the upstream opened with for this client
+        (its opening over the route's defaults: ``proxy/upstream_opening.py``), its
+        overlap numbers as the opening read them (``extra_body``'s, read last, over the
+        flat ones), stated flat as a live update reads them."""
+        opening = copy.deepcopy(session)
+        extra = opening.get("extra_body")
+        if isinstance(extra, dict):
+            for key in _READ_AT_OPEN:
+                if isinstance(extra.get(key), int | float) and not isinstance(extra[key], bool):
+                    opening[key] = extra.pop(key)
+        self._last = self._folded = None
+        self.last_update = {"type": "session.update", "session": opening}
+
     def kept_update(self) -> dict[str, Any] | None:
         """Every update folded into one, the last as it stands now (the GA relay states
         a fresh upstream's input in it: ``relay_upstream_audio.py``); folding the same

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from shim.actions import Action
 from shim.dialects.relay_kept_update import not_opened
 from shim.dialects.relay_link import UpstreamLink
+from shim.dialects.relay_own_updates import OwnUpdates
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_talk import Talk
 from shim.output import ActiveResponse, response_state
@@ -26,6 +27,8 @@ class RelaySnapshotHost(Protocol):
     talk: Talk
     cancelled_ids: deque[str]
     suppress_upstream_speech: bool
+    own_updates: OwnUpdates
+    native_client: bool
     last_update: dict[str, Any] | None
     config: ClientSessionConfig
     ledger: PlaybackLedger
@@ -85,7 +88,9 @@ def restore(
     if resumed is None or up is None or not up.id or up.token is None:
         # A fresh upstream session, opened with the kept settings (``opening_session``
         # in ``shim/snapshot.py``): what an opening cannot set follows it.
-        return r.restore_state(state) + not_opened(relay.upstream_update)
+        after = not_opened(relay.upstream_update)
+        # Its answers to the opening and to these are the proxy's (``relay_own_updates.py``).
+        return r.restore_state(state) + (r.own_updates.fresh(after) if r.native_client else after)
     r.suppress_upstream_speech = relay.suppress_upstream_speech
     r.reports.restore(relay.playback_reports)
     r.link.id, r.link.token, r.link.seq = up.id, up.token, up.seq

@@ -19,6 +19,7 @@ from shim.assistant_audio import AssistantAudio
 from shim.audio import AudioError, AudioFormat, b64decode, decode_samples
 from shim.audio_formats import GA_PCM_RATE
 from shim.dialects.relay_link import Seq, UpstreamLink
+from shim.dialects.relay_own_updates import OwnUpdates
 from shim.dialects.relay_reports import PlaybackReporter
 from shim.dialects.relay_speech import UpstreamSpeech
 from shim.dialects.relay_talk import ITEM_ECHOES, Talk
@@ -44,6 +45,8 @@ class RelayUpstreamHost(Protocol):
     talk: Talk
     cancelled_ids: deque[str]
     suppress_upstream_speech: bool
+    own_updates: OwnUpdates
+    native_client: bool
     upstream_speech: UpstreamSpeech
     overlap: OverlapMachine
     config: ClientSessionConfig
@@ -86,6 +89,10 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
             return r.on_upstream_lost(
                 UpstreamLost(f"upstream skipped events before seq {seq}", inp.now_ms, False)
             )
+    if r.native_client:  # answers to the proxy's own opening and updates of a fresh session
+        answered = r.own_updates.screen(ev)
+        if answered is not None:
+            return answered
     kind = ev.get("type")
     item = ev.get("item")
     if isinstance(item, dict) and kind in ITEM_ECHOES:
