@@ -49,6 +49,8 @@ class AbortUpstream:
     redial: bool = True
     # The upstream was lost (not aborted on purpose): the redial replaces it.
     after_loss: bool = False
+    # The session a fresh upstream opens with (the client's settings), else the route's.
+    opening: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

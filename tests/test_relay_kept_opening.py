@@ -18,6 +18,7 @@ import pytest
 from proxy.emulated.runner import EmulatedRunner
 from proxy.reference import ReferenceOptions
 from shim import snapshot
+from shim.actions import AbortUpstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamLost
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
@@ -58,6 +59,23 @@ def test_a_loss_gives_the_fresh_upstream_what_the_lost_one_opened_with() -> None
     [sent] = [e["session"] for e in upstream_events(out) if e["type"] == "session.update"]
     assert sent["voice"] == "alloy" and sent["extra_body"] == {"auto_response": True}, sent
     assert "model" not in sent, "open-only: the fresh upstream opened with it"
+
+
+def test_a_loss_opens_the_fresh_upstream_with_the_settings_it_then_gives() -> None:
+    """MiniCPM-o and Nemotron refuse any live change of the instructions a session
+    opened with (their plugins' ``runtime_config_for_update``), and vLLM-Omni refuses
+    such an update whole: the fresh upstream opens with the client's settings, so the
+    update after changes none of them (it was dialled with the route's alone)."""
+    sc = make()
+    sc.s.opened_with(OPENED)
+    updated(sc, {"instructions": "Be kind."})
+    out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    [abort] = [a for a in out if isinstance(a, AbortUpstream)]
+    opening = abort.opening or {}
+    [sent] = [e["session"] for e in upstream_events(out) if e["type"] == "session.update"]
+    assert opening["instructions"] == sent["instructions"] == "Be kind.", (opening, sent)
+    assert opening["voice"] == "alloy" and opening["extra_body"] == {"auto_response": True}
+    assert "model" not in opening and "type" not in opening, opening
 
 
 async def test_a_native_clients_opening_is_kept_through_the_proxy() -> None:

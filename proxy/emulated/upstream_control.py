@@ -165,11 +165,8 @@ class UpstreamControl:
         self._cancel_dialing()
         self._generation += 1
         label = "fresh" if action.after_loss else None
-        self._begin(
-            lambda: open_fresh(self.state, self.route, self.cls, self.upstream_model, self.url),
-            label,
-            fresh=True,
-        )
+        dial = partial(open_fresh, self.state, self.route, self.cls, self.upstream_model)
+        self._begin(lambda: dial(self.url, action.opening), label, fresh=True)
 
     async def reattach(self, action: ResumeUpstream) -> None:
         """The upstream socket dropped: resume the upstream's own session on a new one;

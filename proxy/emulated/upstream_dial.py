@@ -19,10 +19,16 @@ Socket = aiohttp.ClientWebSocketResponse
 
 
 async def open_fresh(
-    state: ProxyState, route: Route, cls: Classification, upstream_model: str, url: str
+    state: ProxyState,
+    route: Route,
+    cls: Classification,
+    upstream_model: str,
+    url: str,
+    session: dict[str, Any] | None = None,
 ) -> tuple[Socket, dict[str, Any]]:
-    """A new upstream session on a new socket, and its ``session.created`` (nothing
-    for the turn-based dialect, whose flat one the shim has no use for).
+    """A new upstream session on a new socket, opened with ``session`` (the client's
+    settings) over the route's, and its ``session.created`` (nothing for the turn-based
+    dialect, whose flat one the shim has no use for).
 
     Raises UpstreamUnavailable or UpstreamRefused."""
     http, cfg = state.http, state.config.server
@@ -42,7 +48,7 @@ async def open_fresh(
         http,
         state.upstream_url(route),
         route,
-        opening_update(route, upstream_model, None),
+        opening_update(route, upstream_model, session),
         cfg.upstream_connect_timeout_s,
         cfg.classify_timeout_s,
         heartbeat_s=cfg.upstream_heartbeat_s,

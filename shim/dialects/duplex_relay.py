@@ -264,8 +264,10 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
                         resp.response_id, action.event["response"]["output"]
                     )
                 out.append(action)
-        out.append(AbortUpstream(reason="upstream lost", redial=True, after_loss=True))
-        given = relay_kept_update.given(self.kept_update())  # the client's settings
+        kept = self.kept_update()  # the client's settings: opened with, then given
+        opening = relay_kept_update.opening(kept)
+        out.append(AbortUpstream("upstream lost", redial=True, after_loss=True, opening=opening))
+        given = relay_kept_update.given(kept)
         return out + (self.own_updates.fresh(given) if self.native_client else given)
 
     # ------------------------------------------------------------ durable state

@@ -225,6 +225,19 @@ class KeptSettings:
         return None if self._last is None else folded(self._last, self._folded)
 
 
+def opening(kept: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The session a fresh upstream opens with after a loss: the client's settings, as
+    after a move (``shim/snapshot.py``, ``opening_session``). The update ``given`` after
+    it then changes nothing a model fixes at its open: MiniCPM-o and Nemotron refuse
+    any live change of the instructions they opened with, and the whole update with it."""
+    if kept is None:
+        return None
+    session = copy.deepcopy(_session(kept))
+    for key in ("type", "event_id", *_OPEN_ONLY):
+        session.pop(key, None)
+    return session
+
+
 def given(kept: dict[str, Any] | None) -> list[Action]:
     """What a fresh upstream session is given of the client's settings: the folded
     update less the open-only fields, which it was given when it opened."""
