@@ -38,7 +38,12 @@ def opening_update(
     session: dict[str, Any] = {**route.session_defaults, **client}
     extra, own = route.session_defaults.get("extra_body"), client.get("extra_body")
     if isinstance(extra, dict):
-        extra = {k: v for k, v in extra.items() if k not in READ_FLAT_AND_EXTRA or k not in client}
+        # (a flat value vLLM-Omni does not take as a number, a null, leaves the route's)
+        extra = {
+            k: v
+            for k, v in extra.items()
+            if k not in READ_FLAT_AND_EXTRA or not isinstance(client.get(k), int | float)
+        }
         session["extra_body"] = {**extra, **own} if isinstance(own, dict) else dict(extra)
     session["model"] = upstream_model
     return {"type": "session.update", "model": upstream_model, "session": session}

@@ -182,3 +182,16 @@ def test_a_live_flat_number_wins_over_the_routes_extra_body_after_a_move(
     moved_cfg = applied(wheel_config, wheel_turns, opened(wheel_config, reopened), *after)
     assert fields(moved_cfg) == fields(live_cfg), reopened
     assert reopened["extra_body"] == {"auto_response": True}
+
+
+def test_a_null_flat_number_leaves_the_routes_extra_body_one() -> None:
+    """vLLM-Omni takes an overlap number flat only if it is a number (``from_event``):
+    a null (an SDK serialising unset fields) must not drop the route's ``extra_body``
+    copy, or the upstream runs its own default instead of the route's level."""
+    route = Route(
+        model="m",
+        upstream="ws://up/v1/realtime",
+        session_defaults={"extra_body": {"overlap_silence_rms": 0.02}},
+    )
+    session = opening_update(route, "m", {"overlap_silence_rms": None})["session"]
+    assert session["extra_body"].get("overlap_silence_rms") == 0.02, session
