@@ -23,11 +23,11 @@ import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import aiohttp
 
 from proxy.probe.client import Event, ProbeConnection, SessionInfo, error_message
+from proxy.upstream_opening import with_query
 from shim.audio import AudioFormat
 from shim.upstream_input import declared_float_input
 from shim.wire import error_code
@@ -58,13 +58,6 @@ class ResumeRequest:
     resume_token: str
     last_seq: int
     url: str
-
-
-def with_query(url: str, extra: dict[str, str]) -> str:
-    parts = urlsplit(url)
-    query = dict(parse_qsl(parts.query, keep_blank_values=True))
-    query.update(extra)
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def realtime_session(
