@@ -185,3 +185,20 @@ def test_a_move_that_resumes_the_upstream_still_counts_the_proxys_answers_off() 
     o = make(bound=False)
     o.s.restore(old, resumed=RESUMED)
     assert o.s.own_updates.due == 0
+
+
+def test_a_resume_sends_the_proxys_unanswered_update_again() -> None:
+    """The socket dropped before the upstream read the proxy's update, and its
+    session is resumed: the update goes again, and the client's own next answer
+    reaches it."""
+    sc, sent = _fresh_with_one_due()
+    out = sc.s.handle(UpstreamLost("socket dropped", sc.now, resume=True))
+    assert [type(a).__name__ for a in out] == ["ResumeUpstream"]
+    again = upstream_events(sc.s.handle(UpstreamReattached(RESUMED, sc.now)))
+    assert [e["session"] for e in again] == [sent["session"]]
+    assert again[0]["event_id"] != sent["event_id"]
+    assert not told(sc.upstream(answer(2, voice="alloy"))), "the answer to the update sent again"
+    sc.client(_update("y"))
+    assert [e["type"] for e in told(sc.upstream(answer(3, instructions="y")))] == [
+        "session.updated"
+    ]
