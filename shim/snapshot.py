@@ -108,6 +108,7 @@ class RelayState:
     restoring: tuple[str, ...] = ()
     suppress_upstream_speech: bool = False
     playback_reports: PlaybackReports = PlaybackReports()
+    own_updates: tuple[list[Any], ...] = ()  # [event id, update] unanswered (relay_own_updates)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -118,6 +119,7 @@ class RelayState:
             "restoring": list(self.restoring),
             "suppress_upstream_speech": self.suppress_upstream_speech,
             "playback_reports": self.playback_reports.to_wire(),
+            "own_updates": list(self.own_updates),
         }
 
 
@@ -151,7 +153,6 @@ class SessionSnapshot:
 
     def config_update(self) -> dict[str, Any]:
         """The client's settings as a ``session.update`` to apply on restore."""
-
         session: dict[str, Any] = {
             "audio": {
                 "input": {
@@ -226,6 +227,7 @@ def _relay(wire: dict[str, Any]) -> RelayState:
             playing=ResponseState.from_wire(reports.get("playing")),
             in_flight=tuple(x for x in reports.get("in_flight") or () if isinstance(x, list)),
         ),
+        own_updates=tuple(x for x in wire.get("own_updates") or () if isinstance(x, list)),
     )
 
 
@@ -270,8 +272,7 @@ CONVERSATION_KEYS = ("history", "cancelled")
 def split_static(
     wire: dict[str, Any],
 ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(the rest, the settings, the conversation) of a snapshot; ``join_static``
-    undoes it."""
+    """(the rest, the settings, the conversation) of a snapshot; ``join_static`` undoes it."""
     settings = {k: wire[k] for k in SETTINGS_KEYS if k in wire}
     conversation = {k: wire[k] for k in CONVERSATION_KEYS if k in wire}
     rest = {k: v for k, v in wire.items() if k not in settings and k not in conversation}

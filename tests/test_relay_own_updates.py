@@ -147,3 +147,58 @@ async def _fresh(base: str) -> None:
             return
         await asyncio.sleep(0.05)
     raise AssertionError("no fresh upstream session")
+
+
+RESUMED = {"type": "session.resumed", "session": {"id": "up-2"}, "resume_token": "t"}
+
+
+def _fresh_with_one_due() -> tuple[Script, dict[str, Any]]:
+    """After a loss: a fresh upstream session, its opening answered, the proxy's
+    update of it still unanswered."""
+    sc = make()
+    updated(sc, {"voice": "alloy"})
+    out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    [sent] = [e for e in upstream_events(out) if e["type"] == "session.update"]
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))
+    assert not told(sc.upstream(answer(1))), "the fresh opening's answer"
+    return sc, sent
+
+
+def test_a_move_that_resumes_the_upstream_still_counts_the_proxys_answers_off() -> None:
+    """The answers still due go into the snapshot: the replica that resumes the
+    upstream's session tells the client neither the answer nor a refusal with the
+    proxy's event id."""
+    sc, sent = _fresh_with_one_due()
+    snap = sc.s.snapshot()
+    m = make(bound=False)
+    m.s.restore(snap, resumed=RESUMED)
+    assert not told(m.upstream(answer(2, voice="alloy"))), "the answer to the proxy's update"
+    assert [e["type"] for e in told(m.upstream(answer(3, voice="x")))] == ["session.updated"]
+    r = make(bound=False)
+    r.s.restore(snap, resumed=RESUMED)
+    error = {"type": "invalid_request_error", "code": "x", "message": "bad"}
+    refusal = {"type": "error", "error": {**error, "event_id": sent["event_id"]}}
+    [err] = told(r.upstream({**refusal, "server_event_seq": 2}))
+    assert "event_id" not in err["error"] and err["error"]["code"] == "x"
+    # A snapshot from before the field existed still loads (no answers due).
+    old = {k: v for k, v in snap.items() if k != "own_updates"}
+    o = make(bound=False)
+    o.s.restore(old, resumed=RESUMED)
+    assert o.s.own_updates.due == 0
+
+
+def test_a_resume_sends_the_proxys_unanswered_update_again() -> None:
+    """The socket dropped before the upstream read the proxy's update, and its
+    session is resumed: the update goes again, and the client's own next answer
+    reaches it."""
+    sc, sent = _fresh_with_one_due()
+    out = sc.s.handle(UpstreamLost("socket dropped", sc.now, resume=True))
+    assert [type(a).__name__ for a in out] == ["ResumeUpstream"]
+    again = upstream_events(sc.s.handle(UpstreamReattached(RESUMED, sc.now)))
+    assert [e["session"] for e in again] == [sent["session"]]
+    assert again[0]["event_id"] != sent["event_id"]
+    assert not told(sc.upstream(answer(2, voice="alloy"))), "the answer to the update sent again"
+    sc.client(_update("y"))
+    assert [e["type"] for e in told(sc.upstream(answer(3, instructions="y")))] == [
+        "session.updated"
+    ]

@@ -239,7 +239,7 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         self.bind_upstream(inp.event)
         if inp.event.get("type") != "session.created":
             self.reports.back(inp.unsent)
-            return []  # its own session back: it has the conversation
+            return self.own_updates.again()  # its own session back: it has the conversation
         return self.talk.give() + [SendUpstream(ack) for ack in self.reports.resent(again)]
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:

@@ -60,6 +60,7 @@ def relay_state(r: RelaySnapshotHost) -> RelayState:
         restoring=tuple(sorted(r.talk.restoring)),
         suppress_upstream_speech=r.suppress_upstream_speech,
         playback_reports=r.reports.state(audio_ms, _playing_out(r)),
+        own_updates=r.own_updates.state(),
     )
 
 
@@ -93,6 +94,7 @@ def restore(
         return r.restore_state(state) + (r.own_updates.fresh(after) if r.native_client else after)
     r.suppress_upstream_speech = relay.suppress_upstream_speech
     r.reports.restore(relay.playback_reports)
+    r.own_updates.restore(relay.own_updates)  # its replay answers them
     r.link.id, r.link.token, r.link.seq = up.id, up.token, up.seq
     r.link.acked = 0
     r.bind_upstream(resumed)
