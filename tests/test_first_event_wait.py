@@ -1,0 +1,34 @@
+"""A client's first event, read as the proxy's wait for it ends.
+
+A URL naming a model opens a session after ``first_event_wait_ms`` (50 ms) without a
+first event (``proxy/handshake/client_session.py``). On a loaded machine the loop may
+run late: the frame that arrived in time and the timer that ends the wait come due in
+the same turn, the timer's callback running before the reader that hands the frame
+over. A ``session.resume`` sent at once was then taken for a client saying nothing:
+it got a fresh session, its own lost.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
+from tests.test_resume import created, send_resume
+
+
+async def test_a_resume_sent_at_once_is_a_resume_though_the_loop_ran_late() -> None:
+    async with (
+        reference("turn", reply_ms=500) as up,
+        proxy_with_state(proxy_config({"m": up})) as (base, _),
+    ):
+        async with connect(ws_url(base)) as c0:
+            s = await created(c0)
+        async with connect(ws_url(base)) as c:
+            await asyncio.sleep(0.01)  # the proxy waits for the first event now
+            resume = send_resume(c, s)
+            sender = asyncio.ensure_future(resume)
+            await asyncio.sleep(0)  # the frame is written
+            time.sleep(0.2)  # noqa: ASYNC251 (the loop, the proxy too, held past the wait)
+            first = await sender
+        assert first["type"] == "session.resumed", first
