@@ -239,19 +239,7 @@ async def test_a_client_reader_stopped_with_a_full_inbox_ends() -> None:
     full and read by no one, ends: its last word (CLOSED) does not wait for room that
     never comes."""
     channels: list[ClientChannel] = []
-
-    async def handler(request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        client = ClientChannel(ws, Metrics(), 2, 64, 1 << 20, request.transport)
-        client.start()
-        channels.append(client)
-        await client.closed.wait()
-        return ws
-
-    app = web.Application()
-    app.router.add_get("/", handler)
-    async with serve_app(app) as base, connect(base.replace("http://", "ws://") + "/") as c:
+    async with channel_server(channels, inbox=2) as url, connect(url) as c:
         for _ in range(3):  # two fill the inbox; the reader holds the third
             await c.send({"type": "input_audio_buffer.clear"})
         await eventually(lambda: bool(channels) and channels[0].inbox.full())
@@ -265,19 +253,7 @@ async def test_a_client_reader_stopped_with_a_full_inbox_ends() -> None:
 
 async def test_a_connection_cancelled_while_it_stops_its_client_stays_cancelled() -> None:
     channels: list[ClientChannel] = []
-
-    async def handler(request: web.Request) -> web.WebSocketResponse:
-        ws = web.WebSocketResponse()
-        await ws.prepare(request)
-        client = ClientChannel(ws, Metrics(), 8, 64, 1 << 20, request.transport)
-        client.start()
-        channels.append(client)
-        await client.closed.wait()
-        return ws
-
-    app = web.Application()
-    app.router.add_get("/", handler)
-    async with serve_app(app) as base, connect(base.replace("http://", "ws://") + "/"):
+    async with channel_server(channels, inbox=8) as url, connect(url):
         await eventually(lambda: bool(channels))
         [client] = channels
         stopping = asyncio.create_task(client.stop())
@@ -286,3 +262,23 @@ async def test_a_connection_cancelled_while_it_stops_its_client_stays_cancelled(
         await asyncio.wait({stopping})
         client.closed.set()
         assert stopping.cancelled(), "the cancellation was swallowed"
+
+
+@asynccontextmanager
+async def channel_server(channels: list[ClientChannel], inbox: int) -> AsyncIterator[str]:
+    """A server whose every connection is a started ``ClientChannel`` (put in
+    ``channels``, its inbox ``inbox`` frames) held open until it is closed; its URL."""
+
+    async def handler(request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        client = ClientChannel(ws, Metrics(), inbox, 64, 1 << 20, request.transport)
+        client.start()
+        channels.append(client)
+        await client.closed.wait()
+        return ws
+
+    app = web.Application()
+    app.router.add_get("/", handler)
+    async with serve_app(app) as base:
+        yield base.replace("http://", "ws://") + "/"
