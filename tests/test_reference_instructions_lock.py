@@ -11,6 +11,7 @@ no answer, or a ``response.create`` refused for want of input lock nothing."""
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import pytest
 
@@ -26,9 +27,10 @@ USER_TEXT = {
 }
 
 
-async def changed(p: Peer) -> bool:
-    """Whether an instructions change applies now (True) or is refused whole."""
-    await p.send({"type": "session.update", "session": {"instructions": "changed"}})
+async def applies(p: Peer, session: dict[str, Any], refused_with: str) -> bool:
+    """Whether an update of ``session`` applies now (True) or is refused whole, with
+    ``refused_with`` as its error code."""
+    await p.send({"type": "session.update", "session": session})
     while True:
         event = await p.recv()
         if event["type"] == "session.updated":
@@ -36,8 +38,13 @@ async def changed(p: Peer) -> bool:
         if event["type"] == "error":
             error = event["error"]
             assert isinstance(error, dict)
-            assert error["code"] == "instructions_update_unsupported", error
+            assert error["code"] == refused_with, error
             return False
+
+
+async def changed(p: Peer) -> bool:
+    """Whether an instructions change applies now (True) or is refused whole."""
+    return await applies(p, {"instructions": "changed"}, "instructions_update_unsupported")
 
 
 async def speech_buffered(p: Peer) -> None:
@@ -139,16 +146,7 @@ async def test_a_model_without_text_turns_refuses_one_and_stays_unlocked() -> No
 
 async def voice_taken(p: Peer, voice: str) -> bool:
     """Whether a voice update applies now (True) or is refused whole."""
-    await p.send({"type": "session.update", "session": {"voice": voice}})
-    while True:
-        event = await p.recv()
-        if event["type"] == "session.updated":
-            return True
-        if event["type"] == "error":
-            error = event["error"]
-            assert isinstance(error, dict)
-            assert error["code"] == "voice_update_after_audio_unsupported", error
-            return False
+    return await applies(p, {"voice": voice}, "voice_update_after_audio_unsupported")
 
 
 async def test_the_voice_is_fixed_while_the_current_answers_playback_has_audio() -> None:

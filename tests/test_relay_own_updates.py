@@ -65,12 +65,7 @@ def test_the_answers_to_a_moves_own_opening_and_update_are_not_relayed() -> None
 
 
 def test_the_answers_to_a_losss_own_opening_and_update_are_not_relayed() -> None:
-    sc = make()
-    updated(sc, {"voice": "alloy"})
-    out = sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
-    [sent] = [e for e in upstream_events(out) if e["type"] == "session.update"]
-    sc.s.handle(UpstreamReattached(FRESH, sc.now))
-    assert not told(sc.upstream(answer(1))), "the fresh opening's answer"
+    sc, sent = _fresh_with_one_due()  # the fresh opening's answer not told
     assert not told(sc.upstream(answer(2, voice="alloy"))), "the answer to the settings"
     assert sent["event_id"].startswith("proxy_")
 
