@@ -166,20 +166,7 @@ async def test_a_session_still_opening_as_its_replica_drains_does_not_outlive_it
     """The drain ends every session alive as it starts; one whose upstream answers only
     after that is not started, where it ran on past the replica's shutdown (its tasks,
     its upstream and store connections, left for whoever ends the process)."""
-    dialled, answer = asyncio.Event(), asyncio.Event()
-
-    @web.middleware
-    async def hold(request: web.Request, handler: Any) -> web.StreamResponse:
-        if "duplex" not in request.query:  # the turn-based dial, after ?duplex=1 was refused
-            dialled.set()
-            await answer.wait()
-        response: web.StreamResponse = await handler(request)
-        return response
-
-    upstream = build_reference_app("turn")
-    upstream.middlewares.append(hold)
-    async with serve_app(upstream) as up_base:
-        up = up_base.replace("http://", "ws://") + "/v1/realtime"
+    async with held_turn_dials(lambda: True) as (up, dialled, answer):
         state = ProxyState(config=store_config(up, "memory://"))
         serving = serve_app(build_app(state.config, state))
         base = await serving.__aenter__()
@@ -200,20 +187,8 @@ async def test_a_session_taken_from_the_store_as_its_replica_drains_is_handed_on
 ) -> None:
     """The same for a resume that takes its session from the store: the session is
     drained (persisted, its lease let go) as it starts."""
-    gating, dialled, answer = False, asyncio.Event(), asyncio.Event()
-
-    @web.middleware
-    async def hold(request: web.Request, handler: Any) -> web.StreamResponse:
-        if gating and "duplex" not in request.query:  # the resume's dial
-            dialled.set()
-            await answer.wait()
-        response: web.StreamResponse = await handler(request)
-        return response
-
-    upstream = build_reference_app("turn")
-    upstream.middlewares.append(hold)
-    async with serve_app(upstream) as up_base:
-        up = up_base.replace("http://", "ws://") + "/v1/realtime"
+    gating = False
+    async with held_turn_dials(lambda: gating) as (up, dialled, answer):
         config = store_config(up, redis_server_session.url)
         async with proxy_with_state(config) as (a, _):
             async with connect(ws_url(a)) as c1:
@@ -282,3 +257,26 @@ async def channel_server(channels: list[ClientChannel], inbox: int) -> AsyncIter
     app.router.add_get("/", handler)
     async with serve_app(app) as base:
         yield base.replace("http://", "ws://") + "/"
+
+
+@asynccontextmanager
+async def held_turn_dials(
+    holding: Callable[[], bool],
+) -> AsyncIterator[tuple[str, asyncio.Event, asyncio.Event]]:
+    """A turn-based stand-in whose turn-based dials (after ``?duplex=1`` was refused)
+    wait, while ``holding()``, until the second event is set; the first says one does.
+    Its URL and the two events."""
+    dialled, answer = asyncio.Event(), asyncio.Event()
+
+    @web.middleware
+    async def hold(request: web.Request, handler: Any) -> web.StreamResponse:
+        if holding() and "duplex" not in request.query:
+            dialled.set()
+            await answer.wait()
+        response: web.StreamResponse = await handler(request)
+        return response
+
+    upstream = build_reference_app("turn")
+    upstream.middlewares.append(hold)
+    async with serve_app(upstream) as base:
+        yield base.replace("http://", "ws://") + "/v1/realtime", dialled, answer
