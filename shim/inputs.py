@@ -15,9 +15,13 @@ class ClientEvent:
 
 @dataclass(frozen=True, slots=True)
 class UpstreamEvent:
+    """``skipped``: an event the edge could not take (nested deeper than it can stamp):
+    ``event`` holds only its ``server_event_seq``, its place in the upstream's journal."""
+
     event: dict[str, Any]
     raw: str
     now_ms: float
+    skipped: bool = False
 
 
 @dataclass(frozen=True, slots=True)

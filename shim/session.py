@@ -149,8 +149,8 @@ class EmulatedSession:
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
         kind = inp.event.get("type")
         handler = self._upstream_table.get(kind) if isinstance(kind, str) else None
-        if handler is None:
-            return self.upstream_other(inp.event, inp.now_ms)
+        if handler is None:  # a skipped one has no type: its seq is a relay's (relay_upstream.py)
+            return [] if inp.skipped else self.upstream_other(inp.event, inp.now_ms)
         return handler(inp.event, inp.now_ms)
 
     def err(

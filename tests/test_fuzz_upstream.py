@@ -648,3 +648,50 @@ def test_a_session_answers_its_client_while_its_upstream_is_being_redialled(
     census = stack.proxy.settled(stack.baseline)
     assert census["clean"], f"left behind after the session: {census} (baseline {stack.baseline})"
     assert stack.proxy.shim_faults() == stack.faults_before, "the shim reported a fault"
+
+
+async def _deep_then_more(base: str, mode: str, upstream: FuzzUpstream) -> Reader:
+    """An event nested 300 deep between two others, all numbered by the upstream's
+    journal: the one after it follows on, no event went missing."""
+    before = {"type": "rate_limits.updated", "rate_limits": [{"name": "before the deep one"}]}
+    after = {"type": "rate_limits.updated", "rate_limits": [{"name": "after the deep one"}]}
+    steps = (_send("before", before), Send("deep", text=DEEP_EVENT), _send("after", after))
+    upstream.arm(Script("valid", steps, "stay"))
+    async with (
+        aiohttp.ClientSession() as http,
+        http.ws_connect(ws_url(base, model=mode, **_native(mode)), max_msg_size=0) as ws,
+    ):
+        reader = Reader(ws)
+        try:
+            assert await reader.until(lambda evs: bool(evs)), "no session.created"
+            dialled = upstream.connections
+            assert await wait_played(upstream, STEP_TIMEOUT_S), "the upstream never got to play"
+
+            def told_after(evs: list[dict[str, Any]]) -> bool:
+                return any(e.get("rate_limits") == after["rate_limits"] for e in evs)
+
+            assert await reader.until(told_after), reader.events[-5:]
+            assert await _alive(ws, reader, mode, "after the deep one"), reader.events[-5:]
+            assert upstream.connections == dialled, "the upstream session was replaced"
+            assert reader.codes == [], reader.events
+        finally:
+            await ws.close()
+            with contextlib.suppress(asyncio.CancelledError):
+                await reader.task
+    return reader
+
+
+@pytest.mark.parametrize("mode", ["barge_in_emulated", "passthrough"])
+def test_an_upstream_event_nested_300_deep_counts_in_the_upstreams_journal(
+    stack: Stack, mode: str
+) -> None:
+    """Dropped by the emulated modes (it could not be stamped for the client), it is
+    still one of the upstream's numbered events: the next one is no gap, so no loss
+    is suspected, nothing is replayed or redialled (passthrough relays it as it is)."""
+    upstream = stack.upstreams[mode]
+    reader = run_bounded(_deep_then_more(stack.proxy.base, mode, upstream), 4 * STEP_TIMEOUT_S)
+    deep = [e for e in reader.events if e.get("type") == "rate_limits.updated"]
+    assert len(deep) == (3 if mode == "passthrough" else 2), deep
+    census = stack.proxy.settled(stack.baseline)
+    assert census["clean"], f"left behind after the session: {census} (baseline {stack.baseline})"
+    assert stack.proxy.shim_faults() == stack.faults_before, "the shim reported a fault"

@@ -7,7 +7,7 @@ import pytest
 
 from shim.actions import AbortUpstream, ForwardUpstream, ResumeUpstream, StandDown
 from shim.dialects.duplex_relay import BargeInRelaySession
-from shim.inputs import UpstreamCheckpointed, UpstreamLost, UpstreamReattached
+from shim.inputs import UpstreamCheckpointed, UpstreamEvent, UpstreamLost, UpstreamReattached
 from shim.session import ShimSettings
 from shim.snapshot import upstream_binding
 from shim.vad_gate import VadParams
@@ -448,6 +448,22 @@ def test_a_gap_in_the_upstreams_seqs_gives_that_session_up_never_silently() -> N
     assert done["response"]["status"] == "incomplete"
     assert any(isinstance(a, AbortUpstream) and a.redial for a in out), "a fresh session"
     assert not any(isinstance(a, ResumeUpstream) for a in out)
+
+
+def test_an_event_the_edge_could_not_take_still_counts_in_the_upstreams_journal() -> None:
+    sc = make()
+    start_response(sc, chunks=2)  # upstream seqs 10..14
+    # 15 was nested too deeply to stamp: the edge hands over its seq alone.
+    skipped = UpstreamEvent({"server_event_seq": 15}, "", sc.now, skipped=True)
+    assert sc.s.handle(skipped) == [], "nothing for the client, nothing to recover"
+    out = sc.upstream(
+        {"type": "response.output_audio_transcript.delta", "response_id": RID, "delta": "x"}
+        | {"item_id": AID, "server_event_seq": 16}
+    )
+    assert [e["type"] for e in client_events(out)] == ["response.output_audio_transcript.delta"]
+    assert not any(isinstance(a, (AbortUpstream, ResumeUpstream)) for a in out)
+    assert relay(sc).upstream_position() == (UP, 16)
+    assert sc.s.handle(skipped) == [], "replayed by a resume: a repeat, dropped"
 
 
 def test_an_upstream_that_keeps_dropping_is_given_up_after_a_few_resumes() -> None:

@@ -15,7 +15,6 @@ from functools import partial
 from typing import Any
 
 import aiohttp
-import orjson
 
 from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
@@ -23,14 +22,14 @@ from proxy.config import Route
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.queue_items import FromUpstream, Stop
 from proxy.emulated.upstream_dial import Socket, open_fresh, resume_own
+from proxy.emulated.upstream_frames import upstream_input
 from proxy.emulated.upstream_redial import InLoop, Outbox, report_in, retrying
-from proxy.json_depth import nests_deeper_than
 from proxy.logging import Logger
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamRefused, UpstreamUnavailable, close_within, send_within
 from shim.actions import AbortUpstream, ResumeUpstream
 from shim.capabilities import Classification
-from shim.inputs import Input, UpstreamEvent, UpstreamLost, UpstreamReattached
+from shim.inputs import Input, UpstreamLost, UpstreamReattached
 
 
 class UpstreamControl:
@@ -277,19 +276,10 @@ class UpstreamControl:
         async for msg in ws:
             if msg.type != aiohttp.WSMsgType.TEXT:
                 continue
-            try:
-                event = orjson.loads(msg.data)
-            except orjson.JSONDecodeError:
-                self.state.metrics.upstream_errors.labels("protocol").inc()
-                continue
-            if nests_deeper_than(msg.data, event, self.state.config.server.max_json_depth):
-                # It could not be stamped for the client: drop it, the session goes on.
-                self.state.metrics.upstream_errors.labels("protocol").inc()
-                self.log.warning("upstream_event_dropped", reason="nested too deeply")
-                continue
-            if isinstance(event, dict):
-                await self.room.acquire(len(msg.data))  # given back once handled (runner)
-                await self.inputs.put(FromUpstream(ws, UpstreamEvent(event, msg.data, now_ms())))
+            inp = upstream_input(msg.data, self.state, self.log)
+            if inp is not None:
+                await self.room.acquire(len(inp.raw))  # given back once handled (runner)
+                await self.inputs.put(FromUpstream(ws, inp))
         if not self.closing:
             self.state.metrics.upstream_errors.labels("closed").inc()
             self.log.warning("upstream_lost", close_code=ws.close_code)

@@ -89,6 +89,8 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
             return r.on_upstream_lost(
                 UpstreamLost(f"upstream skipped events before seq {seq}", inp.now_ms, False)
             )
+    if inp.skipped:
+        return []  # one the edge could not take: counted above, nothing to hand on
     if r.native_client:  # answers to the proxy's own opening and updates of a fresh session
         answered = r.own_updates.screen(ev)
         if answered is not None:

@@ -1,0 +1,37 @@
+"""An upstream text frame as the shim takes it: the parsed event, nothing, or only
+its place in the upstream's journal.
+
+An event nested deeper than ``[server] max_json_depth`` could not be stamped for the
+client (``proxy/json_depth.py``) and is dropped; where the upstream numbers its events
+(``server_event_seq``, the duplex dialect) its number still reaches the shim, so that
+the next event follows on and is not taken for one after a lost event
+(``shim/dialects/relay_upstream.py``)."""
+
+from __future__ import annotations
+
+import orjson
+
+from proxy.clock import now_ms
+from proxy.json_depth import nests_deeper_than
+from proxy.logging import Logger
+from proxy.state import ProxyState
+from shim.inputs import UpstreamEvent
+
+
+def upstream_input(raw: str, state: ProxyState, log: Logger) -> UpstreamEvent | None:
+    """The shim's input for the text frame ``raw``, or None: nothing to hand on."""
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        state.metrics.upstream_errors.labels("protocol").inc()
+        return None
+    if nests_deeper_than(raw, event, state.config.server.max_json_depth):
+        state.metrics.upstream_errors.labels("protocol").inc()
+        log.warning("upstream_event_dropped", reason="nested too deeply")
+        seq = event.get("server_event_seq") if isinstance(event, dict) else None
+        if not isinstance(seq, int) or isinstance(seq, bool):
+            return None
+        return UpstreamEvent({"server_event_seq": seq}, "", now_ms(), skipped=True)
+    if not isinstance(event, dict):
+        return None
+    return UpstreamEvent(event, raw, now_ms())
