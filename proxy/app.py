@@ -72,7 +72,8 @@ async def _close_sessions(app: web.Application) -> None:
         *(r.drain() for r in runners), *(s.drain() for s in sessions), return_exceptions=True
     )
     try:
-        await asyncio.wait_for(closing, budget - last)
+        async with asyncio.timeout(budget - last):  # a scope: a cancellation stays ours
+            await closing
     except TimeoutError:
         get_logger(replica_id=state.replica_id).warning(
             "drain_timeout", sessions=len(state.sessions), live=len(state.live)
@@ -87,7 +88,8 @@ async def _close_sessions(app: web.Application) -> None:
             *(s.client.close(1012, "service restart") for s in left), return_exceptions=True
         )
         try:
-            await asyncio.wait_for(closes, last)
+            async with asyncio.timeout(last):
+                await closes
         except TimeoutError:  # a client that does not answer the close frame
             for s in left:
                 if s.request.transport is not None:

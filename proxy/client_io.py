@@ -27,6 +27,7 @@ from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
+from proxy.ws_close import close_or_cut
 from proxy.ws_direct import fits_direct, tap_queue, text_writer
 from shim import wire
 from shim.native_client import native_error
@@ -239,12 +240,8 @@ class ClientChannel:
         self._out.clear()
         self._out_bytes = 0
         self._drained.set()
-        try:
-            await asyncio.wait_for(self.ws.close(code=1008, message=b"client too slow"), 1.0)
-        except (TimeoutError, Exception):
-            # Its socket is full too: a close frame cannot get through. Cut it.
-            if self._transport is not None:
-                self._transport.abort()
+        # Its socket is full too: a close frame may not get through, then it is cut.
+        await close_or_cut(self.ws, self._transport, 1008, b"client too slow", 1.0)
         self.closed.set()
 
     def send_event(self, event: dict[str, Any]) -> bool:
@@ -259,19 +256,16 @@ class ClientChannel:
         """Wait (bounded) until queued frames are written, and stop taking new ones."""
         self._finishing = True
         self._wake.set()
-        with contextlib.suppress(asyncio.TimeoutError):
-            await asyncio.wait_for(self._drained.wait(), within_s)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(within_s):  # a scope: a cancellation stays the caller's
+                await self._drained.wait()
 
     async def close(self, code: int, reason: str) -> None:
         await self._settle(code)
         if not self.ws.closed and not self._slow:
             await self.flush()
             stopped = await self._stop_reader()
-            try:
-                await asyncio.wait_for(self.ws.close(code=code, message=reason.encode()[:120]), 2.0)
-            except (TimeoutError, Exception):
-                if self._transport is not None:
-                    self._transport.abort()
+            await close_or_cut(self.ws, self._transport, code, reason.encode()[:120], 2.0)
             self.close_code = self.ws.close_code
             if stopped:  # the reader's last word, once the close frame is out
                 try:

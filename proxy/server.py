@@ -51,7 +51,8 @@ async def _readiness_delay(signals: _Signals, delay_s: float) -> None:
     if signals.first != signal.SIGTERM or delay_s <= 0:
         return
     with contextlib.suppress(TimeoutError):
-        await asyncio.wait_for(signals.again.wait(), delay_s)
+        async with asyncio.timeout(delay_s):
+            await signals.again.wait()
 
 
 async def serve(

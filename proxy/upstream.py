@@ -55,7 +55,8 @@ async def send_within(ws: aiohttp.ClientWebSocketResponse, text: str, within_s: 
 async def close_within(ws: aiohttp.ClientWebSocketResponse, within_s: float = 2.0) -> None:
     """Close an upstream socket without waiting on one that takes nothing."""
     try:
-        await asyncio.wait_for(ws.close(), within_s)
+        async with asyncio.timeout(within_s):
+            await ws.close()
     except (TimeoutError, aiohttp.ClientError, OSError, RuntimeError):
         pass
 
@@ -114,8 +115,9 @@ async def _connect(
 
 
 async def _timed(coro: Any, within_s: float) -> aiohttp.ClientWebSocketResponse:
-    try:
-        ws: aiohttp.ClientWebSocketResponse = await asyncio.wait_for(coro, within_s)
+    try:  # a scope, not wait_for: 3.11's drops a cancel that comes as the socket opens
+        async with asyncio.timeout(within_s):
+            ws: aiohttp.ClientWebSocketResponse = await coro
     except TimeoutError:
         raise UpstreamUnavailable(f"upstream did not accept within {within_s:.1f} s") from None
     return ws
@@ -125,7 +127,8 @@ async def _first_frame(
     ws: aiohttp.ClientWebSocketResponse, within_s: float
 ) -> tuple[dict[str, Any], str]:
     try:
-        msg = await asyncio.wait_for(ws.receive(), within_s)
+        async with asyncio.timeout(within_s):
+            msg = await ws.receive()
     except TimeoutError:
         raise UpstreamUnavailable(f"upstream sent nothing within {within_s:.1f} s") from None
     if msg.type != aiohttp.WSMsgType.TEXT:

@@ -95,9 +95,8 @@ async def end_over(
     except (UpstreamUnavailable, UpstreamRefused):
         return False  # resume_over closed the socket
     try:
-        await asyncio.wait_for(
-            link.ws.send_str(orjson.dumps({"type": "session.close"}).decode()), classify_timeout
-        )
+        async with asyncio.timeout(classify_timeout):  # a scope: a cancellation stays ours
+            await link.ws.send_str(orjson.dumps({"type": "session.close"}).decode())
         # The upstream closes once the session is closed: read (and drop) its replay.
         async with asyncio.timeout(classify_timeout):
             async for _ in link.ws:

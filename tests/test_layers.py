@@ -122,6 +122,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.ws_heartbeat",
             "proxy.ws_write",
             "proxy.ws_direct",
+            "proxy.ws_close",
             "proxy.client_limits",
             "proxy.client_watch",
             "proxy.client_frames",

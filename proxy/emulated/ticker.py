@@ -92,7 +92,8 @@ class Ticker:
             await self._wake.wait()
             return True
         try:  # never sooner than a tick: the shim may not have seen the last one yet
-            await asyncio.wait_for(self._wake.wait(), max(TICK_S, (due - now) / 1000))
+            async with asyncio.timeout(max(TICK_S, (due - now) / 1000)):
+                await self._wake.wait()
         except TimeoutError:
             return False
         return True

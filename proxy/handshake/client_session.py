@@ -78,9 +78,7 @@ class ClientSession:
         self.client.start()
         try:
             await self._run()
-        except asyncio.CancelledError:
-            raise
-        except Exception:
+        except Exception:  # a cancellation is no Exception: it goes on up
             self.log.exception("session_failed")
             # What the client is owed (a held response end) goes before the error.
             error = ("internal_error", "the proxy failed this session")
@@ -102,7 +100,8 @@ class ClientSession:
         """The next client frame within ``within_s``; None on timeout or disconnect."""
         inbox = self.client.inbox
         try:
-            item = await asyncio.wait_for(inbox.get(), within_s)
+            async with asyncio.timeout(within_s):  # a scope: a cancellation stays ours
+                item = await inbox.get()
         except TimeoutError:
             await asyncio.sleep(0.001)  # a late loop ran the timer before the reader
             if inbox.empty():
