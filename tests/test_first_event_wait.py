@@ -6,6 +6,10 @@ run late: the frame that arrived in time and the timer that ends the wait come d
 the same turn, the timer's callback running before the reader that hands the frame
 over. A ``session.resume`` sent at once was then taken for a client saying nothing:
 it got a fresh session, its own lost.
+
+A first event that comes later than the wait (a big one from a loaded or distant
+client) is not lost either: the session opens without it, and it is applied first
+after ``session.created``, the rest after it in order (docs/protocol.md).
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import time
 
-from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
+from proxy.reference.options import ReferenceOptions
+from tests.servers import connect, proxy, proxy_config, proxy_with_state, reference, ws_url
 from tests.test_resume import created, send_resume
 
 
@@ -32,3 +37,21 @@ async def test_a_resume_sent_at_once_is_a_resume_though_the_loop_ran_late() -> N
             time.sleep(0.2)  # noqa: ASYNC251 (the loop, the proxy too, held past the wait)
             first = await sender
         assert first["type"] == "session.resumed", first
+
+
+async def test_a_first_update_later_than_the_wait_is_applied_first_after_created() -> None:
+    # Held while it warms up, the upstream answers after the late frames are in.
+    options = ReferenceOptions(warmup_s=1.0)
+    async with (
+        reference("duplex-no-barge-in", options=options) as up,
+        proxy(proxy_config({"m": up})) as base,
+        connect(ws_url(base)) as c,
+    ):
+        await asyncio.sleep(0.2)  # the proxy's 50 ms wait for a first event is over
+        for i in range(3):
+            await c.send({"type": "session.update", "session": {"instructions": f"late {i}"}})
+        created = await c.until("session.created")
+        assert created["session"].get("instructions") != "late 0", "it came in time after all"
+        told = [(await c.until("session.updated"))["session"]["instructions"] for _ in range(3)]
+        assert told == ["late 0", "late 1", "late 2"]
+        assert not c.of("error"), c.of("error")
