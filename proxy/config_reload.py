@@ -29,6 +29,7 @@ RESTART_KEYS = (
     ("store", "url"),
     ("vad", "max_batch"),
     ("vad", "threads"),
+    ("vad", "inline_rows"),
     ("web", "enabled"),
 )
 Fingerprint = tuple[int, int, int, int] | None

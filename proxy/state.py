@@ -76,5 +76,6 @@ class ProxyState:
                 threads=self.config.vad.threads,
                 metrics=self.metrics,
                 gather_ms=self.config.vad.gather_ms,
+                inline_rows=self.config.vad.inline_rows,
             )
         return self.vad

@@ -10,12 +10,14 @@ Why batch: one window costs far more in per-call overhead than in arithmetic, so
 running the windows of many sessions as rows of one call is much cheaper than
 one call each (see ``bench/vad_cost.py``). State is sequential, so a batch takes
 at most one window per stream; the next window of a stream waits for the next
-batch. A worker task wakes on submission (no polling) and, after ``gather_ms``
+batch. A submission arms a timer (no task, no polling) and, after ``gather_ms``
 (``[vad] gather_ms``: live sessions' windows arrive spread out, so a call as soon as
-one is ready would hold one or two), takes whatever is pending; windows that arrive
-while a batch runs form the next one.
-Inference runs on a dedicated thread (onnxruntime releases the GIL) so the event
-loop never blocks on it.
+one is ready would hold one or two), the batch takes whatever is pending; windows that
+arrive while a batch runs form the next one.
+Inference runs on one long-lived thread (``proxy/vad_thread.py``; onnxruntime releases
+the GIL) so the event loop does not block on it, except for batches of at most
+``inline_rows`` windows (``[vad] inline_rows``), which run on the loop's thread:
+there a small batch costs less than its hand-over to the thread and back.
 
 The model file comes from the ``silero-vad`` wheel, located without importing
 ``silero_vad`` (that imports torch, which this project never installs).
@@ -24,11 +26,9 @@ The model file comes from the ``silero-vad`` wheel, located without importing
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import importlib.metadata
 import time
 from collections import deque
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -37,6 +37,7 @@ import onnxruntime as ort
 
 from proxy.metrics import Metrics
 from proxy.vad_stream import RATE_HZ, WINDOW, Deliver, Fail, Float32Array, VadStream, Window
+from proxy.vad_thread import InferenceThread, Result
 
 _SR = np.array(RATE_HZ, dtype=np.int64)
 __all__ = ["RATE_HZ", "WINDOW", "VadRunner", "VadStream", "default_model_path"]
@@ -66,6 +67,7 @@ class VadRunner:
         threads: int = 1,
         metrics: Metrics | None = None,
         gather_ms: float = 0.0,
+        inline_rows: int = 0,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
@@ -85,16 +87,18 @@ class VadRunner:
         self._metrics = metrics
         self._ready: deque[VadStream] = deque()  # streams with queued windows, not in a batch
         self._queued: set[int] = set()  # ids of streams in _ready or in the running batch
-        self._wake = asyncio.Event()
-        self._worker: asyncio.Task[None] | None = None
-        self._executor: ThreadPoolExecutor | None = None
+        # Batches of up to this many windows run on the loop's thread (see _launch).
+        self.inline_rows = inline_rows
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | asyncio.Handle | None = None  # the next batch
+        self._thread: InferenceThread | None = None
         self._closed = False
-        self._inflight: list[tuple[VadStream, Window, int]] = []
+        self._inflight: list[tuple[VadStream, Window, int]] = []  # the batch running
 
     def new_stream(self) -> VadStream:
         return VadStream()
 
-    def _infer(self, rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
+    def _infer(self, rows: Float32Array, state: Float32Array) -> Result:
         t0 = time.perf_counter()
         prob, new_state = self._session.run(None, {"input": rows, "state": state, "sr": _SR})
         took = time.perf_counter() - t0
@@ -172,40 +176,59 @@ class VadRunner:
         return n
 
     def _enqueue(self, stream: VadStream) -> None:
-        if self._worker is None or self._worker.done():
-            # Started on first use, inside the running loop (the event binds to it).
-            self._wake = asyncio.Event()
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="silero")
-            self._worker = asyncio.create_task(self._run(), name="vad-runner")
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            # First use, or a new loop: the old one's timer and reply never come, so a
+            # batch that was running there goes into the next one.
+            self._ready.extend(s for s, _, _ in self._inflight)
+            self._loop, self._timer, self._inflight = loop, None, []
         if id(stream) not in self._queued:
             self._queued.add(id(stream))
             self._ready.append(stream)
-        self._wake.set()
+        self._kick()
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            await self._wake.wait()
-            self._wake.clear()
-            while True:
-                if self.gather_s > 0 and len(self._ready) < self.max_batch:
-                    await asyncio.sleep(self.gather_s)  # more sessions' windows come
-                batch = self._take_batch()
-                if not batch:
-                    break
-                rows = np.stack([np.concatenate((s._context, w.samples)) for s, w, _ in batch])
-                state = np.concatenate([s._state for s, _, _ in batch], axis=1)
-                self._inflight = batch
-                try:
-                    result = await loop.run_in_executor(self._executor, self._infer, rows, state)
-                except Exception as exc:  # a broken model must fail its callers, not hang them
-                    self._scatter(batch, None, exc)
-                else:
-                    self.stats.batches_total += 1
-                    self.stats.windows_total += len(batch)
-                    self._scatter(batch, result, None)
-                self._inflight = []
+    def _kick(self) -> None:
+        """Arm the next batch unless one runs or is armed: after ``gather_ms`` (more
+        sessions' windows come), or at the loop's next turn when that is 0 or the
+        batch is full already."""
+        if self._inflight or self._timer is not None or self._loop is None:
+            return
+        if self.gather_s > 0 and len(self._ready) < self.max_batch:
+            self._timer = self._loop.call_later(self.gather_s, self._launch)
+        else:
+            self._timer = self._loop.call_soon(self._launch)
+
+    def _launch(self) -> None:
+        self._timer = None
+        batch = self._take_batch()
+        if not batch or self._loop is None:
+            return
+        rows = np.stack([np.concatenate((s._context, w.samples)) for s, w, _ in batch])
+        state = np.concatenate([s._state for s, _, _ in batch], axis=1)
+        self._inflight = batch
+        if len(batch) <= self.inline_rows:
+            # Cheaper than the hand-over to the thread and back; stalls the loop for it.
+            try:
+                result = self._infer(rows, state)
+            except Exception as exc:  # a broken model must fail its callers, not hang them
+                self._land(None, exc)
+            else:
+                self._land(result, None)
+            return
+        if self._thread is None:
+            self._thread = InferenceThread()
+        self._thread.run(self._loop, self._infer, rows, state, self._land)
+
+    def _land(self, result: Result | None, error: Exception | None) -> None:
+        batch, self._inflight = self._inflight, []
+        if self._closed or not batch:
+            return  # closed meanwhile: its windows were dropped
+        if error is None:
+            self.stats.batches_total += 1
+            self.stats.windows_total += len(batch)
+        self._scatter(batch, result, error)
+        if self._ready:
+            self._kick()
 
     def _take_batch(self) -> list[tuple[VadStream, Window, int]]:
         """The head window of up to ``max_batch`` ready streams, oldest first."""
@@ -221,7 +244,7 @@ class VadRunner:
     def _scatter(
         self,
         batch: list[tuple[VadStream, Window, int]],
-        result: tuple[Float32Array, Float32Array] | None,
+        result: Result | None,
         error: Exception | None,
     ) -> None:
         for i, (s, w, gen) in enumerate(batch):
@@ -247,18 +270,18 @@ class VadRunner:
                 self._enqueue(s)
 
     async def close(self) -> None:
-        """Stop the worker; windows still waiting resolve as dropped."""
+        """Stop batching; windows still waiting resolve as dropped, and a batch still
+        running ends on its own with its result dropped."""
         self._closed = True
-        if self._worker is not None:
-            self._worker.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         for stream in [*self._ready, *(s for s, _, _ in self._inflight)]:
             for w in stream._pending:
                 w.dropped()
         self._ready.clear()
         self._queued.clear()
-        if self._executor is not None:
-            self._executor.shutdown(wait=False)  # the running inference ends on its own
-            self._executor = None
+        self._inflight = []
+        if self._thread is not None:
+            self._thread.stop()
+            self._thread = None

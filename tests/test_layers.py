@@ -118,6 +118,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "proxy: adapters (client, upstream, store, VAD) and the tools beside the proxy",
         [
             "proxy.vad_stream",
+            "proxy.vad_thread",
             "proxy.vad",
             "proxy.ws_heartbeat",
             "proxy.ws_write",

@@ -1,0 +1,105 @@
+"""The VAD's two ways to run a batch (``proxy/vad.py``): on its long-lived thread
+(``proxy/vad_thread.py``) or, for batches of at most ``inline_rows`` windows, on the
+loop's thread. Both give the probabilities of ``process_sync``, both fail their callers
+when the model fails, and ``close`` drops what is still waiting or running."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import numpy as np
+import pytest
+
+from proxy.vad import WINDOW, VadRunner
+from shim.audio import Float32Array
+
+
+def _speechy(seed: int, windows: int) -> Float32Array:
+    rng = np.random.default_rng(seed)
+    t = np.arange(WINDOW * windows) / 16000
+    tone = 0.2 * np.sin(2 * np.pi * (150 + 40 * seed) * t) * (np.sin(2 * np.pi * 2 * t) > 0)
+    return (tone + 0.01 * rng.standard_normal(t.size)).astype(np.float32)
+
+
+def _broken(rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
+    raise RuntimeError("model failed")
+
+
+@pytest.mark.parametrize("inline_rows", [0, 3, 64], ids=["thread", "mixed", "inline"])
+async def test_each_path_gives_the_unbatched_probabilities(inline_rows: int) -> None:
+    signals = [_speechy(i, n) for i, n in enumerate([40, 30, 20, 10, 5])]  # batches of 5 to 1
+    ref = VadRunner()
+    want = [ref.process_sync(ref.new_stream(), x) for x in signals]
+    runner = VadRunner(inline_rows=inline_rows, gather_ms=2)
+    on_loop: list[bool] = []
+    real = runner._infer
+
+    def infer(rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
+        on_loop.append(threading.current_thread() is threading.main_thread())
+        assert on_loop[-1] == (rows.shape[0] <= inline_rows)
+        return real(rows, state)
+
+    runner._infer = infer  # type: ignore[method-assign]
+
+    async def feed(x: Float32Array, chunk: int) -> list[tuple[float, int]]:
+        stream, out = runner.new_stream(), []
+        for lo in range(0, x.size, chunk):
+            out += await runner.process(stream, x[lo : lo + chunk])
+        return out
+
+    try:
+        got = await asyncio.gather(
+            *(feed(x, c) for x, c in zip(signals, [320, 512, 1024, 777, 2048], strict=True))
+        )
+    finally:
+        await runner.close()
+    for have, expect in zip(got, want, strict=True):
+        assert [e for _, e in have] == [e for _, e in expect]
+        np.testing.assert_allclose([p for p, _ in have], [p for p, _ in expect], atol=1e-5)
+    assert runner.stats.windows_total == 105
+    assert (True in on_loop) == (inline_rows > 0)
+    assert (False in on_loop) == (inline_rows < 5)
+
+
+@pytest.mark.parametrize("inline_rows", [0, 64], ids=["thread", "inline"])
+async def test_a_failed_batch_fails_its_callers_and_the_next_batch_runs(inline_rows: int) -> None:
+    runner = VadRunner(inline_rows=inline_rows)
+    real = runner._infer
+    runner._infer = _broken  # type: ignore[method-assign]
+    stream = runner.new_stream()
+    try:
+        with pytest.raises(RuntimeError, match="model failed"):
+            await runner.process(stream, np.zeros(WINDOW, np.float32))
+        runner._infer = real  # type: ignore[method-assign]
+        out = await runner.process(runner.new_stream(), np.zeros(WINDOW * 2, np.float32))
+    finally:
+        await runner.close()
+    assert [e for _, e in out] == [WINDOW, 2 * WINDOW]
+
+
+async def test_close_drops_the_batch_running_on_the_thread() -> None:
+    runner = VadRunner()
+    real = runner._infer
+    entered, release = threading.Event(), threading.Event()
+
+    def slow(rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
+        entered.set()
+        release.wait(30)
+        return real(rows, state)
+
+    runner._infer = slow  # type: ignore[method-assign]
+    heard: list[int] = []
+    stream = runner.new_stream()
+    waiting = asyncio.create_task(runner.process(stream, np.zeros(WINDOW * 2, np.float32)))
+    runner.submit(runner.new_stream(), np.zeros(WINDOW, np.float32), lambda p, e: heard.append(e))
+    assert await asyncio.to_thread(entered.wait, 30)
+    await runner.close()
+    assert await asyncio.wait_for(waiting, 30) == []  # dropped, not hung
+    release.set()
+    await asyncio.sleep(0.05)  # the thread's late reply, were it delivered, would land now
+    await asyncio.to_thread(lambda: None)
+    assert heard == []
+    assert runner.stats.batches_total == 0
+    with pytest.raises(RuntimeError, match="closed"):
+        runner.submit(stream, np.zeros(WINDOW, np.float32), lambda p, e: None)
