@@ -48,11 +48,15 @@ def parse_client_frame(
         event = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return BadFrame("invalid_event", f"frame is not valid JSON: {exc}")
-    if _nested(event) and nests_deeper_than(raw, event, max_depth):
+    # A text with no '[' and no '{' after its first character holds at most the outer
+    # object (an audio append): no container to count, known from two scans of the
+    # text (a few times cheaper than a look at the parsed values).
+    nested = ("[" in raw or raw.find("{", 1) >= 0) and _nested(event)
+    if nested and nests_deeper_than(raw, event, max_depth):
         return BadFrame("invalid_event", f"event nested too deeply (over {max_depth} levels)")
     if not isinstance(event, dict):
         return BadFrame("invalid_event", "an event must be a JSON object")
-    if _nested(event) and holds_more_values_than(raw, event, max_values):
+    if nested and holds_more_values_than(raw, event, max_values):
         return BadFrame("invalid_event", f"event holds too many JSON values (over {max_values})")
     kind = event.get("type")
     if not isinstance(kind, str) or not kind:

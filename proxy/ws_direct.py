@@ -51,13 +51,16 @@ Tap = Callable[[str], bool]
 # write a frame up to this size without a timer: into an empty socket buffer it stays
 # under aiohttp's high-water mark, so the write never waits.
 DIRECT_MAX_BYTES = 32 * 1024
+# A text of at most this many characters fits whatever they are (4 bytes of UTF-8 at
+# most each): callers on a frame's path test it before calling ``fits_direct``.
+DIRECT_ANY_TEXT = DIRECT_MAX_BYTES // 4
 
 
 def fits_direct(text: str) -> bool:
     """At most ``DIRECT_MAX_BYTES`` once encoded: a character is up to 4 bytes of UTF-8,
     so a longer frame fits only if it is ASCII (a flag CPython keeps: no scan)."""
     n = len(text)
-    return n <= DIRECT_MAX_BYTES // 4 or (n <= DIRECT_MAX_BYTES and text.isascii())
+    return n <= DIRECT_ANY_TEXT or (n <= DIRECT_MAX_BYTES and text.isascii())
 
 
 class _NoQueue:

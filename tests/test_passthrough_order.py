@@ -76,7 +76,7 @@ async def echo_upstream(stall_s: float) -> AsyncIterator[str]:
                     pad = "x" * BURST_SIZES[i % len(BURST_SIZES)]
                     await ws.send_json({"type": "burst.item", "i": i, "pad": pad})
                 continue
-            await ws.send_json({"type": "echo", "id": event.get("event_id")})
+            await ws.send_json({"type": "echo", "id": event.get("event_id"), "n": event.get("n")})
         return ws
 
     app = web.Application()
@@ -146,6 +146,65 @@ async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int])
     # The direct paths were taken when on (and only then).
     assert bool(direct["down"]) is ws_direct.ENABLED
     assert bool(direct["up"]) is ws_direct.ENABLED
+
+
+async def test_bad_frames_get_their_errors_and_the_rest_go_up(direct: dict[str, int]) -> None:
+    """Between appends that go up (with no id, a null one, a new one; a re-sent one is
+    dropped), every frame the client's checks refuse gets its coded error, whichever
+    way the frames are taken (the checks' own equivalence: tests/test_client_frame_checks.py)."""
+    routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
+    audio = "AAAA" * 320
+    # In vLLM-Omni's words (a native client's, ``BadFrame.native``) but for the proxy's limits.
+    not_event = ("bad_event", "Duplex event must be a JSON object with a type")
+    bad = {
+        '{"type":': ("invalid_json", "Invalid JSON event"),
+        '{"type":"t","v":' + '{"a":' * 8 + "1" + "}" * 8 + "}": (
+            "invalid_event",
+            "event nested too deeply",
+        ),
+        '{"type":"t","v":[' + ",".join(["1"] * 1001) + "]}": (
+            "invalid_event",
+            "event holds too many JSON values",
+        ),
+        '["input_audio_buffer.append"]': not_event,
+        '"{"': not_event,
+        '{"type":"","audio":"AAAA"}': not_event,
+        '{"type":5,"audio":"AAAA"}': not_event,
+    }
+    async with echo_upstream(stall_s=0) as upstream:
+        routes[0]["upstream"] = upstream
+        server = {"input_realtime_factor": 1000, "max_json_depth": 8, "max_json_values": 1000}
+        config = proxy_config({}, routes=routes, server=server)
+        async with proxy(config) as base, connect(ws_url(base, duplex="1")) as c:
+            await c.until("session.created")
+
+            async def echoed() -> object:  # the next echo of the client's own
+                while (n := (await c.until("echo"))["n"]) is None:
+                    pass  # the proxy's opening update
+                return n
+
+            echoes, errors = [], []
+            for i, raw in enumerate(bad):  # one at a time: the reader waits idle for each
+                await c.ws.send_str(
+                    f'{{"type":"input_audio_buffer.append","n":{i},"audio":"{audio}"}}'
+                )
+                echoes.append(await echoed())
+                await c.ws.send_str(raw)
+                error = (await c.until("error"))["error"]
+                errors.append((error["code"], error["message"][: len(bad[raw][1])]))
+            append = {"type": "input_audio_buffer.append", "audio": audio}
+            for n, event_id in [
+                ("null", None),
+                ("once", "once"),
+                ("again", "once"),
+                ("end", "end"),
+            ]:
+                await c.send({**append, "event_id": event_id, "n": n})
+                if n != "again":  # a re-sent id: dropped, the next one's echo comes next
+                    echoes.append(await echoed())
+    assert bool(direct["up"]) is ws_direct.ENABLED  # the appends took the direct path when on
+    assert echoes == [*range(len(bad)), "null", "once", "end"]
+    assert errors == list(bad.values())
 
 
 def _frame(text: str) -> bytes:

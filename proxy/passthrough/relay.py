@@ -15,7 +15,7 @@ from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
-from proxy.ws_direct import buffer_size, fits_direct, tap_queue, text_writer
+from proxy.ws_direct import DIRECT_ANY_TEXT, buffer_size, fits_direct, tap_queue, text_writer
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -105,18 +105,25 @@ async def relay(
     def ready(text: str) -> bool:
         """Whether a client frame ``text`` can go up at once, from the client's
         socket callback: nothing in hand here, and room in the upstream's buffer."""
-        idle = parked is not None and not parked.done() and not failed.done()
-        return idle and up_write is not None and fits_direct(text) and not up_buffered()
+        return (
+            parked is not None
+            and not parked.done()
+            and not failed.done()
+            and up_write is not None
+            and (len(text) <= DIRECT_ANY_TEXT or fits_direct(text))
+            and not up_buffered()
+        )
 
     def forward_now(frame: ClientFrame) -> None:
-        """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``)."""
+        """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``).
+        An event without an id (most appends) skips the id bookkeeping."""
         event_id = frame.event.get("event_id")
-        if resent(event_id):
+        if event_id is not None and resent(event_id):
             return
         assert up_write is not None
         if not up_write(frame.raw):
             failed.set_result(ConnectionResetError("the upstream socket is closing"))
-        else:
+        elif event_id is not None:
             sent(event_id)
 
     async def sink(frame: ClientFrame) -> None:
