@@ -4,7 +4,7 @@ aiohttp's heartbeat (``heartbeat=`` on a socket) moves its ping back on every ch
 the socket reads: a ``call_soon`` and a timer reset per chunk, which on a relayed
 audio stream (a chunk every 20 ms each way) was a measurable share of a frame's cost
 (``bench/relay.py``). ``Heartbeat`` keeps what it promises with less: each chunk only
-advances a counter (``received``), and a timer every ``every_s`` looks at it. A socket that
+sets a flag (``received``), and a timer every ``every_s`` looks at it. A socket that
 sent something since the last look is not pinged; one that sent nothing is pinged,
 and if nothing (not even the pong) arrives within half of ``every_s`` it is closed
 as aiohttp closes it (close code 1006; a reader waiting on it gets an ERROR).
@@ -22,7 +22,6 @@ The socket's class must stop it when aiohttp stops its own (``_cancel_heartbeat`
 from __future__ import annotations
 
 import asyncio
-import itertools
 from typing import Any
 
 # Tests turn it off to compare with aiohttp's own heartbeat.
@@ -30,25 +29,19 @@ ENABLED = True
 
 
 class Heartbeat:
-    __slots__ = ("_chunks", "_every", "_handle", "_looked", "_loop", "_ping", "_ws", "received")
+    __slots__ = ("_every", "_handle", "_loop", "_ping", "_ws", "live")
 
     def __init__(self, ws: Any, every_s: float, loop: asyncio.AbstractEventLoop) -> None:
         self._ws = ws
         self._every = every_s
         self._loop = loop
         self._ping: asyncio.Task[None] | None = None
-        # The socket's protocol calls ``received`` per chunk read (its
-        # ``data_received_cb``): a counter's own C method, no Python frame per chunk.
-        self._chunks = itertools.count()
-        self.received = self._chunks.__next__
-        self._looked = -1  # the count at the last look, which took that one itself
+        self.live = False  # something arrived since the last look
         self._handle: asyncio.TimerHandle | None = loop.call_later(every_s, self._look)
 
-    def _heard(self) -> bool:
-        """Whether a chunk arrived since the last look."""
-        n = next(self._chunks)
-        heard, self._looked = n > self._looked + 1, n
-        return heard
+    def received(self) -> None:
+        """The socket's protocol read a chunk (its ``data_received_cb``)."""
+        self.live = True
 
     def stop(self) -> None:
         if self._handle is not None:
@@ -60,7 +53,8 @@ class Heartbeat:
 
     def _look(self) -> None:
         """Every ``every_s``: ping a socket that sent nothing since the last look."""
-        if self._heard():
+        if self.live:
+            self.live = False
             self._handle = self._loop.call_later(self._every, self._look)
             return
         self._handle = self._loop.call_later(self._every / 2, self._pong_due)
@@ -77,7 +71,8 @@ class Heartbeat:
 
     def _pong_due(self) -> None:
         """Half of ``every_s`` after a ping: anything since (the pong, a frame) or lost."""
-        if self._heard():
+        if self.live:
+            self.live = False
             self._handle = self._loop.call_later(self._every, self._look)
             return
         self._handle = None
