@@ -28,7 +28,7 @@ from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
 from proxy.ws_close import close_or_cut
-from proxy.ws_direct import DIRECT_ANY_TEXT, fits_direct, tap_queue, text_writer
+from proxy.ws_direct import fits_direct, tap_queue, text_writer
 from shim import wire
 from shim.native_client import native_error
 
@@ -156,17 +156,14 @@ class ClientChannel:
     def _take(self, text: str) -> bool:
         """The reader's work on one text frame, done in the socket's data callback
         (``proxy/ws_direct.py``) when all of it can be done at once; else False."""
-        now_sink, n = self.sink_now, len(text)
+        now_sink, n, now = self.sink_now, len(text), self._loop.time()
         if now_sink is None or self.sink is None or self._reader_stopped or not self.inbox.empty():
             return False
         if n > self.limits.max_frame_bytes or not now_sink[0](text):
             return False
         parsed = parse_client_frame(text, *self._json_limits)
-        if type(parsed) is not ClientFrame:
-            return False  # the reader answers
-        now = self._loop.time()
-        if not self.rate.take(parsed.event, now):
-            return False  # the reader slows down
+        if isinstance(parsed, BadFrame) or not self.rate.take(parsed.event, now):
+            return False  # the reader answers, or slows down
         self._tally_in.add(n)
         self.lifetime.heard(now)
         now_sink[1](parsed)
@@ -216,9 +213,7 @@ class ClientChannel:
     def write_now(self, text: str) -> bool:
         """``send_now``'s direct write, no coroutine (False: not written, send it as usual)."""
         t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
-        if busy or t is None or self._write_text is None:
-            return False
-        if len(text) > DIRECT_ANY_TEXT and not fits_direct(text):
+        if busy or t is None or self._write_text is None or not fits_direct(text):
             return False
         return not t.get_write_buffer_size() and self._write_text(text)
 

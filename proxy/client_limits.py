@@ -123,6 +123,8 @@ class InputClock:
 
     def __init__(self, native: bool = False) -> None:
         self.input_format = PCM16_24K
+        self._per_s_of: AudioFormat | None = None
+        self._per_s = 1
         self.native = False
         self.for_client(native)
 
@@ -170,12 +172,16 @@ class InputClock:
         if n_bytes <= 0:
             return 0
         fmt = self.input_format
-        if not _NAMES_FORMAT.isdisjoint(event):  # else the session's (append_format)
+        if _NAMES_FORMAT.isdisjoint(event):  # the session's (append_format)
+            if fmt is not self._per_s_of:  # (a frozen format: its bytes a second kept)
+                self._per_s_of, self._per_s = fmt, fmt.rate_hz * fmt.bytes_per_sample
+            per_s = self._per_s
+        else:
             try:
                 fmt = append_format(event, fmt, self.native)
             except Exception:  # refused by the session anyway
                 return n_bytes  # counted as it came
-        per_s = fmt.rate_hz * fmt.bytes_per_sample
+            per_s = fmt.rate_hz * fmt.bytes_per_sample
         return -(-n_bytes * AUDIO_BYTES_PER_S // per_s)
 
 

@@ -50,6 +50,15 @@ def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
         assert targets[relay]["relay_peak_rss_mb"] > 0
 
 
+def test_frame_cost_bench_times_this_checkout_beside_another() -> None:
+    result = run_bench("frame_cost.py", "--smoke", "--json", "--root", str(ROOT))
+    for name in ("this", "root"):
+        times = result[name]
+        assert isinstance(times, dict)
+        assert set(times) == {"take_us", "parse_us", "allowance_us", "told_us"}
+        assert all(isinstance(v, float) and v > 0 for v in times.values())
+
+
 @pytest.mark.slow
 def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> None:
     plot = tmp_path / "sweep.png"

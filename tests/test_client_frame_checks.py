@@ -14,12 +14,14 @@ import os
 from typing import Any
 
 import orjson
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import _NAMES_FORMAT, AUDIO_BYTES_PER_S, InputClock, audio_bytes
 from proxy.json_depth import holds_more_values_than, nests_deeper_than
+from shim.audio import PCM16, PCM_F32, PCMU, AudioFormat
 from shim.native_client import append_format
 
 PROPS = settings(
@@ -162,9 +164,16 @@ def reference_cost(clock: InputClock, event: dict[str, Any]) -> int:
 AUDIOS = ["", "=", "==", "===", "A", "A=", "AA", "AA==", "AAA=", "AAAA", "AB=C", "====", AUDIO]
 
 
-def test_an_appends_cost_is_what_its_decoded_size_gave() -> None:
+FORMATS = [None, AudioFormat(PCMU, 8000), AudioFormat(PCM16, 16000), AudioFormat(PCM_F32, 48000)]
+
+
+@pytest.mark.parametrize("told", FORMATS)
+def test_an_appends_cost_is_what_its_decoded_size_gave(told: AudioFormat | None) -> None:
     for native in (False, True):
         clock = InputClock(native)
+        assert clock.cost({"type": "input_audio_buffer.append", "audio": AUDIO}) > 0
+        if told is not None:  # the session told another format after a first append
+            clock.input_format = told
         for audio in [*AUDIOS, *(a + "AAAA" * 7 for a in AUDIOS)]:
             for extra in ({}, {"format": "g711_ulaw"}, {"sample_rate_hz": 8000}, {"format": 5}):
                 event = {"type": "input_audio_buffer.append", "audio": audio, **extra}
