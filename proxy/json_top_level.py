@@ -15,7 +15,9 @@ from dataclasses import dataclass
 
 import orjson
 
-_STRUCTURE = re.compile(r'["{}\[\],:]')  # outside strings: what moves the scan on
+# Outside strings, what moves the scan on; a run of brackets is one step (nesting
+# thousands deep costs a few steps, not one a bracket).
+_STRUCTURE = re.compile(r'"|[{\[]+|[}\]]+|[,:]')
 _STRING_END = re.compile(r'["\\]')  # inside a string: its end or an escape
 _INT = re.compile(r"[ \t\n\r]*(-?(?:0|[1-9][0-9]*))[ \t\n\r]*(?=[,}])")
 _WHITESPACE = " \t\n\r"
@@ -48,7 +50,8 @@ def top_level_int(raw: str, key: str) -> TopLevel | None:
         found = _STRUCTURE.search(raw, pos)
         if found is None:
             return None  # the object never closed
-        char, pos = found.group(), found.end()
+        token, pos = found.group(), found.end()
+        char = token[0]
         if char == '"':
             end = _string_end(raw, pos)
             if end is None:
@@ -64,13 +67,13 @@ def top_level_int(raw: str, key: str) -> TopLevel | None:
                     value = None
             member = None
         elif char in "{[":
-            depth += 1
+            depth += len(token)
             deepest = max(deepest, depth)
             expect_key = depth == 1
         elif char in "}]":
-            depth -= 1
+            depth -= len(token)
             if depth == 0:
-                if char != "}" or raw[pos:].strip(_WHITESPACE):
+                if token[-1] != "}" or raw[pos:].strip(_WHITESPACE):
                     return None
                 return TopLevel(deepest, value)
             if depth < 0:

@@ -41,6 +41,8 @@ DEEP = "[" * 1100 + "]" * 1100
         ('{"server_event_seq":1,"server_event_seq":2}', 2),
         ('{"server_event_seq":1,"server_event_seq":"x"}', None),
         ("{}", None),
+        ('{"a":[[{"server_event_seq":1}]],"server_event_seq":3}', 3),
+        ('{"a":[[{"server_event_seq":1}]]}', None),
     ],
 )
 def test_only_a_top_level_integer_is_read_as_a_parser_would(raw: str, value: int | None) -> None:
@@ -58,6 +60,8 @@ def test_an_object_too_deep_for_the_parser_is_read_with_its_depth() -> None:
     assert top_level_int(raw, KEY) == TopLevel(1101, 17)
     inner = '{"a":' + "[" * 1100 + '{"server_event_seq":1}' + "]" * 1100 + "}"
     assert top_level_int(inner, KEY) == TopLevel(1102, None)
+    ragged = '{"a":[[[]],[[[{"b":[]}]]]],"server_event_seq":2}'
+    assert top_level_int(ragged, KEY) == TopLevel(7, 2)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +79,8 @@ def test_an_object_too_deep_for_the_parser_is_read_with_its_depth() -> None:
         '{"a":"unterminated,"server_event_seq":15}',
         '{"a":"ends in an escape\\',
         '{"a":[}',
+        '{"a":[]}]}',
+        '{"a":[]]]',
     ],
 )
 def test_what_is_no_whole_object_gives_nothing(raw: str) -> None:

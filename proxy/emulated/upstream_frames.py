@@ -27,7 +27,10 @@ def upstream_input(raw: str, state: ProxyState, log: Logger) -> UpstreamEvent | 
         event = orjson.loads(raw)
     except orjson.JSONDecodeError:
         state.metrics.upstream_errors.labels("protocol").inc()
-        # orjson reads 1024 levels; an object deeper is dropped as any too deep
+        # orjson reads 1024 levels; an object deeper is dropped as any too deep (a
+        # frame with too few brackets to be that deep is not read again)
+        if raw.count("[") + raw.count("{") <= limit:
+            return None
         scan = top_level_int(raw, "server_event_seq")
         if scan is None or scan.depth <= limit:
             return None
