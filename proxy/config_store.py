@@ -56,7 +56,8 @@ class StoreConfig:
         gt=0,
         le=2.0,
         description="Fewest seconds between two checkpoints of a busy session (its changes "
-        "are coalesced); a client that leaves is checkpointed at once.",
+        "are coalesced), unless its lease is due (three times in disconnect_grace_s); a "
+        "client that leaves is checkpointed at once.",
     )
     replay_max_bytes: int = Field(
         default=8 * 1024 * 1024,

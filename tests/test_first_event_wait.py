@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from proxy.reference.options import ReferenceOptions
 from tests.servers import connect, proxy, proxy_config, proxy_with_state, reference, ws_url
 from tests.test_resume import created, send_resume
@@ -55,3 +57,30 @@ async def test_a_first_update_later_than_the_wait_is_applied_first_after_created
         told = [(await c.until("session.updated"))["session"]["instructions"] for _ in range(3)]
         assert told == ["late 0", "late 1", "late 2"]
         assert not c.of("error"), c.of("error")
+
+
+@pytest.mark.parametrize(
+    "kind", ["duplex", "duplex-no-barge-in"], ids=["passthrough", "barge_in_emulated"]
+)
+async def test_a_late_opening_update_is_a_live_one_its_ref_audio_refused(kind: str) -> None:
+    """A speak-first client's update later than the wait opens nothing: the session
+    opened without it, and the upstream refuses its ``ref_audio`` as on any live
+    session (docs/protocol.md, "Opening a session"); the session goes on."""
+    options = ReferenceOptions(warmup_s=1.0)
+    opening = {"instructions": "late", "ref_audio": "data:audio/wav;base64,AAAA"}
+    async with (
+        reference(kind, options=options) as up,
+        proxy(proxy_config({"m": up})) as base,
+        connect(ws_url(base, duplex="1")) as c,
+    ):
+        await asyncio.sleep(0.2)  # the proxy's 50 ms wait for a first event is over
+        await c.send({"type": "session.update", "session": opening})
+        await c.send({"type": "session.update", "session": {"instructions": "later"}})
+        created = await c.until("session.created")
+        assert created["session"].get("instructions") != "late", "it came in time after all"
+        refused = await c.until("error")
+        assert refused["error"]["code"] == "ref_audio_update_unsupported", refused
+        updated = await c.until("session.updated")
+        while updated["session"].get("instructions") != "later":
+            assert updated["session"].get("instructions") != "late", "the refused update applied"
+            updated = await c.until("session.updated")

@@ -93,6 +93,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.metrics",
             "proxy.clock",
             "proxy.json_depth",
+            "proxy.json_top_level",
         ],
     ),
     ("proxy: latencies read off a session's events", ["proxy.latency"]),

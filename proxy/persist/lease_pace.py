@@ -9,16 +9,43 @@ With Redis the check was most of what an idle session cost (a round trip a secon
 bench/idle_cost.py), so it slows while the session stays quiet: every second for the
 first seconds after a change (a client that just left and resumes elsewhere is seen
 at once), then a quarter of the quiet time, up to ``QUIET_LEASE_CHECK_S``, never
-less often than three times in the grace (the keys must not expire).
+less often than three times in the grace (the keys must not expire). The wait that
+coalesces a busy session's checkpoints (``checkpoint_interval_s``) ends when the lease
+is due, so it never stretches that pace (``Persister.run``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+
 LEASE_CHECK_S = 1.0
 QUIET_LEASE_CHECK_S = 4.0
+# While the store is down, try again this often rather than at every interval (a
+# checkpoint after a long outage carries every event since, and serialising it
+# for a store that refuses it only costs CPU).
+STORE_RETRY_S = 0.5
 
 
 def lease_check_interval(quiet_s: float, grace_s: float) -> float:
     """Seconds until the next check of a session that changed nothing for ``quiet_s``."""
     pace = min(QUIET_LEASE_CHECK_S, max(LEASE_CHECK_S, quiet_s / 4))
     return min(pace, grace_s / 3)
+
+
+def lease_due(last_write: float, failed_at: float, interval: float) -> float:
+    """Seconds until the lease is written again: ``interval`` after the last write, or
+    a retry's pause after a write that failed since (not at once). Monotonic times."""
+    retry = failed_at > last_write
+    due = failed_at + STORE_RETRY_S if retry else last_write + interval
+    return due - time.monotonic()
+
+
+async def set_within(event: asyncio.Event, seconds: float) -> bool:
+    """Whether ``event`` is set within ``seconds`` (at once if it is already)."""
+    try:
+        async with asyncio.timeout(max(0.0, seconds)):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True

@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from proxy.persist.checkpoint import checkpoint_of, pack_state, serialised
-from proxy.persist.lease_pace import lease_check_interval
+from proxy.persist.lease_pace import STORE_RETRY_S, lease_check_interval, lease_due, set_within
 from proxy.persist.port import MirroredSession
 from proxy.persist.saved_mark import SavedMark
 from proxy.persist.sealing import TokenSealer
@@ -15,11 +15,6 @@ from proxy.state import ProxyState
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 from proxy.store.secret_box import secret_box
 from shim.snapshot import split_static, upstream_position
-
-# While the store is down, try again this often rather than at every interval (a
-# checkpoint after a long outage carries every event since, and serialising it
-# for a store that refuses it only costs CPU).
-STORE_RETRY_S = 0.5
 
 
 class Persister:
@@ -54,6 +49,7 @@ class Persister:
         self._sealer = TokenSealer(secret_box(state.config.store), session.session_id)
         self._store_down, self._down_since_try = False, 0.0
         self._last_write = time.monotonic()
+        self._failed_at = 0.0  # the last write that failed
         self._written_acked = session.journal.acked
         # The upstream position last reported as checkpointed.
         self._reported: tuple[str, int] | None = None
@@ -143,25 +139,19 @@ class Persister:
         return self.enabled and not self._store_down
 
     async def run(self) -> None:
-        # Woken by the session when it handled something (``poke``), else only for
-        # the lease touch: an idle session costs no checkpoint every interval.
+        # Woken by a ``poke`` (the session handled something), else for the lease touch
+        # alone; both waits end when the lease is due: the keys never expire meanwhile.
         while not self.session.finished.is_set():
-            woken = True
-            try:
-                async with asyncio.timeout(self._touch_interval()):
-                    await self._wake.wait()
-            except TimeoutError:
-                woken = False
+            woken = await set_within(self._wake, self._lease_due())
             self._wake.clear()
             if woken or not self._written or self._store_down:
                 await self.flush()
             else:
                 await self._touch()  # nothing handled since: no record to build
-            # At most one checkpoint per interval, unless the client left.
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.state.config.store.checkpoint_interval_s):
-                    await self._now.wait()
-            self._now.clear()
+            if woken:  # a busy session: one checkpoint per interval, unless the client left
+                interval = self.state.config.store.checkpoint_interval_s
+                await set_within(self._now, min(interval, self._lease_due()))
+                self._now.clear()
 
     async def finish(self, final: bool) -> None:
         """The session stops here: persist it; if ``final`` (not drained to resume
@@ -183,16 +173,12 @@ class Persister:
                 # Nothing can resume it from a store: what was handled is as safe as it gets.
                 self._report(self.session.upstream_position())
             return
-        lost = False
         async with self.lock:
             if not self.enabled:
                 return
             lost = await self._flush(store)
         if lost:
-            try:
-                await self.session.replaced_elsewhere()
-            except Exception:
-                self.session.log.exception("let_go_failed")
+            await self._hand_over()
 
     async def _flush(self, store: SessionStore) -> bool:
         """One checkpoint; True if another replica holds the session now."""
@@ -210,6 +196,8 @@ class Persister:
                 await store.save(record)
             elif changed:
                 await store.update(r.session_id, self.epoch, changed)
+            if changed:  # a fenced write: the keys' expiry is refreshed
+                self._last_write = time.monotonic()
             self._written = fields
             self.saved.reached(record.state["seq"])  # record and tail: a resume finds them
             if tail or due or record.acked_seq != self._written_acked:
@@ -220,7 +208,7 @@ class Persister:
             self._report(upstream_position(record.state["shim"]))
             self._answered()
         except StoreUnavailable as exc:
-            self._down_since_try = time.monotonic()
+            self._down_since_try = self._failed_at = time.monotonic()
             if not self._store_down:
                 self._store_down = True
                 self.saved.wake()
@@ -247,14 +235,19 @@ class Persister:
                 await store.append_events(r.session_id, self.epoch, [], self._written_acked)
                 self._last_write = time.monotonic()
             except StoreUnavailable:
+                self._failed_at = time.monotonic()
                 return  # the next checkpoint says so and retries
             except LeaseLost:
                 lost = await self._lease_lost(store)
         if lost:
-            try:
-                await r.replaced_elsewhere()
-            except Exception:
-                r.log.exception("let_go_failed")
+            await self._hand_over()
+
+    async def _hand_over(self) -> None:
+        """Another replica holds the session now: the session lets its client know."""
+        try:
+            await self.session.replaced_elsewhere()
+        except Exception:
+            self.session.log.exception("let_go_failed")
 
     def _report(self, position: tuple[str, int] | None) -> None:
         """Tell the session how far upstream it is safely checkpointed."""
@@ -267,9 +260,15 @@ class Persister:
         quiet = time.monotonic() - self._changed_at
         return lease_check_interval(quiet, self.state.config.store.disconnect_grace_s)
 
+    def _lease_due(self) -> float:
+        """Seconds until the lease is written again (none to keep: a touch interval)."""
+        if not self.enabled:
+            return self._touch_interval()
+        return lease_due(self._last_write, self._failed_at, self._touch_interval())
+
     async def _lease_lost(self, store: SessionStore) -> bool:
         """A fenced write failed: replaced elsewhere (True), or the store lost the keys."""
-        r = self.session
+        r, self._failed_at = self.session, time.monotonic()
         try:
             current = await store.load(r.session_id)
         except StoreUnavailable:
