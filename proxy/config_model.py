@@ -212,8 +212,10 @@ class VadConfig:
         description="Wait this long before each VAD inference for more sessions' windows"
         " (bigger batches, less CPU per session; 0: infer as soon as one is ready).",
     )
+    # Measured in docs/benchmarks.md ("The VAD's hand-over"): up to 8 windows a batch
+    # costs less on the loop than handed to the thread and back, and stalls it ~1 ms.
     inline_rows: int = Field(
-        default=0,
+        default=8,
         ge=0,
         description="VAD batches of at most this many windows run on the event loop's thread"
         " (no hand-over to the VAD thread and back; the loop waits for them: ~0.3 ms for one"
