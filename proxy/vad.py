@@ -226,9 +226,11 @@ class VadRunner:
         if error is None:
             self.stats.batches_total += 1
             self.stats.windows_total += len(batch)
-        self._scatter(batch, result, error)
-        if self._ready:
-            self._kick()
+        try:
+            self._scatter(batch, result, error)
+        finally:
+            if self._ready:
+                self._kick()
 
     def _take_batch(self) -> list[tuple[VadStream, Window, int]]:
         """The head window of up to ``max_batch`` ready streams, oldest first."""
@@ -247,27 +249,36 @@ class VadRunner:
         result: Result | None,
         error: Exception | None,
     ) -> None:
+        """The runner's bookkeeping for every stream of the batch first, then each
+        window's callback or future: a callback that raises goes to the loop's exception
+        handler, and the other streams still get theirs and their next batch."""
+        landed: list[tuple[VadStream, Window, int, float | None]] = []
         for i, (s, w, gen) in enumerate(batch):
             self._queued.discard(id(s))
             # After a reset in flight the result belongs to nobody; the stream may
             # already hold new windows, which still need a batch.
             if gen == s._generation and s._pending and s._pending[0] is w:
                 s._pending.popleft()
+                prob = None
                 if result is not None:
                     probs, states = result
                     s._advance(states[:, i : i + 1, :].copy(), w.samples)
-                    if w.deliver is not None:
-                        w.deliver(float(probs[i, 0]), w.end_sample)
-                    elif w.done is not None and not w.done.done():  # done: caller cancelled
-                        w.done.set_result(float(probs[i, 0]))
+                    prob = float(probs[i, 0])
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
-                elif error is not None and w.fail is not None:
-                    w.fail(error)
-                elif error is not None and w.done is not None and not w.done.done():
-                    w.done.set_exception(error)
+                landed.append((s, w, gen, prob))
             if s._pending:
                 self._enqueue(s)
+        for s, w, gen, prob in landed:
+            if gen != s._generation:
+                continue  # reset by an earlier callback of this batch: never reports
+            try:
+                w.report(prob, error)
+            except Exception as exc:  # a session's bug must not strand the others
+                assert self._loop is not None
+                self._loop.call_exception_handler(
+                    {"message": "VAD result callback failed", "exception": exc}
+                )
 
     async def close(self) -> None:
         """Stop batching; windows still waiting resolve as dropped, and a batch still

@@ -42,6 +42,18 @@ class Window:
         if self.done is not None and not self.done.done():
             self.done.set_result(None)
 
+    def report(self, prob: float | None, error: Exception | None) -> None:
+        """Its result (``prob``) or its batch's failure, to its callback or future."""
+        if prob is not None:
+            if self.deliver is not None:
+                self.deliver(prob, self.end_sample)
+            elif self.done is not None and not self.done.done():  # done: caller cancelled
+                self.done.set_result(prob)
+        elif error is not None and self.fail is not None:
+            self.fail(error)
+        elif error is not None and self.done is not None and not self.done.done():
+            self.done.set_exception(error)
+
 
 class VadStream:
     """One session's Silero state. Create with ``VadRunner.new_stream()``."""

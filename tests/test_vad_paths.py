@@ -103,3 +103,44 @@ async def test_close_drops_the_batch_running_on_the_thread() -> None:
     assert runner.stats.batches_total == 0
     with pytest.raises(RuntimeError, match="closed"):
         runner.submit(stream, np.zeros(WINDOW, np.float32), lambda p, e: None)
+
+
+@pytest.mark.parametrize("inline_rows", [0, 64], ids=["thread", "inline"])
+@pytest.mark.parametrize("raising", ["deliver", "fail"])
+async def test_a_raising_callback_strands_no_other_stream(inline_rows: int, raising: str) -> None:
+    """One stream's callback raises; the others in its batch still get their results,
+    go on being batched, and the error reaches the loop's exception handler."""
+    runner = VadRunner(inline_rows=inline_rows)
+    real = runner._infer
+    if raising == "fail":
+        runner._infer = _broken  # type: ignore[method-assign]
+    loop = asyncio.get_running_loop()
+    handled: list[BaseException | None] = []
+    loop.set_exception_handler(lambda _loop, ctx: handled.append(ctx.get("exception")))
+    a, b = runner.new_stream(), runner.new_stream()
+    got: list[int | str] = []
+    settled = asyncio.Event()
+
+    def bug(*_: object) -> None:
+        raise ValueError("session bug")
+
+    def heard(item: int | str) -> None:
+        got.append(item)
+        if len(got) in (3, 4):
+            settled.set()
+
+    try:
+        runner.submit(a, _speechy(1, 1), bug, bug)
+        fail_b = lambda exc: heard(str(exc))  # noqa: E731
+        runner.submit(b, _speechy(2, 3), lambda p, e: heard(e), fail_b)
+        await asyncio.wait_for(settled.wait(), 30)
+        settled.clear()
+        runner._infer = real  # type: ignore[method-assign]
+        runner.submit(b, _speechy(3, 1), lambda p, e: heard(e))  # b is still batched
+        await asyncio.wait_for(settled.wait(), 30)
+    finally:
+        loop.set_exception_handler(None)
+        await runner.close()
+    first = [WINDOW, 2 * WINDOW, 3 * WINDOW] if raising == "deliver" else ["model failed"] * 3
+    assert got == [*first, 4 * WINDOW]
+    assert [type(e) for e in handled] == [ValueError]
