@@ -26,6 +26,7 @@ The model file comes from the ``silero-vad`` wheel, located without importing
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib.metadata
 import time
 from collections import deque
@@ -40,6 +41,7 @@ from proxy.vad_stream import RATE_HZ, WINDOW, Deliver, Fail, Float32Array, VadSt
 from proxy.vad_thread import InferenceThread, Result
 
 _SR = np.array(RATE_HZ, dtype=np.int64)
+Batch = list[tuple[VadStream, Window, int]]  # each stream's head window, its generation
 __all__ = ["RATE_HZ", "WINDOW", "VadRunner", "VadStream", "default_model_path"]
 
 
@@ -93,7 +95,7 @@ class VadRunner:
         self._timer: asyncio.TimerHandle | asyncio.Handle | None = None  # the next batch
         self._thread: InferenceThread | None = None
         self._closed = False
-        self._inflight: list[tuple[VadStream, Window, int]] = []  # the batch running
+        self._inflight: Batch = []  # the batch running
 
     def new_stream(self) -> VadStream:
         return VadStream()
@@ -178,8 +180,9 @@ class VadRunner:
     def _enqueue(self, stream: VadStream) -> None:
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
-            # First use, or a new loop: the old one's timer and reply never come, so a
-            # batch that was running there goes into the next one.
+            # First use, or a new loop: the old one's timer and reply do not come here (a
+            # late reply there is ignored, see _land), so a batch running there goes into
+            # the next one.
             self._ready.extend(s for s, _, _ in self._inflight)
             self._loop, self._timer, self._inflight = loop, None, []
         if id(stream) not in self._queued:
@@ -211,18 +214,20 @@ class VadRunner:
             try:
                 result = self._infer(rows, state)
             except Exception as exc:  # a broken model must fail its callers, not hang them
-                self._land(None, exc)
+                self._land(batch, None, exc)
             else:
-                self._land(result, None)
+                self._land(batch, result, None)
             return
         if self._thread is None:
             self._thread = InferenceThread()
-        self._thread.run(self._loop, self._infer, rows, state, self._land)
+        self._thread.run(self._loop, self._infer, rows, state, functools.partial(self._land, batch))
 
-    def _land(self, result: Result | None, error: Exception | None) -> None:
-        batch, self._inflight = self._inflight, []
-        if self._closed or not batch:
-            return  # closed meanwhile: its windows were dropped
+    def _land(self, batch: Batch, result: Result | None, error: Exception | None) -> None:
+        if batch is not self._inflight or self._closed:
+            # Closed meanwhile (its windows were dropped), or a batch of a loop the runner
+            # has left, landing there late: its windows went into a batch of the new loop.
+            return
+        self._inflight = []
         if error is None:
             self.stats.batches_total += 1
             self.stats.windows_total += len(batch)
@@ -232,9 +237,9 @@ class VadRunner:
             if self._ready:
                 self._kick()
 
-    def _take_batch(self) -> list[tuple[VadStream, Window, int]]:
+    def _take_batch(self) -> Batch:
         """The head window of up to ``max_batch`` ready streams, oldest first."""
-        batch: list[tuple[VadStream, Window, int]] = []
+        batch: Batch = []
         while self._ready and len(batch) < self.max_batch:
             stream = self._ready.popleft()
             if stream._pending:
@@ -243,12 +248,7 @@ class VadRunner:
                 self._queued.discard(id(stream))  # reset() emptied it meanwhile
         return batch
 
-    def _scatter(
-        self,
-        batch: list[tuple[VadStream, Window, int]],
-        result: Result | None,
-        error: Exception | None,
-    ) -> None:
+    def _scatter(self, batch: Batch, result: Result | None, error: Exception | None) -> None:
         """The runner's bookkeeping for every stream of the batch first, then each
         window's callback or future: a callback that raises goes to the loop's exception
         handler, and the other streams still get theirs and their next batch."""

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 import numpy as np
 import pytest
 
-from proxy.vad import WINDOW, VadRunner
+from proxy.vad import WINDOW, VadRunner, VadStream
 from shim.audio import Float32Array
 
 
@@ -144,3 +145,59 @@ async def test_a_raising_callback_strands_no_other_stream(inline_rows: int, rais
     first = [WINDOW, 2 * WINDOW, 3 * WINDOW] if raising == "deliver" else ["model failed"] * 3
     assert got == [*first, 4 * WINDOW]
     assert [type(e) for e in handled] == [ValueError]
+
+
+def test_a_late_landing_on_an_old_open_loop_leaves_the_new_batch_alone() -> None:
+    """A batch handed to the thread from a loop the runner has since left lands on that
+    loop, still open, while the new loop's batch (the same stream's window again, and
+    another's) waits on the thread: the late result must not be applied to it."""
+    ref = VadRunner()
+    x = _speechy(4, 1)
+    want = ref.process_sync(ref.new_stream(), x)[0][0]
+    runner = VadRunner(inline_rows=0)
+    real_infer, real_land = runner._infer, runner._land
+    gates = [threading.Event(), threading.Event()]
+    lands: list[asyncio.AbstractEventLoop] = []
+
+    entered: list[int] = []
+
+    def gated(rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
+        gate = gates[len(entered)]
+        entered.append(rows.shape[0])
+        gate.wait(30)
+        return real_infer(rows, state)
+
+    def counted(*args: object) -> None:
+        lands.append(asyncio.get_running_loop())
+        real_land(*args)  # type: ignore[arg-type]
+
+    runner._infer = gated  # type: ignore[method-assign]
+    runner._land = counted  # type: ignore[method-assign]
+    s1, s2 = runner.new_stream(), runner.new_stream()
+    got: list[tuple[str, float, int]] = []
+
+    async def until(done: Callable[[], bool]) -> None:
+        for _ in range(3000):
+            if done():
+                return
+            await asyncio.sleep(0.01)
+
+    async def submit(s: VadStream, name: str, launched: Callable[[], bool]) -> None:
+        runner.submit(s, x, lambda p, e: got.append((name, p, e)))
+        await until(launched)
+
+    old, new = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        old.run_until_complete(submit(s1, "s1", lambda: entered == [1]))  # blocked on the thread
+        new.run_until_complete(submit(s2, "s2", lambda: len(runner._inflight) == 2))  # queued
+        gates[0].set()
+        old.run_until_complete(until(lambda: old in lands))  # the late landing
+        gates[1].set()
+        new.run_until_complete(until(lambda: len(got) >= 2))
+        new.run_until_complete(runner.close())
+    finally:
+        old.close()
+        new.close()
+    assert entered == [1, 2]
+    assert sorted((n, e) for n, _, e in got) == [("s1", WINDOW), ("s2", WINDOW)]
+    np.testing.assert_allclose([p for _, p, _ in got], [want, want], atol=1e-5)
