@@ -210,7 +210,8 @@ class VadConfig:
         ge=0,
         le=50,
         description="Wait this long before each VAD inference for more sessions' windows"
-        " (bigger batches, less CPU per session; 0: infer as soon as one is ready).",
+        " (bigger batches, less CPU per session; 0: infer as soon as one is ready)."
+        " A reload applies it to the next batch.",
     )
     # Measured in docs/benchmarks.md ("The VAD's hand-over"): up to 8 windows a batch
     # costs less on the loop than handed to the thread and back, and stalls it ~1 ms.

@@ -8,7 +8,8 @@ watcher compares every ``reload.watch_interval_s``.
 A new config applies to new sessions: a live session holds its ``Route`` from the
 handshake and keeps it. A config that fails validation is refused with the problems
 ``check-config`` prints, and the old one stays in force. Keys read only at start-up
-(where the proxy listens, the store, the VAD runner) are logged as needing a restart.
+(where the proxy listens, the store, how the VAD runner was built) are logged as needing
+a restart; ``[vad] gather_ms`` applies to the running VAD's next batch.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class ConfigReloader:
                 self._log.exception("config_reload_refused", reason=reason, path=str(self.path))
                 return False
             self.state.config = new
+            if self.state.vad is not None:  # read each time it arms a batch
+                self.state.vad.gather_s = new.vad.gather_ms / 1000
             self.state.metrics.config_reloads.labels("applied").inc()
             self._log.info(
                 "config_reloaded",
