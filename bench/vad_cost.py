@@ -8,8 +8,10 @@ CPU is ``time.process_time()`` (all threads of the process, onnxruntime's
 included); wall is ``time.perf_counter()``. "flood" feeds every stream as fast as
 it can, in 20 ms chunks, in lockstep: the best case for batching. "realtime" paces
 each stream at real time with a random phase, as live sessions arrive: batches
-then hold only the windows that came in during the previous inference. The last
-rows are the echo suppressor's cost while assistant audio is playing.
+then hold only the windows that came in during the previous inference. Batches of
+up to ``--inline-rows`` windows run on the event loop's thread, as deployed (the
+config's default; 0: all on the VAD thread). The last rows are the echo
+suppressor's cost while assistant audio is playing.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from proxy.config_model import VadConfig
 from proxy.vad import RATE_HZ, VadRunner
 from shim.echo import EchoSuppressor
 
@@ -72,9 +75,17 @@ def bench_sync(seconds: float, threads: int) -> dict[str, Any]:
 
 
 async def bench_async(
-    n: int, seconds: float, threads: int, max_batch: int, realtime: bool, gather_ms: float = 0.0
+    n: int,
+    seconds: float,
+    threads: int,
+    max_batch: int,
+    realtime: bool,
+    gather_ms: float = 0.0,
+    inline_rows: int = VadConfig().inline_rows,
 ) -> dict[str, Any]:
-    vad = VadRunner(threads=threads, max_batch=max_batch, gather_ms=gather_ms)
+    vad = VadRunner(
+        threads=threads, max_batch=max_batch, gather_ms=gather_ms, inline_rows=inline_rows
+    )
     signals = [audio(seconds, i) for i in range(n)]
     await vad.process(vad.new_stream(), signals[0][: CHUNK * 10])  # warm up
     vad.stats.windows_total = vad.stats.batches_total = 0
@@ -94,6 +105,7 @@ async def bench_async(
     await vad.close()
     mode = ("realtime" if realtime else "flood") + ("" if max_batch > 1 else " unbatched")
     mode += f", gather {gather_ms:g} ms" if gather_ms else ""
+    mode += f", inline <= {inline_rows}" if inline_rows else ", all on the thread"
     return row(mode, n, seconds, cpu, wall, vad)
 
 
@@ -125,18 +137,30 @@ async def main() -> None:
     ap.add_argument(
         "--gather-ms", type=float, default=0.0, help="also the realtime rows with this wait"
     )
+    ap.add_argument(
+        "--inline-rows",
+        type=int,
+        default=VadConfig().inline_rows,
+        help="batches of at most this many windows run on the loop's thread (0: none)",
+    )
     ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     args = ap.parse_args()
     counts = [int(s) for s in args.streams.split(",")]
     rows = [bench_sync(args.seconds, args.threads)]
     for n in counts:
-        rows.append(await bench_async(n, args.seconds, args.threads, 64, realtime=False))
-        if n > 1:
-            rows.append(await bench_async(n, args.seconds, args.threads, 1, realtime=False))
+        for max_batch in (64, 1) if n > 1 else (64,):
+            rows.append(
+                await bench_async(
+                    n, args.seconds, args.threads, max_batch, False, 0.0, args.inline_rows
+                )
+            )
     if args.realtime > 0:
         for gather in sorted({0.0, args.gather_ms}):
             rows += [
-                await bench_async(n, args.realtime, args.threads, 64, True, gather) for n in counts
+                await bench_async(
+                    n, args.realtime, args.threads, 64, True, gather, args.inline_rows
+                )
+                for n in counts
             ]
     rows += [bench_echo(args.seconds, echo=True), bench_echo(args.seconds, echo=False)]
     if args.json:

@@ -69,7 +69,7 @@ class VadRunner:
         threads: int = 1,
         metrics: Metrics | None = None,
         gather_ms: float = 0.0,
-        inline_rows: int = 0,
+        inline_rows: int = 8,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")

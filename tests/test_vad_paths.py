@@ -6,12 +6,14 @@ when the model fails, and ``close`` drops what is still waiting or running."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections.abc import Callable
 
 import numpy as np
 import pytest
 
+from proxy.config_model import VadConfig
 from proxy.vad import WINDOW, VadRunner, VadStream
 from shim.audio import Float32Array
 
@@ -25,6 +27,12 @@ def _speechy(seed: int, windows: int) -> Float32Array:
 
 def _broken(rows: Float32Array, state: Float32Array) -> tuple[Float32Array, Float32Array]:
     raise RuntimeError("model failed")
+
+
+def test_a_runner_built_without_inline_rows_runs_as_deployed() -> None:
+    """Benchmarks and tests that build ``VadRunner()`` measure the configured default."""
+    default = inspect.signature(VadRunner).parameters["inline_rows"].default
+    assert default == VadConfig().inline_rows
 
 
 @pytest.mark.parametrize("inline_rows", [0, 3, 64], ids=["thread", "mixed", "inline"])
@@ -80,7 +88,7 @@ async def test_a_failed_batch_fails_its_callers_and_the_next_batch_runs(inline_r
 
 
 async def test_close_drops_the_batch_running_on_the_thread() -> None:
-    runner = VadRunner()
+    runner = VadRunner(inline_rows=0)
     real = runner._infer
     entered, release = threading.Event(), threading.Event()
 
