@@ -1,5 +1,7 @@
 """``shim/snapshot_clock.py``'s ``to_wall`` copies only what it converts: the result is
-what converting a deep copy gives, and the snapshot handed in is left as it was."""
+what converting a deep copy gives, and the snapshot handed in is left as it was. (One
+entry listed twice, which no session writes, is the exception: the deep copy kept the
+two as one and shifted it twice.)"""
 
 from __future__ import annotations
 
@@ -52,3 +54,12 @@ def test_to_wall_gives_what_the_deep_copy_gave_and_leaves_its_input() -> None:
         # and a later conversion of the result does not reach back into the input
         snapshot_clock._each_time(got, lambda t: -1.0)
         assert orjson.dumps(snap, option=orjson.OPT_SORT_KEYS) == before
+
+
+def test_an_entry_listed_twice_is_shifted_once_in_each_place() -> None:
+    entry = {"item_id": "a", "play_end_ms": 10.0}
+    snap = {played_snapshot.KEY: [entry, entry]}
+    got = snapshot_clock.to_wall(snap, 1.0)
+    assert [e["play_end_ms"] for e in got[played_snapshot.KEY]] == [11.0, 11.0]
+    assert _deep_then_converted(snap, 1.0)[played_snapshot.KEY][0]["play_end_ms"] == 12.0
+    assert entry == {"item_id": "a", "play_end_ms": 10.0}
