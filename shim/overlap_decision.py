@@ -71,6 +71,8 @@ class DecisionParams:
     # A window of a close voice below the window floor by no more than this is still the
     # user's voice (a softer syllable); further down it is a dip or a fading tail.
     direct_window_db: float = 4.0
+    # One window this sure of speech at the user's level begins an overlap by itself.
+    lone_prob: float = 0.9
 
 
 class Kind(enum.Enum):
@@ -244,18 +246,23 @@ def user_run(
     dismissed: bool,
     user_level_db: float | None,
     p: DecisionParams,
-) -> bool:
-    """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)
-    and, after an overlap of someone else's in this run (``dismissed``), at the user's
-    own level."""
-    if len(recent) < HOLD_WINDOWS:
-        return False
+) -> int:
+    """How many of the last windows begin an overlap (0: none): HOLD_WINDOWS user-like
+    windows in a row (fresh speech of the user's), or one alone, sure speech at the user's
+    own level (a first vowel whose consonants Silero doubts: "Ex-cuse me"); after an
+    overlap of someone else's in this run (``dismissed``), at the user's own level."""
     last = list(recent)[-HOLD_WINDOWS:]
-    if not all(j.kind is Kind.USER for j in last):
-        return False
-    if dismissed and user_level_db is not None:
-        return all(j.ev.level_db >= user_level_db - _margin(j.ev, p) for j in last)
-    return True
+    if not last or last[-1].kind is not Kind.USER:
+        return 0
+    if len(last) == HOLD_WINDOWS and all(j.kind is Kind.USER for j in last):
+        if not dismissed or user_level_db is None:
+            return HOLD_WINDOWS
+        at_level = all(j.ev.level_db >= user_level_db - _margin(j.ev, p) for j in last)
+        return HOLD_WINDOWS if at_level else 0
+    ev = last[-1].ev
+    if user_level_db is None or ev.prob < p.lone_prob:
+        return 0
+    return int(ev.level_db >= user_level_db - p.level_margin_db)
 
 
 def _margin(ev: WindowEvidence, p: DecisionParams) -> float:

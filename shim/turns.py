@@ -115,9 +115,10 @@ class Turns:
         counts = overlapping and s.gate.speaking  # (then the window's class is read)
         if counts and backstop_counts(ev, judged.kind, self._dismissed, user_level, params):
             self._run_user_ms += WINDOW_MS
-        held = s.overlap.holding
-        if overlapping and not held and user_run(self._recent, self._dismissed, user_level, params):
-            out += self._hold(win.now_ms)
+        begins = overlapping and not s.overlap.holding
+        run = user_run(self._recent, self._dismissed, user_level, params) if begins else 0
+        if run:
+            out += self._hold(win.now_ms, run)
         if s.overlap.holding and s.overlap.episode is not None:
             tally = s.overlap.episode.tally
             verdict = judge(tally, win.end_sample, params, user_level)
@@ -138,6 +139,8 @@ class Turns:
         resp = s.output.response
         self.echo_run.follow(s.output.active(now), s.history.end + s.evidence.latency)
         if s.overlap.episode is not None and not s.output.active(now):
+            if not s.gate.speaking:  # held on a window no speech run followed: nothing
+                return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
             # The assistant finished while the user was talking over its last words:
             # the speech is simply the next turn.
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
@@ -175,10 +178,11 @@ class Turns:
         hi = self._s.evidence.mic_window(end_sample)[1]
         return self._s.far_for(hi - SPAN, hi, heard=True)
 
-    def _hold(self, now: float) -> list[Action]:
-        """Begin an overlap at the first of the user-like windows: hold the output."""
+    def _hold(self, now: float, windows: int = HOLD_WINDOWS) -> list[Action]:
+        """Begin an overlap at the first of the last ``windows`` (user-like): hold the
+        output."""
         s = self._s
-        run = list(self._recent)[-HOLD_WINDOWS:]
+        run = list(self._recent)[-windows:]
         first = run[0].ev.end_sample - WINDOW
         # Timed from the voice's onset, not Silero's (``OverlapEvidence.voice_onset``).
         onset_sample = s.evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
@@ -246,6 +250,9 @@ class Turns:
         onset = ev.audio_start_ms * VAD_RATE // 1000
         after_start = resp is None or onset >= resp.started_at_sample
         self._run_user_ms = 0
+        if self.item is not None:  # decided a barge-in on its first windows: told already
+            self._run_is_turn = True
+            return []
         if s.config.turn.interrupt_response and after_start and s.output.active(now):
             # Over the assistant: nothing is told; the windows decide (on_vad).
             self._run_is_turn = False
