@@ -39,6 +39,9 @@ RATE = 16000
 WINDOW_MS = 32
 # User-like windows in a row that begin an overlap (and hold the assistant's audio).
 HOLD_WINDOWS = 2
+# User speech that resumes this soon after an overlap's last user-like window goes on
+# from it ("wait, ... stop, ..."): the pause was inside one utterance, held through.
+CARRY_MS = 700
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,8 +74,10 @@ class DecisionParams:
     # A window of a close voice below the window floor by no more than this is still the
     # user's voice (a softer syllable); further down it is a dip or a fading tail.
     direct_window_db: float = 4.0
-    # One window this sure of speech at the user's level begins an overlap by itself.
+    # One window this sure of speech at the user's level begins an overlap by itself, if
+    # echo suppression took next to nothing of it (under echo, one window is too little).
     lone_prob: float = 0.9
+    lone_kept_db: float = -1.0
 
 
 class Kind(enum.Enum):
@@ -236,7 +241,8 @@ def judge(
     if elapsed < p.decision_ms + p.grace_ms and not short:
         return Verdict.WAIT  # a dip between syllables
     paused_ms = (end_sample - tally.last_user_end) * 1000 // RATE
-    if not short and paused_ms < p.pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
+    pause_ms = max(p.pause_ms, CARRY_MS)  # the answer does not play into such a pause
+    if not short and paused_ms < pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
         return Verdict.WAIT  # the user's voice may come back: one utterance, not over yet
     return Verdict.RELEASE
 
@@ -260,7 +266,7 @@ def user_run(
         at_level = all(j.ev.level_db >= user_level_db - _margin(j.ev, p) for j in last)
         return HOLD_WINDOWS if at_level else 0
     ev = last[-1].ev
-    if user_level_db is None or ev.prob < p.lone_prob:
+    if user_level_db is None or ev.prob < p.lone_prob or ev.kept_db < p.lone_kept_db:
         return 0
     return int(ev.level_db >= user_level_db - p.level_margin_db)
 

@@ -264,3 +264,24 @@ def test_a_sentence_resumed_after_its_opener_is_told_once() -> None:
     assert len(started) == 1 and len(stopped) == 1
     assert started[0]["item_id"] == stopped[0]["item_id"]
     assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
+
+
+def test_an_opener_and_its_pause_are_held_through_and_told_once() -> None:
+    """ "Sorry. ... Actually, ...": the VAD stops the opener (its pause outlasts the
+    silence duration), but the voice comes back within CARRY_MS of it: the answer stays
+    held through the pause (it does not play into it), the sentence is decided on its
+    first windows, and the client hears one speech_started and one speech_stopped for
+    it, of one item."""
+    sc = turn_based(type="server_vad", overlap_events=True)
+    run_turn(sc)
+    respond(sc, chunks=60)
+    opener = client_events(sc.speak([0.97] * 12 + [0.05] * 17))
+    assert [e["type"] for e in opener if e["type"].startswith("output_audio_buffer.")] == [
+        "output_audio_buffer.paused"
+    ], "held through the pause: the answer does not resume in it"
+    out = client_events(sc.speak([0.97] * 10 + SILENCE))
+    started = [e for e in out if e["type"] == STARTED]
+    stopped = [e for e in out if e["type"] == STOPPED]
+    assert len(started) == 1 and len(stopped) == 1
+    assert started[0]["item_id"] == stopped[0]["item_id"]
+    assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
