@@ -39,6 +39,9 @@ RATE = 16000
 WINDOW_MS = 32
 # User-like windows in a row that begin an overlap (and hold the assistant's audio).
 HOLD_WINDOWS = 2
+# User speech that resumes this soon after an overlap's last user-like window goes on
+# from it ("wait, ... stop, ..."): the pause was inside one utterance, held through.
+CARRY_MS = 700
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +74,10 @@ class DecisionParams:
     # A window of a close voice below the window floor by no more than this is still the
     # user's voice (a softer syllable); further down it is a dip or a fading tail.
     direct_window_db: float = 4.0
+    # One window this sure of speech at the user's level begins an overlap by itself, if
+    # echo suppression took next to nothing of it (under echo, one window is too little).
+    lone_prob: float = 0.9
+    lone_kept_db: float = -1.0
 
 
 class Kind(enum.Enum):
@@ -234,7 +241,8 @@ def judge(
     if elapsed < p.decision_ms + p.grace_ms and not short:
         return Verdict.WAIT  # a dip between syllables
     paused_ms = (end_sample - tally.last_user_end) * 1000 // RATE
-    if not short and paused_ms < p.pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
+    pause_ms = max(p.pause_ms, CARRY_MS)  # the answer does not play into such a pause
+    if not short and paused_ms < pause_ms and tally.main_other(user_level_db, p) is Kind.USER:
         return Verdict.WAIT  # the user's voice may come back: one utterance, not over yet
     return Verdict.RELEASE
 
@@ -244,18 +252,23 @@ def user_run(
     dismissed: bool,
     user_level_db: float | None,
     p: DecisionParams,
-) -> bool:
-    """The last HOLD_WINDOWS windows were all user-like (fresh speech of the user's)
-    and, after an overlap of someone else's in this run (``dismissed``), at the user's
-    own level."""
-    if len(recent) < HOLD_WINDOWS:
-        return False
+) -> int:
+    """How many of the last windows begin an overlap (0: none): HOLD_WINDOWS user-like
+    windows in a row (fresh speech of the user's), or one alone, sure speech at the user's
+    own level (a first vowel whose consonants Silero doubts: "Ex-cuse me"); after an
+    overlap of someone else's in this run (``dismissed``), at the user's own level."""
     last = list(recent)[-HOLD_WINDOWS:]
-    if not all(j.kind is Kind.USER for j in last):
-        return False
-    if dismissed and user_level_db is not None:
-        return all(j.ev.level_db >= user_level_db - _margin(j.ev, p) for j in last)
-    return True
+    if not last or last[-1].kind is not Kind.USER:
+        return 0
+    if len(last) == HOLD_WINDOWS and all(j.kind is Kind.USER for j in last):
+        if not dismissed or user_level_db is None:
+            return HOLD_WINDOWS
+        at_level = all(j.ev.level_db >= user_level_db - _margin(j.ev, p) for j in last)
+        return HOLD_WINDOWS if at_level else 0
+    ev = last[-1].ev
+    if user_level_db is None or ev.prob < p.lone_prob or ev.kept_db < p.lone_kept_db:
+        return 0
+    return int(ev.level_db >= user_level_db - p.level_margin_db)
 
 
 def _margin(ev: WindowEvidence, p: DecisionParams) -> float:

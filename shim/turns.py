@@ -20,6 +20,7 @@ from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
 from shim.overlap import Cue, Episode, Overlap, Step
 from shim.overlap_decision import (
+    CARRY_MS,
     HOLD_WINDOWS,
     RELEASE_REASONS,
     DecisionParams,
@@ -40,9 +41,6 @@ from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
 RECENT_KEPT = 8
-# User speech that resumes this soon after an overlap released as a backchannel goes
-# on from it ("wait, ... stop, ..."): the pause was inside one utterance.
-CARRY_MS = 700
 
 
 class Turns:
@@ -57,6 +55,7 @@ class Turns:
         # The current run's overlap was released as someone else's (echo, background):
         # only speech at the user's own level begins another while the run goes on.
         self._dismissed = False
+        self._lone = False  # the overlap began on one window: too little to dismiss a run
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
         self._params = TurnParams()  # kept while the settings stay the same
 
@@ -115,9 +114,10 @@ class Turns:
         counts = overlapping and s.gate.speaking  # (then the window's class is read)
         if counts and backstop_counts(ev, judged.kind, self._dismissed, user_level, params):
             self._run_user_ms += WINDOW_MS
-        held = s.overlap.holding
-        if overlapping and not held and user_run(self._recent, self._dismissed, user_level, params):
-            out += self._hold(win.now_ms)
+        begins = overlapping and not s.overlap.holding
+        run = user_run(self._recent, self._dismissed, user_level, params) if begins else 0
+        if run:
+            out += self._hold(win.now_ms, run)
         if s.overlap.holding and s.overlap.episode is not None:
             tally = s.overlap.episode.tally
             verdict = judge(tally, win.end_sample, params, user_level)
@@ -129,7 +129,7 @@ class Turns:
             elif verdict is Verdict.RELEASE:
                 other = tally.main_other(user_level, params)
                 self._carry = tally if other is Kind.USER else None
-                self._dismissed = other is not Kind.USER and s.gate.speaking
+                self._dismissed = other is not Kind.USER and s.gate.speaking and not self._lone
                 out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
@@ -138,6 +138,8 @@ class Turns:
         resp = s.output.response
         self.echo_run.follow(s.output.active(now), s.history.end + s.evidence.latency)
         if s.overlap.episode is not None and not s.output.active(now):
+            if not s.gate.speaking:  # held on a window no speech run followed: nothing
+                return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
             # The assistant finished while the user was talking over its last words:
             # the speech is simply the next turn.
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
@@ -175,10 +177,11 @@ class Turns:
         hi = self._s.evidence.mic_window(end_sample)[1]
         return self._s.far_for(hi - SPAN, hi, heard=True)
 
-    def _hold(self, now: float) -> list[Action]:
-        """Begin an overlap at the first of the user-like windows: hold the output."""
+    def _hold(self, now: float, windows: int = HOLD_WINDOWS) -> list[Action]:
+        """Begin an overlap at the first of the last ``windows`` (user-like): hold the
+        output."""
         s = self._s
-        run = list(self._recent)[-HOLD_WINDOWS:]
+        run, self._lone = list(self._recent)[-windows:], windows == 1
         first = run[0].ev.end_sample - WINDOW
         # Timed from the voice's onset, not Silero's (``OverlapEvidence.voice_onset``).
         onset_sample = s.evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
@@ -246,6 +249,9 @@ class Turns:
         onset = ev.audio_start_ms * VAD_RATE // 1000
         after_start = resp is None or onset >= resp.started_at_sample
         self._run_user_ms = 0
+        if self.item is not None:  # decided a barge-in on its first windows: told already
+            self._run_is_turn = True
+            return []
         if s.config.turn.interrupt_response and after_start and s.output.active(now):
             # Over the assistant: nothing is told; the windows decide (on_vad).
             self._run_is_turn = False
@@ -269,10 +275,16 @@ class Turns:
         s = self._s
         self._run_is_turn, self._run_user_ms, self._dismissed = False, 0, False
         self.echo_run.end()
-        if s.overlap.holding:
-            # Overlapping speech that ended before it was decided: a backchannel. Its
-            # start was never told, so neither is its end.
-            return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
+        episode = s.overlap.episode
+        if s.overlap.holding and episode is not None:
+            # Overlapping speech that ended before it was decided: a backchannel (its
+            # start was never told, so neither is its end), unless the user's voice may
+            # yet come back as more of it: then the windows go on deciding (``judge``).
+            p, end = self.decision_params(), ev.detected_ms * VAD_RATE // 1000
+            level = s.evidence.user_level_db
+            if judge(episode.tally, end, p, level) is not Verdict.WAIT:
+                return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
+            return []
         if self.item is None:
             return []
         item_id = self.item

@@ -15,7 +15,6 @@ import soxr
 
 from proxy.vad import VadRunner
 from shim.overlap_decision import (
-    HOLD_WINDOWS,
     DecisionParams,
     Judged,
     Kind,
@@ -65,15 +64,16 @@ def evidence(x: np.ndarray) -> list[WindowEvidence]:
 
 
 def overlap(ws: list[WindowEvidence], level: float, p: DecisionParams) -> tuple[Verdict, int]:
-    """The windows judged as an overlap that begins at HOLD_WINDOWS user-like windows
-    (as ``shim/turns.py`` holds): (verdict, ms from its onset)."""
+    """The windows judged as an overlap that begins where ``user_run`` says (as
+    ``shim/turns.py`` holds): (verdict, ms from its onset)."""
     recent: list[Judged] = []
     tally: Tally | None = None
     for w in ws:
         recent.append(Judged(w, level, p))
-        if tally is None and user_run(recent, False, level, p):
-            tally = Tally.starting(w.end_sample - HOLD_WINDOWS * WINDOW)
-            for j in recent[-HOLD_WINDOWS:]:
+        run = user_run(recent, False, level, p) if tally is None else 0
+        if run:
+            tally = Tally.starting(w.end_sample - run * WINDOW)
+            for j in recent[-run:]:
                 tally.add(j.kind, j.ev, p)
             continue
         if tally is not None:

@@ -206,3 +206,82 @@ def test_speech_much_quieter_than_the_user_is_background_and_never_cuts() -> Non
     assert t.count("output_audio_buffer.paused") == 1, "one pause: the run is then dismissed"
     # The user, at their own level, over the same answer: a barge-in.
     assert STARTED in types(sc.speak([0.05] * 20 + [0.9] * 30))
+
+
+def first_window_of(windows: list[list[dict[str, Any]]], kind: str) -> int:
+    return next(i for i, w in enumerate(windows) if any(e["type"] == kind for e in w))
+
+
+def test_one_sure_window_at_the_users_level_holds_and_starts_the_decisions_clock() -> None:
+    """ "Ex-cuse me": Silero is sure of the first vowel, unsure of the consonants after
+    it (above its deactivation, so one run, but not speech), sure again 200 ms later.
+    The answer pauses at the vowel and the decision is counted from it; one sure window
+    much quieter than the user, or one Silero is unsure of, holds nothing."""
+    sc = turn_based(type="server_vad", overlap_events=True)
+    run_turn(sc)  # the user's own level, learnt from their turn
+    respond(sc, chunks=40)
+    probs = [0.97] + [0.4] * 6 + [0.97] * 30
+    steps = [client_events(sc.speak([p])) for p in probs]
+    assert "output_audio_buffer.paused" in [e["type"] for e in steps[0]], "held at once"
+    told = first_window_of(steps, STARTED)
+    assert told * 32 <= 600 + 64, "decided 600 ms after the vowel, not after the run"
+    for peak, prob in ((1000, 0.97), (4000, 0.7)):
+        sc = turn_based(type="server_vad", overlap_events=True)
+        run_turn(sc)
+        respond(sc, chunks=40)
+        sc.speak([0.05] * 3)
+        evs = client_events(sc.speak([prob], peak=peak) + sc.speak([0.4] * 3))
+        assert "output_audio_buffer.paused" not in [e["type"] for e in evs]
+
+
+def test_a_lone_window_held_as_the_answer_ends_is_no_turn_when_no_speech_goes_on() -> None:
+    """One sure window holds the answer's last audio; nothing follows it and the answer
+    ends: no speech is under way, so there is no turn to tell (a speech_started that no
+    speech_stopped would follow); the held audio goes on."""
+    sc = turn_based(type="server_vad")
+    run_turn(sc)
+    respond(sc, chunks=3)
+    sc.upstream({"type": "response.output_audio.done", "has_audio": True})
+    out = sc.speak([0.97])
+    for _ in range(30):
+        out += sc.speak([0.05]) + sc.tick(0)
+    t = types(out)
+    assert STARTED not in t and STOPPED not in t
+
+
+def test_a_sentence_resumed_after_its_opener_is_told_once() -> None:
+    """ "Sorry. ... Actually, ...": the voice comes back within CARRY_MS of the opener,
+    and the sentence is decided on its first window (it goes on from the opener), before
+    the VAD has started its run: the client hears one speech_started and one
+    speech_stopped for it, of one item."""
+    sc = turn_based(type="server_vad")
+    run_turn(sc)
+    respond(sc, chunks=60)
+    sc.speak([0.97] * 12 + [0.4] * 3 + [0.05] * 17)  # released, then the VAD stops
+    out = client_events(sc.speak([0.97] * 10 + SILENCE))
+    started = [e for e in out if e["type"] == STARTED]
+    stopped = [e for e in out if e["type"] == STOPPED]
+    assert len(started) == 1 and len(stopped) == 1
+    assert started[0]["item_id"] == stopped[0]["item_id"]
+    assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
+
+
+def test_an_opener_and_its_pause_are_held_through_and_told_once() -> None:
+    """ "Sorry. ... Actually, ...": the VAD stops the opener (its pause outlasts the
+    silence duration), but the voice comes back within CARRY_MS of it: the answer stays
+    held through the pause (it does not play into it), the sentence is decided on its
+    first windows, and the client hears one speech_started and one speech_stopped for
+    it, of one item."""
+    sc = turn_based(type="server_vad", overlap_events=True)
+    run_turn(sc)
+    respond(sc, chunks=60)
+    opener = client_events(sc.speak([0.97] * 12 + [0.05] * 17))
+    assert [e["type"] for e in opener if e["type"].startswith("output_audio_buffer.")] == [
+        "output_audio_buffer.paused"
+    ], "held through the pause: the answer does not resume in it"
+    out = client_events(sc.speak([0.97] * 10 + SILENCE))
+    started = [e for e in out if e["type"] == STARTED]
+    stopped = [e for e in out if e["type"] == STOPPED]
+    assert len(started) == 1 and len(stopped) == 1
+    assert started[0]["item_id"] == stopped[0]["item_id"]
+    assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
