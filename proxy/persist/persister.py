@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from proxy.persist.checkpoint import checkpoint_of, pack_state, serialised
-from proxy.persist.lease_pace import STORE_RETRY_S, lease_check_interval, lease_due, set_within
+from proxy.persist.lease_pace import lease_check_interval, lease_due, retry_pause, set_within
 from proxy.persist.port import MirroredSession
 from proxy.persist.saved_mark import SavedMark
 from proxy.persist.sealing import TokenSealer
@@ -19,13 +19,11 @@ from shim.snapshot import split_static, upstream_position
 
 class Persister:
     def __init__(self, session: MirroredSession, state: ProxyState) -> None:
-        self.session = session
-        self.state = state
+        self.session, self.state = session, state
         self.enabled = False
         # Another replica took the session over: this runner is letting go of it.
         self.replaced = False
-        self.epoch = 0
-        self.token_hash = ""
+        self.epoch, self.token_hash = 0, ""
         # Who opened the session (stored, so a resume by other credentials is denied).
         self.key_id = ""
         # Head of the replay log as written to the store.
@@ -51,8 +49,7 @@ class Persister:
         self._last_write = time.monotonic()
         self._failed_at = 0.0  # the last write that failed
         self._written_acked = session.journal.acked
-        # The upstream position last reported as checkpointed.
-        self._reported: tuple[str, int] | None = None
+        self._reported: tuple[str, int] | None = None  # upstream position last reported
 
     def record(self, epoch: int | None = None, token_hash: str | None = None) -> SessionRecord:
         """The session as it is now: snapshot, its seq, and the tail not yet logged."""
@@ -183,7 +180,8 @@ class Persister:
     async def _flush(self, store: SessionStore) -> bool:
         """One checkpoint; True if another replica holds the session now."""
         r = self.session
-        if self._store_down and time.monotonic() - self._down_since_try < STORE_RETRY_S:
+        pause = retry_pause(self._touch_interval())
+        if self._store_down and time.monotonic() - self._down_since_try < pause:
             return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
