@@ -141,6 +141,7 @@ class Persister:
         while not self.session.finished.is_set():
             woken = await set_within(self._wake, self._lease_due())
             self._wake.clear()
+            self._now.clear()  # a flush_now during a touch: served by what comes next
             if woken or not self._written or self._store_down:
                 await self.flush()
             else:
@@ -153,7 +154,7 @@ class Persister:
     async def finish(self, final: bool) -> None:
         """The session stops here: persist it; if ``final`` (not drained to resume
         elsewhere), delete its record so nobody resumes a session that ended."""
-        await self.flush()
+        await self.flush(retry_now=True)  # nothing retries it later
         store = self.state.store
         if not final or not self.enabled or store is None:
             return
@@ -163,7 +164,8 @@ class Persister:
                 await store.delete(self.session.session_id, self.epoch)
 
     # ------------------------------------------------------------------ flush
-    async def flush(self) -> None:
+    async def flush(self, retry_now: bool = False) -> None:
+        """One checkpoint; ``retry_now``: even within the pause after a failed write."""
         store = self.state.store
         if not self.enabled or store is None:
             if not self.replaced:
@@ -173,15 +175,15 @@ class Persister:
         async with self.lock:
             if not self.enabled:
                 return
-            lost = await self._flush(store)
+            lost = await self._flush(store, retry_now)
         if lost:
             await self._hand_over()
 
-    async def _flush(self, store: SessionStore) -> bool:
+    async def _flush(self, store: SessionStore, retry_now: bool) -> bool:
         """One checkpoint; True if another replica holds the session now."""
         r = self.session
         pause = retry_pause(self._touch_interval())
-        if self._store_down and time.monotonic() - self._down_since_try < pause:
+        if not retry_now and self._store_down and time.monotonic() - self._down_since_try < pause:
             return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
