@@ -99,7 +99,8 @@ def top_level_int(raw: str, key: str) -> TopLevel | None:
         if kind == "close":
             if expect not in (_AFTER, _VALUE_OR_CLOSE, _KEY_OR_CLOSE):
                 return None
-            for run in _CLOSE_RUN.findall(token.group(kind).translate(_NO_WS)):
+            for found in _CLOSE_RUN.finditer(token.group(kind).translate(_NO_WS)):
+                run = found.group()
                 if not _pop(runs, "[" if run[0] == "]" else "{", len(run)):
                     return None
                 depth -= len(run)
