@@ -12,6 +12,22 @@ from proxy.config_ops import SECTION
 from proxy.config_store_url import parse_store_url
 
 SECRET_KEY_BYTES = 32
+# After a store write that failed, the persister tries again this long later, or a
+# lease interval if shorter (``proxy/persist/lease_pace.py``): not at every interval
+# while the store is down (a checkpoint after a long outage carries every event
+# since, and serialising it for a store that refuses it only costs CPU).
+STORE_RETRY_S = 0.5
+
+
+def min_grace_s(timeout_s: float) -> float:
+    """The shortest ``disconnect_grace_s`` whose keys outlive one store write that
+    timed out. The lease is written every grace/3 at least; a write that times out
+    (``timeout_s``) is retried min(``STORE_RETRY_S``, grace/3) later and may take
+    ``timeout_s`` too: grace/3 + 2 * timeout_s + min(STORE_RETRY_S, grace/3) <= grace."""
+    shortest = (
+        6 * timeout_s if 2 * timeout_s <= STORE_RETRY_S else 1.5 * (2 * timeout_s + STORE_RETRY_S)
+    )
+    return round(shortest, 6)  # 6 * 0.1 is 0.6, not 0.6000000000000001
 
 
 def decode_key(text: str) -> bytes:
@@ -49,7 +65,11 @@ class StoreConfig:
     )
     tls_key_file: str = Field(default="", description="Private key of tls_cert_file (rediss only).")
     disconnect_grace_s: float = Field(
-        default=30.0, gt=0, description="How long a dropped session waits to be resumed."
+        default=30.0,
+        gt=0,
+        description="How long a dropped session waits to be resumed. With Redis, long "
+        "enough for one timed-out write and its retry: at least 6 * timeout_s, or "
+        "3 * timeout_s + 0.75 s past a timeout_s of 0.25 s (1.5 s with the default).",
     )
     checkpoint_interval_s: float = Field(
         default=0.25,
@@ -131,4 +151,12 @@ class StoreConfig:
             raise ValueError("store.tls_* files need a TLS url (rediss://, rediss+cluster://...)")
         if bool(self.tls_cert_file) != bool(self.tls_key_file):
             raise ValueError("store.tls_cert_file and store.tls_key_file go together")
+        shortest = min_grace_s(self.timeout_s)
+        if parsed.kind != "memory" and self.disconnect_grace_s < shortest:
+            raise ValueError(
+                f"store.disconnect_grace_s {self.disconnect_grace_s:g} s is too short for "
+                f"store.timeout_s {self.timeout_s:g} s: one timed-out write and its retry "
+                f"would let a live session's keys expire; give at least {shortest:g} s, or "
+                "a shorter timeout_s"
+            )
         return self

@@ -93,6 +93,12 @@ def test_exact_route_beats_glob_and_glob_matches() -> None:
         ({"server": {"max_sessions": 0}}, "server.max_sessions"),
         ({"server": {"log_level": "loud"}}, "server.log_level"),
         ({"store": {"disconnect_grace_s": -5}}, "store.disconnect_grace_s"),
+        (
+            {"store": {"url": "redis://h:6379", "disconnect_grace_s": 0.9}},
+            "store.disconnect_grace_s 0.9 s is too short for store.timeout_s 0.25 s: one "
+            "timed-out write and its retry would let a live session's keys expire; give at "
+            "least 1.5 s",
+        ),
         ({"vad": {"threshold": 1.5}}, "vad.threshold"),
         ({"vad": {"max_batch": 0}}, "vad.max_batch"),
         ({"store": {"url": "mysql://x"}}, "store.url"),
@@ -131,6 +137,23 @@ def test_invalid_config_is_refused_with_the_key_named(
 ) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from_dict(data)
+
+
+@pytest.mark.parametrize(
+    "store",
+    [
+        {"url": "redis://h:6379", "disconnect_grace_s": 1.5},
+        {"url": "redis://h:6379", "disconnect_grace_s": 0.6, "timeout_s": 0.1},
+        {"url": "redis://h:6379", "disconnect_grace_s": 3.75, "timeout_s": 1.0},
+        {"url": "memory://", "disconnect_grace_s": 0.3},  # in process: no write times out
+    ],
+)
+def test_a_grace_with_room_for_a_timed_out_write_and_its_retry_is_taken(
+    store: dict[str, object],
+) -> None:
+    assert (
+        config_from_dict({"store": store}).store.disconnect_grace_s == store["disconnect_grace_s"]
+    )
 
 
 def test_missing_config_file_is_a_clear_error(tmp_path: Path) -> None:

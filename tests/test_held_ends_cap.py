@@ -20,6 +20,8 @@ from tests.test_resume import created, speak, wait_persisted
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 STORE_TIMEOUT_S = 20.0  # a frozen store's checkpoint gives up only after this long
+# room for one timed-out write and its retry (min_grace_s, proxy/config_store.py)
+GRACE_S = 4 * STORE_TIMEOUT_S
 CAP = 8
 # The client's queue takes every held event at once when the cap lets them go: at
 # twice the cap (the least it may be) the release must not drop the client (1008).
@@ -53,7 +55,12 @@ async def test_past_the_cap_a_held_end_and_what_follows_go_out_unsaved(
     async with reference("duplex", reply_ms=1000) as up:
         config = proxy_config(
             {"m": up},
-            store={"url": redis_server.url, "timeout_s": STORE_TIMEOUT_S, "held_max_frames": CAP},
+            store={
+                "url": redis_server.url,
+                "timeout_s": STORE_TIMEOUT_S,
+                "disconnect_grace_s": GRACE_S,
+                "held_max_frames": CAP,
+            },
             server={"client_send_queue_frames": QUEUE},
         )
         async with replica(config, "a") as a, connect(ws_url(a)) as c:

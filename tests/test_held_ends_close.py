@@ -29,6 +29,8 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 # A frozen store answers nothing: a checkpoint gives up only after this long, well
 # after the proxy's own close is due.
 STORE_TIMEOUT_S = 15.0
+# room for one timed-out write and its retry (min_grace_s, proxy/config_store.py)
+GRACE_S = 4 * STORE_TIMEOUT_S
 
 
 @pytest.mark.parametrize(
@@ -47,7 +49,11 @@ async def test_a_held_end_goes_out_before_the_proxy_closes_the_session(
         replica(
             proxy_config(
                 {"m": up},
-                store={"url": redis_server.url, "timeout_s": STORE_TIMEOUT_S},
+                store={
+                    "url": redis_server.url,
+                    "timeout_s": STORE_TIMEOUT_S,
+                    "disconnect_grace_s": GRACE_S,
+                },
                 server=limits,
             ),
             "a",
@@ -93,7 +99,11 @@ async def test_a_drained_client_gets_the_held_end_once_saved_then_resumes_withou
             reference("duplex", reply_ms=1000, options=ReferenceOptions(max_sessions=4))
         )
         a, b = await slow_replicas(
-            stack, tmp_path, redis_server.url, up, store=f"timeout_s = {STORE_TIMEOUT_S}\n"
+            stack,
+            tmp_path,
+            redis_server.url,
+            up,
+            store=f"timeout_s = {STORE_TIMEOUT_S}\ndisconnect_grace_s = {GRACE_S}\n",
         )
         async with connect(ws_url(a.base)) as c1:
             s = await created(c1)

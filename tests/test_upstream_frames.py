@@ -4,6 +4,7 @@ its place in the upstream's journal, however deep it is (orjson parses 1024 leve
 
 from __future__ import annotations
 
+import orjson
 import pytest
 
 from proxy.config import config_from_dict
@@ -49,11 +50,29 @@ def test_a_deep_upstream_event_without_an_integer_seq_is_dropped_whole(
     assert upstream_input(_deep(depth, seq), _state(), get_logger()) is None
 
 
+DEEP = "[" * 1100 + "]" * 1100
+
+
 @pytest.mark.parametrize(
-    "raw", ['{"server_event_seq":15,"a":tru}', '{"server_event_seq":15,"a":[' + "[" * 1100]
+    "raw",
+    [
+        '{"server_event_seq":15,"a":tru}',
+        '{"server_event_seq":15,"a":[' + "[" * 1100,
+        '{"server_event_seq":15,"a":tru,"b":' + DEEP + "}",
+        '{"server_event_seq":15,"a":NaN,"b":' + DEEP + "}",
+        '{"server_event_seq":15,"b":' + DEEP + ",}",
+        '{"server_event_seq":15,"b":' + DEEP + "xyz}",
+        '{"server_event_seq":15,"a":"\\q","b":' + DEEP + "}",
+        '{"server_event_seq":15,"b":' + "[" * 1100 + "}" * 1100 + "}",
+        '{"server_event_seq":15,7:' + DEEP + "}",
+        # not past orjson's depth limit, refused for its syntax alone
+        '{"server_event_seq":15,"a":tru,"b":' + "[" * 100 + "]" * 100 + "}",
+    ],
 )
 def test_a_malformed_upstream_frame_gives_nothing(raw: str) -> None:
-    assert upstream_input(raw, _state(), get_logger()) is None
+    with pytest.raises(orjson.JSONDecodeError):
+        orjson.loads(raw)
+    assert upstream_input(raw, _state(), get_logger()) is None, "taken for event 15"
 
 
 @pytest.mark.parametrize("depth", [300, 1100])

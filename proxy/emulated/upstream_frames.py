@@ -6,7 +6,8 @@ client (``proxy/json_depth.py``) and is dropped; where the upstream numbers its 
 (``server_event_seq``, the duplex dialect) its number still reaches the shim, so that
 the next event follows on and is not taken for one after a lost event
 (``shim/dialects/relay_upstream.py``). An event too deep for the parser itself is
-read for that number alone (``proxy/json_top_level.py``)."""
+read for that number alone (``proxy/json_top_level.py``), which checks the rest of
+its grammar as the parser would have and gives up on a frame too costly to scan."""
 
 from __future__ import annotations
 
@@ -19,17 +20,22 @@ from proxy.logging import Logger
 from proxy.state import ProxyState
 from shim.inputs import UpstreamEvent
 
+# How orjson's error begins when a document nests deeper than it reads (orjson 3.x)
+_DEPTH_LIMIT = "depth limit exceeded"
+
 
 def upstream_input(raw: str, state: ProxyState, log: Logger) -> UpstreamEvent | None:
     """The shim's input for the text frame ``raw``, or None: nothing to hand on."""
     limit = state.config.server.max_json_depth
     try:
         event = orjson.loads(raw)
-    except orjson.JSONDecodeError:
+    except orjson.JSONDecodeError as error:
         state.metrics.upstream_errors.labels("protocol").inc()
-        # orjson reads 1024 levels; an object deeper is dropped as any too deep (a
-        # frame with too few brackets to be that deep is not read again)
-        if raw.count("[") + raw.count("{") <= limit:
+        # orjson reads 1024 levels; an object deeper is dropped as any too deep. Only
+        # its depth limit sends a frame to the scan (any other error is the frame's
+        # own, met before it got that deep), and a frame with too few brackets to be
+        # that deep is not read again.
+        if not str(error).startswith(_DEPTH_LIMIT) or raw.count("[") + raw.count("{") <= limit:
             return None
         scan = top_level_int(raw, "server_event_seq")
         if scan is None or scan.depth <= limit:

@@ -11,7 +11,10 @@ first seconds after a change (a client that just left and resumes elsewhere is s
 at once), then a quarter of the quiet time, up to ``QUIET_LEASE_CHECK_S``, never
 less often than three times in the grace (the keys must not expire). The wait that
 coalesces a busy session's checkpoints (``checkpoint_interval_s``) ends when the lease
-is due, so it never stretches that pace (``Persister.run``).
+is due, so it never stretches that pace (``Persister.run``). A write the store failed
+is tried again after ``retry_pause``, at most a lease interval: with Redis the grace
+must leave room for one timed-out write and its retry (``min_grace_s`` in
+``proxy/config_store.py``, checked with the config).
 """
 
 from __future__ import annotations
@@ -19,12 +22,10 @@ from __future__ import annotations
 import asyncio
 import time
 
+from proxy.config_store import STORE_RETRY_S
+
 LEASE_CHECK_S = 1.0
 QUIET_LEASE_CHECK_S = 4.0
-# While the store is down, try again this often rather than at every interval (a
-# checkpoint after a long outage carries every event since, and serialising it
-# for a store that refuses it only costs CPU).
-STORE_RETRY_S = 0.5
 
 
 def lease_check_interval(quiet_s: float, grace_s: float) -> float:
@@ -33,11 +34,17 @@ def lease_check_interval(quiet_s: float, grace_s: float) -> float:
     return min(pace, grace_s / 3)
 
 
+def retry_pause(interval: float) -> float:
+    """Seconds from a write the store failed to the next try: ``STORE_RETRY_S``, or
+    the lease interval if shorter (a short grace's keys must outlive one failure)."""
+    return min(STORE_RETRY_S, interval)
+
+
 def lease_due(last_write: float, failed_at: float, interval: float) -> float:
     """Seconds until the lease is written again: ``interval`` after the last write, or
     a retry's pause after a write that failed since (not at once). Monotonic times."""
     retry = failed_at > last_write
-    due = failed_at + STORE_RETRY_S if retry else last_write + interval
+    due = failed_at + retry_pause(interval) if retry else last_write + interval
     return due - time.monotonic()
 
 

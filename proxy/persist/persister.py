@@ -7,7 +7,7 @@ import contextlib
 import time
 
 from proxy.persist.checkpoint import checkpoint_of, pack_state, serialised
-from proxy.persist.lease_pace import STORE_RETRY_S, lease_check_interval, lease_due, set_within
+from proxy.persist.lease_pace import lease_check_interval, lease_due, retry_pause, set_within
 from proxy.persist.port import MirroredSession
 from proxy.persist.saved_mark import SavedMark
 from proxy.persist.sealing import TokenSealer
@@ -19,13 +19,11 @@ from shim.snapshot import split_static, upstream_position
 
 class Persister:
     def __init__(self, session: MirroredSession, state: ProxyState) -> None:
-        self.session = session
-        self.state = state
+        self.session, self.state = session, state
         self.enabled = False
         # Another replica took the session over: this runner is letting go of it.
         self.replaced = False
-        self.epoch = 0
-        self.token_hash = ""
+        self.epoch, self.token_hash = 0, ""
         # Who opened the session (stored, so a resume by other credentials is denied).
         self.key_id = ""
         # Head of the replay log as written to the store.
@@ -51,8 +49,7 @@ class Persister:
         self._last_write = time.monotonic()
         self._failed_at = 0.0  # the last write that failed
         self._written_acked = session.journal.acked
-        # The upstream position last reported as checkpointed.
-        self._reported: tuple[str, int] | None = None
+        self._reported: tuple[str, int] | None = None  # upstream position last reported
 
     def record(self, epoch: int | None = None, token_hash: str | None = None) -> SessionRecord:
         """The session as it is now: snapshot, its seq, and the tail not yet logged."""
@@ -144,6 +141,7 @@ class Persister:
         while not self.session.finished.is_set():
             woken = await set_within(self._wake, self._lease_due())
             self._wake.clear()
+            self._now.clear()  # a flush_now during a touch: served by what comes next
             if woken or not self._written or self._store_down:
                 await self.flush()
             else:
@@ -156,7 +154,7 @@ class Persister:
     async def finish(self, final: bool) -> None:
         """The session stops here: persist it; if ``final`` (not drained to resume
         elsewhere), delete its record so nobody resumes a session that ended."""
-        await self.flush()
+        await self.flush(retry_now=True)  # nothing retries it later
         store = self.state.store
         if not final or not self.enabled or store is None:
             return
@@ -166,7 +164,8 @@ class Persister:
                 await store.delete(self.session.session_id, self.epoch)
 
     # ------------------------------------------------------------------ flush
-    async def flush(self) -> None:
+    async def flush(self, retry_now: bool = False) -> None:
+        """One checkpoint; ``retry_now``: even within the pause after a failed write."""
         store = self.state.store
         if not self.enabled or store is None:
             if not self.replaced:
@@ -176,14 +175,15 @@ class Persister:
         async with self.lock:
             if not self.enabled:
                 return
-            lost = await self._flush(store)
+            lost = await self._flush(store, retry_now)
         if lost:
             await self._hand_over()
 
-    async def _flush(self, store: SessionStore) -> bool:
+    async def _flush(self, store: SessionStore, retry_now: bool) -> bool:
         """One checkpoint; True if another replica holds the session now."""
         r = self.session
-        if self._store_down and time.monotonic() - self._down_since_try < STORE_RETRY_S:
+        pause = retry_pause(self._touch_interval())
+        if not retry_now and self._store_down and time.monotonic() - self._down_since_try < pause:
             return False
         record = await self.checkpoint()
         tail = checkpoint_of(record).tail
