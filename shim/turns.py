@@ -20,7 +20,6 @@ from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
 from shim.overlap import Cue, Episode, Overlap, Step
 from shim.overlap_decision import (
-    CARRY_MS,
     HOLD_WINDOWS,
     RELEASE_REASONS,
     DecisionParams,
@@ -35,6 +34,7 @@ from shim.overlap_decision import (
 )
 from shim.overlap_directness import SPAN
 from shim.overlap_evidence import WINDOW, Float32Array
+from shim.overlap_hold import HoldClock, carried, carries, dismisses
 from shim.settings import VAD_RATE
 from shim.turn_host import TurnHost
 from shim.turn_params import TurnParams
@@ -56,6 +56,7 @@ class Turns:
         # only speech at the user's own level begins another while the run goes on.
         self._dismissed = False
         self._lone = False  # the overlap began on one window: too little to dismiss a run
+        self._clock = HoldClock()  # a hold ends in time even if no more windows come
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
         self._params = TurnParams()  # kept while the settings stay the same
 
@@ -120,16 +121,18 @@ class Turns:
             out += self._hold(win.now_ms, run)
         if s.overlap.holding and s.overlap.episode is not None:
             tally = s.overlap.episode.tally
+            self._clock.heard(tally, ev.end_sample, win.now_ms)
             verdict = judge(tally, win.end_sample, params, user_level)
             backstop = self._run_user_ms >= s.settings.min_barge_in_ms
-            if verdict is Verdict.BARGE_IN or (
+            cut = verdict is Verdict.BARGE_IN or (
                 backstop and not tally.background(user_level, params)
-            ):
+            )
+            if cut and s.gate.speaking:  # over a run of the VAD's (its stop told), not a burst
                 out += self._barge_in(win.now_ms)
             elif verdict is Verdict.RELEASE:
                 other = tally.main_other(user_level, params)
-                self._carry = tally if other is Kind.USER else None
-                self._dismissed = other is not Kind.USER and s.gate.speaking and not self._lone
+                self._carry = carried(tally, other, params)
+                self._dismissed = s.gate.speaking and dismisses(tally, other, self._lone)
                 out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
@@ -145,6 +148,9 @@ class Turns:
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
             self._becomes_turn(step)
             return self._told(step) + s.overlap_ended(step, now)
+        expired = self._clock.expired(now, s.gate.speaking, s.settings.max_hold_ms)
+        if s.overlap.holding and expired is not None:
+            return self._release(*expired, now)
         if resp is not None and resp.held and resp.held_ms > s.settings.max_hold_ms:
             if s.overlap.holding:
                 return self._release(Cue.HOLD_TOO_LONG, "hold_limit", now)
@@ -169,8 +175,7 @@ class Turns:
 
     # ------------------------------------------------------------ overlaps
     def _far(self, end_sample: int) -> Float32Array | None:
-        lo, hi = self._s.evidence.mic_window(end_sample)
-        return self._s.far_for(lo, hi)
+        return self._s.far_for(*self._s.evidence.mic_window(end_sample))
 
     def _echo_span(self, end_sample: int) -> Float32Array | None:
         """The echo expected in the microphone's last ``SPAN`` up to the VAD's window."""
@@ -187,15 +192,16 @@ class Turns:
         onset_sample = s.evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
         tally = Tally.starting(onset_sample)
         carry, self._carry = self._carry, None
-        if carry is not None and onset_sample - carry.last_user_end <= CARRY_MS * VAD_RATE // 1000:
-            tally = carry  # the same utterance, after a pause: decided on the whole of it
         params = self.decision_params()
+        if carry is not None and carries(carry, onset_sample, params):
+            tally = carry  # the same utterance, after a pause: decided on the whole of it
         for j in self._recent:
             if j.ev.end_sample > first:
                 tally.add(j.kind, j.ev, params)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
+        self._clock.began(now)
         if not (step.tell_paused and s.config.turn.overlap_events):
             return []
         resp = s.output.response

@@ -49,6 +49,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.overlap_directness",
             "shim.overlap_evidence",
             "shim.overlap_decision",
+            "shim.overlap_hold",
             "shim.overlap",
             "shim.echo_run",
             "shim.snapshot",
