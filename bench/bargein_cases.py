@@ -97,7 +97,7 @@ def derived_background(corpus: Path, mode: str, seed: int = 0) -> list[Case]:
     """Babble and TV-like cases made from the corpus's own clean speech, for tuning on
     a corpus that has none (the dev corpus); levels relative to its speech as
     ``bench/stimuli.py`` sets them (babble 10-15 dB, a television 12 dB below the user)."""
-    from stimuli import lowpass, reverb
+    from stimuli_audio import lowpass, reverb
 
     rng = np.random.default_rng(seed)
     clean = [c for c in manifest(corpus) if c["kind"] == "speech" and "clean" in str(c["file"])]

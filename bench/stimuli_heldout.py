@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from stimuli import (
+from stimuli_audio import (
     RATE,
     at_level,
     lowpass,
@@ -174,9 +174,11 @@ def sox_room(rng: np.random.Generator, path: Path) -> dict[str, Any]:
         src, dst = Path(tmp) / "i.wav", Path(tmp) / "o.wav"
         write_wav(src, impulse)
         r = room
-        # reverb: reverberance, HF damping, room scale, stereo depth, pre-delay, wet gain
+        # reverb: reverberance, HF damping, room scale, stereo depth, pre-delay, wet gain;
+        # -D: no dither (sox dithers its 16-bit output with fresh noise on every run, so
+        # the same seed gave a different room each time).
         args = [r["reverberance"], r["hf_damping"], r["room_scale"], 100, r["pre_delay_ms"], 0]
-        argv = [exe, str(src), str(dst), "reverb", *(str(v) for v in args)]
+        argv = [exe, "-D", str(src), str(dst), "reverb", *(str(v) for v in args)]
         subprocess.run(argv, check=True, capture_output=True)
         shutil.copy(dst, path)
     return room
