@@ -225,9 +225,9 @@ class EmulatedSession:
 
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:
-        """The response still being produced, as far as the snapshot is concerned."""
+        """The response the client has not had all of (produced, or held): a move ends it."""
         resp = self.response
-        return resp if resp is not None and resp.producing else None
+        return resp if resp is not None and resp.live else None
 
     def snapshot_state(self) -> SessionSnapshot:
         cfg = self.config

@@ -275,7 +275,9 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         resp = self.response
         if resp is not None and not resp.cancelled and self.link.held_open(self.output_held()):
             return resp  # as of the hold mark, which is what a move goes on from
-        return super().open_response()
+        # Else only while produced: one the upstream finished is carried by
+        # ``_playing_out`` (``shim/dialects/relay_snapshot.py``).
+        return resp if resp is not None and resp.producing else None
 
     def snapshot_state(self) -> SessionSnapshot:
         return replace(super().snapshot_state(), relay=relay_snapshot.relay_state(self))
