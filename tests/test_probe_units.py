@@ -327,6 +327,26 @@ def test_barge_in_over_coarse_chunks_is_timed_by_the_report() -> None:
     assert barge_in.analyse(over, 1000).verdict == "error"
 
 
+def test_barge_in_whose_audio_ran_out_before_the_report_is_timed_by_the_audio() -> None:
+    """Three 100 ms deltas before the onset, the rest held back at once, the report late:
+    the client's audio stopped when what it had ran out (63 ms after the onset), not when
+    the response was reported cancelled."""
+    held = _trace(
+        last_audio_t=9.963,
+        audio_ms=300.0,
+        audio_log=[(9.763, 100.0), (9.859, 200.0), (9.963, 300.0)],
+        status="cancelled",
+        done_t=10.7,
+        done_count=1,
+    )
+    assert held.response is not None
+    assert held.response.playing_until() == pytest.approx(10.063)
+    result = barge_in.analyse(held, 1000)
+    assert result.verdict == "pass", result.summary
+    assert result.data["latency_ms"] == 63 and result.data["stopped_by"] == "audio ran out"
+    assert result.summary.startswith("audio stopped 63 ms after speech onset")
+
+
 def test_a_session_opened_with_float_input_is_spoken_to_in_it() -> None:
     """A PersonaPlex route opens its session with pcm_f32le at 24 kHz: the probe keeps it."""
     created = {

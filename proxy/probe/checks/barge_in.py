@@ -90,14 +90,20 @@ def _judge(trace: OverlapTrace, default_limit_ms: int) -> CheckResult:
                 data,
                 notes,
             )
-        # Its last delta came before the onset and still played: the report stops it.
+        # Its last delta came before the onset and still played: the report stops it,
+        # or the audio runs out first (an endpoint that held the rest back at once).
         reported = track.done_t if track.done_t is not None else trace.observed_until
-        latency = max(0.0, (reported - trace.onset_t) * 1000.0)
+        ran_out = playing < reported
+        latency = max(0.0, (min(playing, reported) - trace.onset_t) * 1000.0)
         data["latency_ms"] = round(latency)
-        data["stopped_by"] = "response.done"
+        data["stopped_by"] = "audio ran out" if ran_out else "response.done"
         notes.append(
             f"every delta ({track.max_delta_ms:.0f} ms long at most) came before the speech "
-            "onset; latency is the time to the response's report"
+            + (
+                "onset and no more came; latency is the time to the end of that audio"
+                if ran_out
+                else "onset; latency is the time to the response's report"
+            )
         )
     reasons: list[str] = []
     if track.status == "completed" or (trace.dialect == "turn" and track.finished):
@@ -121,7 +127,7 @@ def _judge(trace: OverlapTrace, default_limit_ms: int) -> CheckResult:
     why = f" ({track.reason})" if track.reason else ""
     stopped = (
         f"no audio after speech onset; reported {track.status} {latency:.0f} ms after it"
-        if by_report
+        if by_report and data["stopped_by"] == "response.done"
         else f"audio stopped {latency:.0f} ms after speech onset"
     )
     return passed(
