@@ -14,6 +14,14 @@ from tests.test_shim_turn_based import pcm_b64, respond, run_turn
 OPENER = [0.97] * 12 + [0.05] * 17  # "Sorry." and a pause past the VAD's silence
 
 
+def _answering() -> Script:
+    """A turn-based session answering a first turn, its answer long enough to speak over."""
+    sc = turn_based(type="server_vad")
+    run_turn(sc)
+    respond(sc, chunks=60)
+    return sc
+
+
 def _short_burst_then_quiet(sc: Script) -> list[Action]:
     out = sc.speak([0.97] * 2)  # "mm": shorter than the VAD's min_speech_ms
     for _ in range(60):
@@ -22,9 +30,7 @@ def _short_burst_then_quiet(sc: Script) -> list[Action]:
 
 
 def test_a_short_burst_in_the_openers_pause_is_told_with_its_stop() -> None:
-    sc = turn_based(type="server_vad")
-    run_turn(sc)
-    respond(sc, chunks=60)
+    sc = _answering()
     sc.speak(OPENER)
     assert sc.s.overlap.holding, "held through the pause"
     t = types(_short_burst_then_quiet(sc))
@@ -32,9 +38,7 @@ def test_a_short_burst_in_the_openers_pause_is_told_with_its_stop() -> None:
 
 
 def test_a_short_burst_after_a_released_opener_is_told_with_its_stop() -> None:
-    sc = turn_based(type="server_vad")
-    run_turn(sc)
-    respond(sc, chunks=60)
+    sc = _answering()
     sc.speak([0.97] * 12 + [0.4] * 3 + [0.05] * 17)  # released, carried
     t = types(_short_burst_then_quiet(sc))
     assert t.count(STARTED) == t.count(STOPPED), t
@@ -49,9 +53,7 @@ def test_a_short_burst_in_the_pause_is_told_with_its_stop_when_relayed() -> None
 
 
 def test_the_voice_back_in_the_pause_is_a_barge_in_told_once() -> None:
-    sc = turn_based(type="server_vad")
-    run_turn(sc)
-    respond(sc, chunks=60)
+    sc = _answering()
     sc.speak(OPENER)
     out = sc.speak([0.97] * 10 + [0.05] * 30) + sc.tick(3000)
     t = types(out)

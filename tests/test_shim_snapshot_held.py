@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
@@ -40,24 +42,24 @@ def _one_done_for(rid: str, told: list[dict[str, Any]]) -> None:
     assert done[0]["response"]["status"] == "incomplete", done
 
 
-def test_held_through_the_pause_with_the_upstream_done_ends_on_restore() -> None:
-    sc = turn_based(type="server_vad")
+def _held_then_moved(sc: Script, speech: list[float]) -> None:
+    """An answer under way, ``speech`` over it (held), more of the answer and its end
+    held too, then a move: exactly one response.done for it."""
     run_turn(sc)
     respond(sc, chunks=10)
-    sc.speak([0.97] * 12 + [0.05] * 17)  # the VAD stopped; held through the pause
+    sc.speak(speech)
     respond(sc, chunks=5)  # held
     _done_held(sc)
     _one_done_for(*_moved_done(sc))
 
 
-def test_held_mid_speech_with_the_upstream_done_ends_on_restore() -> None:
-    sc = turn_based(type="server_vad")
-    run_turn(sc)
-    respond(sc, chunks=10)
-    sc.speak([0.97] * 6)  # held, undecided
-    respond(sc, chunks=5)
-    _done_held(sc)
-    _one_done_for(*_moved_done(sc))
+THROUGH_THE_PAUSE = [0.97] * 12 + [0.05] * 17  # the VAD stopped; held through the pause
+MID_SPEECH = [0.97] * 6  # held, undecided
+
+
+@pytest.mark.parametrize("speech", [THROUGH_THE_PAUSE, MID_SPEECH], ids=["pause", "mid_speech"])
+def test_held_with_the_upstream_done_ends_on_restore(speech: list[float]) -> None:
+    _held_then_moved(turn_based(type="server_vad"), speech)
 
 
 def test_native_client_held_with_the_upstream_done_ends_on_restore() -> None:
@@ -65,12 +67,7 @@ def test_native_client_held_with_the_upstream_done_ends_on_restore() -> None:
     sc.client(NATIVE_OPEN)
     sc.rate = sc.s.config.input_format.rate_hz  # 16 kHz native appends
     sc.client({"type": "session.update", "session": {"turn_detection": {"type": "server_vad"}}})
-    run_turn(sc)
-    respond(sc, chunks=10)
-    sc.speak([0.97] * 6)  # held, undecided
-    respond(sc, chunks=5)
-    _done_held(sc)
-    _one_done_for(*_moved_done(sc))
+    _held_then_moved(sc, MID_SPEECH)
 
 
 def test_a_response_told_done_is_not_ended_again_on_restore() -> None:
