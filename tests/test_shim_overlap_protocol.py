@@ -249,6 +249,17 @@ def test_a_lone_window_held_as_the_answer_ends_is_no_turn_when_no_speech_goes_on
     assert STARTED not in t and STOPPED not in t
 
 
+def _told_once_on_its_first_windows(sc: Script) -> None:
+    """The voice back over the held answer: decided on its first windows, one
+    speech_started and one speech_stopped, of one item."""
+    out = client_events(sc.speak([0.97] * 10 + SILENCE))
+    started = [e for e in out if e["type"] == STARTED]
+    stopped = [e for e in out if e["type"] == STOPPED]
+    assert len(started) == 1 and len(stopped) == 1
+    assert started[0]["item_id"] == stopped[0]["item_id"]
+    assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
+
+
 def test_a_sentence_resumed_after_its_opener_is_told_once() -> None:
     """ "Sorry. ... Actually, ...": the voice comes back within CARRY_MS of the opener,
     and the sentence is decided on its first window (it goes on from the opener), before
@@ -258,12 +269,7 @@ def test_a_sentence_resumed_after_its_opener_is_told_once() -> None:
     run_turn(sc)
     respond(sc, chunks=60)
     sc.speak([0.97] * 12 + [0.4] * 3 + [0.05] * 17)  # released, then the VAD stops
-    out = client_events(sc.speak([0.97] * 10 + SILENCE))
-    started = [e for e in out if e["type"] == STARTED]
-    stopped = [e for e in out if e["type"] == STOPPED]
-    assert len(started) == 1 and len(stopped) == 1
-    assert started[0]["item_id"] == stopped[0]["item_id"]
-    assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
+    _told_once_on_its_first_windows(sc)
 
 
 def test_an_opener_and_its_pause_are_held_through_and_told_once() -> None:
@@ -279,9 +285,4 @@ def test_an_opener_and_its_pause_are_held_through_and_told_once() -> None:
     assert [e["type"] for e in opener if e["type"].startswith("output_audio_buffer.")] == [
         "output_audio_buffer.paused"
     ], "held through the pause: the answer does not resume in it"
-    out = client_events(sc.speak([0.97] * 10 + SILENCE))
-    started = [e for e in out if e["type"] == STARTED]
-    stopped = [e for e in out if e["type"] == STOPPED]
-    assert len(started) == 1 and len(stopped) == 1
-    assert started[0]["item_id"] == stopped[0]["item_id"]
-    assert [e["type"] for e in out].index(STARTED) < 3, "decided on its first windows"
+    _told_once_on_its_first_windows(sc)
