@@ -144,7 +144,12 @@ async def one_session(
 
 
 async def load(
-    url: str, sessions: int, seconds: float, pids: list[int], profile: Path | None = None
+    url: str,
+    sessions: int,
+    seconds: float,
+    pids: list[int],
+    profile: Path | None = None,
+    native: bool = False,
 ) -> dict[str, Any]:
     rtts: list[float] = []
     begin = time.perf_counter() + 2.0  # every session connected before anyone sends
@@ -161,7 +166,9 @@ async def load(
         # A .txt path gets py-spy's collapsed stacks (for grep and sort), else an SVG.
         fmt = "raw" if profile.suffix == ".txt" else "flamegraph"
         argv = ["py-spy", "record", "--format", fmt, "-o", str(profile), "-r", "200"]
-        argv += ["-d", str(int(seconds)), "--nonblocking", "-p", str(pids[0])]
+        argv += ["-d", str(int(seconds)), "-p", str(pids[0])]
+        # C frames need the process paused per sample (py-spy refuses --nonblocking then).
+        argv += ["--native"] if native else ["--nonblocking"]
         spy = await asyncio.create_subprocess_exec(*argv, **QUIET)
     await asyncio.sleep(max(0.0, stop_at - time.perf_counter()))
     if profile is not None:
@@ -219,6 +226,7 @@ def run(
     profile: Path | None = None,
     base: Path | None = None,
     base_last: bool = False,
+    native: bool = False,
 ) -> dict[str, Any]:
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -252,6 +260,7 @@ def run(
                         profile.with_name(f"{profile.stem}-{name}{profile.suffix}")
                         if profile is not None and name.startswith(("proxy", "base"))
                         else None,
+                        native,
                     )
                 )
                 for name, (url, pids) in targets.items()
@@ -314,6 +323,9 @@ def main() -> None:
         help="py-spy profile of the proxy: a flame graph (.svg), or collapsed stacks (.txt)",
     )
     parser.add_argument(
+        "--native", action="store_true", help="--profile: py-spy's --native (C frames too)"
+    )
+    parser.add_argument(
         "--event-loops",
         default="asyncio,uvloop",
         help="the proxy once per server.event_loop, side by side",
@@ -331,7 +343,7 @@ def main() -> None:
         args.sessions, args.seconds = 2, 2.0
     base = args.base.resolve() if args.base is not None else None
     loops = args.event_loops.split(",")
-    out = run(args.sessions, args.seconds, loops, args.profile, base, args.base_last)
+    out = run(args.sessions, args.seconds, loops, args.profile, base, args.base_last, args.native)
     if args.json:
         print(json.dumps(out))
         return

@@ -1,11 +1,10 @@
 """The client side of a session: read frames, validate them, write events in order.
 
-Reading and writing each run in their own task with bounded queues, so a slow
-client can neither block the session's logic nor grow the proxy's memory: when its
-outbound queue is full the client is closed with 1008 (docs/protocol.md). Reading
-stops while the inbox is full, and slows to the client's audio allowance
-(``proxy/client_limits.py``), so a fast client is pushed back by its own socket.
-"""
+Reading and writing each run in their own task with bounded queues, so a slow client
+can neither block the session's logic nor grow the proxy's memory: when its outbound
+queue is full the client is closed with 1008 (docs/protocol.md). Reading stops while
+the inbox is full, and slows to the client's audio allowance (``proxy/client_limits.py``),
+so a fast client is pushed back by its own socket."""
 
 from __future__ import annotations
 
@@ -28,7 +27,7 @@ from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
 from proxy.ws_close import close_or_cut
-from proxy.ws_direct import fits_direct, tap_queue, text_writer
+from proxy.ws_direct import DIRECT_MAX_BYTES, fits_direct, made_writer, tap_queue, text_writer
 from shim import wire
 from shim.native_client import native_error
 
@@ -66,7 +65,8 @@ class ClientChannel:
         self._drained.set()
         self._finishing = self._slow = False
         self._transport = transport
-        self._write_text = text_writer(ws)  # None: not in this aiohttp, or turned off
+        # None: not in this aiohttp, or turned off.
+        self._write_text, self._write_made = text_writer(ws), made_writer(ws)
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
@@ -216,6 +216,13 @@ class ClientChannel:
         if busy or t is None or self._write_text is None or not fits_direct(text):
             return False
         return not t.get_write_buffer_size() and self._write_text(text)
+
+    def write_frame_now(self, frame: bytes) -> bool:
+        """``write_now`` of a whole frame already made (an upstream's, as it came)."""
+        t, w = self._transport, self._write_made
+        if self._out or self._slow or self._finishing or self.ws.closed or t is None or w is None:
+            return False
+        return len(frame) <= DIRECT_MAX_BYTES and not t.get_write_buffer_size() and w(frame)
 
     def send_text(self, text: str | bytes) -> bool:
         """Queue a frame; False if the client is too slow (past frames or bytes: 1008)."""

@@ -30,7 +30,8 @@ from aiohttp.web_request import BaseRequest
 
 from proxy.client_limits import READ_CAP_FACTOR
 from proxy.ws_heartbeat import Heartbeat, take_over
-from proxy.ws_write import frame_writer
+from proxy.ws_raw import RawSplit, RawTap
+from proxy.ws_write import frame_writer, made_frame_writer
 
 try:  # private modules: their absence only turns the direct paths off
     from aiohttp._websocket import reader as _reader
@@ -78,9 +79,13 @@ class TapQueue(_Queue or _NoQueue):  # type: ignore[misc]
     (after that frame is in the reader's hands): aiohttp may parse the next frame
     while the reader holds one it has just taken from the queue (a read parked over
     the queue's limit resumes then), so an empty queue alone does not mean nothing
-    is ahead. So the frames keep their order whichever way each one goes."""
+    is ahead. So the frames keep their order whichever way each one goes.
+
+    ``raw``, armed with ``tap``, may take whole frames before they are parsed
+    (``proxy/ws_raw.py``)."""
 
     tap: Tap | None = None
+    raw: RawTap | None = None
 
     def feed_data(self, data: Any, size: int) -> None:
         tap = self.tap
@@ -155,7 +160,8 @@ def _install_tap(ws: UpstreamResponse, max_msg_size: int) -> None:
     # set_parser feeds the new parser what the protocol holds as its tail: the same
     # bytes, so the new queue holds what the old one did.
     proto._tail = early
-    proto.set_parser(parser, queue, data_received_cb=proto._data_received_cb)
+    split = RawSplit(parser, queue, masked=False)
+    proto.set_parser(split, queue, data_received_cb=proto._data_received_cb)
 
 
 class ClientResponse(web.WebSocketResponse):
@@ -203,9 +209,9 @@ def _tap_client(ws: Any, proto: Any, early: bytes) -> None:
     parser = _Parser(queue, ws._max_msg_size, compress=bool(ws._compress), decode_text=True)
     ws._reader = queue
     ws._parser = parser
-    proto._payload_parser = parser
+    proto._payload_parser = split = RawSplit(parser, queue, masked=True)
     if early:
-        parser.feed_data(early)
+        split.feed_data(early)
 
 
 class NoTap:
@@ -213,6 +219,7 @@ class NoTap:
     it is never called (every frame takes the queued path)."""
 
     tap: Tap | None = None
+    raw: RawTap | None = None
 
 
 def tap_queue(ws: aiohttp.ClientWebSocketResponse | web.WebSocketResponse) -> Any:
@@ -230,6 +237,11 @@ def text_writer(
     False: not written, send it the usual way). None when not available
     (``proxy/ws_write.py``), or turned off."""
     return frame_writer(ws) if ENABLED else None
+
+
+def made_writer(ws: web.WebSocketResponse) -> Callable[[bytes], bool] | None:
+    """``text_writer`` for whole frames already made (``proxy/ws_write.py``)."""
+    return made_frame_writer(ws) if ENABLED else None
 
 
 def write_buffered(ws: aiohttp.ClientWebSocketResponse) -> int:

@@ -31,19 +31,8 @@ _PACK_LEN3 = struct.Struct("!BBQ").pack
 _PACK_RANDBITS = struct.Struct("!L").pack
 
 
-def frame_writer(
-    ws: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
-) -> Callable[[str], bool] | None:
-    """A text frame writer for an open socket: written at once, no coroutine (True if
-    written; False: not written, send it the usual way). None when aiohttp's writer is
-    not the one this knows, or compresses.
-
-    The frame is built here, as aiohttp's writer builds an uncompressed one (its
-    ``_write_websocket_frame``: the header, and on an upstream socket a fresh random
-    mask from the writer's own source), and goes out in one transport write, with
-    none of the writer's bookkeeping per frame: its output count only decides when
-    its own sends wait for the transport to drain, and a direct write is made only
-    into an empty buffer (``proxy/ws_direct.py``'s ``DIRECT_MAX_BYTES``)."""
+def _known_writer(ws: web.WebSocketResponse | aiohttp.ClientWebSocketResponse) -> Any:
+    """The socket's aiohttp writer, if it is the one this knows and does not compress."""
     writer: Any = getattr(ws, "_writer", None)
     transport: Any = getattr(writer, "transport", None)
     if (
@@ -58,7 +47,47 @@ def frame_writer(
         or not callable(getattr(transport, "is_closing", None))
     ):
         return None
-    write, closing = transport.write, transport.is_closing
+    return writer
+
+
+def made_frame_writer(ws: web.WebSocketResponse) -> Callable[[bytes], bool] | None:
+    """A writer of whole unmasked frames as they are (a server socket's: frames an
+    upstream sent, ``proxy/ws_raw.py``), with ``frame_writer``'s checks; None where
+    ``frame_writer`` would be, or on a socket that masks."""
+    writer = _known_writer(ws)
+    if writer is None or writer.use_mask:
+        return None
+    write, closing = writer.transport.write, writer.transport.is_closing
+
+    def write_frame(frame: bytes) -> bool:
+        if writer._closing or closing():
+            return False
+        try:
+            write(frame)
+        except (ConnectionError, RuntimeError, aiohttp.ClientError):
+            return False
+        return True
+
+    return write_frame
+
+
+def frame_writer(
+    ws: web.WebSocketResponse | aiohttp.ClientWebSocketResponse,
+) -> Callable[[str], bool] | None:
+    """A text frame writer for an open socket: written at once, no coroutine (True if
+    written; False: not written, send it the usual way). None when aiohttp's writer is
+    not the one this knows, or compresses.
+
+    The frame is built here, as aiohttp's writer builds an uncompressed one (its
+    ``_write_websocket_frame``: the header, and on an upstream socket a fresh random
+    mask from the writer's own source), and goes out in one transport write, with
+    none of the writer's bookkeeping per frame: its output count only decides when
+    its own sends wait for the transport to drain, and a direct write is made only
+    into an empty buffer (``proxy/ws_direct.py``'s ``DIRECT_MAX_BYTES``)."""
+    writer = _known_writer(ws)
+    if writer is None:
+        return None
+    write, closing = writer.transport.write, writer.transport.is_closing
     if not writer.use_mask:  # a server socket: the client's
 
         def write_plain(text: str) -> bool:

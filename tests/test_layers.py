@@ -123,6 +123,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.vad_thread",
             "proxy.vad",
             "proxy.ws_heartbeat",
+            "proxy.ws_raw",
             "proxy.ws_write",
             "proxy.ws_direct",
             "proxy.ws_close",

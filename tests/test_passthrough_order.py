@@ -37,14 +37,22 @@ from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
 
 @pytest.fixture(params=[True, False], ids=["direct", "queued"])
 def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """The direct paths on or off; counts the frames that took them, each way."""
+    """The direct paths on or off; counts the frames that took them, each way (``made``:
+    the upstream's frames written to the client as they came, ``proxy/ws_raw.py``)."""
     monkeypatch.setattr(ws_direct, "ENABLED", request.param)
-    counts = {"down": 0, "up": 0}
+    counts = {"down": 0, "up": 0, "made": 0}
     write_now, take = ClientChannel.write_now, ClientChannel._take
+    write_made = ClientChannel.write_frame_now
 
     def written(self: ClientChannel, text: str) -> bool:
         done = write_now(self, text)
         counts["down"] += done
+        return done
+
+    def written_made(self: ClientChannel, frame: bytes) -> bool:
+        done = write_made(self, frame)
+        counts["down"] += done
+        counts["made"] += done
         return done
 
     def taken(self: ClientChannel, text: str) -> bool:
@@ -53,6 +61,7 @@ def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> d
         return done
 
     monkeypatch.setattr(ClientChannel, "write_now", written)
+    monkeypatch.setattr(ClientChannel, "write_frame_now", written_made)
     monkeypatch.setattr(ClientChannel, "_take", taken)
     return counts
 
@@ -145,6 +154,7 @@ async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int])
                 assert [(await c.until("echo"))["id"] for _ in ids] == ids  # nothing in between
     # The direct paths were taken when on (and only then).
     assert bool(direct["down"]) is ws_direct.ENABLED
+    assert bool(direct["made"]) is ws_direct.ENABLED
     assert bool(direct["up"]) is ws_direct.ENABLED
 
 

@@ -10,6 +10,7 @@ import aiohttp
 
 from proxy.client_frames import ClientFrame
 from proxy.client_io import CLOSED
+from proxy.client_limits import TOLD_TYPE_WITHIN
 from proxy.connection import ClientConnection
 from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
@@ -145,15 +146,29 @@ async def relay(
         tally_down(len(text))
         return True
 
+    write_made = client.write_frame_now
+
+    def direct_made(frame: bytes, head: int) -> bool:
+        """``direct`` of a whole frame as the upstream sent it (``proxy/ws_raw.py``):
+        written as it came, when its text is ASCII (so valid UTF-8) and names no
+        session event near its start (``told`` has nothing to do with it)."""
+        text = frame[head:]
+        if not text.isascii() or text.find(b'"session.', 0, TOLD_TYPE_WITHIN) >= 0:
+            return False
+        if not write_made(frame):
+            return False
+        tally_down(len(text))
+        return True
+
     async def upstream_to_client() -> None:
         # The tap takes frames only while this task waits with none in hand, and
         # only when none is queued before them (proxy/ws_direct.py): their order holds.
         tap = tap_queue(up)
         try:
             while True:
-                tap.tap = direct
+                tap.tap, tap.raw = direct, direct_made
                 msg = await up.receive()
-                tap.tap = None
+                tap.tap = tap.raw = None
                 if msg.type == aiohttp.WSMsgType.TEXT:
                     to_client.add(len(msg.data))
                     client.rate.clock.told(msg.data)
@@ -165,7 +180,7 @@ async def relay(
                 else:
                     return
         finally:
-            tap.tap = None
+            tap.tap = tap.raw = None
 
     async def client_to_upstream() -> None:
         nonlocal stalled, parked
