@@ -64,6 +64,23 @@ def parse_client_frame(
     return ClientFrame(raw, event)
 
 
+def parse_flat_ascii(raw: bytearray) -> dict[str, Any] | None:
+    """The event of an ASCII frame's bytes (a client's, as it came: ``proxy/ws_raw.py``)
+    when ``parse_client_frame`` of its text gives a ``ClientFrame`` with that event and
+    no look at nesting: no '[' and no '{' after the first byte (an audio append); else
+    None, and the text's path decides (``tests/test_client_frame_bytes.py``)."""
+    if b"[" in raw or raw.find(b"{", 1) >= 0:
+        return None
+    try:
+        event = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if not isinstance(event, dict):
+        return None
+    kind = event.get("type")
+    return event if isinstance(kind, str) and kind else None
+
+
 def _nested(event: object) -> bool:
     """Whether an object holds any container: a flat one (an audio append) is one
     level deep, known without counting the brackets of its text."""

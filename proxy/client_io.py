@@ -22,6 +22,7 @@ from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime
+from proxy.client_made import SinkMade, made_taker
 from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
@@ -49,11 +50,12 @@ class ClientChannel:
         self.ws = ws
         self.metrics = metrics
         self._tally_in = FrameTally(metrics, "client_to_upstream")
-        # Set by a consumer that takes frames from the reader itself (passthrough):
-        # no queue and no task switch per frame; the reader waits while it sends.
+        # Set by a consumer that takes frames from the reader itself (passthrough): no
+        # queue, no task switch per frame; with it, what may go from the socket's callback:
+        # a text (``_take``), a frame as it came (``proxy/client_made.py``).
         self.sink: Callable[[ClientFrame], Awaitable[None]] | None = None
-        # Set with it: can a frame of that size be sunk at once; sink it (``_take``).
         self.sink_now: tuple[Callable[[str], bool], Callable[[ClientFrame], None]] | None = None
+        self.sink_made: SinkMade | None = None
         self.limits = limits or ServerConfig()
         self.inbox = FrameInbox(inbox_size, self.limits.pending_client_bytes)
         self._json_limits = (self.limits.max_json_depth, self.limits.max_json_values)
@@ -65,8 +67,7 @@ class ClientChannel:
         self._drained.set()
         self._finishing = self._slow = False
         self._transport = transport
-        # None: not in this aiohttp, or turned off.
-        self._write_text, self._write_made = text_writer(ws), made_writer(ws)
+        self._write_text, self._write_made = text_writer(ws), made_writer(ws)  # None: off
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
@@ -111,13 +112,13 @@ class ClientChannel:
             await owed(code)
 
     async def _read(self) -> None:
-        tap, take = tap_queue(self.ws), self._take
+        tap, take, made = tap_queue(self.ws), self._take, made_taker(self)
         try:
             while True:
-                # Only while this task waits with no frame in hand, for a direct sink.
-                tap.tap = take if self.sink_now is not None else None
+                # Only while this task waits with no frame in hand, for a direct sink:
+                tap.tap, tap.raw = take if self.sink_now else None, made if self.sink_made else None
                 msg = await self.ws.receive()
-                tap.tap = None
+                tap.tap = tap.raw = None
                 if msg.type == aiohttp.WSMsgType.TEXT:
                     self._tally_in.add(len(msg.data))
                     if len(msg.data) > (limit := self.limits.max_frame_bytes):
@@ -143,7 +144,7 @@ class ClientChannel:
                 else:  # closed, or an error (pings are answered by aiohttp)
                     break
         finally:
-            tap.tap = None
+            tap.tap = tap.raw = None
             self._tally_in.flush()
             if not self._reader_stopped:  # else close() says CLOSED once its frame is out
                 if self.ended_by_proxy is None:  # else the watcher may be the one closing
@@ -154,8 +155,7 @@ class ClientChannel:
                     await self.inbox.put(CLOSED)
 
     def _take(self, text: str) -> bool:
-        """The reader's work on one text frame, done in the socket's data callback
-        (``proxy/ws_direct.py``) when all of it can be done at once; else False."""
+        """The reader's work on a text frame, in the socket's callback if all can be done now."""
         now_sink, n, now = self.sink_now, len(text), self._loop.time()
         if now_sink is None or self.sink is None or self._reader_stopped or not self.inbox.empty():
             return False
@@ -199,8 +199,7 @@ class ClientChannel:
                 return
 
     async def send_now(self, text: str) -> bool:
-        """``send_text``, but written from the caller's task (no queue, no writer wakeup)
-        when nothing is queued and the socket takes it at once; else queued, bounded."""
+        """``send_text``, written from the caller's task if nothing is queued and it fits now."""
         t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
         if busy or t is None or t.get_write_buffer_size() or not fits_direct(text):
             return self.send_text(text)

@@ -31,7 +31,7 @@ from aiohttp.web_request import BaseRequest
 from proxy.client_limits import READ_CAP_FACTOR
 from proxy.ws_heartbeat import Heartbeat, take_over
 from proxy.ws_raw import RawSplit, RawTap
-from proxy.ws_write import frame_writer, made_frame_writer
+from proxy.ws_write import frame_writer, made_frame_writer, masking_writer
 
 try:  # private modules: their absence only turns the direct paths off
     from aiohttp._websocket import reader as _reader
@@ -242,6 +242,11 @@ def text_writer(
 def made_writer(ws: web.WebSocketResponse) -> Callable[[bytes], bool] | None:
     """``text_writer`` for whole frames already made (``proxy/ws_write.py``)."""
     return made_frame_writer(ws) if ENABLED else None
+
+
+def payload_writer(ws: aiohttp.ClientWebSocketResponse) -> Callable[[bytearray], bool] | None:
+    """``text_writer`` for a text frame's payload in bytes, masked in place."""
+    return masking_writer(ws) if ENABLED else None
 
 
 def write_buffered(ws: aiohttp.ClientWebSocketResponse) -> int:

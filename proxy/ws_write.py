@@ -107,12 +107,31 @@ def frame_writer(
             return True
 
         return write_plain
-    random_bits, mask = writer.get_random_bits, _mask
+    write_data = _masking(writer)
 
     def write_masked(text: str) -> bool:
+        return write_data(bytearray(text.encode()))
+
+    return write_masked
+
+
+def masking_writer(ws: aiohttp.ClientWebSocketResponse) -> Callable[[bytearray], bool] | None:
+    """``frame_writer`` of an upstream socket for a text frame's payload in bytes
+    (masked in place: it is the caller's no more); None where ``frame_writer`` would
+    be, or on a socket that does not mask."""
+    writer = _known_writer(ws)
+    if writer is None or not writer.use_mask:
+        return None
+    return _masking(writer)
+
+
+def _masking(writer: Any) -> Callable[[bytearray], bool]:
+    write, closing = writer.transport.write, writer.transport.is_closing
+    random_bits, mask = writer.get_random_bits, _mask
+
+    def write_masked(data: bytearray) -> bool:
         if writer._closing or closing():
             return False
-        data = bytearray(text.encode())
         n = len(data)
         key = _PACK_RANDBITS(random_bits())
         mask(key, data)

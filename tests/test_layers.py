@@ -130,6 +130,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.client_limits",
             "proxy.client_watch",
             "proxy.client_frames",
+            "proxy.client_made",
             "proxy.client_queue",
             "proxy.client_io",
             "proxy.upstream_opening",

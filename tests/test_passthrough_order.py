@@ -30,17 +30,17 @@ import pytest
 from aiohttp import WSMsgType, web
 
 from bench.echo_upstream import SESSION_CREATED
-from proxy import ws_direct
+from proxy import client_io, client_made, ws_direct
 from proxy.client_io import ClientChannel
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
 
 
 @pytest.fixture(params=[True, False], ids=["direct", "queued"])
 def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
-    """The direct paths on or off; counts the frames that took them, each way (``made``:
-    the upstream's frames written to the client as they came, ``proxy/ws_raw.py``)."""
+    """The direct paths on or off; counts the frames that took them, each way (``made``,
+    ``up_made``: frames relayed as they came, ``proxy/ws_raw.py``)."""
     monkeypatch.setattr(ws_direct, "ENABLED", request.param)
-    counts = {"down": 0, "up": 0, "made": 0}
+    counts = {"down": 0, "up": 0, "made": 0, "up_made": 0}
     write_now, take = ClientChannel.write_now, ClientChannel._take
     write_made = ClientChannel.write_frame_now
 
@@ -60,6 +60,19 @@ def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> d
         counts["up"] += done
         return done
 
+    def made_taker(channel: ClientChannel) -> object:
+        take = client_made.made_taker(channel)
+
+        def taken_made(frame: bytes, head: int) -> bool:
+            assert take is not None
+            done = take(frame, head)
+            counts["up"] += done
+            counts["up_made"] += done
+            return done
+
+        return taken_made
+
+    monkeypatch.setattr(client_io, "made_taker", made_taker)
     monkeypatch.setattr(ClientChannel, "write_now", written)
     monkeypatch.setattr(ClientChannel, "write_frame_now", written_made)
     monkeypatch.setattr(ClientChannel, "_take", taken)
@@ -156,6 +169,7 @@ async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int])
     assert bool(direct["down"]) is ws_direct.ENABLED
     assert bool(direct["made"]) is ws_direct.ENABLED
     assert bool(direct["up"]) is ws_direct.ENABLED
+    assert bool(direct["up_made"]) is ws_direct.ENABLED
 
 
 async def test_bad_frames_get_their_errors_and_the_rest_go_up(direct: dict[str, int]) -> None:
@@ -213,6 +227,7 @@ async def test_bad_frames_get_their_errors_and_the_rest_go_up(direct: dict[str, 
                 if n != "again":  # a re-sent id: dropped, the next one's echo comes next
                     echoes.append(await echoed())
     assert bool(direct["up"]) is ws_direct.ENABLED  # the appends took the direct path when on
+    assert bool(direct["up_made"]) is ws_direct.ENABLED
     assert echoes == [*range(len(bad)), "null", "once", "end"]
     assert errors == list(bad.values())
 

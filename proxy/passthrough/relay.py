@@ -16,7 +16,15 @@ from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
 from proxy.upstream import UpstreamLink, close_within, send_within
-from proxy.ws_direct import DIRECT_ANY_TEXT, buffer_size, fits_direct, tap_queue, text_writer
+from proxy.ws_direct import (
+    DIRECT_ANY_TEXT,
+    DIRECT_MAX_BYTES,
+    buffer_size,
+    fits_direct,
+    payload_writer,
+    tap_queue,
+    text_writer,
+)
 from shim.capabilities import Classification, proxy_capabilities
 
 NORMAL_CLOSES = (1000, 1001)
@@ -127,6 +135,30 @@ async def relay(
         elif event_id is not None:
             sent(event_id)
 
+    up_write_made = payload_writer(up)
+
+    def ready_made(n_bytes: int) -> bool:
+        """``ready`` for a frame as the client sent it (``proxy/client_made.py``)."""
+        return (
+            parked is not None
+            and not parked.done()
+            and not failed.done()
+            and up_write_made is not None
+            and n_bytes <= DIRECT_MAX_BYTES
+            and not up_buffered()
+        )
+
+    def forward_made(event: dict[str, Any], payload: bytearray) -> None:
+        """``forward_now`` of its event and its bytes, masked again as they go."""
+        event_id = event.get("event_id")
+        if event_id is not None and resent(event_id):
+            return
+        assert up_write_made is not None
+        if not up_write_made(payload):
+            failed.set_result(ConnectionResetError("the upstream socket is closing"))
+        elif event_id is not None:
+            sent(event_id)
+
     async def sink(frame: ClientFrame) -> None:
         """Forward from the client's reader task; a failure ends the relay."""
         if failed.done():
@@ -199,6 +231,7 @@ async def relay(
                 await forward(item)
             # From here the reader forwards each frame itself, in order.
             client.sink, client.sink_now = sink, (ready, forward_now)
+            client.sink_made = (ready_made, forward_made)
             while True:
                 waiting = parked = asyncio.ensure_future(client.inbox.get())
                 either: set[asyncio.Future[Any]] = {waiting, failed}
@@ -214,7 +247,7 @@ async def relay(
         except TimeoutError:
             stalled = True  # the upstream stopped reading
         finally:
-            client.sink = client.sink_now = None
+            client.sink = client.sink_now = client.sink_made = None
 
     down = asyncio.create_task(upstream_to_client(), name="upstream-to-client")
     upw = asyncio.create_task(client_to_upstream(), name="client-to-upstream")
