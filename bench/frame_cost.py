@@ -12,7 +12,12 @@ append up, its echo as an audio delta down):
   size, JSON, depth and value checks, the audio allowance, the idle clock, the frame
   counters);
 * ``parse_us`` / ``allowance_us``: its ``parse_client_frame`` / ``InputRate.take`` alone;
-* ``told_us``: an upstream frame's look for a session event (``InputClock.told``).
+* ``told_us``: an upstream frame's look for a session event (``InputClock.told``);
+* ``up_path_us`` / ``down_path_us``: a frame's whole way through the relay's code from
+  the socket's bytes (as aiohttp's protocol hands them over) to the other socket's
+  transport (a null one): aiohttp's parser, the tap and the checks, and the frame
+  writer, or, where the checkout has ``proxy/ws_raw.py``, the frame taken as it came
+  (the relay's own closures are stood in for by their few lines; no system call).
 
 Each figure is the least of ``--repeats`` timings of ``--number`` calls: on a busy
 machine the least is the one least disturbed. ``--root`` times another checkout's code
@@ -54,6 +59,114 @@ class _Socket:
     closed = False
 
 
+class _Transport:
+    def write(self, data: object) -> None:
+        pass
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+
+class _Protocol:
+    _reading_paused = False
+
+    def pause_reading(self) -> None:
+        self._reading_paused = True
+
+    def resume_reading(self) -> None:
+        self._reading_paused = False
+
+
+def _frame(payload: bytes, masked: bool) -> bytes:
+    """A text frame as a client (masked) or an upstream sends it (16-bit length)."""
+    head = bytes([0x81, (0x80 if masked else 0) | 126]) + len(payload).to_bytes(2, "big")
+    if not masked:
+        return head + payload
+    key = os.urandom(4)
+    return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+
+
+def _paths(loop: asyncio.AbstractEventLoop) -> tuple[Callable[[], bool], Callable[[], bool]]:
+    """One client frame up and one upstream frame down, from bytes to a transport."""
+    from aiohttp._websocket.writer import WebSocketWriter
+
+    from proxy import ws_direct
+    from proxy.client_io import ClientChannel
+    from proxy.metrics import Metrics
+
+    try:
+        from proxy.client_made import made_taker
+        from proxy.ws_raw import RawSplit
+    except ImportError:  # a checkout before them
+        made_taker = RawSplit = None  # type: ignore[assignment,misc]
+
+    def socket(use_mask: bool) -> Any:
+        ws = _Socket()
+        ws._writer = WebSocketWriter(_Protocol(), _Transport(), use_mask=use_mask)  # type: ignore[attr-defined,arg-type]
+        return ws
+
+    def feeder(masked: bool) -> tuple[Any, Any]:
+        queue = ws_direct.TapQueue(_Protocol(), 2**16, loop=loop)
+        parser = ws_direct._Parser(queue, 2**20, compress=False, decode_text=True)
+        return queue, (RawSplit(parser, queue, masked) if RawSplit is not None else parser)
+
+    up_ws, client_ws = socket(True), socket(False)
+    up_text = ws_direct.text_writer(up_ws)
+    channel = ClientChannel(client_ws, Metrics(), 64, 64, 1 << 20, transport=_Transport())  # type: ignore[arg-type]
+    rate = channel.rate
+    rate.rate = rate.burst = rate.tokens = 1e18
+    assert up_text is not None
+
+    async def sink(frame: Any) -> None:
+        pass
+
+    channel.sink, channel.sink_now = sink, (lambda text: True, lambda f: up_text(f.raw))
+    up_queue, up_feed = feeder(masked=True)
+    up_made = None
+    if made_taker is not None:
+        up_write = ws_direct.payload_writer(up_ws)
+        assert up_write is not None
+        channel.sink_made = (lambda n: True, lambda event, payload: up_write(payload))
+        up_made = made_taker(channel)
+    up_bytes = _frame(APPEND.encode(), masked=True)
+
+    def up() -> bool:
+        up_queue.tap, up_queue.raw = channel._take, up_made
+        up_feed.feed_data(up_bytes)
+        return not up_queue._buffer
+
+    told, tally = rate.clock.told, channel._tally_in.add
+
+    def direct(text: str) -> bool:  # relay.py's, for a text frame
+        if not channel.write_now(text):
+            return False
+        told(text)
+        tally(len(text))
+        return True
+
+    def direct_made(frame: bytes, head: int) -> bool:  # relay.py's, for a frame as it came
+        text = frame[head:]
+        if not text.isascii() or text.find(b'"session.', 0, 256) >= 0:
+            return False
+        if not channel.write_frame_now(frame):
+            return False
+        tally(len(text))
+        return True
+
+    down_queue, down_feed = feeder(masked=False)
+    down_bytes = _frame(DELTA.encode(), masked=False)
+
+    def down() -> bool:
+        down_queue.tap, down_queue.raw = direct, direct_made if RawSplit is not None else None
+        down_feed.feed_data(down_bytes)
+        return not down_queue._buffer
+
+    return up, down
+
+
 async def measure(number: int, repeats: int) -> dict[str, float]:
     from proxy.client_frames import parse_client_frame
     from proxy.client_io import ClientChannel
@@ -76,7 +189,11 @@ async def measure(number: int, repeats: int) -> dict[str, float]:
         taken.clear()
 
     limits = (channel.limits.max_json_depth, channel.limits.max_json_values)
+    up, down = _paths(asyncio.get_running_loop())
+    assert up() and down(), "a path did not take its frame"
     return {
+        "up_path_us": least_us(up, number, repeats),
+        "down_path_us": least_us(down, number, repeats),
         "take_us": least_us(take, number, repeats),
         "parse_us": least_us(lambda: parse_client_frame(APPEND, *limits), number, repeats),
         "allowance_us": least_us(lambda: rate.take(event, 1.0), number, repeats),

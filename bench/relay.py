@@ -74,11 +74,12 @@ http {{
 """
 
 
-def cpu_seconds(pids: list[int]) -> float:
+def cpu_seconds(pids: list[int], user_only: bool = False) -> float:
     total = 0
     for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime + stime, in clock ticks
+        # utime (+ stime: the system calls, on loopback the receiver's TCP work too)
+        total += int(fields[11]) + (0 if user_only else int(fields[12]))
     return total / os.sysconf("SC_CLK_TCK")
 
 
@@ -162,6 +163,7 @@ async def load(
     ]
     await asyncio.sleep(max(0.0, warm_until - time.perf_counter()))
     cpu0 = cpu_seconds(pids) if pids else 0.0
+    user0 = cpu_seconds(pids, user_only=True) if pids else 0.0
     if profile is not None:  # py-spy samples the relay over the window (a dev dependency)
         # A .txt path gets py-spy's collapsed stacks (for grep and sort), else an SVG.
         fmt = "raw" if profile.suffix == ".txt" else "flamegraph"
@@ -175,6 +177,7 @@ async def load(
         await spy.wait()
         await asyncio.to_thread(scrub_paths, profile, ROOT)
     cpu1 = cpu_seconds(pids) if pids else 0.0
+    user1 = cpu_seconds(pids, user_only=True) if pids else 0.0
     echoes = sum(await asyncio.gather(*tasks))
     arr = np.asarray(rtts)
     return {
@@ -183,6 +186,9 @@ async def load(
         "rtt_p50_ms": round(float(np.percentile(arr, 50)), 2),
         "rtt_p99_ms": round(float(np.percentile(arr, 99)), 2),
         "relay_cpu_s_per_1000_events": round((cpu1 - cpu0) / echoes * 1000, 4) if pids else None,
+        "relay_user_cpu_s_per_1000_events": (
+            round((user1 - user0) / echoes * 1000, 4) if pids else None
+        ),
         "relay_peak_rss_mb": round(peak_rss_mb(pids), 1) if pids else None,
     }
 

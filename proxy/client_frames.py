@@ -69,7 +69,7 @@ def parse_flat_ascii(raw: bytearray) -> dict[str, Any] | None:
     when ``parse_client_frame`` of its text gives a ``ClientFrame`` with that event and
     no look at nesting: no '[' and no '{' after the first byte (an audio append); else
     None, and the text's path decides (``tests/test_client_frame_bytes.py``)."""
-    if b"[" in raw or raw.find(b"{", 1) >= 0:
+    if raw.find(b"[") >= 0 or raw.find(b"{", 1) >= 0:  # (find: faster than ``in`` on bytes)
         return None
     try:
         event = orjson.loads(raw)

@@ -50,7 +50,7 @@ def made_taker(channel: Any) -> RawTap | None:
             return False
         if n > limits.max_frame_bytes or not made[0](n) or head < 6:  # (unmasked: not a client's)
             return False
-        payload = bytearray(memoryview(frame)[head:])
+        payload = bytearray(frame[head:])
         mask(frame[head - 4 : head], payload)
         if not payload.isascii() or (event := parse_flat_ascii(payload)) is None:
             return False
