@@ -19,6 +19,7 @@ RATE_HZ = 16000
 WINDOW = 512  # samples per Silero window at 16 kHz (32 ms)
 CONTEXT = 64  # samples of the previous window Silero v5+ prepends
 STATE_SHAPE = (2, 1, 128)
+QUIET_AFTER = 16  # quiet windows (~0.5 s) inferred before the quiet gate answers the next
 
 Float32Array = npt.NDArray[np.float32]
 # Where a window submitted with ``VadRunner.submit`` reports: (probability, end sample).
@@ -37,6 +38,9 @@ class Window:
     queued_at: float = 0.0  # perf_counter when queued, for the decision-lag metric
     deliver: Deliver | None = None
     fail: Fail | None = None
+    # Below the runner's quiet floor after a run of quiet windows: reported as 0 without
+    # inference once the windows ahead of it have landed (``VadRunner`` ``quiet_dbfs``).
+    quiet: bool = False
 
     def dropped(self) -> None:
         if self.done is not None and not self.done.done():
@@ -58,7 +62,7 @@ class Window:
 class VadStream:
     """One session's Silero state. Create with ``VadRunner.new_stream()``."""
 
-    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_state")
+    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_quiet", "_state")
 
     def __init__(self) -> None:
         self._generation = 0  # bumped by reset(): results of older windows are dropped
@@ -86,6 +90,7 @@ class VadStream:
         self._context = np.zeros(CONTEXT, dtype=np.float32)
         self._buf = np.zeros(0, dtype=np.float32)
         self._fed = 0  # samples cut into windows since creation/reset
+        self._quiet = 0  # quiet windows cut in a row (see VadRunner's quiet_dbfs)
         while self._pending:
             self._pending.popleft().dropped()
 
@@ -106,4 +111,25 @@ class VadStream:
 
     def _advance(self, state: Float32Array, window: Float32Array) -> None:
         self._state = state
+        self._context = window[-CONTEXT:].copy()
+
+    def _cut_quiet(
+        self, samples: npt.NDArray[np.generic], floor: float | None
+    ) -> list[tuple[Float32Array, int, bool]]:
+        """``_cut``'s windows, each with whether the quiet gate answers it: its peak at
+        most ``floor`` (None: the gate is off) after ``QUIET_AFTER`` such windows in a row."""
+        out = []
+        for window, end in self._cut(samples):
+            quiet = False
+            if floor is not None:
+                if float(np.abs(window).max()) > floor:
+                    self._quiet = 0
+                else:
+                    self._quiet += 1
+                    quiet = self._quiet > QUIET_AFTER
+            out.append((window, end, quiet))
+        return out
+
+    def _pass_quiet(self, window: Float32Array) -> None:
+        """A gated window: the state is kept as it is, the context moves on."""
         self._context = window[-CONTEXT:].copy()
