@@ -92,13 +92,11 @@ class VadRunner:
         has windows in flight.
         """
         out = []
-        for window, end, quiet in stream._cut_quiet(samples, self.quiet_floor):
+        for row, end, quiet in stream._cut(samples, self.quiet_floor):
             if quiet:
-                out.append(self._pass(stream, window, end))
+                out.append(self._pass(end))
                 continue
-            rows = np.concatenate((stream._context, window))[None, :]
-            prob, state = self._infer(rows, stream._state)
-            stream._advance(state, window)
+            prob, stream._state = self._infer(row[None, :], stream._state)
             self.stats.windows_total += 1
             self.stats.batches_total += 1
             out.append((float(prob[0, 0]), end))
@@ -117,11 +115,11 @@ class VadRunner:
             raise RuntimeError("VadRunner is closed")
         loop = asyncio.get_running_loop()
         mine = []
-        for window, end, quiet in stream._cut_quiet(samples, self.quiet_floor):
+        for row, end, quiet in stream._cut(samples, self.quiet_floor):
             done = loop.create_future()
-            item = Window(window, end, done, time.perf_counter(), quiet=quiet)
+            item = Window(row, end, done, time.perf_counter(), quiet=quiet)
             if quiet and not stream._pending:
-                done.set_result(self._pass(stream, window, end)[0])
+                done.set_result(self._pass(end)[0])
             else:
                 stream._pending.append(item)
             mine.append(item)
@@ -152,18 +150,18 @@ class VadRunner:
             raise RuntimeError("VadRunner is closed")
         now = time.perf_counter()
         n = 0
-        for window, end, quiet in stream._cut_quiet(samples, self.quiet_floor):
+        for row, end, quiet in stream._cut(samples, self.quiet_floor):
             if quiet and not stream._pending:
-                deliver(*self._pass(stream, window, end))
+                deliver(*self._pass(end))
                 continue
-            stream._pending.append(Window(window, end, None, now, deliver, fail, quiet))
+            stream._pending.append(Window(row, end, None, now, deliver, fail, quiet))
             n += 1
         if n:
             self._enqueue(stream)
         return n
 
-    def _pass(self, stream: VadStream, window: Float32Array, end: int) -> tuple[float, int]:
-        stream._pass_quiet(window)
+    def _pass(self, end: int) -> tuple[float, int]:
+        """A window the quiet gate answers: 0, and the stream's state stays as it is."""
         self.stats.quiet_total += 1
         return 0.0, end
 
@@ -196,7 +194,7 @@ class VadRunner:
         batch = self._take_batch()
         if not batch or self._loop is None:
             return
-        rows = np.stack([np.concatenate((s._context, w.samples)) for s, w, _ in batch])
+        rows = np.stack([w.row for _, w, _ in batch])
         state = np.concatenate([s._state for s, _, _ in batch], axis=1)
         self._inflight = batch
         if len(batch) <= self.inline_rows:
@@ -252,14 +250,14 @@ class VadRunner:
                 prob = None
                 if result is not None:
                     probs, states = result
-                    s._advance(states[:, i : i + 1, :].copy(), w.samples)
+                    s._state = states[:, i : i + 1, :]  # a view: never written in place
                     prob = float(probs[i, 0])
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
                 landed.append((s, w, gen, prob))
                 while result is not None and s._pending and s._pending[0].quiet:
                     q = s._pending.popleft()  # the gate's windows waiting behind it
-                    landed.append((s, q, gen, self._pass(s, q.samples, q.end_sample)[0]))
+                    landed.append((s, q, gen, self._pass(q.end_sample)[0]))
             if s._pending:
                 self._enqueue(s)
         for s, w, gen, prob in landed:

@@ -15,7 +15,7 @@ import pytest
 from proxy.config import load_config
 from proxy.state import ProxyState
 from proxy.vad import WINDOW, VadRunner
-from proxy.vad_stream import QUIET_AFTER
+from proxy.vad_stream import CONTEXT, QUIET_AFTER
 from shim.audio import Float32Array
 
 FLOOR_DBFS = -60.0
@@ -59,7 +59,7 @@ def test_quiet_windows_after_a_run_of_them_skip_the_model() -> None:
     skip = ref.new_stream()
     x = _signal()
     kept = ref.process_sync(skip, x[: cut * WINDOW])
-    skip._context = x[(20 + QUIET) * WINDOW - 64 : (20 + QUIET) * WINDOW].copy()
+    skip._row[:CONTEXT] = x[(20 + QUIET) * WINDOW - CONTEXT : (20 + QUIET) * WINDOW]
     after = ref.process_sync(skip, x[(20 + QUIET) * WINDOW :])
     assert got[20 + QUIET :] == [(p, end + (QUIET - QUIET_AFTER) * WINDOW) for p, end in after]
     assert kept == want[:cut]
