@@ -5,6 +5,7 @@
     uv run python bench/vad_cost.py --realtime 5    # also N paced sessions for 5 s
     uv run python bench/vad_cost.py --gaps --quiet-gate-dbfs -60   # with silences, gated
     uv run python bench/vad_cost.py --bookkeeping --root OTHER_CHECKOUT  # another version
+    uv run python bench/vad_cost.py --gate-turns --quiet-gate-dbfs -60   # what it changes
 
 CPU is ``time.process_time()`` (all threads of the process, onnxruntime's
 included); wall is ``time.perf_counter()``. "flood" feeds every stream as fast as
@@ -20,6 +21,9 @@ times only the runner's own Python per window (a model that does nothing: cuttin
 batching, stacking, scattering, reporting, with the metrics), 30 streams of 20 ms
 appends with every round's windows in one batch, the CPU clock, the least of 5 runs;
 ``--root`` imports the proxy of another checkout, to compare versions side by side.
+``--gate-turns`` runs the dev corpus, each clip after 2.5 s of digital silence (as
+``bench/sessions.py`` sends it), through Silero and ``shim/vad_gate.py``'s turn
+detection with and without the quiet gate, and lists the events that differ.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soxr
 
 # --root: the proxy of another checkout (read before its imports below).
 sys.path.insert(
@@ -48,6 +53,7 @@ from proxy.config_model import VadConfig
 from proxy.metrics import Metrics
 from proxy.vad import RATE_HZ, VadRunner
 from shim.echo import EchoSuppressor
+from shim.vad_gate import VadGate, VadParams
 
 ROOT = sys.path[0]
 CHUNK = RATE_HZ // 50  # 20 ms, a typical client frame
@@ -174,6 +180,35 @@ async def bookkeeping(rounds: int = 2000, streams: int = 30) -> float:
     return 1e6 * cpu / max(1, got[0])
 
 
+def gate_turns(corpus: Path, dbfs: float) -> dict[str, Any]:
+    """Turn events on the dev corpus with and without the quiet gate at ``dbfs``."""
+    import wave
+
+    clips = json.loads((corpus / "manifest.json").read_text())["clips"]
+    parts = []
+    for clip in clips:
+        with wave.open(str(corpus / clip["file"])) as w:
+            pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32)
+        parts += [soxr.resample(pcm / 32768, w.getframerate(), RATE_HZ), np.zeros(40000)]
+    x = np.concatenate(parts).astype(np.float32)
+
+    def events(quiet: float | None) -> tuple[list[str], VadRunner]:
+        vad = VadRunner(**({} if quiet is None else {"quiet_dbfs": quiet}))
+        gate = VadGate(VadParams())
+        probs = vad.process_sync(vad.new_stream(), x)
+        return [repr(e) for p, end in probs for e in gate.push(p, end)], vad
+
+    (off, plain), (on, gated) = events(None), events(dbfs)
+    return {
+        "windows": plain.stats.windows_total,
+        "inferred_with_gate": gated.stats.windows_total,
+        "events": len(off),
+        "events_with_gate": len(on),
+        "only_without": [e for e in off if e not in on],
+        "only_with": [e for e in on if e not in off],
+    }
+
+
 def bench_echo(seconds: float, echo: bool) -> dict[str, Any]:
     """Echo suppressor while assistant audio plays: with echo in the mic, or without
     it (a client with its own echo cancellation: no lock, no per-bin work)."""
@@ -212,14 +247,19 @@ async def main() -> None:
     ap.add_argument("--quiet-gate-dbfs", type=float, help="the runner's [vad] quiet_gate_dbfs")
     ap.add_argument("--bookkeeping", action="store_true", help="only the runner's own Python")
     ap.add_argument("--root", type=Path, help="import the proxy of this checkout instead")
+    ap.add_argument("--gate-turns", action="store_true", help="turns with and without the gate")
+    ap.add_argument("--corpus", type=Path, default=Path(ROOT).parent / "shared/corpus/dev")
     ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     args = ap.parse_args()
+    global GAPS, QUIET_DBFS
+    GAPS, QUIET_DBFS = args.gaps, args.quiet_gate_dbfs
+    if args.gate_turns:
+        print(json.dumps(gate_turns(args.corpus, QUIET_DBFS or -60.0), indent=1))
+        return
     if args.bookkeeping:
         runs = [await bookkeeping() for _ in range(5)]
         print(json.dumps({"root": ROOT, "runner_us_per_window": round(min(runs), 2)}))
         return
-    global GAPS, QUIET_DBFS
-    GAPS, QUIET_DBFS = args.gaps, args.quiet_gate_dbfs
     counts = [int(s) for s in args.streams.split(",")]
     rows = [bench_sync(args.seconds, args.threads)]
     for n in counts:

@@ -222,8 +222,9 @@ class VadConfig:
         " (no hand-over to the VAD thread and back; the loop waits for them: ~0.3 ms for one"
         " window, ~1.1 ms for 8). 0: every batch on the VAD thread.",
     )
-    # Measured in docs/benchmarks.md ("The quiet gate"): off by default, since Silero's
-    # state then misses the silence and its next onsets can come a window or two apart.
+    # Measured in docs/benchmarks.md ("The VAD's quiet gate"): off by default, since
+    # Silero's state then misses the silence and its turns move (bench/vad_cost.py
+    # --gate-turns).
     quiet_gate_dbfs: float | None = Field(
         default=None,
         ge=-120,

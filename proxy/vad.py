@@ -21,7 +21,7 @@ there a small batch costs less than its hand-over to the thread and back.
 With ``quiet_dbfs`` (``[vad] quiet_gate_dbfs``), a window whose peak is at most that
 level, after ``QUIET_AFTER`` such windows in a row (``proxy/vad_stream.py``), reports
 probability 0 without inference; the state stays as the last window inferred left it
-(docs/benchmarks.md, "The quiet gate", measures what that changes).
+(docs/benchmarks.md, "The VAD's quiet gate", measures what that changes).
 The model itself (its file, the onnxruntime session) is ``proxy/vad_model.py``.
 """
 
