@@ -64,6 +64,7 @@ def start_stack(
     loop: str,
     root: Path = ROOT,
     gather_ms: float | None = None,
+    quiet_dbfs: float | None = None,
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
     """Redis (for N > 1 workers), the reference backend and the proxy; the proxy runs
     from ``root`` (another checkout, to compare versions side by side)."""
@@ -91,7 +92,9 @@ def start_stack(
         # (a checkout from before server.event_loop runs asyncio and knows no such key)
         + (f'event_loop = "{loop}"\n' if root == ROOT or loop != "asyncio" else "")
         + '[auth]\nmode = "none"\n'
-        + ("" if gather_ms is None else f"[vad]\ngather_ms = {gather_ms}\n")
+        + ("" if gather_ms is None and quiet_dbfs is None else "[vad]\n")
+        + ("" if gather_ms is None else f"gather_ms = {gather_ms}\n")
+        + ("" if quiet_dbfs is None else f"quiet_gate_dbfs = {quiet_dbfs}\n")
         + f'{store}[[routes]]\nmodel = "m"\nupstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
         "max_sessions = 5000\n"
     )
@@ -109,16 +112,19 @@ def start_stack(
 
 async def proxy_counts(http: aiohttp.ClientSession, base: str) -> dict[float | str, float]:
     """From the proxy's /metrics: its VAD decision-lag histogram (cumulative bucket
-    counts by bound) and, under "frames_in", the client frames it has read."""
+    counts by bound), under "frames_in" the client frames it has read, under
+    "vad_rows" the windows Silero ran (not those the quiet gate answered)."""
     async with http.get(base + "/metrics") as resp:
         text = await resp.text()
-    out: dict[float | str, float] = {"frames_in": 0.0}
+    out: dict[float | str, float] = {"frames_in": 0.0, "vad_rows": 0.0}
     for line in text.splitlines():
         if line.startswith("duplex_proxy_vad_decision_lag_seconds_bucket{"):
             le = float(line.split('le="', 1)[1].split('"', 1)[0])
             out[le] = out.get(le, 0.0) + float(line.rsplit(" ", 1)[1])
         elif line.startswith('duplex_proxy_frames_total{direction="client_to_upstream"}'):
             out["frames_in"] += float(line.rsplit(" ", 1)[1])
+        elif line.startswith("duplex_proxy_vad_batch_windows_sum"):
+            out["vad_rows"] += float(line.rsplit(" ", 1)[1])
     return out
 
 
@@ -209,6 +215,10 @@ async def ramp(
                         2,
                     ),
                     "mode_has_vad": mode != "passthrough",
+                    # Silero's windows per session-second (31.25 with no quiet gate).
+                    "vad_rows_per_session_s": round(
+                        (hist1["vad_rows"] - hist0["vad_rows"]) / (t1 - t0) / count, 2
+                    ),
                     "backend_cpu_pct": round(100 * (up1 - up0) / (t1 - t0), 1),
                 }
             )
@@ -338,6 +348,9 @@ def main() -> None:
     )
     parser.add_argument("--gather-ms", type=float, help="the proxy's [vad] gather_ms")
     parser.add_argument(
+        "--quiet-gate-dbfs", type=float, help="the proxy's [vad] quiet_gate_dbfs (unset: off)"
+    )
+    parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
     parser.add_argument(
@@ -370,6 +383,7 @@ def main() -> None:
                         loop,
                         args.root.resolve(),
                         args.gather_ms,
+                        args.quiet_gate_dbfs,
                     )
                     try:
                         result = asyncio.run(

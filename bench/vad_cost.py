@@ -3,6 +3,9 @@
     uv run python bench/vad_cost.py                 # table
     uv run python bench/vad_cost.py --json          # one JSON object per row
     uv run python bench/vad_cost.py --realtime 5    # also N paced sessions for 5 s
+    uv run python bench/vad_cost.py --gaps --quiet-gate-dbfs -60   # with silences, gated
+    uv run python bench/vad_cost.py --bookkeeping --root OTHER_CHECKOUT  # another version
+    uv run python bench/vad_cost.py --gate-turns --quiet-gate-dbfs -60   # what it changes
 
 CPU is ``time.process_time()`` (all threads of the process, onnxruntime's
 included); wall is ``time.perf_counter()``. "flood" feeds every stream as fast as
@@ -10,8 +13,17 @@ it can, in 20 ms chunks, in lockstep: the best case for batching. "realtime" pac
 each stream at real time with a random phase, as live sessions arrive: batches
 then hold only the windows that came in during the previous inference. Batches of
 up to ``--inline-rows`` windows run on the event loop's thread, as deployed (the
-config's default; 0: all on the VAD thread). The last rows are the echo
-suppressor's cost while assistant audio is playing.
+config's default; 0: all on the VAD thread). ``--gaps`` follows every 4 s of the
+signal with 2.5 s of digital silence (as ``bench/sessions.py``'s clients send after
+each clip); ``--quiet-gate-dbfs`` sets the runner's ``[vad] quiet_gate_dbfs``. The last
+rows are the echo suppressor's cost while assistant audio is playing. ``--bookkeeping``
+times only the runner's own Python per window (a model that does nothing: cutting,
+batching, stacking, scattering, reporting, with the metrics), 30 streams of 20 ms
+appends with every round's windows in one batch, the CPU clock, the least of 5 runs;
+``--root`` imports the proxy of another checkout, to compare versions side by side.
+``--gate-turns`` runs the dev corpus, each clip after 2.5 s of digital silence (as
+``bench/sessions.py`` sends it), through Silero and ``shim/vad_gate.py``'s turn
+detection with and without the quiet gate, and lists the events that differ.
 """
 
 from __future__ import annotations
@@ -25,24 +37,43 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import soxr
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# --root: the proxy of another checkout (read before its imports below).
+sys.path.insert(
+    0,
+    str(
+        Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
+        if "--root" in sys.argv[:-1]
+        else Path(__file__).resolve().parents[1]
+    ),
+)
 
 from proxy.config_model import VadConfig
+from proxy.metrics import Metrics
 from proxy.vad import RATE_HZ, VadRunner
 from shim.echo import EchoSuppressor
+from shim.vad_gate import VadGate, VadParams
 
+ROOT = sys.path[0]
 CHUNK = RATE_HZ // 50  # 20 ms, a typical client frame
 
 
+GAPS = False  # --gaps: 2.5 s of digital silence after every 4 s
+QUIET_DBFS: float | None = None  # --quiet-gate-dbfs
+
+
 def audio(seconds: float, seed: int) -> np.ndarray[Any, np.dtype[np.float32]]:
-    """Speech-like test signal: content does not change Silero's cost."""
+    """Speech-like test signal: content does not change Silero's cost (without the
+    quiet gate)."""
     rng = np.random.default_rng(seed)
     n = int(seconds * RATE_HZ)
     t = np.arange(n) / RATE_HZ
     x = 0.1 * np.sin(2 * np.pi * 180 * t) * (
         np.sin(2 * np.pi * 3 * t) > 0
     ) + 0.01 * rng.standard_normal(n)
+    if GAPS:
+        x[(t % 6.5) >= 4.0] = 0.0
     return x.astype(np.float32)
 
 
@@ -60,14 +91,18 @@ def row(
     }
     if vad is not None:
         out["mean_batch"] = round(vad.stats.windows_total / max(1, vad.stats.batches_total), 1)
+        # Windows Silero ran, of all cut (the quiet gate answers the rest).
+        out["inferred_pct"] = round(
+            100 * vad.stats.windows_total / max(1, vad.stats.windows_total + vad.stats.quiet_total)
+        )
     return out
 
 
 def bench_sync(seconds: float, threads: int) -> dict[str, Any]:
-    vad = VadRunner(threads=threads)
+    vad = VadRunner(threads=threads, **_gate())
     x, stream = audio(seconds, 0), vad.new_stream()
     vad.process_sync(stream, x[: CHUNK * 10])  # warm up
-    vad.stats.windows_total = vad.stats.batches_total = 0
+    vad.stats.windows_total = vad.stats.batches_total = vad.stats.quiet_total = 0
     c0, w0 = time.process_time(), time.perf_counter()
     for lo in range(0, x.size, CHUNK):
         vad.process_sync(stream, x[lo : lo + CHUNK])
@@ -84,11 +119,15 @@ async def bench_async(
     inline_rows: int = VadConfig().inline_rows,
 ) -> dict[str, Any]:
     vad = VadRunner(
-        threads=threads, max_batch=max_batch, gather_ms=gather_ms, inline_rows=inline_rows
+        threads=threads,
+        max_batch=max_batch,
+        gather_ms=gather_ms,
+        inline_rows=inline_rows,
+        **_gate(),
     )
     signals = [audio(seconds, i) for i in range(n)]
     await vad.process(vad.new_stream(), signals[0][: CHUNK * 10])  # warm up
-    vad.stats.windows_total = vad.stats.batches_total = 0
+    vad.stats.windows_total = vad.stats.batches_total = vad.stats.quiet_total = 0
     rng = np.random.default_rng(1)
 
     async def session(x: np.ndarray[Any, np.dtype[np.float32]]) -> None:
@@ -107,6 +146,67 @@ async def bench_async(
     mode += f", gather {gather_ms:g} ms" if gather_ms else ""
     mode += f", inline <= {inline_rows}" if inline_rows else ", all on the thread"
     return row(mode, n, seconds, cpu, wall, vad)
+
+
+def _gate() -> dict[str, Any]:
+    """The runner's quiet gate, named only when set (an older checkout has none)."""
+    return {} if QUIET_DBFS is None else {"quiet_dbfs": QUIET_DBFS}
+
+
+async def bookkeeping(rounds: int = 2000, streams: int = 30) -> float:
+    """The runner's Python per window, in µs of CPU: a model that does nothing."""
+    vad = VadRunner(gather_ms=0, inline_rows=64, metrics=Metrics())
+
+    def nothing(rows: Any, state: Any) -> Any:
+        return np.zeros((rows.shape[0], 1), np.float32), state.copy()
+
+    vad._infer = nothing  # type: ignore[method-assign]
+    chunk = audio(0.02, 0)
+    ss = [vad.new_stream() for _ in range(streams)]
+    got = [0]
+
+    def deliver(prob: float, end: int) -> None:
+        got[0] += 1
+
+    c0 = time.process_time()
+    for _ in range(rounds):
+        for s in ss:
+            vad.submit(s, chunk, deliver)
+        await asyncio.sleep(0)  # the round's batch runs here (no gather)
+        await asyncio.sleep(0)
+    await asyncio.sleep(0.01)
+    cpu = time.process_time() - c0
+    await vad.close()
+    return 1e6 * cpu / max(1, got[0])
+
+
+def gate_turns(corpus: Path, dbfs: float) -> dict[str, Any]:
+    """Turn events on the dev corpus with and without the quiet gate at ``dbfs``."""
+    import wave
+
+    clips = json.loads((corpus / "manifest.json").read_text())["clips"]
+    parts = []
+    for clip in clips:
+        with wave.open(str(corpus / clip["file"])) as w:
+            pcm = np.frombuffer(w.readframes(w.getnframes()), "<i2").astype(np.float32)
+        parts += [soxr.resample(pcm / 32768, w.getframerate(), RATE_HZ), np.zeros(40000)]
+    x = np.concatenate(parts).astype(np.float32)
+
+    def events(quiet: float | None) -> tuple[list[str], VadRunner]:
+        vad = VadRunner(**({} if quiet is None else {"quiet_dbfs": quiet}))
+        gate = VadGate(VadParams())
+        probs = vad.process_sync(vad.new_stream(), x)
+        return [repr(e) for p, end in probs for e in gate.push(p, end)], vad
+
+    (off, plain), (on, gated) = events(None), events(dbfs)
+    return {
+        "windows": plain.stats.windows_total,
+        "inferred_with_gate": gated.stats.windows_total,
+        "events": len(off),
+        "events_with_gate": len(on),
+        "only_without": [e for e in off if e not in on],
+        "only_with": [e for e in on if e not in off],
+    }
 
 
 def bench_echo(seconds: float, echo: bool) -> dict[str, Any]:
@@ -143,8 +243,23 @@ async def main() -> None:
         default=VadConfig().inline_rows,
         help="batches of at most this many windows run on the loop's thread (0: none)",
     )
+    ap.add_argument("--gaps", action="store_true", help="2.5 s of silence after every 4 s")
+    ap.add_argument("--quiet-gate-dbfs", type=float, help="the runner's [vad] quiet_gate_dbfs")
+    ap.add_argument("--bookkeeping", action="store_true", help="only the runner's own Python")
+    ap.add_argument("--root", type=Path, help="import the proxy of this checkout instead")
+    ap.add_argument("--gate-turns", action="store_true", help="turns with and without the gate")
+    ap.add_argument("--corpus", type=Path, default=Path(ROOT).parent / "shared/corpus/dev")
     ap.add_argument("--json", action="store_true", help="JSON lines instead of a table")
     args = ap.parse_args()
+    global GAPS, QUIET_DBFS
+    GAPS, QUIET_DBFS = args.gaps, args.quiet_gate_dbfs
+    if args.gate_turns:
+        print(json.dumps(gate_turns(args.corpus, QUIET_DBFS or -60.0), indent=1))
+        return
+    if args.bookkeeping:
+        runs = [await bookkeeping() for _ in range(5)]
+        print(json.dumps({"root": ROOT, "runner_us_per_window": round(min(runs), 2)}))
+        return
     counts = [int(s) for s in args.streams.split(",")]
     rows = [bench_sync(args.seconds, args.threads)]
     for n in counts:
@@ -167,7 +282,7 @@ async def main() -> None:
         for r in rows:
             print(json.dumps(r))
         return
-    cols = list(dict.fromkeys([*rows[0], "mean_batch"]))
+    cols = list(dict.fromkeys([*rows[0], "mean_batch", "inferred_pct"]))
     print("  ".join(f"{c:>22}" for c in cols))
     for r in rows:
         print("  ".join(f"{r.get(c, ''):>22}" for c in cols))

@@ -222,6 +222,17 @@ class VadConfig:
         " (no hand-over to the VAD thread and back; the loop waits for them: ~0.3 ms for one"
         " window, ~1.1 ms for 8). 0: every batch on the VAD thread.",
     )
+    # Measured in docs/benchmarks.md ("The VAD's quiet gate"): off by default, since
+    # Silero's state then misses the silence and its turns move (bench/vad_cost.py
+    # --gate-turns).
+    quiet_gate_dbfs: float | None = Field(
+        default=None,
+        ge=-120,
+        le=-40,
+        description="Audio windows whose peak stays at or below this level (dBFS), after"
+        " 0.5 s of such windows, count as silence without running Silero (less CPU in"
+        " silence; the model's state skips them). Unset: every window runs the model.",
+    )
 
 
 @dataclass(frozen=True, slots=True, config=SECTION)

@@ -31,6 +31,7 @@ RESTART_KEYS = (
     ("vad", "max_batch"),
     ("vad", "threads"),
     ("vad", "inline_rows"),
+    ("vad", "quiet_gate_dbfs"),
     ("web", "enabled"),
 )
 Fingerprint = tuple[int, int, int, int] | None

@@ -77,5 +77,6 @@ class ProxyState:
                 metrics=self.metrics,
                 gather_ms=self.config.vad.gather_ms,
                 inline_rows=self.config.vad.inline_rows,
+                quiet_dbfs=self.config.vad.quiet_gate_dbfs,
             )
         return self.vad

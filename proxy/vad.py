@@ -18,44 +18,30 @@ Inference runs on one long-lived thread (``proxy/vad_thread.py``; onnxruntime re
 the GIL) so the event loop does not block on it, except for batches of at most
 ``inline_rows`` windows (``[vad] inline_rows``), which run on the loop's thread:
 there a small batch costs less than its hand-over to the thread and back.
-
-The model file comes from the ``silero-vad`` wheel, located without importing
-``silero_vad`` (that imports torch, which this project never installs).
+With ``quiet_dbfs`` (``[vad] quiet_gate_dbfs``), a window whose peak is at most that
+level, after ``QUIET_AFTER`` such windows in a row (``proxy/vad_stream.py``), reports
+probability 0 without inference; the state stays as the last window inferred left it
+(docs/benchmarks.md, "The VAD's quiet gate", measures what that changes).
+The model itself (its file, the onnxruntime session) is ``proxy/vad_model.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.metadata
 import time
 from collections import deque
-from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import onnxruntime as ort
 
 from proxy.metrics import Metrics
+from proxy.vad_model import SileroModel, default_model_path
 from proxy.vad_stream import RATE_HZ, WINDOW, Deliver, Fail, Float32Array, VadStream, Window
 from proxy.vad_thread import InferenceThread, Result
 
-_SR = np.array(RATE_HZ, dtype=np.int64)
 Batch = list[tuple[VadStream, Window, int]]  # each stream's head window, its generation
 __all__ = ["RATE_HZ", "WINDOW", "VadRunner", "VadStream", "default_model_path"]
-
-
-def default_model_path() -> str:
-    """The ONNX file in the silero-vad wheel, the one ``load_silero_vad(onnx=True)`` loads."""
-    dist = importlib.metadata.distribution("silero-vad")
-    return str(dist.locate_file("silero_vad/data/silero_vad.onnx"))
-
-
-@dataclass(slots=True)
-class VadStats:
-    windows_total: int = 0
-    batches_total: int = 0
-    infer_seconds_total: float = 0.0  # wall time inside onnxruntime
 
 
 class VadRunner:
@@ -70,27 +56,21 @@ class VadRunner:
         metrics: Metrics | None = None,
         gather_ms: float = 0.0,
         inline_rows: int = 8,
+        quiet_dbfs: float | None = None,
     ) -> None:
         if max_batch < 1:
             raise ValueError("max_batch must be at least 1")
-        opts = ort.SessionOptions()
-        opts.intra_op_num_threads = threads
-        opts.inter_op_num_threads = 1
-        opts.log_severity_level = 3  # errors only: no warnings on stderr per session
-        self._session = ort.InferenceSession(
-            model_path or default_model_path(),
-            sess_options=opts,
-            providers=["CPUExecutionProvider"],
-        )
+        self._model = SileroModel(model_path, threads, metrics)
         self.max_batch = max_batch
         # Before each inference, wait this long for more sessions' windows (see _run).
         self.gather_s = gather_ms / 1000
-        self.stats = VadStats()
+        self.stats = self._model.stats
         self._metrics = metrics
         self._ready: deque[VadStream] = deque()  # streams with queued windows, not in a batch
         self._queued: set[int] = set()  # ids of streams in _ready or in the running batch
         # Batches of up to this many windows run on the loop's thread (see _launch).
         self.inline_rows = inline_rows
+        self.quiet_floor = None if quiet_dbfs is None else 10 ** (quiet_dbfs / 20)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | asyncio.Handle | None = None  # the next batch
         self._thread: InferenceThread | None = None
@@ -101,14 +81,7 @@ class VadRunner:
         return VadStream()
 
     def _infer(self, rows: Float32Array, state: Float32Array) -> Result:
-        t0 = time.perf_counter()
-        prob, new_state = self._session.run(None, {"input": rows, "state": state, "sr": _SR})
-        took = time.perf_counter() - t0
-        self.stats.infer_seconds_total += took
-        if self._metrics is not None:
-            self._metrics.vad_inference.observe(took)
-            self._metrics.vad_batch_size.observe(rows.shape[0])
-        return np.asarray(prob, dtype=np.float32), np.asarray(new_state, dtype=np.float32)
+        return self._model.infer(rows, state)
 
     def process_sync(
         self, stream: VadStream, samples: npt.NDArray[np.generic]
@@ -119,10 +92,11 @@ class VadRunner:
         has windows in flight.
         """
         out = []
-        for window, end in stream._cut(samples):
-            rows = np.concatenate((stream._context, window))[None, :]
-            prob, state = self._infer(rows, stream._state)
-            stream._advance(state, window)
+        for row, end, quiet in stream._cut(samples, self.quiet_floor):
+            if quiet:
+                out.append(self._pass(end))
+                continue
+            prob, stream._state = self._infer(row[None, :], stream._state)
             self.stats.windows_total += 1
             self.stats.batches_total += 1
             out.append((float(prob[0, 0]), end))
@@ -141,13 +115,18 @@ class VadRunner:
             raise RuntimeError("VadRunner is closed")
         loop = asyncio.get_running_loop()
         mine = []
-        for window, end in stream._cut(samples):
-            item = Window(window, end, loop.create_future(), time.perf_counter())
-            stream._pending.append(item)
+        for row, end, quiet in stream._cut(samples, self.quiet_floor):
+            done = loop.create_future()
+            item = Window(row, end, done, time.perf_counter(), quiet=quiet)
+            if quiet and not stream._pending:
+                done.set_result(self._pass(end)[0])
+            else:
+                stream._pending.append(item)
             mine.append(item)
         if not mine:
             return []
-        self._enqueue(stream)
+        if stream._pending:
+            self._enqueue(stream)
         out = []
         for item in mine:
             assert item.done is not None
@@ -165,17 +144,26 @@ class VadRunner:
     ) -> int:
         """Like ``process``, but each window's result goes to ``deliver(prob, end)``
         when its batch ends, in order; windows dropped by a reset never report; a
-        failed inference goes to ``fail(error)``. Returns the windows queued."""
+        failed inference goes to ``fail(error)``. Returns the windows queued: a window
+        the quiet gate answers with nothing queued before it reports before this returns."""
         if self._closed:
             raise RuntimeError("VadRunner is closed")
         now = time.perf_counter()
         n = 0
-        for window, end in stream._cut(samples):
-            stream._pending.append(Window(window, end, None, now, deliver, fail))
+        for row, end, quiet in stream._cut(samples, self.quiet_floor):
+            if quiet and not stream._pending:
+                deliver(*self._pass(end))
+                continue
+            stream._pending.append(Window(row, end, None, now, deliver, fail, quiet))
             n += 1
         if n:
             self._enqueue(stream)
         return n
+
+    def _pass(self, end: int) -> tuple[float, int]:
+        """A window the quiet gate answers: 0, and the stream's state stays as it is."""
+        self.stats.quiet_total += 1
+        return 0.0, end
 
     def _enqueue(self, stream: VadStream) -> None:
         loop = asyncio.get_running_loop()
@@ -206,7 +194,7 @@ class VadRunner:
         batch = self._take_batch()
         if not batch or self._loop is None:
             return
-        rows = np.stack([np.concatenate((s._context, w.samples)) for s, w, _ in batch])
+        rows = np.stack([w.row for _, w, _ in batch])
         state = np.concatenate([s._state for s, _, _ in batch], axis=1)
         self._inflight = batch
         if len(batch) <= self.inline_rows:
@@ -262,11 +250,14 @@ class VadRunner:
                 prob = None
                 if result is not None:
                     probs, states = result
-                    s._advance(states[:, i : i + 1, :].copy(), w.samples)
+                    s._state = states[:, i : i + 1, :]  # a view: never written in place
                     prob = float(probs[i, 0])
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
                 landed.append((s, w, gen, prob))
+                while result is not None and s._pending and s._pending[0].quiet:
+                    q = s._pending.popleft()  # the gate's windows waiting behind it
+                    landed.append((s, q, gen, self._pass(q.end_sample)[0]))
             if s._pending:
                 self._enqueue(s)
         for s, w, gen, prob in landed:

@@ -1,7 +1,11 @@
 """One session's side of the batched Silero VAD (``proxy/vad.py``): its recurrent
 state, the 64-sample context Silero v5+ expects in front of each 512-sample window
 (see ``OnnxWrapper.__call__`` in ``silero_vad/utils_vad.py``), the samples left over
-that do not yet fill a window, and its windows waiting for a batch."""
+that do not yet fill a window, and its windows waiting for a batch.
+
+The context is the previous window's last samples, known as soon as that window is
+cut: each window is cut as the row the model reads (context, then window), filled in
+place as samples come, so a batch only stacks its rows."""
 
 from __future__ import annotations
 
@@ -19,6 +23,7 @@ RATE_HZ = 16000
 WINDOW = 512  # samples per Silero window at 16 kHz (32 ms)
 CONTEXT = 64  # samples of the previous window Silero v5+ prepends
 STATE_SHAPE = (2, 1, 128)
+QUIET_AFTER = 16  # quiet windows (~0.5 s) inferred before the quiet gate answers the next
 
 Float32Array = npt.NDArray[np.float32]
 # Where a window submitted with ``VadRunner.submit`` reports: (probability, end sample).
@@ -28,7 +33,7 @@ Fail = Callable[[Exception], None]
 
 @dataclass(slots=True)
 class Window:
-    samples: Float32Array  # WINDOW samples
+    row: Float32Array  # CONTEXT + WINDOW samples: the model's input row
     end_sample: int
     # Its result goes to exactly one of these: a future (``process``; None: dropped by
     # a reset) or a callback (``submit``; a dropped window never reports, a failed
@@ -37,6 +42,9 @@ class Window:
     queued_at: float = 0.0  # perf_counter when queued, for the decision-lag metric
     deliver: Deliver | None = None
     fail: Fail | None = None
+    # Below the runner's quiet floor after a run of quiet windows: reported as 0 without
+    # inference once the windows ahead of it have landed (``VadRunner`` ``quiet_dbfs``).
+    quiet: bool = False
 
     def dropped(self) -> None:
         if self.done is not None and not self.done.done():
@@ -58,7 +66,7 @@ class Window:
 class VadStream:
     """One session's Silero state. Create with ``VadRunner.new_stream()``."""
 
-    __slots__ = ("_buf", "_context", "_fed", "_generation", "_pending", "_state")
+    __slots__ = ("_fed", "_fill", "_generation", "_pending", "_quiet", "_row", "_state")
 
     def __init__(self) -> None:
         self._generation = 0  # bumped by reset(): results of older windows are dropped
@@ -83,27 +91,43 @@ class VadStream:
         """
         self._generation += 1
         self._state = np.zeros(STATE_SHAPE, dtype=np.float32)
-        self._context = np.zeros(CONTEXT, dtype=np.float32)
-        self._buf = np.zeros(0, dtype=np.float32)
+        # The next row: the context, then the window's first ``_fill`` samples.
+        self._row = np.zeros(CONTEXT + WINDOW, dtype=np.float32)
+        self._fill = 0
         self._fed = 0  # samples cut into windows since creation/reset
+        self._quiet = 0  # quiet windows cut in a row (see VadRunner's quiet_dbfs)
         while self._pending:
             self._pending.popleft().dropped()
 
-    def _cut(self, samples: npt.NDArray[np.generic]) -> list[tuple[Float32Array, int]]:
-        """Buffer ``samples``; return the complete windows with their end samples."""
+    def _cut(
+        self, samples: npt.NDArray[np.generic], floor: float | None = None
+    ) -> list[tuple[Float32Array, int, bool]]:
+        """Buffer ``samples``; return the rows of the windows they complete, each with
+        its end sample and whether the quiet gate answers it: its peak at most ``floor``
+        (None: the gate is off) after ``QUIET_AFTER`` such windows in a row."""
         if samples.dtype == np.int16:
             chunk = int16_to_float(samples.astype(np.int16, copy=False))
         else:
             chunk = np.asarray(samples, dtype=np.float32).reshape(-1)
-        data = np.concatenate((self._buf, chunk)) if self._buf.size else chunk
-        n = data.size // WINDOW
-        windows = []
-        for i in range(n):
+        out = []
+        row, fill, at, size = self._row, self._fill, 0, chunk.size
+        while at < size:
+            take = min(WINDOW - fill, size - at)
+            row[CONTEXT + fill : CONTEXT + fill + take] = chunk[at : at + take]
+            fill += take
+            at += take
+            if fill < WINDOW:
+                break
             self._fed += WINDOW
-            windows.append((np.ascontiguousarray(data[i * WINDOW : (i + 1) * WINDOW]), self._fed))
-        self._buf = data[n * WINDOW :].copy()
-        return windows
-
-    def _advance(self, state: Float32Array, window: Float32Array) -> None:
-        self._state = state
-        self._context = window[-CONTEXT:].copy()
+            quiet = False
+            if floor is not None:
+                if float(np.abs(row[CONTEXT:]).max()) > floor:
+                    self._quiet = 0
+                else:
+                    self._quiet += 1
+                    quiet = self._quiet > QUIET_AFTER
+            out.append((row.copy(), self._fed, quiet))
+            row[:CONTEXT] = row[WINDOW:]  # the next window's context
+            fill = 0
+        self._fill = fill
+        return out

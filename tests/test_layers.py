@@ -121,6 +121,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         [
             "proxy.vad_stream",
             "proxy.vad_thread",
+            "proxy.vad_model",
             "proxy.vad",
             "proxy.ws_heartbeat",
             "proxy.ws_raw",

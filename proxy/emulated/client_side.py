@@ -38,6 +38,9 @@ class ClientSide:
         self.own_done = native and mode == "duplex_emulated"
         self.journal = journal
         self.metrics = metrics
+        # Looked up once: a label lookup per event cost as much as the count.
+        self._frames_out = metrics.frames.labels("upstream_to_client")
+        self._bytes_out = metrics.bytes.labels("upstream_to_client")
         self.mode = mode
         self.latency = TurnLatency(metrics, mode)
         self.attached: Attach | None = None
@@ -71,8 +74,8 @@ class ClientSide:
             if held is not None and self.attached is not None:
                 held.ended(self.journal.seq)  # (a client attached later: ``replaying``)
         if self.attached is not None:
-            self.metrics.frames.labels("upstream_to_client").inc()
-            self.metrics.bytes.labels("upstream_to_client").inc(len(text))
+            self._frames_out.inc()
+            self._bytes_out.inc(len(text))
             if held is None or held.clear:
                 client = self.attached.client
                 # Written at once when nothing waits before it (no writer task wakeup).

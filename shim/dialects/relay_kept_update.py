@@ -24,6 +24,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
+
 from shim.actions import Action, SendUpstream
 from shim.dialects.relay_kept_settings import (
     SETTINGS,
@@ -194,6 +196,9 @@ class KeptSettings:
 
     _last: dict[str, Any] | None = None
     _folded: dict[str, Any] | None = None
+    # The last fold ``kept_update`` made: what ``_last`` was then (as JSON: 1, 1.0 and
+    # true differ there), the ``_folded`` it went over, and the result.
+    _kept: tuple[bytes, dict[str, Any] | None, dict[str, Any]] | None = None
 
     @property
     def last_update(self) -> dict[str, Any] | None:
@@ -221,8 +226,19 @@ class KeptSettings:
     def kept_update(self) -> dict[str, Any] | None:
         """Every update folded into one, the last as it stands now (the GA relay states
         a fresh upstream's input in it: ``relay_upstream_audio.py``); folding the same
-        update again changes nothing else."""
-        return None if self._last is None else folded(self._last, self._folded)
+        update again changes nothing else. Folded again only when either has changed
+        (``_last`` may change in place: ``relay_upstream_audio.py``): every checkpoint
+        reads it, and a fold is most of a relay's snapshot."""
+        if self._last is None:
+            return None
+        try:
+            key = orjson.dumps(self._last)
+        except TypeError:  # not JSON: folded each time
+            return folded(self._last, self._folded)
+        kept = self._kept
+        if kept is None or kept[0] != key or kept[1] is not self._folded:
+            kept = self._kept = (key, self._folded, folded(self._last, self._folded))
+        return copy.deepcopy(kept[2])  # the caller's own: the cached one stays as made
 
 
 def opening(kept: dict[str, Any] | None) -> dict[str, Any] | None:
