@@ -153,8 +153,10 @@ class AssistantOutput:
         start = resp.playback.add_audio(action.n_samples, now)
         if self.echo is not None and action.far16 is not None:
             # Where this audio will sound in the mic timeline, if the client plays it
-            # as soon as its buffer reaches it.
-            at = self._history.end + int((start - now) * VAD_RATE / 1000)
+            # as soon as its buffer reaches it: past the newest input by what the client
+            # has captured and not yet sent (``shim/echo_clock.py``).
+            end = self._history.end
+            at = end + self.echo.far.clock.lead(end, now) + int((start - now) * VAD_RATE / 1000)
             self.echo.add_far(action.far16, max(0, at))
         return action
 
