@@ -57,10 +57,14 @@ def run(
     decision_ms: int | None,
     play_after_ms: int = PLAY_AFTER_MS,
     uplink_stall: tuple[int, int] | None = None,
+    backlog: tuple[int, int] | None = None,
 ) -> Replay:
     """One case. ``uplink_stall`` (every, length ms): from the answer's first audio on,
     the microphone's chunks are captured on time but sent ``length`` ms late out of every
-    ``every`` (a congested uplink, a busy client thread), then all at once."""
+    ``every`` (a congested uplink, a busy client thread), then all at once. ``backlog``
+    (period, most ms): the upstream's events are stamped when they arrived, up to
+    ``most`` ms before the session handles and sends them, the lag growing over each
+    ``period`` (a session loop behind, as the edge's is under load)."""
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
@@ -94,7 +98,10 @@ def run(
                     reply_pos += CHUNK
                     ev = {"type": "response.output_audio.delta", "sample_rate_hz": RATE}
                     ev["audio"] = b64encode(chunk.tobytes())
-                    actions += s.handle(UpstreamEvent(ev, "", now))
+                    arrived = now
+                    if backlog is not None and first_delta is not None:
+                        arrived -= backlog[1] * ((now - first_delta) % backlog[0]) / backlog[0]
+                    actions += s.handle(UpstreamEvent(ev, "", arrived))
                 else:
                     done = {"type": "response.output_audio.done"}
                     actions += s.handle(UpstreamEvent(done, "", now))

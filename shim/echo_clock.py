@@ -16,6 +16,13 @@ the capture. A client on time leads by nothing (``SLACK_MS``); one sending 500 m
 chunks leads by the time since the last one arrived. A gap longer than the window is
 taken for a client that stopped sending (its samples resume where they stopped), not
 for lateness.
+
+The audio itself is placed from when it is sent, not from when it arrived: the edge
+stamps an upstream event as it arrives, and a session loop that is behind (waiting on
+the VAD's bounded queue, under load) handles and sends it later, by a lag that grows
+and shrinks. The client starts each delta when it gets it or when its queue runs out,
+so the playback the far audio follows (``play``) runs on the send time: no earlier
+than the newest input stamp handled (``sent``), as inputs are handled in order.
 Sans-I/O: arrival times are inputs (ms).
 """
 
@@ -38,9 +45,26 @@ class MicClock:
         self.window_ms = window_ms
         # (arrival ms, offset ms), offsets increasing: the least of the window first.
         self._lows: deque[tuple[float, float]] = deque()
+        self.latest_ms = float("-inf")  # the newest microphone stamp handled
+        self._item: str | None = None  # the item whose audio ``play`` follows
+        self._play_end = 0.0  # when the client runs out of it, on the send time
+
+    def sent(self, now_ms: float) -> float:
+        """When output handled now goes out: its own stamp may be its arrival's."""
+        return max(now_ms, self.latest_ms)
+
+    def play(self, item_id: str, sent_ms: float, duration_ms: float) -> float:
+        """Audio of ``item_id`` sent at ``sent_ms``: when the client starts playing it
+        (as soon as it has it, or once what it queued before has played)."""
+        if item_id != self._item:
+            self._item, self._play_end = item_id, 0.0
+        start = max(self._play_end, sent_ms)
+        self._play_end = start + duration_ms
+        return start
 
     def heard(self, end_sample: int, now_ms: float) -> None:
         """Input up to ``end_sample`` (exclusive) arrived at ``now_ms``."""
+        self.latest_ms = max(self.latest_ms, now_ms)
         offset = now_ms - end_sample * 1000.0 / VAD_RATE
         while self._lows and self._lows[-1][1] >= offset:
             self._lows.pop()

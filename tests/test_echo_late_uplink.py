@@ -1,4 +1,5 @@
-"""The answer's echo from a client whose microphone arrives late is still its echo.
+"""The answer's echo is still its echo when the microphone arrives late, or the answer
+goes out late.
 
 A client that sends its microphone in 300-500 ms chunks (or over a stalling uplink)
 captures on time but delivers late. The answer's audio used to be placed for echo
@@ -7,7 +8,12 @@ client was behind was placed up to a chunk early: its echo came back later than 
 suppressor's lock, passed as the user's voice, held the answer and, at -10 dB, cut it
 (``shim/echo_clock.py``). Replayed in audio time through the session core with real
 Silero (``bench/bargein_replay.py``), the dev corpus's question and answer, the chunks
-captured on time and sent late from the answer's first audio on."""
+captured on time and sent late from the answer's first audio on.
+
+Likewise a session loop that is behind (under load, waiting on the VAD's bounded
+queue) sends the upstream's audio later than the edge stamped it on arrival, by a lag
+that grows and shrinks: the audio was placed from that stamp, ahead of where the client
+played it, and its echo held the answer (and, through a room, cut it)."""
 
 from __future__ import annotations
 
@@ -40,6 +46,18 @@ def test_echo_sent_late_in_big_chunks_never_holds_the_answer(
     assert r.interrupted_ms is None and r.cut_ms is None
 
 
+@pytest.mark.parametrize("backlog", [(2000, 600), (1000, 300)], ids=["600ms", "300ms"])
+def test_echo_of_audio_sent_after_its_arrival_stamp_never_holds_the_answer(
+    backlog: tuple[int, int],
+) -> None:
+    prompt = read_wav(CORPUS / prompt_clip(CORPUS))
+    case = next(c for c in build_cases(CORPUS, ["replay"]) if c.name == "echo-10dB_120ms")
+    r = run(case, prompt, VadRunner(), None, backlog=backlog)
+    held = [w["t"] for w in r.windows if w["holding"]]
+    assert not held, f"held the answer at {held[0]} ms"
+    assert r.interrupted_ms is None and r.cut_ms is None
+
+
 def test_a_barge_in_sent_late_in_big_chunks_still_cuts_the_answer() -> None:
     prompt = read_wav(CORPUS / prompt_clip(CORPUS))
     case = next(c for c in build_cases(CORPUS, ["replay"]) if c.name == "utt01_clean.wav")
@@ -60,3 +78,14 @@ def test_the_clock_leads_by_what_a_late_client_has_captured_and_not_sent() -> No
     assert clock.lead(48000, 3400.0) == 16 * (400 - 20)  # 400 ms captured since, less slack
     # Nothing for longer than the window: a client that stopped sending, not a late one.
     assert clock.lead(48000, 3000.0 + 1001) == 0
+
+
+def test_audio_goes_out_no_earlier_than_the_newest_input_handled() -> None:
+    from shim.echo_clock import MicClock
+
+    clock = MicClock()
+    clock.heard(320, 1000.0)
+    assert clock.sent(900.0) == 1000.0  # stamped on arrival, handled after that input
+    assert clock.play("a", 1000.0, 80.0) == 1000.0
+    assert clock.play("a", 1010.0, 80.0) == 1080.0  # queued behind the first delta
+    assert clock.play("b", 1020.0, 80.0) == 1020.0  # another item starts afresh
