@@ -7,7 +7,7 @@ it is captured. A client that sends its microphone late (in 200-500 ms chunks, o
 congested uplink, from a busy thread) is behind by up to that much, and by a varying
 amount: the answer's audio sent meanwhile was placed that much early, its echo came
 back that much later than the suppressor's lock, or beyond its delay search, and passed
-as the user's voice (``docs/fidelity.md``, echo).
+as the user's voice (``docs/benchmarks.md``, "The answer's echo in real time").
 
 The clock tells how far the capture has gone beyond the newest sample received: each
 chunk's offset is its arrival time less its end's time on the timeline, and the least
