@@ -46,13 +46,14 @@ import numpy as np
 import pybase64
 from bargein_cases import FALSE_CLASSES, RATE, Case, build_cases, prompt_clip, read_wav
 from bargein_report import plot_sweep, render, summarize
-from echo_path import EchoPath
+from bargein_speaker import Speaker
 from processes import ROOT, proxy_replica, reference_backend, route, stop_all
 
 CHUNK_MS = 20
 CHUNK = RATE * CHUNK_MS // 1000
 PLAY_AFTER_MS = 1000  # the clip starts this far into the assistant's answer
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
+LATE_MS = 100  # a client whose microphone falls further behind is reported as late
 OVERLAP_EVENTS = os.environ.get("BARGEIN_OVERLAP_EVENTS") == "1"  # record paused/resumed
 
 
@@ -66,60 +67,10 @@ class Outcome:
     stop_ms: float | None = None
     error: str | None = None
     notes: list[str] = field(default_factory=list)
-
-
-class Speaker:
-    """The client's loudspeaker: plays received assistant audio on a real-time clock."""
-
-    def __init__(self) -> None:
-        self.audio = np.zeros(0, dtype=np.float32)
-        self.start: float | None = None  # wall time the first sample played
-        self.play_end = 0.0
-        self.received = 0  # samples of assistant audio received
-
-    def add(self, pcm: np.ndarray, now: float) -> None:
-        if self.start is None:
-            self.start = now
-        begin = max(self.play_end, now)
-        # Write at the position it will play (gaps are silence).
-        pos = int((begin - self.start) * RATE)
-        need = pos + pcm.size
-        if need > self.audio.size:
-            self.audio = np.concatenate([self.audio, np.zeros(need - self.audio.size, np.float32)])
-        self.audio[pos:need] = pcm
-        self.play_end = begin + pcm.size / RATE
-        self.received += pcm.size
-
-    def played_ms(self, now: float) -> int:
-        """Assistant audio played so far (not wall time: pauses in the stream are not
-        audio), as a GA client reports it in ``conversation.item.truncate``."""
-        queued = max(0.0, self.play_end - now) * RATE
-        return max(0, int((self.received - queued) * 1000 / RATE))
-
-    def clear(self) -> None:
-        now = time.monotonic()
-        self.received -= int(max(0.0, self.play_end - now) * RATE)  # flushed, never played
-        self.play_end = 0.0
-        if self.start is not None:
-            self.audio = self.audio[: int((time.monotonic() - self.start) * RATE)]
-
-    def echo(self, t0: float, n: int, path: EchoPath | None) -> np.ndarray:
-        """What the microphone picks up of the speaker from wall time t0, for n samples:
-        the speaker's output itself, or through ``path`` (a loudspeaker in a room)."""
-        if path is None:
-            return self.heard(t0, n)
-        return path.render(self.heard(t0 - path.history / RATE, n + path.history), n)
-
-    def heard(self, t0: float, n: int) -> np.ndarray:
-        """What the speaker emits from wall time t0 for n samples."""
-        out = np.zeros(n, dtype=np.float32)
-        if self.start is None:
-            return out
-        pos = int((t0 - self.start) * RATE)
-        lo, hi = max(pos, 0), min(pos + n, self.audio.size)
-        if hi > lo:
-            out[lo - pos : hi - pos] = self.audio[lo:hi]
-        return out
+    # How far behind real time the client's microphone went out at worst: a late
+    # microphone carries the answer's echo late (no real client's does), so a case
+    # whose client fell behind (over ``LATE_MS``) does not measure the proxy.
+    late_ms: float = 0.0
 
 
 async def run_case(
@@ -225,6 +176,7 @@ async def run_case(
                         t_chunk - case.echo_delay_ms / 1000, CHUNK, case.echo_path
                     )
                 pcm = np.clip(mic, -32768, 32767).astype("<i2").tobytes()
+                out.late_ms = max(out.late_ms, (time.monotonic() - t_chunk) * 1000)
                 await ws.send_str(
                     json.dumps(
                         {
@@ -355,13 +307,23 @@ def main() -> int:
                 "stop_ms": r.stop_ms,
                 "error": r.error,
                 "notes": r.notes,
+                "client_late_ms": round(r.late_ms),
             }
             for r in results
         ],
+        "client_late_ms_max": round(max((r.late_ms for r in results), default=0.0)),
+        "client_late_cases": sum(r.late_ms > LATE_MS for r in results),
         "vad": vad,
     }
     if args.out:
         Path(args.out).write_text(json.dumps(result, indent=1))
+    if result["client_late_cases"]:
+        print(
+            f"warning: the client's microphone fell over {LATE_MS} ms behind real time in "
+            f"{result['client_late_cases']} cases (at worst {result['client_late_ms_max']} ms):"
+            " their echo came back late, as no real client's does",
+            file=sys.stderr,
+        )
     if args.plot:
         plot_sweep(table, Path(args.plot))
     print(json.dumps(result, indent=1) if args.json else render(table))

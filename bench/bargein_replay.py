@@ -56,7 +56,15 @@ def run(
     vad: VadRunner,
     decision_ms: int | None,
     play_after_ms: int = PLAY_AFTER_MS,
+    uplink_stall: tuple[int, int] | None = None,
+    backlog: tuple[int, int] | None = None,
 ) -> Replay:
+    """One case. ``uplink_stall`` (every, length ms): from the answer's first audio on,
+    the microphone's chunks are captured on time but sent ``length`` ms late out of every
+    ``every`` (a congested uplink, a busy client thread), then all at once. ``backlog``
+    (period, most ms): the upstream's events are stamped when they arrived, up to
+    ``most`` ms before the session handles and sends them, the lag growing over each
+    ``period`` (a session loop behind, as the edge's is under load)."""
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
@@ -74,6 +82,7 @@ def run(
     answer_done = False
     clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
     end_ms = None
+    unsent: list[bytes] = []  # captured, not yet sent (a stalled uplink)
     t = 0
     while end_ms is None or t * CHUNK_MS < end_ms:
         now = float(t * CHUNK_MS)
@@ -89,7 +98,10 @@ def run(
                     reply_pos += CHUNK
                     ev = {"type": "response.output_audio.delta", "sample_rate_hz": RATE}
                     ev["audio"] = b64encode(chunk.tobytes())
-                    actions += s.handle(UpstreamEvent(ev, "", now))
+                    arrived = now
+                    if backlog is not None and first_delta is not None:
+                        arrived -= backlog[1] * ((now - first_delta) % backlog[0]) / backlog[0]
+                    actions += s.handle(UpstreamEvent(ev, "", arrived))
                 else:
                     done = {"type": "response.output_audio.done"}
                     actions += s.handle(UpstreamEvent(done, "", now))
@@ -116,9 +128,13 @@ def run(
                 mic += case.echo_gain * case.echo_path.render(dry, CHUNK)
             elif lo >= 0:
                 mic += case.echo_gain * speaker[lo : lo + CHUNK]
-        pcm = np.clip(mic, -32768, 32767).astype("<i2")
-        append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm.tobytes())}
-        actions += s.handle(ClientEvent(append, "", now))
+        unsent.append(np.clip(mic, -32768, 32767).astype("<i2").tobytes())
+        since = None if first_delta is None else now - first_delta
+        if uplink_stall is None or since is None or since % uplink_stall[0] >= uplink_stall[1]:
+            for pcm in unsent:
+                append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
+                actions += s.handle(ClientEvent(append, "", now))
+            unsent.clear()
         for a in list(actions):
             if isinstance(a, AnalyzeAudio):
                 for prob, end in vad.process_sync(stream, a.samples):
@@ -185,6 +201,12 @@ def main() -> int:
     )
     ap.add_argument("--derive-background", action="store_true", help="add babble/TV cases")
     ap.add_argument("--windows", default=None, help="write per-window evidence (JSON lines)")
+    ap.add_argument(
+        "--uplink-stall",
+        default=None,
+        help="EVERY,LENGTH ms: the microphone's chunks go out LENGTH ms late out of every"
+        " EVERY during the answer (captured on time, sent together)",
+    )
     args = ap.parse_args()
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
@@ -197,8 +219,12 @@ def main() -> int:
     rows = []
     sink = open(args.windows, "w") if args.windows else None
     phases = [int(v) for v in args.play_after_ms.split(",")]
+    stall = None
+    if args.uplink_stall:
+        every, length = (int(v) for v in args.uplink_stall.split(","))
+        stall = (every, length)
     for case, phase in ((c, ph) for c in cases for ph in phases):
-        r = run(case, prompt, vad, args.decision_ms, phase)
+        r = run(case, prompt, vad, args.decision_ms, phase, stall)
         onset = case.onset_ms
         detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
         cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None

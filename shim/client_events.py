@@ -104,6 +104,8 @@ def input_audio(
         behind_ms = s.vad_timeline.unjudged * 1000 // VAD_RATE
         keep_ms = max(between_ms, min(between_ms + behind_ms, keep_ms))  # a turn at most
     start = s.history.append(s16, keep_ms)
+    if s.echo is not None:
+        s.echo.far.clock.heard(s.history.end, now)
     if not s.vad_enabled or s.config.turn.vad is None:
         return []
     # Scaled once here for the echo suppressor and the overlap evidence, both of which read it.

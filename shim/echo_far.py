@@ -17,6 +17,8 @@ from collections import deque
 import numpy as np
 import numpy.typing as npt
 
+from shim.echo_clock import MicClock
+
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 
@@ -60,6 +62,8 @@ class FarReference:
         # After the last nonzero far sample ever recorded: past it (and the delay range)
         # nothing can echo, and ``active`` answers without reading the ring.
         self._loud_end = 0
+        # Where the microphone is now, for placing far audio (``shim/echo_clock.py``).
+        self.clock = MicClock()
 
     @property
     def ring_bytes(self) -> int:

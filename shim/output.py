@@ -150,11 +150,15 @@ class AssistantOutput:
     ) -> SendClientAudio:
         if resp.playback is None:
             resp.playback = self.ledger.start(resp.item_id, resp.response_id, action.rate_hz)
-        start = resp.playback.add_audio(action.n_samples, now)
+        resp.playback.add_audio(action.n_samples, now)
         if self.echo is not None and action.far16 is not None:
             # Where this audio will sound in the mic timeline, if the client plays it
-            # as soon as its buffer reaches it.
-            at = self._history.end + int((start - now) * VAD_RATE / 1000)
+            # as soon as its buffer reaches it: on the send time, past the newest input
+            # by what the client has captured and not yet sent (``shim/echo_clock.py``).
+            clock, end = self.echo.far.clock, self._history.end
+            sent = clock.sent(now)
+            begin = clock.play(resp.item_id, sent, action.n_samples * 1000.0 / action.rate_hz)
+            at = end + clock.lead(end, sent) + int((begin - sent) * VAD_RATE / 1000)
             self.echo.add_far(action.far16, max(0, at))
         return action
 

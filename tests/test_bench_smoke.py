@@ -77,6 +77,9 @@ def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> Non
         assert figures["classes"]["backchannel"]["cases"] == 1
         assert figures["errors"] == 0
     assert plot.stat().st_size > 1000 and plot.read_bytes()[:4] == b"\x89PNG"
+    # Each case says how far its client's microphone fell behind real time.
+    assert all(isinstance(c["client_late_ms"], int) for c in result["cases"])
+    assert isinstance(result["client_late_cases"], int)
 
 
 @pytest.mark.slow

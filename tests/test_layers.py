@@ -41,6 +41,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.open_refusal",
             "shim.settings",
             "shim.playback",
+            "shim.echo_clock",
             "shim.echo_far",
             "shim.echo_ola",
             "shim.echo_fit",

@@ -1,6 +1,7 @@
 """The wider held-out set of ``bench/stimuli.py --variety held-out``: every class is made,
 its question opens every case without being one, and its echo through a loudspeaker and
-a room (``bench/echo_path.py``) comes out the same however the answer is chunked."""
+a room (``bench/echo_path.py``) comes out the same however the answer is chunked, and
+streamed."""
 
 from __future__ import annotations
 
@@ -54,4 +55,10 @@ def test_the_set_has_every_class_and_its_echo_plays_through_a_room(tmp_path: Pat
     whole = path.render(padded, answer.size)
     parts = [path.render(padded[i : i + h + chunk], chunk) for i in range(0, answer.size, chunk)]
     np.testing.assert_allclose(np.concatenate(parts), whole, atol=2.0)
+    # So does the stream a client at real-time pace renders it with, a chunk at a time.
+    import echo_path
+
+    stream = echo_path.EchoStream(path, chunk)
+    streamed = [stream.next(answer[i : i + chunk]) for i in range(0, answer.size, chunk)]
+    np.testing.assert_allclose(np.concatenate(streamed), whole, atol=2.0)
     assert float(np.sqrt(np.mean(whole**2))) > 0.05 * float(np.sqrt(np.mean(answer**2)))
