@@ -250,7 +250,8 @@ class VadRunner:
                 prob = None
                 if result is not None:
                     probs, states = result
-                    s._state = states[:, i : i + 1, :]  # a view: never written in place
+                    # A copy: a view would keep the whole batch's states alive.
+                    s._state = states[:, i : i + 1, :].copy()
                     prob = float(probs[i, 0])
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)

@@ -209,3 +209,24 @@ def test_a_late_landing_on_an_old_open_loop_leaves_the_new_batch_alone() -> None
     assert entered == [1, 2]
     assert sorted((n, e) for n, _, e in got) == [("s1", WINDOW), ("s2", WINDOW)]
     np.testing.assert_allclose([p for _, p, _ in got], [want, want], atol=1e-5)
+
+
+@pytest.mark.parametrize("inline_rows", [0, 64], ids=["thread", "inline"])
+async def test_a_streams_state_holds_only_its_own_row(inline_rows: int) -> None:
+    """After a batch each stream keeps its own state, not a view of the batch's: a stream
+    that goes idle must not keep every other row of its last batch alive."""
+    runner = VadRunner(max_batch=16, gather_ms=5, inline_rows=inline_rows)
+    streams = [runner.new_stream() for _ in range(16)]
+    heard: list[int] = []
+    try:
+        for i, s in enumerate(streams):
+            runner.submit(s, _speechy(i, 1), lambda p, e: heard.append(e))
+        async with asyncio.timeout(30):
+            while len(heard) < len(streams):  # noqa: ASYNC110 (a list filled by callbacks)
+                await asyncio.sleep(0.01)
+    finally:
+        await runner.close()
+    assert runner.stats.batches_total < len(streams)  # rows shared a call
+    for s in streams:
+        assert s._state.base is None, "a view of the batch's states"
+        assert s._state.shape == (2, 1, 128)
