@@ -21,7 +21,7 @@ there a small batch costs less than its hand-over to the thread and back.
 With ``quiet_dbfs`` (``[vad] quiet_gate_dbfs``), a window whose peak is at most that
 level, after ``QUIET_AFTER`` such windows in a row (``proxy/vad_stream.py``), reports
 probability 0 without inference; the state stays as the last window inferred left it
-(docs/benchmarks.md, "The VAD's quiet gate", measures what that changes).
+(docs/benchmarks.md, "The VAD's quiet gate, and its rows cut in place", measures it).
 The model itself (its file, the onnxruntime session) is ``proxy/vad_model.py``.
 """
 
@@ -148,11 +148,13 @@ class VadRunner:
         the quiet gate answers with nothing queued before it reports before this returns."""
         if self._closed:
             raise RuntimeError("VadRunner is closed")
-        now = time.perf_counter()
+        now, gen = time.perf_counter(), stream._generation
         n = 0
         for row, end, quiet in stream._cut(samples, self.quiet_floor):
             if quiet and not stream._pending:
                 deliver(*self._pass(end))
+                if stream._generation != gen:
+                    return 0  # its callback reset the stream: the rest are dropped
                 continue
             stream._pending.append(Window(row, end, None, now, deliver, fail, quiet))
             n += 1
@@ -256,21 +258,28 @@ class VadRunner:
                     if self._metrics is not None:
                         self._metrics.vad_lag.observe(time.perf_counter() - w.queued_at)
                 landed.append((s, w, gen, prob))
-                while result is not None and s._pending and s._pending[0].quiet:
-                    q = s._pending.popleft()  # the gate's windows waiting behind it
-                    landed.append((s, q, gen, self._pass(q.end_sample)[0]))
             if s._pending:
                 self._enqueue(s)
         for s, w, gen, prob in landed:
             if gen != s._generation:
                 continue  # reset by an earlier callback of this batch: never reports
-            try:
-                w.report(prob, error)
-            except Exception as exc:  # a session's bug must not strand the others
-                assert self._loop is not None
-                self._loop.call_exception_handler(
-                    {"message": "VAD result callback failed", "exception": exc}
-                )
+            self._report(w, prob, error)
+            # The gate's windows waiting behind it, each taken off the queue as it reports,
+            # so a window a callback submits meanwhile queues behind them (in order).
+            while prob is not None and gen == s._generation and s._pending:
+                if not s._pending[0].quiet:
+                    break
+                q = s._pending.popleft()
+                self._report(q, self._pass(q.end_sample)[0], None)
+
+    def _report(self, w: Window, prob: float | None, error: Exception | None) -> None:
+        try:
+            w.report(prob, error)
+        except Exception as exc:  # a session's bug must not strand the others
+            assert self._loop is not None
+            self._loop.call_exception_handler(
+                {"message": "VAD result callback failed", "exception": exc}
+            )
 
     async def close(self) -> None:
         """Stop batching; windows still waiting resolve as dropped, and a batch still

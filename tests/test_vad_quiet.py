@@ -109,6 +109,53 @@ async def test_submit_reports_in_order_behind_a_batch_in_flight(inline_rows: int
     await runner.close()
 
 
+async def test_a_reset_in_a_gated_windows_report_drops_the_rest_of_the_call() -> None:
+    """A gated window reports during ``submit``; its callback resets the stream (say, the
+    session ended): the windows cut after it in that call are dropped, as a reset drops
+    any window, and never report with the old stream's sample numbers."""
+    runner = VadRunner(quiet_dbfs=FLOOR_DBFS)
+    stream, got = runner.new_stream(), []
+    runner.submit(stream, _hush(QUIET_AFTER), lambda p, e: got.append(e))
+    async with asyncio.timeout(30):
+        while stream.backlog:  # noqa: ASYNC110 (the runner's queue, polled)
+            await asyncio.sleep(0.01)
+    got.clear()
+
+    def deliver(prob: float, end: int) -> None:
+        got.append(end)
+        if len(got) == 1:
+            stream.reset()
+
+    queued = runner.submit(stream, np.concatenate((_hush(1), _voice(3))), deliver)
+    later = runner.submit(stream, _voice(2, seed=3), deliver)
+    async with asyncio.timeout(30):
+        while stream.backlog:  # noqa: ASYNC110 (the runner's queue, polled)
+            await asyncio.sleep(0.01)
+    await runner.close()
+    assert queued == 0
+    assert got == [(QUIET_AFTER + 1) * WINDOW, WINDOW, 2 * WINDOW]  # then the new stream's
+    assert later == 2
+
+
+async def test_gated_windows_report_in_order_when_a_callback_feeds_more() -> None:
+    """The last window Silero runs lands with gated windows queued behind it; its callback
+    submits more quiet audio: that window reports after the queued ones, not before."""
+    runner = VadRunner(quiet_dbfs=FLOOR_DBFS, gather_ms=2)
+    stream, got = runner.new_stream(), []
+
+    def deliver(prob: float, end: int) -> None:
+        got.append(end)
+        if end == QUIET_AFTER * WINDOW:
+            runner.submit(stream, _hush(1), deliver)
+
+    runner.submit(stream, _hush(QUIET_AFTER + 2), deliver)
+    async with asyncio.timeout(30):
+        while len(got) < QUIET_AFTER + 3:  # noqa: ASYNC110 (a list filled by callbacks)
+            await asyncio.sleep(0.01)
+    await runner.close()
+    assert got == [WINDOW * (i + 1) for i in range(QUIET_AFTER + 3)]
+
+
 async def test_process_answers_the_gate_too() -> None:
     x = _signal()
     ref = VadRunner(quiet_dbfs=FLOOR_DBFS)
