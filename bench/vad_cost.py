@@ -39,15 +39,12 @@ from typing import Any
 import numpy as np
 import soxr
 
-# --root: the proxy of another checkout (read before its imports below).
-sys.path.insert(
-    0,
-    str(
-        Path(sys.argv[sys.argv.index("--root") + 1]).resolve()
-        if "--root" in sys.argv[:-1]
-        else Path(__file__).resolve().parents[1]
-    ),
-)
+# --root: the proxy of another checkout (read before its imports below, in either form,
+# "--root PATH" or "--root=PATH"; main() parses it again for --help), hence E402 below.
+# ruff: noqa: E402
+_pre = argparse.ArgumentParser(add_help=False)
+_pre.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
+sys.path.insert(0, str(_pre.parse_known_args()[0].root.resolve()))
 
 from proxy.config_model import VadConfig
 from proxy.metrics import Metrics
@@ -93,16 +90,27 @@ def row(
         out["mean_batch"] = round(vad.stats.windows_total / max(1, vad.stats.batches_total), 1)
         # Windows Silero ran, of all cut (the quiet gate answers the rest).
         out["inferred_pct"] = round(
-            100 * vad.stats.windows_total / max(1, vad.stats.windows_total + vad.stats.quiet_total)
+            100 * vad.stats.windows_total / max(1, vad.stats.windows_total + _quiet(vad))
         )
     return out
+
+
+def _quiet(vad: VadRunner) -> int:
+    """Windows the quiet gate answered: none in a checkout from before the gate."""
+    return int(getattr(vad.stats, "quiet_total", 0))
+
+
+def _zero(vad: VadRunner) -> None:
+    vad.stats.windows_total = vad.stats.batches_total = 0
+    if hasattr(vad.stats, "quiet_total"):  # a checkout from before the gate has none
+        vad.stats.quiet_total = 0
 
 
 def bench_sync(seconds: float, threads: int) -> dict[str, Any]:
     vad = VadRunner(threads=threads, **_gate())
     x, stream = audio(seconds, 0), vad.new_stream()
     vad.process_sync(stream, x[: CHUNK * 10])  # warm up
-    vad.stats.windows_total = vad.stats.batches_total = vad.stats.quiet_total = 0
+    _zero(vad)
     c0, w0 = time.process_time(), time.perf_counter()
     for lo in range(0, x.size, CHUNK):
         vad.process_sync(stream, x[lo : lo + CHUNK])
@@ -127,7 +135,7 @@ async def bench_async(
     )
     signals = [audio(seconds, i) for i in range(n)]
     await vad.process(vad.new_stream(), signals[0][: CHUNK * 10])  # warm up
-    vad.stats.windows_total = vad.stats.batches_total = vad.stats.quiet_total = 0
+    _zero(vad)
     rng = np.random.default_rng(1)
 
     async def session(x: np.ndarray[Any, np.dtype[np.float32]]) -> None:

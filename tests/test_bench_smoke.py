@@ -112,3 +112,36 @@ def test_done_hold_bench_measures_each_end_against_the_memory_store() -> None:
         figures = result[store]
         assert isinstance(figures, dict)
         assert figures["done_gap_ms_max"] >= figures["done_gap_ms_median"] > 0, store
+
+
+def _checkout_before_the_quiet_gate(into: Path) -> Path:
+    """This checkout's proxy with a ``VadStats`` that has no ``quiet_total``, as before
+    the VAD's quiet gate."""
+    for package in ("proxy", "shim"):
+        shutil.copytree(ROOT / package, into / package, ignore=shutil.ignore_patterns("__py*"))
+    model = into / "proxy" / "vad_model.py"
+    source = model.read_text()
+    assert "    quiet_total: int = 0" in source
+    model.write_text(
+        "\n".join(ln for ln in source.splitlines() if not ln.startswith("    quiet_total"))
+    )
+    return into
+
+
+def test_vad_cost_bench_runs_on_a_checkout_from_before_the_quiet_gate(tmp_path: Path) -> None:
+    old = str(_checkout_before_the_quiet_gate(tmp_path))
+    bench = [sys.executable, str(ROOT / "bench" / "vad_cost.py")]
+    table = [*bench, "--root", old, "--seconds", "0.2", "--streams", "1", "--json"]
+    out = subprocess.run(table, cwd=ROOT, capture_output=True, text=True, timeout=110)
+    assert out.returncode == 0, out.stderr[-600:]
+    rows = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [r["inferred_pct"] for r in rows if "inferred_pct" in r] == [100, 100]
+    # "--root=PATH" imports that checkout too.
+    timed = subprocess.run(
+        [*bench, f"--root={old}", "--bookkeeping"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+    )
+    assert json.loads(timed.stdout.splitlines()[-1])["root"] == old, timed.stderr[-600:]
