@@ -39,8 +39,7 @@ from typing import Any
 import numpy as np
 import soxr
 
-# --root: the proxy of another checkout (read before its imports below, in either form,
-# "--root PATH" or "--root=PATH"; main() parses it again for --help), hence E402 below.
+# --root: the proxy of another checkout, read before its imports below (hence E402).
 # ruff: noqa: E402
 _pre = argparse.ArgumentParser(add_help=False)
 _pre.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
@@ -102,7 +101,7 @@ def _quiet(vad: VadRunner) -> int:
 
 def _zero(vad: VadRunner) -> None:
     vad.stats.windows_total = vad.stats.batches_total = 0
-    if hasattr(vad.stats, "quiet_total"):  # a checkout from before the gate has none
+    if hasattr(vad.stats, "quiet_total"):  # see _quiet
         vad.stats.quiet_total = 0
 
 
