@@ -116,7 +116,7 @@ class ClientChannel:
         try:
             while True:
                 # Only while this task waits with no frame in hand, for a direct sink:
-                tap.tap, tap.raw = take if self.sink_now else None, made if self.sink_made else None
+                tap.arm(take if self.sink_now else None, made if self.sink_made else None)
                 msg = await self.ws.receive()
                 tap.tap = tap.raw = None
                 if msg.type == aiohttp.WSMsgType.TEXT:

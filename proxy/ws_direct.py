@@ -1,5 +1,6 @@
-"""Frames moved without a task hop: with ``proxy/ws_heartbeat.py``, the only module
-that touches aiohttp's internals.
+"""Frames moved without a task hop. With ``proxy/ws_raw.py``, ``proxy/ws_write.py``,
+``proxy/client_made.py`` and ``proxy/ws_heartbeat.py``, one of the modules that
+touch aiohttp's internals.
 
 Per frame, aiohttp parses the socket's bytes into a queue (``WebSocketDataQueue``),
 wakes the task that reads it, and writes with a coroutine. The passthrough relay
@@ -79,13 +80,24 @@ class TapQueue(_Queue or _NoQueue):  # type: ignore[misc]
     (after that frame is in the reader's hands): aiohttp may parse the next frame
     while the reader holds one it has just taken from the queue (a read parked over
     the queue's limit resumes then), so an empty queue alone does not mean nothing
-    is ahead. So the frames keep their order whichever way each one goes.
+    is ahead. For the same reason ``arm`` arms the taps only while nothing is queued
+    and no parse is parked: the read that takes a queued frame resumes the parked
+    parse before it returns that frame, so a frame parsed then would meet an empty
+    queue. So the frames keep their order whichever way each one goes.
 
     ``raw``, armed with ``tap``, may take whole frames before they are parsed
     (``proxy/ws_raw.py``)."""
 
     tap: Tap | None = None
     raw: RawTap | None = None
+
+    def arm(self, tap: Tap | None, raw: RawTap | None) -> None:
+        """Set the taps for the reader's next read, if nothing is ahead of the frames
+        it would offer them (else leave them off: this read takes the queued path)."""
+        if self._buffer or self._stalled_reader is not None:
+            self.tap = self.raw = None
+        else:
+            self.tap, self.raw = tap, raw
 
     def feed_data(self, data: Any, size: int) -> None:
         tap = self.tap
@@ -145,6 +157,7 @@ def _install_tap(ws: UpstreamResponse, max_msg_size: int) -> None:
         or getattr(ws, "_parser", None) is None
         or getattr(proto, "_payload_parser", None) is not ws._parser
         or getattr(proto, "_payload", None) is not old
+        or not hasattr(old, "_stalled_reader")  # (aiohttp 3.14.4 on: proxy/ws_raw.py)
         or not hasattr(proto, "_data_received_cb")
         or not callable(getattr(proto, "set_parser", None))
         or getattr(proto, "_tail", None) != b""
@@ -197,6 +210,7 @@ def _tap_client(ws: Any, proto: Any, early: bytes) -> None:
         type(old) is not _Queue
         or old.is_eof()
         or old.exception() is not None
+        or not hasattr(old, "_stalled_reader")  # (aiohttp 3.14.4 on: proxy/ws_raw.py)
         or getattr(proto, "_payload_parser", None) is not getattr(ws, "_parser", None)
         or getattr(proto, "_message_tail", None) != b""
         or getattr(proto, "_reading_paused", True)
@@ -220,6 +234,9 @@ class NoTap:
 
     tap: Tap | None = None
     raw: RawTap | None = None
+
+    def arm(self, tap: Tap | None, raw: RawTap | None) -> None:
+        """Nothing to arm."""
 
 
 def tap_queue(ws: aiohttp.ClientWebSocketResponse | web.WebSocketResponse) -> Any:

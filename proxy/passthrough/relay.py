@@ -194,11 +194,12 @@ async def relay(
 
     async def upstream_to_client() -> None:
         # The tap takes frames only while this task waits with none in hand, and
-        # only when none is queued before them (proxy/ws_direct.py): their order holds.
+        # only when none is queued or parked before them (proxy/ws_direct.py
+        # ``TapQueue.arm``): their order holds.
         tap = tap_queue(up)
         try:
             while True:
-                tap.tap, tap.raw = direct, direct_made
+                tap.arm(direct, direct_made)
                 msg = await up.receive()
                 tap.tap = tap.raw = None
                 if msg.type == aiohttp.WSMsgType.TEXT:
