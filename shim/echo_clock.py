@@ -13,9 +13,13 @@ The clock tells how far the capture has gone beyond the newest sample received: 
 chunk's offset is its arrival time less its end's time on the timeline, and the least
 offset of the last ``WINDOW_MS`` (the chunk that came soonest after its capture) dates
 the capture. A client on time leads by nothing (``SLACK_MS``); one sending 500 ms
-chunks leads by the time since the last one arrived. A gap longer than the window is
-taken for a client that stopped sending (its samples resume where they stopped), not
-for lateness.
+chunks leads by the time since the last one arrived. After a gap in arrivals longer
+than ``GAP_MS`` the offsets before it are forgotten: a client that paused (a muted or
+gated microphone: its samples resume where they stopped, on time) would otherwise be
+taken for late by the pause's length for as long as they stay in the window, and a
+client that stalled sends its backlog in a burst whose last chunk, on time, dates the
+capture again. (A stall whose backlog trickles in is then dated by its late chunks,
+placed as early as without the clock.)
 
 The audio itself is placed from when it is sent, not from when it arrived: the edge
 stamps an upstream event as it arrives, and a session loop that is behind (waiting on
@@ -38,6 +42,9 @@ WINDOW_MS = 1000.0
 # echo delay has always included; a client that sends chunks as they begin (this
 # project's replays, ``bench/bargein_replay.py``) is ahead by as much.
 SLACK_MS = 20.0
+# Arrivals further apart than this start the window afresh: longer than the jitter of
+# 20-100 ms chunks sent on time, shorter than a pause that would misplace the echo.
+GAP_MS = 100.0
 
 
 class MicClock:
@@ -64,6 +71,8 @@ class MicClock:
 
     def heard(self, end_sample: int, now_ms: float) -> None:
         """Input up to ``end_sample`` (exclusive) arrived at ``now_ms``."""
+        if now_ms - self.latest_ms > GAP_MS:
+            self._lows.clear()
         self.latest_ms = max(self.latest_ms, now_ms)
         offset = now_ms - end_sample * 1000.0 / VAD_RATE
         while self._lows and self._lows[-1][1] >= offset:

@@ -25,10 +25,14 @@ from tests.servers import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
+import bargein_replay
 from bargein_cases import build_cases, prompt_clip, read_wav
 from bargein_replay import run
 
 from proxy.vad import VadRunner
+from shim.actions import SendClientAudio
+from shim.dialects.turn_based import TurnBasedSession
+from shim.inputs import ClientEvent
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
 
@@ -89,3 +93,52 @@ def test_audio_goes_out_no_earlier_than_the_newest_input_handled() -> None:
     assert clock.play("a", 1000.0, 80.0) == 1000.0
     assert clock.play("a", 1010.0, 80.0) == 1080.0  # queued behind the first delta
     assert clock.play("b", 1020.0, 80.0) == 1020.0  # another item starts afresh
+
+
+def _muted_after_a_second(mute_ms: int) -> type[TurnBasedSession]:
+    """A session whose client sends nothing for ``mute_ms`` one second into the
+    answer (a muted or gated microphone), then live audio again, on time."""
+
+    class Muted(TurnBasedSession):
+        first: float | None = None
+
+        def handle(self, inp):  # type: ignore[no-untyped-def]
+            if (
+                isinstance(inp, ClientEvent)
+                and inp.event.get("type") == "input_audio_buffer.append"
+                and self.first is not None
+                and self.first + 1000 <= inp.now_ms < self.first + 1000 + mute_ms
+            ):
+                return []
+            out = super().handle(inp)
+            if self.first is None and any(isinstance(a, SendClientAudio) for a in out):
+                self.first = inp.now_ms
+            return out
+
+    return Muted
+
+
+@pytest.mark.parametrize("mute_ms", [150, 300, 500])
+def test_echo_after_a_short_mic_pause_never_holds_the_answer(
+    monkeypatch: pytest.MonkeyPatch, mute_ms: int
+) -> None:
+    monkeypatch.setattr(bargein_replay, "TurnBasedSession", _muted_after_a_second(mute_ms))
+    prompt = read_wav(CORPUS / prompt_clip(CORPUS))
+    case = next(c for c in build_cases(CORPUS, ["replay"]) if c.name == "echo-10dB_120ms")
+    r = run(case, prompt, VadRunner(), None)
+    held = [w["t"] for w in r.windows if w["holding"]]
+    assert not held, f"held the answer at {held[0]} ms ({len(held)} windows)"
+    assert r.interrupted_ms is None and r.cut_ms is None
+
+
+def test_a_client_that_pauses_and_resumes_on_time_is_not_late() -> None:
+    from shim.echo_clock import MicClock
+
+    clock = MicClock()
+    for k in range(1, 101):  # 2 s on time: sample 32000 at 2000 ms
+        clock.heard(320 * k, 20.0 * k)
+    end = 32000  # nothing from 2000 to 2600 ms, then 20 ms chunks on time again
+    for j in range(1, 6):
+        end += 320
+        clock.heard(end, 2600.0 + 20.0 * j)
+    assert clock.lead(end, 2700.0) == 0
