@@ -27,6 +27,7 @@ from aiohttp import web
 from bench.echo_upstream import SESSION_CREATED
 from proxy import ws_direct
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
+from tests.socket_protocol import PausableProtocol
 
 
 def _frame(text: str, mask: bool = False) -> bytes:
@@ -45,24 +46,12 @@ def _frame(text: str, mask: bool = False) -> bytes:
     return head + key + bytes(b ^ key[i % 4] for i, b in enumerate(payload))
 
 
-class _Protocol:
-    """What aiohttp's queue asks of the socket's protocol."""
-
-    _reading_paused = False
-
-    def pause_reading(self) -> None:
-        self._reading_paused = True
-
-    def resume_reading(self) -> None:
-        self._reading_paused = False
-
-
 BIG = json.dumps({"type": "big", "pad": "a" * 200_000})  # over the queue's limit
 SMALL = json.dumps({"type": "small"})
 
 
 def _queue_and_tap() -> tuple[ws_direct.TapQueue, object, list[str], ws_direct.Tap]:
-    queue = ws_direct.TapQueue(_Protocol(), 2**16, loop=asyncio.get_running_loop())
+    queue = ws_direct.TapQueue(PausableProtocol(), 2**16, loop=asyncio.get_running_loop())
     parser = ws_direct._Parser(queue, 2**26, compress=False, decode_text=True)
     order: list[str] = []
 

@@ -22,18 +22,9 @@ from hypothesis import strategies as st
 
 from proxy import ws_direct
 from proxy.ws_raw import RawSplit
+from tests.socket_protocol import PausableProtocol
 
 LIMIT = 2**16  # the queue's (aiohttp stalls a read that fills it)
-
-
-class _Protocol:
-    _reading_paused = False
-
-    def pause_reading(self) -> None:
-        self._reading_paused = True
-
-    def resume_reading(self) -> None:
-        self._reading_paused = False
 
 
 def frame(
@@ -116,7 +107,7 @@ async def messages(
 ) -> list[object]:
     """What a reader gets of ``chunks`` (the tap's frames in their place), and how it
     ended; ``taken``: the tap's frames."""
-    queue = ws_direct.TapQueue(_Protocol(), LIMIT, loop=asyncio.get_running_loop())
+    queue = ws_direct.TapQueue(PausableProtocol(), LIMIT, loop=asyncio.get_running_loop())
     parser = ws_direct._Parser(queue, 2**20, compress=False, decode_text=True)
     feed = RawSplit(parser, queue, masked=masked) if split else parser
     got: list[object] = []
