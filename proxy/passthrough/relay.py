@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 import aiohttp
@@ -111,53 +112,43 @@ async def relay(
     up_write = text_writer(up)
     parked: asyncio.Future[Any] | None = None  # the relay's wait for the inbox, idle
 
-    def ready(text: str) -> bool:
-        """Whether a client frame ``text`` can go up at once, from the client's
-        socket callback: nothing in hand here, and room in the upstream's buffer."""
-        return (
-            parked is not None
-            and not parked.done()
-            and not failed.done()
-            and up_write is not None
-            and (len(text) <= DIRECT_ANY_TEXT or fits_direct(text))
-            and not up_buffered()
-        )
+    def idle() -> bool:
+        """Nothing in hand here and the relay running: a client frame may go up from
+        the client's socket callback (if the upstream's buffer has room)."""
+        return parked is not None and not parked.done() and not failed.done()
 
-    def forward_now(frame: ClientFrame) -> None:
-        """``forward`` at once, ``ready`` said so (a failure ends the relay, as in ``sink``).
-        An event without an id (most appends) skips the id bookkeeping."""
-        event_id = frame.event.get("event_id")
+    def ready(text: str) -> bool:
+        """Whether a client frame ``text`` can go up at once."""
+        fits = len(text) <= DIRECT_ANY_TEXT or fits_direct(text)
+        return up_write is not None and fits and idle() and not up_buffered()
+
+    def go_up(event: dict[str, Any], data: Any, write: Callable[[Any], bool]) -> None:
+        """A frame up at once, its readiness checked (a failure ends the relay, as in
+        ``sink``). An event without an id (most appends) skips the id bookkeeping."""
+        event_id = event.get("event_id")
         if event_id is not None and resent(event_id):
             return
-        assert up_write is not None
-        if not up_write(frame.raw):
+        if not write(data):
             failed.set_result(ConnectionResetError("the upstream socket is closing"))
         elif event_id is not None:
             sent(event_id)
+
+    def forward_now(frame: ClientFrame) -> None:
+        """``forward`` at once, ``ready`` said so."""
+        assert up_write is not None
+        go_up(frame.event, frame.raw, up_write)
 
     up_write_made = payload_writer(up)
 
     def ready_made(n_bytes: int) -> bool:
         """``ready`` for a frame as the client sent it (``proxy/client_made.py``)."""
-        return (
-            parked is not None
-            and not parked.done()
-            and not failed.done()
-            and up_write_made is not None
-            and n_bytes <= DIRECT_MAX_BYTES
-            and not up_buffered()
-        )
+        fits = n_bytes <= DIRECT_MAX_BYTES
+        return up_write_made is not None and fits and idle() and not up_buffered()
 
     def forward_made(event: dict[str, Any], payload: bytearray) -> None:
         """``forward_now`` of its event and its bytes, masked again as they go."""
-        event_id = event.get("event_id")
-        if event_id is not None and resent(event_id):
-            return
         assert up_write_made is not None
-        if not up_write_made(payload):
-            failed.set_result(ConnectionResetError("the upstream socket is closing"))
-        elif event_id is not None:
-            sent(event_id)
+        go_up(event, payload, up_write_made)
 
     async def sink(frame: ClientFrame) -> None:
         """Forward from the client's reader task; a failure ends the relay."""
