@@ -13,7 +13,7 @@ The upstream session is resumable (``shim/dialects/relay_link.py``). When its so
 drops, the relay asks to reattach it (``ResumeUpstream``), so the upstream replays
 what followed and the response goes on; only when that fails does it end the
 response ``incomplete`` and open a fresh one, which it gives the client's settings
-and the conversation so far (``shim/dialects/relay_talk.py``). It acknowledges
+and the conversation so far (``relay_upstream_loss.py``). It acknowledges
 upstream events (``session.event_ack``) only once the session store holds the
 session past them (``UpstreamCheckpointed``): a replica that takes the session over
 resumes the upstream from its snapshot, and the upstream must still have
@@ -30,13 +30,18 @@ from typing import Any
 
 from shim import client_events, native_formats
 from shim.actions import (
-    AbortUpstream,
     Action,
     ForwardUpstream,
     SendClient,
     SendUpstream,
 )
-from shim.dialects import relay_client, relay_cut, relay_kept_update, relay_snapshot, relay_upstream
+from shim.dialects import (
+    relay_client,
+    relay_cut,
+    relay_snapshot,
+    relay_upstream,
+    relay_upstream_loss,
+)
 from shim.dialects.relay_kept_update import KeptSettings
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_own_updates import OwnUpdates
@@ -54,7 +59,7 @@ from shim.inputs import (
 from shim.native_turns import turn_refusal
 from shim.output import ActiveResponse
 from shim.overlap import Overlap, Step
-from shim.response_close import close_response, lost_response_done
+from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import NATIVE_CONFIG
 from shim.snapshot import SessionSnapshot
@@ -235,40 +240,10 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         return [SendUpstream({"type": "session.event_ack", "server_event_seq": seq})]
 
     def on_upstream_reattached(self, inp: UpstreamReattached) -> list[Action]:
-        again = self.reports.client_acks_unsent()  # (taken before a fresh session clears them)
-        self.bind_upstream(inp.event)
-        if inp.event.get("type") != "session.created":
-            self.reports.back(inp.unsent)
-            return self.own_updates.again()  # its own session back: it has the conversation
-        return self.talk.give() + [SendUpstream(ack) for ack in self.reports.resent(again)]
+        return relay_upstream_loss.reattached(self, inp)
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
-        if self.link.replaced:
-            return []  # standing down: the session carries on elsewhere
-        self.reports.upstream_lost()
-        if inp.resume:
-            resume = self.link.try_resume()
-            if resume is not None:
-                return [resume]  # its own session back, if the upstream still has it
-        self.link.forget()
-        out: list[Action] = []
-        resp = self.response
-        if resp is not None and resp.producing:
-            closing = self.cancel_response(inp.now_ms, reason="upstream_lost")
-            # Say it as it is: the response did not finish; nothing goes upstream.
-            for action in closing:
-                if isinstance(action, SendUpstream):
-                    continue
-                if isinstance(action, SendClient) and action.event["type"] == "response.done":
-                    action = lost_response_done(
-                        resp.response_id, action.event["response"]["output"]
-                    )
-                out.append(action)
-        kept = self.kept_update()  # the client's settings: opened with, then given
-        opening = relay_kept_update.opening(kept)
-        out.append(AbortUpstream("upstream lost", redial=True, after_loss=True, opening=opening))
-        given = relay_kept_update.given(kept)
-        return out + (self.own_updates.fresh(given) if self.native_client else given)
+        return relay_upstream_loss.lost(self, inp)
 
     # ------------------------------------------------------------ durable state
     def open_response(self) -> ActiveResponse | None:
