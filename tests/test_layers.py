@@ -56,6 +56,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.snapshot",
             "shim.input_history",
             "shim.vad_timeline",
+            "shim.upstream_timeline",
             "shim.assistant_audio",
             "shim.realtime_items",
         ],
