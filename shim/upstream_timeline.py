@@ -48,8 +48,8 @@ class TimelineMap:
 
     def sent(self, start: int, end: int) -> None:
         """Client audio ``[start, end)`` (input samples) goes upstream, after what went."""
-        if end < start:
-            return
+        if end <= start:
+            return  # nothing (a refused append; one the resampler gave no samples yet)
         if start != self._next:
             if self._runs and self._runs[-1][0] == self.sent_samples:
                 self._runs.pop()  # a run nothing came of

@@ -51,6 +51,7 @@ from shim.dialects.relay_talk import Talk
 from shim.dialects.relay_wire import upstream_format_refusal, upstream_settings
 from shim.inputs import (
     ClientEvent,
+    Input,
     UpstreamCheckpointed,
     UpstreamEvent,
     UpstreamLost,
@@ -63,6 +64,7 @@ from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import NATIVE_CONFIG
 from shim.snapshot import SessionSnapshot
+from shim.upstream_timeline import UpstreamTimeline
 
 # Responses the proxy cut whose remaining upstream events it still drops.
 CANCELLED_KEPT = 32
@@ -91,6 +93,8 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         self.suppress_upstream_speech = False
         self.upstream_speech = UpstreamSpeech()
         self.own_updates = OwnUpdates()  # answers to the proxy's own updates
+        # Where the audio the upstream got lies on the client's timeline.
+        self.upstream_timeline = UpstreamTimeline()
         super().__init__(session_id, model, settings)
         if self.native_client:
             # vLLM-Omni's, but for turn detection: the proxy's VAD until the client
@@ -150,7 +154,10 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         return [SendUpstream(sent), *self.turns.detection_changed(now)]
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
-        return relay_client.audio(self, ev, now)
+        start = self.history.end
+        out = relay_client.audio(self, ev, now)
+        self.upstream_timeline.sent(start, self.history.end)  # all of it goes upstream
+        return out
 
     def _client_playback_ack(self, ev: dict[str, Any], now: float) -> list[Action]:
         return relay_client.playback_ack(self, ev, now)
@@ -233,6 +240,11 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
             return screened
         return super().on_upstream(UpstreamEvent(screened, inp.raw, inp.now_ms))
 
+    def handle(self, inp: Input) -> list[Action]:
+        actions = super().handle(inp)
+        self.upstream_timeline.follow(actions)  # a fresh upstream session counts from zero
+        return actions
+
     def on_upstream_checkpointed(self, inp: UpstreamCheckpointed) -> list[Action]:
         seq = self.link.checkpointed(inp.session_id, inp.seq)
         if seq is None:
@@ -254,6 +266,9 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         # ``_playing_out`` (``shim/dialects/relay_snapshot.py``).
         return resp if resp is not None and resp.producing else None
 
+    def snapshot(self) -> dict[str, Any]:
+        return {**super().snapshot(), **self.upstream_timeline.wire()}
+
     def snapshot_state(self) -> SessionSnapshot:
         return replace(super().snapshot_state(), relay=relay_snapshot.relay_state(self))
 
@@ -267,4 +282,6 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
         seq, so a response that was mid-stream goes on. Otherwise (a fresh upstream
         session) it ends here, ``incomplete``.
         """
-        return relay_snapshot.restore(self, SessionSnapshot.from_wire(snap), resumed, now)
+        out = relay_snapshot.restore(self, SessionSnapshot.from_wire(snap), resumed, now)
+        self.upstream_timeline.restore(snap, resumed)
+        return out

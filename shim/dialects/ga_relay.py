@@ -77,6 +77,7 @@ class GaRelaySession(BargeInRelaySession):
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
         super().__init__(session_id, model, settings, upstream_capabilities)
+        self.audio_gate.timeline = self.upstream_timeline  # what it lets go, it tells
         self.reports.proxy_acked = True
         self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
 
@@ -180,12 +181,11 @@ class GaRelaySession(BargeInRelaySession):
         if client_events.is_refusal(out):
             return out
         self.audio_gate.clock.on_audio(start, now)
-        if self.turn_wait.pending:
-            return [SendUpstream(ev), *out]  # after the waiting commit (``handle``)
-        if self.audio_gate.held or self._gated(now):
+        if not self.turn_wait.pending and (self.audio_gate.held or self._gated(now)):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
             return [*self._gate_opens(now), *out]
+        self.upstream_timeline.sent(start, self.history.end)  # (behind a waiting commit)
         return [SendUpstream(ev), *out]
 
     # ------------------------------------------------------------ the gate

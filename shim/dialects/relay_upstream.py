@@ -32,6 +32,7 @@ from shim.overlap import OverlapMachine
 from shim.playback import PlaybackLedger
 from shim.session import EventHandler
 from shim.session_config import ClientSessionConfig
+from shim.upstream_timeline import UpstreamTimeline
 
 # vLLM-Omni's names of the G.711 it sends (its ``protocol/realtime/formats.py``).
 _UPSTREAM_G711 = {"g711_ulaw": ULAW, "g711_alaw": ALAW}
@@ -48,6 +49,7 @@ class RelayUpstreamHost(Protocol):
     own_updates: OwnUpdates
     native_client: bool
     upstream_speech: UpstreamSpeech
+    upstream_timeline: UpstreamTimeline
     overlap: OverlapMachine
     config: ClientSessionConfig
     ledger: PlaybackLedger
@@ -113,6 +115,7 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
         cut = r.ledger.get(str(item.get("id")))
         if cut is not None and cut.response_id in r.cancelled_ids:
             return []  # the proxy closed that item itself when it cut its response
+    r.upstream_timeline.to_client(ev)  # its input ms, on the client's timeline
     return ev
 
 

@@ -23,6 +23,7 @@ from shim.dialects.relay_talk import Talk
 from shim.inputs import UpstreamLost, UpstreamReattached
 from shim.output import ActiveResponse
 from shim.response_close import lost_response_done
+from shim.upstream_timeline import UpstreamTimeline
 
 
 class RelayLossHost(Protocol):
@@ -33,6 +34,7 @@ class RelayLossHost(Protocol):
     talk: Talk
     own_updates: OwnUpdates
     native_client: bool
+    upstream_timeline: UpstreamTimeline
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -49,6 +51,7 @@ class RelayLossHost(Protocol):
 def reattached(r: RelayLossHost, inp: UpstreamReattached) -> list[Action]:
     again = r.reports.client_acks_unsent()  # (taken before a fresh session clears them)
     r.bind_upstream(inp.event)
+    r.upstream_timeline.reattached(inp.event)  # its own session's timeline goes on
     if inp.event.get("type") != "session.created":
         r.reports.back(inp.unsent)
         return r.own_updates.again()  # its own session back: it has the conversation

@@ -1,0 +1,50 @@
+"""The barge-in relay keeps the upstream's speech times on the client's timeline across
+a fresh upstream session and a move (``shim/upstream_timeline.py``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shim.actions import SendClient
+from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_script import Script
+from tests.test_shim_duplex_relay import make, relay
+
+STARTED = "input_audio_buffer.speech_started"
+FRESH = {"type": "session.created", "session": {"id": "up-2"}, "resume_token": "t2"}
+RESUMED = {"type": "session.resumed", "session": {"id": "up-2"}, "resume_token": "t2"}
+
+
+def told_start(sc: Script, ms: int, seq: int) -> Any:
+    ev = {"type": STARTED, "audio_start_ms": ms, "item_id": "i", "server_event_seq": seq}
+    told = [a.event for a in sc.upstream(ev) if isinstance(a, SendClient)]
+    assert [e["type"] for e in told] == [STARTED], told
+    return told[0]["audio_start_ms"]
+
+
+def test_a_fresh_session_after_a_failed_resume_and_then_a_move_keep_the_clients_timeline() -> (
+    None
+):
+    sc = make()
+    sc.audio(2000)  # heard by the first upstream session
+    sc.s.handle(UpstreamLost("socket closed", sc.now))  # a resume is tried
+    sc.audio(500)  # held for it; carried to the fresh session when it fails
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))
+    sc.audio(1000)
+    assert told_start(sc, 700, 1) == 2700  # the fresh session counts from zero
+    moved = make(bound=False)
+    relay(moved).restore(sc.s.snapshot(), RESUMED, now=sc.now)
+    assert told_start(moved, 900, 2) == 2900  # replayed: audio from before the move
+    moved.audio(1000)  # the client's timeline starts again after the move
+    assert told_start(moved, 1800, 3) == 300
+
+
+def test_a_move_to_a_fresh_upstream_session_counts_from_zero() -> None:
+    sc = make()
+    sc.audio(2000)
+    moved = make(bound=False)
+    relay(moved).restore(sc.s.snapshot(), None, now=sc.now)
+    relay(moved).bind_upstream(FRESH)
+    moved.audio(1000)
+    assert told_start(moved, 400, 1) == 400
