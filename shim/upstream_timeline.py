@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from shim.actions import AbortUpstream, Action, ResumeUpstream
+from shim.actions import AbortUpstream, Action, ResumeUpstream, SendUpstream
 from shim.settings import VAD_RATE
 
 # Runs kept; each is a gap in what went upstream (an answer's held audio dropped).
@@ -90,6 +90,19 @@ class TimelineMap:
         return out
 
 
+def _restarts(event: Mapping[str, Any]) -> bool:
+    """A ``session.update`` naming turn detection (either spelling, ``null`` too)."""
+    if event.get("type") != "session.update":
+        return False
+    session = event.get("session")
+    session = session if isinstance(session, Mapping) else event
+    audio = session.get("audio")
+    audio_in = audio.get("input") if isinstance(audio, Mapping) else None
+    return "turn_detection" in session or (
+        isinstance(audio_in, Mapping) and "turn_detection" in audio_in
+    )
+
+
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -111,13 +124,21 @@ class UpstreamTimeline:
             self._carry.sent(start, end)
 
     def follow(self, actions: Iterable[Action]) -> None:
-        """The session's answer to an input, before what it sends goes out."""
+        """The session's answer to an input, before what it sends goes out. An update
+        naming turn detection restarts the upstream's clock (vLLM-Omni builds a fresh
+        detector, its clock at zero: ``docs/fidelity.md``, row 2a); one that opens a
+        fresh session goes before any of its audio, so its clock starts there anyway."""
+        fresh = False
         for action in actions:
             if isinstance(action, ResumeUpstream):
                 self._carry = TimelineMap()
             elif isinstance(action, AbortUpstream) and action.redial:
                 carried = self._carry if action.after_loss else None
-                self.now, self._carry = carried or TimelineMap(), None
+                self.now, self._carry, fresh = carried or TimelineMap(), None, True
+            elif isinstance(action, SendUpstream) and not fresh and _restarts(action.event):
+                self.now = TimelineMap()
+                if self._carry is not None:
+                    self._carry = TimelineMap()
 
     def reattached(self, event: Mapping[str, Any]) -> None:
         """The upstream's own session is back (``session.resumed``): its timeline goes on."""

@@ -7,7 +7,7 @@ from typing import Any
 
 from shim.actions import SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
-from tests.shim_script import Script
+from tests.shim_script import Script, upstream_events
 from tests.test_shim_duplex_relay import make, relay
 
 STARTED = "input_audio_buffer.speech_started"
@@ -22,9 +22,7 @@ def told_start(sc: Script, ms: int, seq: int) -> Any:
     return told[0]["audio_start_ms"]
 
 
-def test_a_fresh_session_after_a_failed_resume_and_then_a_move_keep_the_clients_timeline() -> (
-    None
-):
+def test_a_fresh_session_after_a_failed_resume_and_then_a_move_keep_the_clients_timeline() -> None:
     sc = make()
     sc.audio(2000)  # heard by the first upstream session
     sc.s.handle(UpstreamLost("socket closed", sc.now))  # a resume is tried
@@ -48,3 +46,12 @@ def test_a_move_to_a_fresh_upstream_session_counts_from_zero() -> None:
     relay(moved).bind_upstream(FRESH)
     moved.audio(1000)
     assert told_start(moved, 400, 1) == 400
+
+
+def test_a_native_update_naming_turn_detection_restarts_the_upstreams_clock() -> None:
+    sc = make()
+    sc.audio(2000)
+    update = {"type": "session.update", "session": {"turn_detection": {"type": "server_vad"}}}
+    assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
+    sc.audio(1000)
+    assert told_start(sc, 300, 1) == 2300  # the upstream's fresh detector counts from zero

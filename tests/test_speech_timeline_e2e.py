@@ -121,7 +121,8 @@ async def test_a_ga_client_gets_speech_times_on_its_own_timeline_though_held_aud
 async def test_a_native_client_gets_speech_times_on_its_own_timeline_after_a_fresh_upstream() -> (
     None
 ):
-    """The upstream restarted: the fresh session it gets counts its audio from zero."""
+    """The upstream restarted: the fresh session it gets counts its audio from zero; so
+    does its turn detector after an update naming turn detection."""
     options = ReferenceOptions(fidelity="strict")
     async with (
         reference("duplex-no-barge-in", reply_ms=1000, options=options) as up,
@@ -140,6 +141,9 @@ async def test_a_native_client_gets_speech_times_on_its_own_timeline_after_a_fre
             link.target = host_port(restarted)
             link.cut()
             await _fresh(base)
+            starts.append(await mic.play(speech))
+            # Naming turn detection builds the upstream a fresh detector, its clock at zero.
+            await c.send(opening(turn_detection={"type": "server_vad"}))
             starts.append(await mic.play(speech))
             await asyncio.sleep(0.5)
         assert_on_the_clients_timeline(c, starts)

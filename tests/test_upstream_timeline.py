@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from shim.actions import AbortUpstream, ResumeUpstream
+from shim.actions import AbortUpstream, ResumeUpstream, SendUpstream
 from shim.upstream_timeline import KEPT, TimelineMap, UpstreamTimeline
 
 MS = 16  # input samples per ms (16 kHz)
@@ -124,3 +124,25 @@ def _start(t: UpstreamTimeline, ms: int) -> int:
     ev = {"type": "input_audio_buffer.speech_started", "audio_start_ms": ms}
     t.to_client(ev)
     return int(ev["audio_start_ms"])
+
+
+def test_an_update_naming_turn_detection_restarts_the_upstreams_clock() -> None:
+    t = UpstreamTimeline()
+    t.sent(0, 2000 * MS)
+    t.follow([SendUpstream({"type": "session.update", "session": {"instructions": "x"}})])
+    t.sent(2000 * MS, 2500 * MS)
+    assert _start(t, 2300) == 2300  # its detector as it was
+    nested = {"audio": {"input": {"turn_detection": None}}}
+    t.follow([SendUpstream({"type": "session.update", "session": nested})])
+    t.sent(2500 * MS, 3500 * MS)
+    assert _start(t, 300) == 2800  # a fresh detector, its clock at zero
+
+
+def test_a_fresh_sessions_settings_go_before_the_audio_carried_to_it() -> None:
+    t = UpstreamTimeline()
+    t.sent(0, 5000 * MS)
+    t.follow([RESUME])
+    t.sent(5000 * MS, 5500 * MS)
+    given = SendUpstream({"type": "session.update", "session": {"turn_detection": None}})
+    t.follow([AbortUpstream("lost", redial=True, after_loss=True), given])
+    assert _start(t, 200) == 5200
