@@ -13,12 +13,13 @@ The upstream session is resumable (``shim/dialects/relay_link.py``). When its so
 drops, the relay asks to reattach it (``ResumeUpstream``), so the upstream replays
 what followed and the response goes on; only when that fails does it end the
 response ``incomplete`` and open a fresh one, which it gives the client's settings
-and the conversation so far (``relay_upstream_loss.py``). It acknowledges
-upstream events (``session.event_ack``) only once the session store holds the
-session past them (``UpstreamCheckpointed``): a replica that takes the session over
+and the conversation so far (``relay_talk.py``, ``relay_upstream_loss.py``). It
+acknowledges upstream events (``session.event_ack``) only once the session store holds
+the session past them (``UpstreamCheckpointed``): a replica that takes the session over
 resumes the upstream from its snapshot, and the upstream must still have
 everything after it. ``session.replaced`` from the upstream means another replica
-did just that: this one stands down. Playback reports: ``relay_reports.py``.
+did just that: this one stands down. Playback reports: ``relay_reports.py``; the
+upstream's speech times, on the client's own input timeline: ``shim/upstream_timeline.py``.
 """
 
 from __future__ import annotations
