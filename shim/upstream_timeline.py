@@ -110,13 +110,14 @@ def _count(value: Any) -> bool:
 class UpstreamTimeline:
     """The current upstream session's map, and the one a fresh session would get."""
 
-    __slots__ = ("_carry", "now")
+    __slots__ = ("_carry", "_unapplied", "now")
 
     def __init__(self) -> None:
         self.now = TimelineMap()
         # While a resume is tried: what went since, which a fresh session gets instead
         # if the resume fails (the edge carries it over: ``proxy/emulated/upstream_control.py``).
         self._carry: TimelineMap | None = None
+        self._unapplied: Mapping[str, Any] | None = None  # an update the upstream refuses
 
     def sent(self, start: int, end: int) -> None:
         self.now.sent(start, end)
@@ -136,9 +137,14 @@ class UpstreamTimeline:
                 carried = self._carry if action.after_loss else None
                 self.now, self._carry, fresh = carried or TimelineMap(), None, True
             elif isinstance(action, SendUpstream) and not fresh and _restarts(action.event):
-                self.now = TimelineMap()
-                if self._carry is not None:
-                    self._carry = TimelineMap()
+                if action.event is not self._unapplied:
+                    self.now = TimelineMap()
+                    self._carry = None if self._carry is None else TimelineMap()
+        self._unapplied = None
+
+    def unapplied(self, update: Mapping[str, Any]) -> None:
+        """``update`` goes upstream to be refused there whole: its detector stays."""
+        self._unapplied = update
 
     def reattached(self, event: Mapping[str, Any]) -> None:
         """The upstream's own session is back (``session.resumed``): its timeline goes on."""

@@ -55,3 +55,12 @@ def test_a_native_update_naming_turn_detection_restarts_the_upstreams_clock() ->
     assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
     sc.audio(1000)
     assert told_start(sc, 300, 1) == 2300  # the upstream's fresh detector counts from zero
+
+
+def test_an_update_the_upstream_refuses_leaves_its_clock_as_it_was() -> None:
+    sc = make()
+    sc.audio(2000)
+    update = {"type": "session.update", "session": {"turn_detection": {"type": "semantic_vad"}}}
+    assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
+    sc.audio(1000)
+    assert told_start(sc, 2300, 1) == 2300  # vLLM-Omni refused it whole: the same detector

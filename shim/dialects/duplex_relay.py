@@ -140,7 +140,9 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
             # Audio formats and turn detection vLLM-Omni refuses are its to refuse, in
             # its own words (GA's G.711 names among them): the update goes there,
             # unapplied here.
-            return [SendUpstream(upstream_settings(ev))]
+            refused = upstream_settings(ev)
+            self.upstream_timeline.unapplied(refused)  # nor its turn detection there
+            return [SendUpstream(refused)]
         cannot = native_formats.proxy_refusal(ev)
         if cannot is not None:  # in the proxy's words: vLLM-Omni would take it
             return [self.err(native_formats.PROXY_CANNOT_SERVE, cannot[0], ev, cannot[1])]
