@@ -46,6 +46,8 @@ def test_the_proxys_scheduling_is_read_and_a_starved_case_counted() -> None:
     assert ran > 0 and waited >= 0
     assert proc_stats.scheduled_ns(2**22 + 1) == (0, 0)  # gone: nothing, no error
     case = bargein_cases.Case("m", "speech", "c", None, None)
+    # Ran or waited for a CPU 45 % and 93 % of each second: idle a good part of the one,
+    # hardly ever idle in the other (its sessions fell behind).
     kept_up = bargein.Outcome(case, proxy_ran_ms_s=300.0, proxy_waited_ms_s=150.0)
     starved = bargein.Outcome(case, proxy_ran_ms_s=340.0, proxy_waited_ms_s=590.0)
     unknown = bargein.Outcome(case)
