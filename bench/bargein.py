@@ -24,6 +24,15 @@ interruptions** (``speech_started`` while the answer plays: what makes a GA clie
 and the cuts (responses cancelled). With ``BARGEIN_OVERLAP_EVENTS=1`` the sessions opt in
 to ``output_audio_buffer.paused`` / ``resumed`` and each case's notes say when the audio
 was held and why it went on.
+
+The modes' cases are taken in turn, so every mode runs beside the others under the same
+load. Two things that are not the proxy's timing are reported per case: how far the
+client's microphone fell behind real time (``client_late_ms``), and how long the proxy's
+threads ran and waited for a CPU per second of the case (``proxy_ran_ms_per_s``,
+``proxy_waited_ms_per_s``, Linux): on a machine busy with other work the proxy gets less
+CPU than its sessions need and they fall behind real time, seconds by the end of a case
+(docs/benchmarks.md, "Seconds behind on a busy machine"); cases over which the proxy was
+hardly ever idle are counted per mode (``proxy_starved_cases``) and warned about.
 """
 
 from __future__ import annotations
@@ -44,9 +53,18 @@ from typing import Any
 import aiohttp
 import numpy as np
 import pybase64
-from bargein_cases import FALSE_CLASSES, RATE, Case, build_cases, prompt_clip, read_wav
+from bargein_cases import (
+    FALSE_CLASSES,
+    RATE,
+    Case,
+    build_cases,
+    interleaved,
+    prompt_clip,
+    read_wav,
+)
 from bargein_report import plot_sweep, render, summarize
 from bargein_speaker import Speaker
+from proc_stats import scheduled_ns
 from processes import ROOT, proxy_replica, reference_backend, route, stop_all
 
 CHUNK_MS = 20
@@ -54,6 +72,10 @@ CHUNK = RATE * CHUNK_MS // 1000
 PLAY_AFTER_MS = 1000  # the clip starts this far into the assistant's answer
 MODES = {"duplex_emulated": "turn", "barge_in_emulated": "duplex-no-barge-in"}
 LATE_MS = 100  # a client whose microphone falls further behind is reported as late
+# A case over which the proxy's threads ran or waited for a CPU (ready to run, the machine
+# busy with other work) this share of the time or more is reported as starved: its event
+# loop was hardly ever idle, so its sessions were falling behind real time.
+STARVED_BUSY = 0.9
 OVERLAP_EVENTS = os.environ.get("BARGEIN_OVERLAP_EVENTS") == "1"  # record paused/resumed
 
 
@@ -71,6 +93,16 @@ class Outcome:
     # microphone carries the answer's echo late (no real client's does), so a case
     # whose client fell behind (over ``LATE_MS``) does not measure the proxy.
     late_ms: float = 0.0
+    # The proxy process over the case's span, per second of it: ms its threads ran on a
+    # CPU, and ms they were ready to run but waited for one (Linux schedstat; None
+    # elsewhere). Sessions run side by side, so it is the whole proxy's, not this case's.
+    proxy_ran_ms_s: float | None = None
+    proxy_waited_ms_s: float | None = None
+
+    @property
+    def starved(self) -> bool:
+        ran, waited = self.proxy_ran_ms_s, self.proxy_waited_ms_s
+        return ran is not None and waited is not None and ran + waited >= STARVED_BUSY * 1000
 
 
 async def run_case(
@@ -207,7 +239,7 @@ async def run_case(
 
 @contextlib.contextmanager
 def stack(config: dict[str, Any]) -> Any:
-    """Reference backends and the proxy as real processes; yields the proxy URL."""
+    """Reference backends and the proxy as real processes; yields the proxy URL and pid."""
     procs: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -223,7 +255,7 @@ def stack(config: dict[str, Any]) -> Any:
             cfg.write_text(head + "\n".join(routes))
             proc, url = proxy_replica(cfg, env)
             procs.append(proc)
-            yield url
+            yield url, proc.pid
         finally:
             stop_all(procs)
 
@@ -233,6 +265,7 @@ async def run_all(
     runs: list[tuple[Case, int | None]],
     prompt: np.ndarray,
     concurrency: int,
+    proxy_pid: int | None = None,
 ) -> list[Outcome]:
     sem = asyncio.Semaphore(concurrency)
     done = 0
@@ -240,10 +273,15 @@ async def run_all(
     async def one(case: Case, decision_ms: int | None) -> Outcome:
         nonlocal done
         async with sem:
+            t0, (ran0, waited0) = time.monotonic(), scheduled_ns(proxy_pid or 0)
             try:
                 r = await run_case(f"{base}?model={case.mode}", case, prompt, decision_ms)
             except Exception as exc:  # a failed case is reported, not fatal
                 r = Outcome(case, decision_ms, error=f"{type(exc).__name__}: {exc}")
+            span_s, (ran, waited) = time.monotonic() - t0, scheduled_ns(proxy_pid or 0)
+            if ran > ran0 and span_s > 0:
+                r.proxy_ran_ms_s = (ran - ran0) / 1e6 / span_s
+                r.proxy_waited_ms_s = (waited - waited0) / 1e6 / span_s
             done += 1
             print(
                 f"\r{done}/{len(runs)} {case.mode:18s} {decision_ms} {case.name:24s} "
@@ -256,6 +294,10 @@ async def run_all(
     results = await asyncio.gather(*(one(c, d) for c, d in runs))
     print(file=sys.stderr)
     return list(results)
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 1)
 
 
 def main() -> int:
@@ -277,7 +319,7 @@ def main() -> int:
     args = ap.parse_args()
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
-    cases = build_cases(corpus, args.modes.split(","))
+    cases = interleaved(build_cases(corpus, args.modes.split(",")))
     if args.only:
         cases = [c for c in cases if args.only in c.name]
     decisions: list[int | None] = [args.decision_ms]
@@ -286,8 +328,8 @@ def main() -> int:
     runs = [(c, d) for d in decisions for c in cases]
     vad = dict(kv.split("=", 1) for kv in args.vad)
     load_before = os.getloadavg()
-    with stack(vad) as base:
-        results = asyncio.run(run_all(base, runs, prompt, args.concurrency))
+    with stack(vad) as (base, proxy_pid):
+        results = asyncio.run(run_all(base, runs, prompt, args.concurrency, proxy_pid))
     table = summarize(results, list(MODES), decisions, FALSE_CLASSES)
     result = {
         "summary": table,
@@ -308,11 +350,16 @@ def main() -> int:
                 "error": r.error,
                 "notes": r.notes,
                 "client_late_ms": round(r.late_ms),
+                "proxy_ran_ms_per_s": _round(r.proxy_ran_ms_s),
+                "proxy_waited_ms_per_s": _round(r.proxy_waited_ms_s),
             }
             for r in results
         ],
         "client_late_ms_max": round(max((r.late_ms for r in results), default=0.0)),
         "client_late_cases": sum(r.late_ms > LATE_MS for r in results),
+        "proxy_starved_cases": {
+            m: sum(r.starved for r in results if r.case.mode == m) for m in MODES
+        },
         "vad": vad,
     }
     if args.out:
@@ -322,6 +369,13 @@ def main() -> int:
             f"warning: the client's microphone fell over {LATE_MS} ms behind real time in "
             f"{result['client_late_cases']} cases (at worst {result['client_late_ms_max']} ms):"
             " their echo came back late, as no real client's does",
+            file=sys.stderr,
+        )
+    if starved := sum(result["proxy_starved_cases"].values()):
+        print(
+            f"warning: the proxy ran or waited for a CPU {STARVED_BUSY:.0%} of the time or more"
+            f" in {starved} cases: the machine was busy with other work, and their sessions"
+            " fell behind real time",
             file=sys.stderr,
         )
     if args.plot:

@@ -93,6 +93,20 @@ def build_cases(corpus: Path, modes: list[str]) -> list[Case]:
     return cases
 
 
+def interleaved(cases: list[Case]) -> list[Case]:
+    """The modes' cases taken in turn (each mode's first, then each one's second, ...): run
+    at the same concurrency, every mode then runs beside the others through the whole run,
+    under the same load (one mode after another, each met whatever the machine did in its
+    own part of the run)."""
+    by_mode: dict[str, list[Case]] = {}
+    for case in cases:
+        by_mode.setdefault(case.mode, []).append(case)
+    out: list[Case] = []
+    for i in range(max((len(v) for v in by_mode.values()), default=0)):
+        out += [v[i] for v in by_mode.values() if i < len(v)]
+    return out
+
+
 def derived_background(corpus: Path, mode: str, seed: int = 0) -> list[Case]:
     """Babble and TV-like cases made from the corpus's own clean speech, for tuning on
     a corpus that has none (the dev corpus); levels relative to its speech as

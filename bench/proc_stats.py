@@ -79,3 +79,22 @@ def scrub_paths(svg: Path, root: Path) -> None:
     text = text.replace(str(root) + "/", "")
     text = re.sub(re.escape(tempfile.gettempdir()) + r"/[^/\s&<]+/", "", text)
     svg.write_text(text)
+
+
+def scheduled_ns(pid: int) -> tuple[int, int]:
+    """Nanoseconds the threads of ``pid`` ran on a CPU and waited on a run queue for one
+    (ready to run, a CPU busy with other work), from ``/proc/<pid>/task/*/schedstat``;
+    (0, 0) where the kernel does not keep them or the process is gone."""
+    ran = waited = 0
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0, 0
+    for task in tasks:
+        try:
+            fields = (task / "schedstat").read_text().split()
+        except OSError:
+            continue  # a thread that ended meanwhile
+        ran += int(fields[0])
+        waited += int(fields[1])
+    return ran, waited

@@ -80,6 +80,9 @@ def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> Non
     # Each case says how far its client's microphone fell behind real time.
     assert all(isinstance(c["client_late_ms"], int) for c in result["cases"])
     assert isinstance(result["client_late_cases"], int)
+    # And how long the proxy waited for a CPU against how long it ran (Linux).
+    assert set(result["proxy_starved_cases"]) == {"duplex_emulated", "barge_in_emulated"}
+    assert all("proxy_waited_ms_per_s" in c for c in result["cases"])
 
 
 @pytest.mark.slow
