@@ -34,7 +34,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from shim.overlap_evidence import WindowEvidence, loud_level
-from shim.overlap_steady import Steady
 
 RATE = 16000
 WINDOW_MS = 32
@@ -79,10 +78,6 @@ class DecisionParams:
     # echo suppression took next to nothing of it (under echo, one window is too little).
     lone_prob: float = 0.9
     lone_kept_db: float = -1.0
-    # User-like windows in a row of one sound held on, at the decision, that make it wait
-    # for the sound to end or turn into words (``shim/overlap_steady.py``: a slow
-    # backchannel's last vowel); 0: never.
-    drawn_out_windows: int = 9
 
 
 class Kind(enum.Enum):
@@ -176,7 +171,6 @@ class Tally:
     levels: list[float] = field(default_factory=list)  # of its speech windows
     last_user_end: int = 0  # sample where its last user-like window ended
     direct: int = 0  # of its user-like windows, those that fall as a close voice does
-    steady: Steady = field(default_factory=Steady)  # the sound held on up to its last window
 
     @classmethod
     def starting(cls, onset_sample: int) -> Tally:
@@ -205,8 +199,6 @@ class Tally:
             self.direct += direct(ev, p, self.onset_sample)
         if ev is not None and kind is Kind.USER:
             self.last_user_end = ev.end_sample
-        n = (p or DecisionParams()).drawn_out_windows
-        self.steady.add(ev if kind is Kind.USER else None, n)
 
     def background(self, user_level_db: float | None, p: DecisionParams) -> bool:
         """The overlap as a whole is much quieter than the user: someone else."""
@@ -242,11 +234,8 @@ def judge(
     if tally.background(user_level_db, p):
         return Verdict.RELEASE
     enough = tally.user_ms >= p.min_user_share * p.decision_ms
-    # Speaking now: a voiced window of the user's, or a consonant (speech, not voiced);
-    # not one sound held on since before the decision, or its tail (a slow backchannel's
-    # last vowel).
-    drawn_out = tally.steady.drawn_out(p.drawn_out_windows)
-    if enough and tally.last in (Kind.USER, Kind.UNVOICED) and not drawn_out:
+    # Speaking now: a voiced window of the user's, or a consonant (speech, not voiced).
+    if enough and tally.last in (Kind.USER, Kind.UNVOICED):
         return Verdict.BARGE_IN
     short = tally.user_ms < p.min_user_share * p.decision_ms / 2
     if elapsed < p.decision_ms + p.grace_ms and not short:

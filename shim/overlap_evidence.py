@@ -37,7 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shim.overlap_directness import SPAN, SpanLevels
-from shim.overlap_voicing import centroid, periodicity
+from shim.overlap_voicing import voicing
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
@@ -71,33 +71,15 @@ class WindowEvidence:
     # What ``decay_db`` from a start sample on is measured from, when first read (speech
     # over the assistant that a decision asks about); None where it is not asked for (0 dB).
     _decay: SpanLevels | None = field(default=None, repr=False, compare=False)
-    _periodicity: tuple[float, float] | None = field(default=None, repr=False, compare=False)
-    _centroid: float | None = field(default=None, repr=False, compare=False)
+    _voicing: float | None = field(default=None, repr=False, compare=False)
     _decays: dict[int, float] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def voicing(self) -> float:
-        return self._periodic()[0]
-
-    @property
-    def pitch_hz(self) -> float:
-        """The pitch the window is voiced at (``shim/overlap_voicing.py``)."""
-        return self._periodic()[1]
-
-    @property
-    def centroid_hz(self) -> float:
-        """Where the weight of the window's spectrum lies (``shim/overlap_voicing.py``)."""
-        c = self._centroid
-        if c is None:
-            c = centroid(self.clean)
-            object.__setattr__(self, "_centroid", c)  # a cache, not state
-        return c
-
-    def _periodic(self) -> tuple[float, float]:
-        v = self._periodicity
+        v = self._voicing
         if v is None:
-            v = periodicity(self.clean)
-            object.__setattr__(self, "_periodicity", v)  # a cache, not state
+            v = voicing(self.clean)
+            object.__setattr__(self, "_voicing", v)  # a cache, not state
         return v
 
     @property

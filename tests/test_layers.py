@@ -50,7 +50,6 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.overlap_directness",
             "shim.overlap_voicing",
             "shim.overlap_evidence",
-            "shim.overlap_steady",
             "shim.overlap_decision",
             "shim.overlap_onset",
             "shim.overlap_hold",

@@ -152,7 +152,7 @@ def test_the_user_over_far_audio_with_no_echo_is_neither_coherent_nor_suppressed
     assert kinds.count(Kind.USER) > 0.6 * len(kinds)
 
 
-def decide(name: str, decision_ms: int, drawn_out_windows: int = 9) -> tuple[Verdict, int]:
+def decide(name: str, decision_ms: int) -> tuple[Verdict, int]:
     """A clip's windows with real Silero probabilities, judged as an overlap that begins
     at its first two user-like windows: (verdict, ms from that onset). A second of
     silence follows the clip, as it would the user's speech."""
@@ -160,7 +160,7 @@ def decide(name: str, decision_ms: int, drawn_out_windows: int = 9) -> tuple[Ver
     runner = VadRunner()
     probs = runner.process_sync(runner.new_stream(), x)
     ev = OverlapEvidence()
-    p = DecisionParams(decision_ms=decision_ms, drawn_out_windows=drawn_out_windows)
+    p = DecisionParams(decision_ms=decision_ms)
     tally: Tally | None = None
     prev = Kind.SILENCE
     for prob, end in probs:
