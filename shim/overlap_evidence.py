@@ -37,6 +37,7 @@ import numpy as np
 import numpy.typing as npt
 
 from shim.overlap_directness import SPAN, SpanLevels
+from shim.overlap_voicing import voicing
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
@@ -45,8 +46,6 @@ WINDOW = 512  # Silero's window at 16 kHz
 # Samples kept of each signal: the VAD's results for a window may come back well after
 # its audio (a busy batch), and the window must still be there to be measured.
 RING = 24576
-MIN_LAG, MAX_LAG = 40, 256  # pitch lags at 16 kHz: 400 Hz down to 62.5 Hz
-_LAGS = np.arange(MIN_LAG, MAX_LAG + 1)
 SILENT_DB = -90.0
 LOUD_QUANTILE = 80 / 100  # the loud part of speech: soft consonants and word ends vary
 USER_LEVELS_KEPT = 200  # voiced windows of the user's turns its loud level is taken from
@@ -118,27 +117,6 @@ def loud_level(levels: list[float]) -> float:
     t = pos - lo
     a, b = v[lo], v[min(lo + 1, len(v) - 1)]
     return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
-
-
-def voicing(x: Float32Array) -> float:
-    """Peak normalised autocorrelation over pitch lags (0 for silence).
-
-    Normalised by the energies of the two overlapping parts, so a steady vowel
-    scores near 1 whatever its level.
-    """
-    x = x - float(x.mean())
-    n = x.size
-    if n <= MAX_LAG or float(np.dot(x, x)) <= 1e-9:
-        return 0.0
-    size = 1 << (2 * n - 1).bit_length()  # the power of two from 2n up
-    spec = np.fft.rfft(x, size)
-    r = np.fft.irfft(spec.real**2 + spec.imag**2, size)[: MAX_LAG + 1]
-    sq = np.concatenate(([0.0], np.cumsum(x.astype(np.float64) ** 2)))
-    head = sq[n - _LAGS]  # energy of x[:n - lag]
-    tail = sq[n] - sq[_LAGS]  # energy of x[lag:]
-    norm = np.sqrt(head * tail) + 1e-12
-    # (the methods and a plain clamp: the same values as np.max and np.clip, fewer calls)
-    return min(max(float((r[MIN_LAG : MAX_LAG + 1] / norm).max()), 0.0), 1.0)
 
 
 class _Ring:

@@ -27,14 +27,13 @@ from shim.overlap_decision import (
     Kind,
     Tally,
     Verdict,
-    backstop_counts,
     is_echo,
     judge,
-    user_run,
 )
 from shim.overlap_directness import SPAN
 from shim.overlap_evidence import WINDOW, Float32Array
 from shim.overlap_hold import HoldClock, carried, carries, dismisses
+from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE
 from shim.turn_host import TurnHost
 from shim.turn_params import TurnParams

@@ -23,10 +23,10 @@ from shim.overlap_decision import (
     classify,
     direct,
     judge,
-    user_run,
 )
 from shim.overlap_directness import BLOCK, SPAN, sharpest_fall_db
 from shim.overlap_evidence import WINDOW, OverlapEvidence, WindowEvidence
+from shim.overlap_onset import user_run
 from tests.servers import ROOT
 from tests.test_overlap_evidence import clip16, measure_clip
 

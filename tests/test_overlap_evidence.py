@@ -20,11 +20,12 @@ from shim.overlap_decision import (
     Kind,
     Tally,
     Verdict,
-    backstop_counts,
     classify,
     judge,
 )
-from shim.overlap_evidence import USER_LEVELS_KEPT, WINDOW, OverlapEvidence, loud_level, voicing
+from shim.overlap_evidence import USER_LEVELS_KEPT, WINDOW, OverlapEvidence, loud_level
+from shim.overlap_onset import backstop_counts
+from shim.overlap_voicing import voicing
 from tests.servers import ROOT, load_clip
 
 RATE = 16000
