@@ -148,3 +148,12 @@ def test_vad_cost_bench_runs_on_a_checkout_from_before_the_quiet_gate(tmp_path: 
         timeout=110,
     )
     assert json.loads(timed.stdout.splitlines()[-1])["root"] == old, timed.stderr[-600:]
+
+
+def test_relay_cost_bench_times_the_ga_relay_of_a_checkout() -> None:
+    result = run_bench("relay_cost.py", "--runs", "1", "--json", "--root", str(ROOT))
+    assert result["shim_from"] == ROOT.name
+    assert result["audio_s"] > 10
+    for key in ("relay_cpu_ms_per_session_s", "handle_us_per_append", "snapshot_us"):
+        figure = result[key]
+        assert isinstance(figure, float) and figure > 0, key

@@ -37,6 +37,10 @@ class AssistantItemOrder:
     def __init__(self) -> None:
         self._held: dict[str, list[Action]] = {}  # item id -> its added / created
 
+    def holding(self) -> bool:
+        """Whether an item's events wait here for its ``response.output_item.added``."""
+        return bool(self._held)
+
     def ordered(self, actions: list[Action]) -> list[Action]:
         out: list[Action] = []
         for action in actions:

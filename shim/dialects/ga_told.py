@@ -10,13 +10,14 @@ metadata (``CreateIds.resumed``), while those sent after it are named again."""
 
 from __future__ import annotations
 
-from shim.actions import AbortUpstream, Action, SendClient
+from shim.actions import AbortUpstream, Action, AnalyzeAudio, SendClient, SendUpstream
 from shim.dialects.ga_create_ids import COMMIT_REFUSALS, CreateIds
 from shim.dialects.ga_item_order import AssistantItemOrder
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
+APPEND = "input_audio_buffer.append"
 # Since the last ``input_audio_buffer.committed`` taken for the client's commit:
 # nothing else (TAKEN), or a response.created that answered a create (ANSWERED).
 NONE, TAKEN, ANSWERED = 0, 1, 2
@@ -45,6 +46,8 @@ class ToldToClient:
     def told(self, inp: Input, actions: list[Action], vad_answers: bool) -> list[Action]:
         """``actions`` as they go out after ``inp``; ``vad_answers``: the upstream answers
         its server VAD's commits itself (the session's ``create_response``)."""
+        if _audio_only(inp, actions) and not self.item_order.holding():
+            return list(actions)  # no case below applies: nothing is named, held or told
         upstream = isinstance(inp, UpstreamEvent)
         kind = inp.event.get("type") if isinstance(inp, UpstreamEvent) else None
         if self.upstream_gone(inp, actions):
@@ -149,6 +152,19 @@ class ToldToClient:
             return True
         event = inp.event if isinstance(inp, UpstreamEvent | UpstreamReattached) else {}
         return event.get("type") == "session.created"
+
+
+def _audio_only(inp: Input, actions: list[Action]) -> bool:
+    """A client's append answered only by its audio going upstream and to the VAD (most
+    inputs of a session): no loss, no commit, no event for the client to name or order."""
+    if type(inp) is not ClientEvent or inp.event.get("type") != APPEND:
+        return False
+    for action in actions:
+        if type(action) is SendUpstream and action.event.get("type") == APPEND:
+            continue
+        if type(action) is not AnalyzeAudio:
+            return False
+    return True
 
 
 def _error_code(inp: Input) -> object:

@@ -49,6 +49,7 @@ one not active is refused (``response_not_active``); either leaves the voice fix
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,6 +64,8 @@ _TEXT = frozenset({"input_text", "text", "output_text", "audio_transcript", "tra
 _AUDIO = frozenset({"input_audio", "audio"})
 SILENCE_RMS = 0.003  # protocol/realtime/session.py: overlap_silence_rms, its default
 INTAKE = "upstream_intake"  # the snapshot's key (relay_upstream_audio.py, wire)
+_SQUARE_SCALE = 2.0**-30  # (1 / 32768)²
+_EXACT_BYTES = 2 * 2**23  # PCM16 appends under 2²³ samples: _pcm16_rms
 
 
 def speech(raw: bytes, fmt: AudioFormat, silence_rms: float = SILENCE_RMS) -> bool:
@@ -76,8 +79,20 @@ def speech(raw: bytes, fmt: AudioFormat, silence_rms: float = SILENCE_RMS) -> bo
     else:
         if len(raw) < 2 or len(raw) % 2:
             return True
+        if len(raw) < _EXACT_BYTES:
+            return _pcm16_rms(raw) >= silence_rms
         samples = np.frombuffer(raw, dtype="<i2").astype(np.float64) / 32768.0
     return float(np.sqrt(np.mean(np.square(samples)))) >= silence_rms
+
+
+def _pcm16_rms(raw: bytes) -> float:
+    """``sqrt(mean(square(samples / 32768)))`` in float64, bit for bit, for fewer than
+    2²³ samples: each (s / 32768)² is s² · 2⁻³⁰ exactly, and every partial sum of them is
+    a whole multiple of 2⁻³⁰ below 2⁵³ of them, so numpy's float sum is exact in any
+    order; the integers' sum of squares is that sum, and the one division and the square
+    root are the same. A third of the float path's cost, at every append of a session."""
+    pcm = np.frombuffer(raw, dtype="<i2").astype(np.int64)
+    return math.sqrt(int(pcm @ pcm) * _SQUARE_SCALE / pcm.size)
 
 
 def user_item(item: Any, images: bool = False) -> bool:
