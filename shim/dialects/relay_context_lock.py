@@ -90,7 +90,8 @@ def _pcm16_rms(raw: bytes) -> float:
     2²³ samples: each (s / 32768)² is s² · 2⁻³⁰ exactly, and every partial sum of them is
     a whole multiple of 2⁻³⁰ below 2⁵³ of them, so numpy's float sum is exact in any
     order; the integers' sum of squares is that sum, and the one division and the square
-    root are the same. A third of the float path's cost, at every append of a session."""
+    root are the same. A third of the float path's cost, at every append read while the
+    context is still open (until the upstream session's first turn)."""
     pcm = np.frombuffer(raw, dtype="<i2").astype(np.int64)
     return math.sqrt(int(pcm @ pcm) * _SQUARE_SCALE / pcm.size)
 
