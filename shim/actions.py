@@ -6,7 +6,7 @@ The core never touches a socket: it returns these, in order, and the edge in
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -32,6 +32,9 @@ class SendUpstream:
     """Send a client event to the upstream, already in the upstream's dialect."""
 
     event: dict[str, Any]
+    # An append's audio on the client's input timeline (input samples, ``[start,
+    # end)``), recorded when it really goes (``shim/upstream_timeline.py``).
+    span: tuple[int, int] | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -115,9 +115,12 @@ class AppendConverter:
         unit, self._pending = bytes(self._pending), bytearray()
         return {**self._last, "type": "input_audio_buffer.append", "audio": b64encode(unit)}
 
-    def drop(self) -> None:
-        """The client cleared its buffer: the incomplete unit goes with it."""
+    def drop(self) -> int:
+        """The client cleared its buffer: the incomplete unit goes with it (its
+        samples, returned)."""
+        dropped = len(self._pending) // self.target.bytes_per_sample
         self._pending.clear()
+        return dropped
 
     def convert(self, event: Mapping[str, Any], source: AudioFormat) -> dict[str, Any] | None:
         """The append in the target format; None when it holds no whole sample yet

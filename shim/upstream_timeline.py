@@ -10,11 +10,23 @@ loss starts counting again at zero, and after a move the client's timeline start
 again at zero while a resumed upstream session's goes on. Converting the audio to
 the upstream's format or rate changes none of these durations.
 
-So the proxy records, in the order it goes upstream, where each run of audio the
-upstream session got lies on the client's timeline (input samples at the VAD rate,
+So the proxy records, at the moment it goes upstream and in that order (an append
+carries its place: ``SendUpstream.span``), where each run of audio the upstream
+session got lies on the client's timeline (input samples at the VAD rate,
 ``shim/input_history.py``), and rewrites those ms on the way to the client. What
-was never forwarded is the gap between two runs. Bounded: the oldest runs are
-forgotten, and a time before the oldest kept run maps by that run's offset.
+was never forwarded is the gap between two runs, and so is the part of a float
+upstream's unit a clear drops before it went (``unsent``). Bounded: the oldest runs
+are forgotten, and a time before the oldest kept run maps by that run's offset.
+
+A ``speech_started`` is the detected onset less the session's ``prefix_padding_ms``,
+never before the detector's last reset (``engine/duplex/vad.py``). The padding may
+reach back across audio the gate dropped, so the onset (start plus padding) is what
+is mapped, and the padding taken off on the client's timeline, as a client talking
+to the upstream directly would have got it. The padding is the one the upstream
+session was last given (300 ms, its default, until then). Without turn detection
+the upstream's speech times are the client's own append hints, or its placeholder 0
+(``realtime_events.py``, ``note_input_append``), and so is a commit's
+``speech_stopped`` ``audio_end_ms`` 0 (``resolve_commit``): none is rewritten.
 """
 
 from __future__ import annotations
@@ -32,7 +44,9 @@ KEPT = 64
 # (not a truncate's ``audio_end_ms``, which is on the assistant's audio).
 FIELDS = ("audio_start_ms", "audio_end_ms")
 PREFIX = "input_audio_buffer."
+STARTED, STOPPED = PREFIX + "speech_started", PREFIX + "speech_stopped"
 WIRE = "upstream_timeline"  # the snapshot's key
+PADDING_MS = 300  # vLLM-Omni's prefix_padding_ms when an update names none
 
 
 class TimelineMap:
@@ -56,6 +70,21 @@ class TimelineMap:
             self._runs.append((self.sent_samples, start))
         self.sent_samples += end - start
         self._next = end
+
+    def unsent(self, samples: int) -> None:
+        """The last ``samples`` recorded never reached the upstream (dropped before
+        they went): what comes next begins a run."""
+        self.sent_samples = max(0, self.sent_samples - samples)
+        while self._runs and self._runs[-1][0] > self.sent_samples:
+            self._runs.pop()  # a run all of which was dropped
+        self._next = None
+
+    def client_start_ms(self, ms: float, padding_ms: int) -> int:
+        """A ``speech_started``'s padded start: its onset mapped, less the padding
+        (not before the client's timeline begins)."""
+        if not self._runs:
+            return round(ms)
+        return max(0, self.client_ms(ms + padding_ms) - padding_ms)
 
     def client_ms(self, ms: float, end: bool = False) -> int:
         """Upstream time ``ms`` on the client's timeline. At a gap a start is the
@@ -90,19 +119,6 @@ class TimelineMap:
         return out
 
 
-def _restarts(event: Mapping[str, Any]) -> bool:
-    """A ``session.update`` naming turn detection (either spelling, ``null`` too)."""
-    if event.get("type") != "session.update":
-        return False
-    session = event.get("session")
-    session = session if isinstance(session, Mapping) else event
-    audio = session.get("audio")
-    audio_in = audio.get("input") if isinstance(audio, Mapping) else None
-    return "turn_detection" in session or (
-        isinstance(audio_in, Mapping) and "turn_detection" in audio_in
-    )
-
-
 def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
@@ -110,7 +126,7 @@ def _count(value: Any) -> bool:
 class UpstreamTimeline:
     """The current upstream session's map, and the one a fresh session would get."""
 
-    __slots__ = ("_carry", "_unapplied", "now")
+    __slots__ = ("_carry", "_fresh", "_unapplied", "now", "padding_ms")
 
     def __init__(self) -> None:
         self.now = TimelineMap()
@@ -118,29 +134,53 @@ class UpstreamTimeline:
         # if the resume fails (the edge carries it over: ``proxy/emulated/upstream_control.py``).
         self._carry: TimelineMap | None = None
         self._unapplied: Mapping[str, Any] | None = None  # an update the upstream refuses
+        self._fresh = False  # a fresh session asked for by this input
+        # The upstream session's prefix padding; None: no turn detection there.
+        self.padding_ms: int | None = PADDING_MS
 
     def sent(self, start: int, end: int) -> None:
         self.now.sent(start, end)
         if self._carry is not None:
             self._carry.sent(start, end)
 
+    def unsent(self, samples: int) -> None:
+        """The last ``samples`` recorded were dropped before they went upstream."""
+        for m in (self.now, self._carry):
+            if m is not None:
+                m.unsent(samples)
+
     def follow(self, actions: Iterable[Action]) -> None:
-        """The session's answer to an input, before what it sends goes out. An update
-        naming turn detection restarts the upstream's clock (vLLM-Omni builds a fresh
-        detector, its clock at zero: ``docs/fidelity.md``, row 2a); one that opens a
-        fresh session goes before any of its audio, so its clock starts there anyway."""
-        fresh = False
+        """The session's answer to an input, before what it sends goes out (all of
+        it, in order, at once)."""
         for action in actions:
-            if isinstance(action, ResumeUpstream):
-                self._carry = TimelineMap()
-            elif isinstance(action, AbortUpstream) and action.redial:
-                carried = self._carry if action.after_loss else None
-                self.now, self._carry, fresh = carried or TimelineMap(), None, True
-            elif isinstance(action, SendUpstream) and not fresh and _restarts(action.event):
-                if action.event is not self._unapplied:
-                    self.now = TimelineMap()
-                    self._carry = None if self._carry is None else TimelineMap()
-        self._unapplied = None
+            self.went(action)
+        self.settled()
+
+    def went(self, action: Action) -> None:
+        """One action, as it goes. An append records its span. An update naming turn
+        detection restarts the upstream's clock (vLLM-Omni builds a fresh detector,
+        its clock at zero: ``docs/fidelity.md``, row 2a) and sets its padding; one
+        that opens a fresh session goes before any of its audio, so its clock starts
+        there anyway."""
+        if isinstance(action, ResumeUpstream):
+            self._carry = TimelineMap()
+        elif isinstance(action, AbortUpstream) and action.redial:
+            carried = self._carry if action.after_loss else None
+            self.now, self._carry, self._fresh = carried or TimelineMap(), None, True
+        elif isinstance(action, SendUpstream):
+            if action.span is not None:
+                self.sent(*action.span)
+            detection = _turn_detection(action.event)
+            if detection is _NOT_NAMED or action.event is self._unapplied:
+                return
+            self.padding_ms = _padding(detection)
+            if not self._fresh:
+                self.now = TimelineMap()
+                self._carry = None if self._carry is None else TimelineMap()
+
+    def settled(self) -> None:
+        """The input's actions are all gone."""
+        self._unapplied, self._fresh = None, False
 
     def unapplied(self, update: Mapping[str, Any]) -> None:
         """``update`` goes upstream to be refused there whole: its detector stays."""
@@ -157,17 +197,57 @@ class UpstreamTimeline:
         kind = ev.get("type")
         if not (isinstance(kind, str) and kind.startswith(PREFIX)):
             return
+        if self.padding_ms is None and kind in (STARTED, STOPPED):
+            return  # the client's own hints (no turn detection upstream)
         for field in FIELDS:
             ms = ev.get(field)
-            if isinstance(ms, int | float) and not isinstance(ms, bool):
-                ev[field] = self.now.client_ms(ms, end=field == "audio_end_ms")
+            if not isinstance(ms, int | float) or isinstance(ms, bool):
+                continue
+            if field == "audio_end_ms":
+                if ms != 0:  # 0: a commit's placeholder, no time at all
+                    ev[field] = self.now.client_ms(ms, end=True)
+            elif kind == STARTED and self.padding_ms is not None:
+                ev[field] = self.now.client_start_ms(ms, self.padding_ms)
+            else:
+                ev[field] = self.now.client_ms(ms)
 
     def wire(self) -> dict[str, Any]:
-        return {WIRE: self.now.wire()}
+        return {WIRE: {**self.now.wire(), "padding_ms": self.padding_ms}}
 
     def restore(self, snap: Mapping[str, Any], resumed: Mapping[str, Any] | None) -> None:
         """After a move: a resumed upstream session's timeline goes on from the
         snapshot's (a snapshot without one: as if nothing was dropped); a fresh one
-        starts at zero."""
+        starts at zero. Either keeps the padding (the client's settings go to it)."""
         self._carry = None
-        self.now = TimelineMap.from_wire(snap.get(WIRE)) if resumed is not None else TimelineMap()
+        raw = snap.get(WIRE)
+        self.now = TimelineMap.from_wire(raw) if resumed is not None else TimelineMap()
+        padding = raw.get("padding_ms", PADDING_MS) if isinstance(raw, Mapping) else PADDING_MS
+        self.padding_ms = padding if padding is None or _count(padding) else PADDING_MS
+
+
+_NOT_NAMED = object()
+
+
+def _turn_detection(event: Mapping[str, Any]) -> Any:
+    """The turn detection a ``session.update`` names (either spelling, ``null`` too),
+    else ``_NOT_NAMED``."""
+    if event.get("type") != "session.update":
+        return _NOT_NAMED
+    session = event.get("session")
+    session = session if isinstance(session, Mapping) else event
+    audio = session.get("audio")
+    audio_in = audio.get("input") if isinstance(audio, Mapping) else None
+    if isinstance(audio_in, Mapping) and "turn_detection" in audio_in:
+        return audio_in["turn_detection"]
+    return session.get("turn_detection", _NOT_NAMED)
+
+
+def _padding(detection: Any) -> int | None:
+    """The prefix padding vLLM-Omni runs with ``detection`` (it replaces the whole
+    object: ``engine/duplex/turn_detection.py``, ``from_realtime``); None: none."""
+    if not isinstance(detection, Mapping):
+        return None
+    padding = detection.get("prefix_padding_ms", PADDING_MS)
+    if isinstance(padding, int | float) and not isinstance(padding, bool) and padding >= 0:
+        return int(padding)
+    return PADDING_MS

@@ -210,6 +210,20 @@ async def test_update_naming_turn_detection_restarts_the_vad_clock() -> None:
         await answered(p)
 
 
+async def test_speech_started_says_the_onset_less_the_prefix_padding() -> None:
+    """``engine/duplex/vad.py``: ``max(last reset, onset - prefix_padding_ms)``."""
+    td = {**SERVER_VAD, "prefix_padding_ms": 1000}
+    async with backend() as (http, url), session(http, url, turn_detection=td) as (p, _):
+        await p.speak(np.concatenate([silence(2000), SPEECH, QUIET]))
+        started = await p.until("input_audio_buffer.speech_started")
+        assert 950 <= int(str(started["audio_start_ms"])) <= 1050  # the onset is at 2 s
+        await answered(p)
+        # The next onset at 4.7 s: 1 s of padding reaches back past the commit's reset.
+        await p.speak(np.concatenate([SPEECH, QUIET]))
+        again = int(str((await p.until("input_audio_buffer.speech_started"))["audio_start_ms"]))
+        assert 3700 + 100 <= again < 4700, again
+
+
 async def test_update_not_naming_turn_detection_keeps_the_detector() -> None:
     async with backend() as (http, url), session(http, url, turn_detection=SERVER_VAD) as (p, _):
         await p.speak(SPEECH)

@@ -127,3 +127,16 @@ def test_what_waits_is_bounded_then_goes_on_in_order() -> None:
     assert audio(out)[: len(turn) + len(after)] == [e["audio"] for e in turn + after]
     assert max(sizes) < 2 * MAX_WAITING_CHARS
     assert KEY not in sc.s.snapshot()
+
+
+def test_what_waited_is_on_the_fresh_upstream_sessions_timeline() -> None:
+    """The held turn and the appends queued behind the commit both reach the fresh
+    session: its map of the client's timeline counts all of them, in order."""
+    sc = make()
+    _, _, snap, _ = waiting(sc)
+    moved = make(bound=False)
+    ga(moved).restore(snap, None, now=sc.now)
+    moved.tick(50)
+    tl = ga(moved).upstream_timeline.now
+    assert tl.sent_samples == 9 * 32 * 16  # 6 windows of the turn, 3 after the commit
+    assert tl.client_ms(6 * 32) > tl.client_ms(5 * 32)  # in the order they went

@@ -64,3 +64,18 @@ def test_an_update_the_upstream_refuses_leaves_its_clock_as_it_was() -> None:
     assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
     sc.audio(1000)
     assert told_start(sc, 2300, 1) == 2300  # vLLM-Omni refused it whole: the same detector
+
+
+def test_without_turn_detection_the_upstream_echoes_the_clients_own_append_hints() -> None:
+    """vLLM-Omni with turn detection off marks a buffer's first append with the
+    client's own ``audio_start_ms`` hint (``realtime_events.py``, ``note_input_append``):
+    the client's value, not a time on the upstream's timeline."""
+    sc = make()
+    sc.audio(2000)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))  # its clock starts at the client's 2 s
+    update = {"type": "session.update", "session": {"turn_detection": None}}
+    assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
+    sc.audio(1000)
+    assert told_start(sc, 2100, 1) == 2100

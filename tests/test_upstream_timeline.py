@@ -132,7 +132,7 @@ def test_an_update_naming_turn_detection_restarts_the_upstreams_clock() -> None:
     t.follow([SendUpstream({"type": "session.update", "session": {"instructions": "x"}})])
     t.sent(2000 * MS, 2500 * MS)
     assert _start(t, 2300) == 2300  # its detector as it was
-    nested = {"audio": {"input": {"turn_detection": None}}}
+    nested = {"audio": {"input": {"turn_detection": {"type": "server_vad"}}}}
     t.follow([SendUpstream({"type": "session.update", "session": nested})])
     t.sent(2500 * MS, 3500 * MS)
     assert _start(t, 300) == 2800  # a fresh detector, its clock at zero
@@ -143,6 +143,90 @@ def test_a_fresh_sessions_settings_go_before_the_audio_carried_to_it() -> None:
     t.sent(0, 5000 * MS)
     t.follow([RESUME])
     t.sent(5000 * MS, 5500 * MS)
-    given = SendUpstream({"type": "session.update", "session": {"turn_detection": None}})
+    kept = {"turn_detection": {"type": "server_vad"}}
+    given = SendUpstream({"type": "session.update", "session": kept})
     t.follow([AbortUpstream("lost", redial=True, after_loss=True), given])
     assert _start(t, 200) == 5200
+
+
+def test_a_padded_start_maps_by_its_onset_across_a_dropped_span() -> None:
+    m = TimelineMap()
+    m.sent(0, 3000 * MS)  # heard before the answer
+    m.sent(6900 * MS, 9000 * MS)  # 3.9 s dropped; released 100 ms before the onset
+    # The upstream hears the onset at its 3100 ms and says 2800 (300 ms of padding),
+    # which lies before the dropped span: the onset maps, the padding comes off after.
+    assert m.client_start_ms(2800, 300) == 6700
+    assert m.client_start_ms(1000, 300) == 1000  # within one run: as it is
+    assert m.client_start_ms(3000, 0) == 6900
+    assert TimelineMap().client_start_ms(2800, 300) == 2800
+    moved = TimelineMap.from_wire({"sent": 3000 * MS, "runs": [[0, 5000 * MS]]})
+    moved.sent(0, 1000 * MS)  # after a move the client's timeline starts again
+    assert moved.client_start_ms(2900, 300) == 0  # never before it
+
+
+def test_the_padding_is_the_one_the_upstream_was_last_given() -> None:
+    t = UpstreamTimeline()
+    t.sent(0, 3000 * MS)
+    t.sent(6900 * MS, 9000 * MS)
+    assert _start(t, 2800) == 6700  # its default, 300 ms
+    td = {"type": "server_vad", "prefix_padding_ms": 500}
+    t.follow([SendUpstream({"type": "session.update", "session": {"turn_detection": td}})])
+    t.sent(9000 * MS, 10000 * MS)
+    t.sent(12000 * MS, 13000 * MS)  # the upstream's clock since the update: 1000 ms in
+    assert t.padding_ms == 500
+    assert _start(t, 600) == 11600  # onset 1100: client 12100, less 500
+    moved = UpstreamTimeline()
+    moved.restore(t.wire(), resumed={"type": "session.resumed"})
+    assert moved.padding_ms == 500
+
+
+def test_without_turn_detection_upstream_its_speech_times_are_the_clients_own() -> None:
+    t = UpstreamTimeline()
+    off = SendUpstream({"type": "session.update", "session": {"turn_detection": None}})
+    t.follow([off])
+    t.sent(0, 1000 * MS)
+    t.sent(3000 * MS, 4000 * MS)
+    # vLLM-Omni echoes a native client's append hints (or says 0): not its timeline.
+    stopped = {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 1500}
+    t.to_client(stopped)
+    assert (_start(t, 1200), stopped["audio_end_ms"]) == (1200, 1500)
+    moved = UpstreamTimeline()
+    moved.restore(t.wire(), resumed={"type": "session.resumed"})
+    assert moved.padding_ms is None
+
+
+def test_a_commits_placeholder_end_stays_zero() -> None:
+    t = UpstreamTimeline()
+    t.sent(0, 5000 * MS)
+    t.follow([AbortUpstream("lost", redial=True, after_loss=True)])
+    t.sent(5000 * MS, 8000 * MS)
+    ev = {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 0, "item_id": "i"}
+    t.to_client(ev)
+    assert ev["audio_end_ms"] == 0  # resolve_commit's: no time at all
+    ev = {"type": "input_audio_buffer.speech_stopped", "audio_end_ms": 1, "item_id": "i"}
+    t.to_client(ev)
+    assert ev["audio_end_ms"] == 5001
+
+
+def test_audio_a_clear_drops_before_it_went_is_a_gap() -> None:
+    t = UpstreamTimeline()
+    t.sent(0, 1000 * MS)
+    t.unsent(60 * MS)  # a float upstream's incomplete unit, dropped by a clear
+    t.sent(1000 * MS, 2000 * MS)
+    assert _start(t, 1000) == 1060
+    t.unsent(5000 * MS)  # more than the last run: it goes
+    assert t.now.sent_samples == 0
+    t.sent(4000 * MS, 5000 * MS)
+    assert _start(t, 200) == 4200
+
+
+def test_appends_record_as_they_go_in_order() -> None:
+    t = UpstreamTimeline()
+    held = SendUpstream({"type": "input_audio_buffer.append"}, (0, 300 * MS))
+    later = SendUpstream({"type": "input_audio_buffer.append"}, (1000 * MS, 1200 * MS))
+    td = SendUpstream({"type": "session.update", "session": {"turn_detection": {}}})
+    for action in (held, td, later):
+        t.went(action)
+    t.settled()
+    assert t.now.sent_samples == 200 * MS  # what went after the update restarted it
+    assert _start(t, 50) == 1050

@@ -146,6 +146,14 @@ class SessionSettings:
         """``turn_detection.type = "server_vad"`` (normalised to an object or absent/None)."""
         return isinstance(self.client.get("turn_detection"), dict)
 
+    @property
+    def prefix_padding_ms(self) -> int:
+        """The detector's ``prefix_padding_ms`` (``engine/duplex/turn_detection.py``,
+        ``from_realtime``: 300 unless the turn detection object names it)."""
+        td = self.client.get("turn_detection")
+        padding = td.get("prefix_padding_ms", 300) if isinstance(td, dict) else 300
+        return int(padding) if isinstance(padding, int | float) else 300
+
     def update(
         self, patch: Mapping[str, object], *, audio_started: bool, locked: bool = False
     ) -> None:

@@ -54,10 +54,9 @@ class DuplexModel(Speaking):
         # the user turn being heard (its start in tape time)
         self._item_id: str | None = None
         self._utterance_ms: int | None = None
-        self._in_overlap = False
-        self._overlap_ms = 0
-        self._appended = False
-        self._append_speech = False
+        self._in_overlap, self._overlap_ms = False, 0
+        self._appended = self._append_speech = False
+        self._reset_ms = 0  # the tape's time at the detector's last reset
 
     def _new_detector(self) -> SpeechDetector:
         opts = self._opts
@@ -78,7 +77,7 @@ class DuplexModel(Speaking):
         open ``speech_started``, stay (``realtime_events.py``).
         """
         self.detector = self._new_detector()
-        self._clock_ms = self.tape.end_ms
+        self._clock_ms = self._reset_ms = self.tape.end_ms
 
     def _detects_turns(self) -> bool:
         return not self._vad_only or self.port.server_vad
@@ -144,7 +143,9 @@ class DuplexModel(Speaking):
         if self._item_id is not None:
             return
         self._item_id = new_item_id()
-        start = 0 if self._utterance_ms is None else max(0, self._utterance_ms - self._clock_ms)
+        # The onset less the prefix padding, not before the last reset (``vad.py``).
+        onset, padding = self._utterance_ms, self.port.settings.prefix_padding_ms
+        start = 0 if onset is None else max(self._reset_ms, onset - padding) - self._clock_ms
         self.port.emit(
             "input_audio_buffer.speech_started", {"audio_start_ms": start, "item_id": self._item_id}
         )
@@ -207,13 +208,11 @@ class DuplexModel(Speaking):
         self.respond(turn)
 
     def reset_input(self) -> None:
-        self._item_id = None
-        self._utterance_ms = None
-        self._in_overlap = False
-        self._overlap_ms = 0
-        self._appended = False
-        self._append_speech = False
+        self._item_id = self._utterance_ms = None
+        self._in_overlap, self._overlap_ms = False, 0
+        self._appended = self._append_speech = False
         self.detector.reset()
+        self._reset_ms = self.tape.end_ms
         self.tape.clear()
 
     def _commit(

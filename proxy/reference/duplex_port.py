@@ -9,12 +9,15 @@ from __future__ import annotations
 import uuid
 from collections.abc import Awaitable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 import numpy.typing as npt
 
 from proxy.reference.options import ReferenceOptions
+
+if TYPE_CHECKING:
+    from proxy.reference.duplex_config import SessionSettings
 
 
 class SessionPort(Protocol):
@@ -22,6 +25,7 @@ class SessionPort(Protocol):
     kind: str
     options: ReferenceOptions
     reply_ms: int
+    settings: SessionSettings
 
     @property
     def modalities(self) -> list[object]: ...

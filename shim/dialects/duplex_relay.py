@@ -77,6 +77,7 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
     # A native client hears the upstream's own answers to its playback reports.
     answers_reports = False
     native_client = True  # its session is read as vLLM-Omni reads it
+    timeline_follows_handle = True  # what it sends upstream goes as it is answered
 
     def __init__(
         self,
@@ -245,7 +246,8 @@ class BargeInRelaySession(KeptSettings, EmulatedSession):
 
     def handle(self, inp: Input) -> list[Action]:
         actions = super().handle(inp)
-        self.upstream_timeline.follow(actions)  # a fresh upstream session counts from zero
+        if self.timeline_follows_handle:  # a fresh upstream session counts from zero
+            self.upstream_timeline.follow(actions)
         return actions
 
     def on_upstream_checkpointed(self, inp: UpstreamCheckpointed) -> list[Action]:

@@ -61,6 +61,7 @@ from shim.session_config import SessionConfigError
 
 class GaRelaySession(BargeInRelaySession):
     answers_reports, native_client = True, False  # a GA client's words and reading
+    timeline_follows_handle = False  # its upstream actions go later (``_tagged``)
 
     def __init__(
         self,
@@ -77,7 +78,7 @@ class GaRelaySession(BargeInRelaySession):
         # The upstream's declared float input, the client's audio converted to it.
         self.upstream_audio = UpstreamAudio(upstream_capabilities)
         super().__init__(session_id, model, settings, upstream_capabilities)
-        self.audio_gate.timeline = self.upstream_timeline  # what it lets go, it tells
+        self.upstream_audio.timeline = self.upstream_timeline  # a unit a clear drops
         self.reports.proxy_acked = True
         self.apply_update({"type": "session.update", "session": {}})  # GA defaults upstream
 
@@ -100,6 +101,7 @@ class GaRelaySession(BargeInRelaySession):
             due = self.turn_wait.due(self.response)
             for action, by, whole in [(a, kind, ptt) for a in actions] + due:
                 out += self._tagged(action, by, whole)
+            self.upstream_timeline.settled()
             out = self.turn_order.to_client(self.turn_order.to_upstream(out), self.history.end_ms)
             # The client's metadata in its response's events whoever made them: the
             # upstream's, or the proxy's own response.done of a cut or a lost upstream.
@@ -110,6 +112,7 @@ class GaRelaySession(BargeInRelaySession):
 
     def _tagged(self, action: Action, kind: object, whole: bool = False) -> list[Action]:
         """``kind``, ``whole``: the client event's type (None: not a client's), push-to-talk."""
+        self.upstream_timeline.went(action)  # as it goes, in the order it goes
         if isinstance(action, ForwardUpstream) and kind is not None:
             ahead = ahead_of(self, kind, whole=whole)
             before = [a for one in ahead for a in self._tagged(one, None)]
@@ -185,8 +188,7 @@ class GaRelaySession(BargeInRelaySession):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
             return [*self._gate_opens(now), *out]
-        self.upstream_timeline.sent(start, self.history.end)  # (behind a waiting commit)
-        return [SendUpstream(ev), *out]
+        return [SendUpstream(ev, (start, self.history.end)), *out]  # (behind a waiting commit)
 
     # ------------------------------------------------------------ the gate
     def _gated(self, now: float) -> bool:

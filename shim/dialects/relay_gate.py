@@ -35,7 +35,6 @@ from shim.dialects.relay_input_clock import InputClock
 from shim.echo_run import ECHO_TAIL_MS
 from shim.input_history import ms_to_sample
 from shim.playback import ItemPlayback
-from shim.upstream_timeline import UpstreamTimeline
 from shim.vad_gate import WINDOW_MS
 
 # Audio kept at most while the gate is closed; an answer longer than this loses only
@@ -66,8 +65,6 @@ class AudioGate:
         # The onset (input sample) of the first run of the user's speech over the answer
         # kept as a turn (``relay_keep.py``), until the held audio goes or is dropped.
         self.kept: int | None = None
-        # Told where each held append that goes upstream lies (``shim/upstream_timeline.py``).
-        self.timeline: UpstreamTimeline | None = None
 
     def follow_answer(self, live: bool, latest: ItemPlayback | None, now: float) -> None:
         """Until when the answer, as the client plays it, or its echo may sound: while
@@ -173,10 +170,8 @@ class AudioGate:
         # An append the resampler has not yet given samples for (start == end) is
         # part of whatever follows it.
         going = [(s, e, ev) for s, e, ev in held if e > first or (s == e and s >= first)]
-        if self.timeline is not None:
-            for start, end, _ in going:
-                self.timeline.sent(start, end)
-        return [SendUpstream(ev) for _, _, ev in going]
+        # Each with its place, which the upstream timeline records as it goes.
+        return [SendUpstream(ev, (s, e)) for s, e, ev in going]
 
     def drop(self) -> None:
         self.held.clear()

@@ -36,7 +36,9 @@ from shim.audio import PCM16, AudioError, AudioFormat, b64decode
 from shim.dialects.relay_context_lock import INTAKE, SILENCE_RMS, ContextLock, speech
 from shim.g711 import G711_ENCODINGS
 from shim.inputs import Input, UpstreamEvent
+from shim.settings import VAD_RATE
 from shim.upstream_input import AppendConverter, declared_float_input, state_input, unit_samples
+from shim.upstream_timeline import UpstreamTimeline
 
 HEARD = "upstream_heard"  # the snapshot's keys: the upstream session's context is locked,
 SPOKE = "upstream_spoke"  # and its current response's playback has audio (voice fixed)
@@ -62,6 +64,7 @@ class UpstreamAudio:
         "redialed",
         "reported",
         "silence_rms",
+        "timeline",
     )
 
     def __init__(self, upstream_capabilities: Mapping[str, Any] | None) -> None:
@@ -74,6 +77,7 @@ class UpstreamAudio:
         self.reported = False  # the upstream session said its silence level
         self.redialed = False  # a fresh session asked for, its session.created not yet in
         self.given: float | None = None  # the flat level last updated since: it runs it
+        self.timeline: UpstreamTimeline | None = None  # told of a unit a clear drops
 
     @property
     def heard(self) -> bool:
@@ -186,7 +190,9 @@ class UpstreamAudio:
                 self._count(rest.get("audio"), self.converter.target)
                 out = [SendUpstream(rest), action]
         elif self.converter is not None and kind == "input_audio_buffer.clear":
-            self.converter.drop()
+            dropped = self.converter.drop()  # never went: off the upstream's timeline
+            if self.timeline is not None and dropped:
+                self.timeline.unsent(round(dropped * VAD_RATE / self.converter.target.rate_hz))
         for lock in self._locks():
             lock.sent(kind, event if isinstance(event, dict) else None)
         return out

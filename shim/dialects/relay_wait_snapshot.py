@@ -80,7 +80,8 @@ def _entry(action: Action, kind: object, whole: bool) -> dict[str, Any] | None:
     if isinstance(action, ForwardUpstream):
         return {"kind": by, "whole": whole, "raw": action.raw}
     if isinstance(action, SendUpstream):
-        return {"kind": by, "whole": whole, "event": action.event}
+        span = {} if action.span is None else {"span": list(action.span)}
+        return {"kind": by, "whole": whole, "event": action.event, **span}
     return None  # only upstream-bound actions wait (``TurnWait.route``)
 
 
@@ -90,5 +91,8 @@ def _action(entry: object) -> Action | None:
     if isinstance(entry.get("raw"), str):
         return ForwardUpstream(entry["raw"])
     if isinstance(entry.get("event"), dict):
+        span = entry.get("span")  # where an append lies on the client's timeline
+        if isinstance(span, list) and len(span) == 2 and all(type(v) is int for v in span):
+            return SendUpstream(entry["event"], (span[0], span[1]))
         return SendUpstream(entry["event"])
     return None
