@@ -224,6 +224,19 @@ async def test_speech_started_says_the_onset_less_the_prefix_padding() -> None:
         assert 3700 + 100 <= again < 4700, again
 
 
+async def test_a_clear_does_not_floor_the_padded_start() -> None:
+    """Only a commit resets vLLM-Omni's detector (``resolve_commit``'s ``reset_vad``):
+    a clear leaves the floor where it was."""
+    td = {**SERVER_VAD, "prefix_padding_ms": 1000}
+    async with backend() as (http, url), session(http, url, turn_detection=td) as (p, _):
+        await p.speak(silence(2000))
+        await p.send({"type": "input_audio_buffer.clear"})
+        await p.until("input_audio_buffer.cleared")
+        await p.speak(np.concatenate([SPEECH, QUIET]))  # the onset at 2 s on the VAD clock
+        started = await p.until("input_audio_buffer.speech_started")
+        assert 950 <= int(str(started["audio_start_ms"])) <= 1050  # max(0, 2000 - 1000)
+
+
 async def test_update_not_naming_turn_detection_keeps_the_detector() -> None:
     async with backend() as (http, url), session(http, url, turn_detection=SERVER_VAD) as (p, _):
         await p.speak(SPEECH)

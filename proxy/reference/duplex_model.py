@@ -56,7 +56,7 @@ class DuplexModel(Speaking):
         self._utterance_ms: int | None = None
         self._in_overlap, self._overlap_ms = False, 0
         self._appended = self._append_speech = False
-        self._reset_ms = 0  # the tape's time at the detector's last reset
+        self._reset_ms = 0  # the tape's time at vLLM-Omni's last VAD reset (a commit)
 
     def _new_detector(self) -> SpeechDetector:
         opts = self._opts
@@ -212,7 +212,6 @@ class DuplexModel(Speaking):
         self._in_overlap, self._overlap_ms = False, 0
         self._appended = self._append_speech = False
         self.detector.reset()
-        self._reset_ms = self.tape.end_ms
         self.tape.clear()
 
     def _commit(
@@ -247,6 +246,7 @@ class DuplexModel(Speaking):
         if not deferred:
             for response in self.responses.values():
                 response.superseded = response.superseded or response.done
+        self._reset_ms = self.tape.end_ms  # only a commit resets vLLM-Omni's VAD (its floor)
         self.reset_input()
         if self.response is None:
             self.turn_state = "user_committed"
