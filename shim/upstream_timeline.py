@@ -23,7 +23,8 @@ never before the detector's last reset (``engine/duplex/vad.py``). The padding m
 reach back across audio the gate dropped, so the onset (start plus padding) is what
 is mapped, and the padding taken off on the client's timeline, as a client talking
 to the upstream directly would have got it. The padding is the one the upstream
-session was last given (300 ms, its default, until then). Without turn detection
+session opened with or was last given (300 ms, its default, if that names none;
+none at all if it opened without turn detection). Without turn detection
 the upstream's speech times are the client's own append hints, or its placeholder 0
 (``realtime_events.py``, ``note_input_append``), and so is a commit's
 ``speech_stopped`` ``audio_end_ms`` 0 (``resolve_commit``): none is rewritten.
@@ -137,6 +138,13 @@ class UpstreamTimeline:
         self._fresh = False  # a fresh session asked for by this input
         # The upstream session's prefix padding; None: no turn detection there.
         self.padding_ms: int | None = PADDING_MS
+
+    def opened(self, session: Mapping[str, Any]) -> None:
+        """The session object the upstream session opened with (never an update
+        through the relay): the padding its detector runs with, or no detector at all
+        if it names no turn detection (``session/control.py``, ``init_turn_detection``)."""
+        detection = _turn_detection({"type": "session.update", "session": session})
+        self.padding_ms = None if detection is _NOT_NAMED else _padding(detection)
 
     def sent(self, start: int, end: int) -> None:
         self.now.sent(start, end)

@@ -6,9 +6,12 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from proxy.emulated.shim_setup import apply_opening, keep_opened_with
 from shim.actions import Action, SendClient, SendUpstream
 from shim.dialects.ga_relay import GaRelaySession
+from shim.ga_upstream import opening_session
 from shim.upstream_timeline import UpstreamTimeline
+from shim.vad_gate import VadParams
 from tests.shim_script import Script, detection
 from tests.test_shim_ga_gate import SILENCE, SPEECH, burst, first_turn
 from tests.test_shim_ga_keep import not_interrupting
@@ -102,3 +105,26 @@ def test_audio_behind_a_waiting_commit_is_recorded_when_it_goes() -> None:
     # The upstream hears speech 800 ms into C: on its clock (since the update) B + 800.
     assert told_start(sc, 160 + 800 - PADDING_MS) == round(c_start + 800 - PADDING_MS)
     assert timeline(sc).now.sent_samples == (160 + 960) * 16
+
+
+def test_the_ga_opening_sets_the_upstreams_padding() -> None:
+    """A GA client's opening, as the upstream opened with it (``opening_session``):
+    its padding, not vLLM-Omni's default."""
+    sc = make()
+    td = {"type": "server_vad", "prefix_padding_ms": 1000}
+    client = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+    apply_opening(sc.s, {"type": "session.update", "session": client})
+    keep_opened_with(sc.s, {"model": "m", **opening_session(client, {}, VadParams())})
+    assert timeline(sc).padding_ms == 1000
+
+
+def test_a_ga_session_opened_without_turn_detection_has_no_padding() -> None:
+    """The upstream refused the GA opening's turn detection and was opened without it."""
+    sc = make()
+    opening = opening_session(None, {}, VadParams(prefix_padding_ms=500))  # [vad]'s
+    keep_opened_with(sc.s, {"model": "m", **opening})
+    assert timeline(sc).padding_ms == 500
+    trimmed = dict(opening)
+    del trimmed["turn_detection"]
+    keep_opened_with(sc.s, {"model": "m", **trimmed})
+    assert timeline(sc).padding_ms is None

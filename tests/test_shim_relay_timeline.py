@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.emulated.shim_setup import keep_opened_with
 from shim.actions import SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.shim_script import Script, upstream_events
@@ -79,3 +80,25 @@ def test_without_turn_detection_the_upstream_echoes_the_clients_own_append_hints
     assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
     sc.audio(1000)
     assert told_start(sc, 2100, 1) == 2100
+
+
+def test_the_native_opening_sets_the_upstreams_padding() -> None:
+    """The session the upstream opened with (never an update through the relay) sets
+    the padding its detector runs with."""
+    sc = make()
+    opened = {"model": "m", "turn_detection": {"type": "server_vad", "prefix_padding_ms": 0}}
+    keep_opened_with(sc.s, opened)
+    assert relay(sc).upstream_timeline.padding_ms == 0
+
+
+def test_a_native_session_opened_without_turn_detection_keeps_the_clients_hints() -> None:
+    """Opened without turn detection, vLLM-Omni has no detector (``session/control.py``,
+    ``init_turn_detection``): its speech_started carries the placeholder 0."""
+    sc = make()
+    keep_opened_with(sc.s, {"model": "m"})
+    sc.audio(2000)
+    sc.s.handle(UpstreamLost("socket closed", sc.now))
+    sc.s.handle(UpstreamLost("resume refused", sc.now, resume=False))
+    sc.s.handle(UpstreamReattached(FRESH, sc.now))  # its clock starts at the client's 2 s
+    sc.audio(1000)
+    assert told_start(sc, 0, 1) == 0

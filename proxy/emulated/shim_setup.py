@@ -68,9 +68,15 @@ def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> None:
 
 
 def keep_opened_with(shim: EmulatedSession, opened_with: dict[str, Any] | None) -> None:
-    """What the upstream opened with for a native client (its opening over the route's
-    defaults): what a fresh upstream is given after a loss or a move."""
-    if isinstance(shim, BargeInRelaySession) and shim.native_client and opened_with:
+    """The session the upstream opened with, as sent (a native client's opening over
+    the route's defaults, a GA client's as the upstream reads it, or either without
+    the turn detection it refused): the prefix padding its detector runs with, if it
+    has one, and for a native client what a fresh upstream is given after a loss or a
+    move."""
+    if not (isinstance(shim, BargeInRelaySession) and opened_with):
+        return
+    shim.upstream_timeline.opened(opened_with)
+    if shim.native_client:
         shim.opened_with(opened_with)
 
 
