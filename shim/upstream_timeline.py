@@ -127,7 +127,7 @@ def _count(value: Any) -> bool:
 class UpstreamTimeline:
     """The current upstream session's map, and the one a fresh session would get."""
 
-    __slots__ = ("_carry", "_fresh", "_unapplied", "now", "padding_ms")
+    __slots__ = ("_carry", "_fresh", "_unapplied", "_undo", "now", "padding_ms")
 
     def __init__(self) -> None:
         self.now = TimelineMap()
@@ -138,6 +138,9 @@ class UpstreamTimeline:
         self._fresh = False  # a fresh session asked for by this input
         # The upstream session's prefix padding; None: no turn detection there.
         self.padding_ms: int | None = PADDING_MS
+        # An update naming turn detection not yet taken (``session.updated``): its
+        # event_id and the timeline as it was, which an error naming it puts back.
+        self._undo: tuple[str, TimelineMap, TimelineMap | None, int | None] | None = None
 
     def opened(self, session: Mapping[str, Any]) -> None:
         """The session object the upstream session opened with (never an update
@@ -146,14 +149,18 @@ class UpstreamTimeline:
         detection = _turn_detection({"type": "session.update", "session": session})
         self.padding_ms = None if detection is _NOT_NAMED else _padding(detection)
 
+    def _maps(self) -> tuple[TimelineMap | None, ...]:
+        undo = self._undo[1:3] if self._undo is not None else ()
+        return (self.now, self._carry, *undo)
+
     def sent(self, start: int, end: int) -> None:
-        self.now.sent(start, end)
-        if self._carry is not None:
-            self._carry.sent(start, end)
+        for m in self._maps():
+            if m is not None:
+                m.sent(start, end)
 
     def unsent(self, samples: int) -> None:
         """The last ``samples`` recorded were dropped before they went upstream."""
-        for m in (self.now, self._carry):
+        for m in self._maps():
             if m is not None:
                 m.unsent(samples)
 
@@ -171,16 +178,20 @@ class UpstreamTimeline:
         that opens a fresh session goes before any of its audio, so its clock starts
         there anyway."""
         if isinstance(action, ResumeUpstream):
-            self._carry = TimelineMap()
+            self._carry, self._undo = TimelineMap(), None
         elif isinstance(action, AbortUpstream) and action.redial:
             carried = self._carry if action.after_loss else None
             self.now, self._carry, self._fresh = carried or TimelineMap(), None, True
+            self._undo = None
         elif isinstance(action, SendUpstream):
             if action.span is not None:
                 self.sent(*action.span)
             detection = _turn_detection(action.event)
             if detection is _NOT_NAMED or action.event is self._unapplied:
                 return
+            event_id = action.event.get("event_id")
+            if not self._fresh and isinstance(event_id, str):
+                self._undo = (event_id, self.now, self._carry, self.padding_ms)
             self.padding_ms = _padding(detection)
             if not self._fresh:
                 self.now = TimelineMap()
@@ -203,6 +214,8 @@ class UpstreamTimeline:
         """An upstream event (the session's own copy) with its input-timeline ms
         rewritten onto the client's timeline."""
         kind = ev.get("type")
+        if kind in ("session.updated", "error"):
+            self._taken(ev)
         if not (isinstance(kind, str) and kind.startswith(PREFIX)):
             return
         if self.padding_ms is None and kind in (STARTED, STOPPED):
@@ -219,6 +232,19 @@ class UpstreamTimeline:
             else:
                 ev[field] = self.now.client_ms(ms)
 
+    def _taken(self, ev: Mapping[str, Any]) -> None:
+        """The upstream took the update naming turn detection (``session.updated``), or
+        refused it whole (an error naming it, for a reason the relay did not foresee:
+        ``session/control.py``, ``on_session_update``): its detector and clock stay."""
+        if self._undo is None:
+            return
+        err = ev.get("error")
+        if ev.get("type") == "error":
+            if not (isinstance(err, Mapping) and err.get("event_id") == self._undo[0]):
+                return
+            _, self.now, self._carry, self.padding_ms = self._undo
+        self._undo = None
+
     def wire(self) -> dict[str, Any]:
         return {WIRE: {**self.now.wire(), "padding_ms": self.padding_ms}}
 
@@ -226,7 +252,7 @@ class UpstreamTimeline:
         """After a move: a resumed upstream session's timeline goes on from the
         snapshot's (a snapshot without one: as if nothing was dropped); a fresh one
         starts at zero. Either keeps the padding (the client's settings go to it)."""
-        self._carry = None
+        self._carry = self._undo = None
         raw = snap.get(WIRE)
         self.now = TimelineMap.from_wire(raw) if resumed is not None else TimelineMap()
         padding = raw.get("padding_ms", PADDING_MS) if isinstance(raw, Mapping) else PADDING_MS

@@ -102,3 +102,39 @@ def test_a_native_session_opened_without_turn_detection_keeps_the_clients_hints(
     sc.s.handle(UpstreamReattached(FRESH, sc.now))  # its clock starts at the client's 2 s
     sc.audio(1000)
     assert told_start(sc, 0, 1) == 0
+
+
+def test_an_update_refused_upstream_for_a_reason_the_relay_does_not_foresee() -> None:
+    """vLLM-Omni refuses an update whole when it changes the instructions once the
+    context is locked (``session/control.py``, ``on_session_update``): its error names
+    the update, and the detector, its clock and its padding stay."""
+    sc = make()
+    sc.audio(2000)
+    td = {"type": "server_vad", "prefix_padding_ms": 0}
+    update = {
+        "type": "session.update",
+        "event_id": "u1",
+        "session": {"instructions": "new", "turn_detection": td},
+    }
+    assert [e["type"] for e in upstream_events(sc.client(update))] == ["session.update"]
+    err = {"code": "instructions_update_unsupported", "message": "no", "event_id": "u1"}
+    sc.upstream({"type": "error", "server_event_seq": 1, "error": err})
+    sc.audio(1000)
+    assert relay(sc).upstream_timeline.padding_ms == 300
+    assert told_start(sc, 2300, 2) == 2300
+
+
+def test_an_update_the_upstream_took_is_not_undone_by_a_later_error() -> None:
+    sc = make()
+    sc.audio(2000)
+    update = {
+        "type": "session.update",
+        "event_id": "u1",
+        "session": {"turn_detection": {"type": "server_vad"}},
+    }
+    sc.client(update)
+    sc.upstream({"type": "session.updated", "server_event_seq": 1, "session": {}})
+    err = {"code": "x", "message": "no", "event_id": "u1"}
+    sc.upstream({"type": "error", "server_event_seq": 2, "error": err})
+    sc.audio(1000)
+    assert told_start(sc, 300, 3) == 2300  # the fresh detector counts from zero
