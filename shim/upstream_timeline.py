@@ -22,10 +22,11 @@ A ``speech_started`` is the detected onset less the session's ``prefix_padding_m
 never before the detector's last reset (``engine/duplex/vad.py``). The padding may
 reach back across audio the gate dropped, so the onset (start plus padding) is what
 is mapped, and the padding taken off on the client's timeline, as a client talking
-to the upstream directly would have got it. The padding is the one the upstream
-session opened with or was last given (300 ms, its default, if that names none;
-none at all if it opened without turn detection). Without turn detection
-the upstream's speech times are the client's own append hints, or its placeholder 0
+to the upstream directly would have got it (a start whose onset would lie past what
+the upstream got was floored at the reset: it is mapped itself). The padding is the
+one the upstream session opened with or was last given (300 ms, its default, if that
+names none; none if it opened without turn detection). Without turn detection the
+upstream's speech times are the client's own append hints, or its placeholder 0
 (``realtime_events.py``, ``note_input_append``), and so is a commit's
 ``speech_stopped`` ``audio_end_ms`` 0 (``resolve_commit``): none is rewritten.
 """
@@ -82,9 +83,13 @@ class TimelineMap:
 
     def client_start_ms(self, ms: float, padding_ms: int) -> int:
         """A ``speech_started``'s padded start: its onset mapped, less the padding
-        (not before the client's timeline begins)."""
+        (not before the client's timeline begins). An onset past what the upstream got
+        was never heard: the start was floored at the detector's last reset, and is
+        mapped itself."""
         if not self._runs:
             return round(ms)
+        if (ms + padding_ms) * VAD_RATE / 1000 > self.sent_samples:
+            return self.client_ms(ms)
         return max(0, self.client_ms(ms + padding_ms) - padding_ms)
 
     def client_ms(self, ms: float, end: bool = False) -> int:

@@ -164,6 +164,17 @@ def test_a_padded_start_maps_by_its_onset_across_a_dropped_span() -> None:
     assert moved.client_start_ms(2900, 300) == 0  # never before it
 
 
+def test_a_start_whose_onset_was_never_sent_maps_as_it_is() -> None:
+    """vLLM-Omni's start is never before its detector's last reset (``vad.py``): a
+    start plus the padding past what the upstream got was floored there, and its
+    onset is no later than that audio."""
+    m = TimelineMap()
+    m.sent(0, 1000 * MS)
+    m.sent(3000 * MS, 3100 * MS)  # the gate dropped the client's 1000..3000
+    assert m.client_start_ms(900, 300) == 900  # not its 1200, past the audio sent
+    assert m.client_start_ms(700, 300) == 2700  # its onset 1000 mapped: 3000, less 300
+
+
 def test_the_padding_is_the_one_the_upstream_was_last_given() -> None:
     t = UpstreamTimeline()
     t.sent(0, 3000 * MS)
