@@ -169,9 +169,10 @@ class AudioGate:
         held, self.held, self.kept = list(self.held), deque(), None
         # An append the resampler has not yet given samples for (start == end) is
         # part of whatever follows it.
-        going = [(s, e, ev) for s, e, ev in held if e > first or (s == e and s >= first)]
         # Each with its place, which the upstream timeline records as it goes.
-        return [SendUpstream(ev, (s, e)) for s, e, ev in going]
+        return [
+            SendUpstream(ev, (s, e)) for s, e, ev in held if e > first or (s == e and s >= first)
+        ]
 
     def drop(self) -> None:
         self.held.clear()
