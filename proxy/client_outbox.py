@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import uuid
 from collections import deque
 from typing import Any
 
@@ -17,6 +18,13 @@ import orjson
 from aiohttp import web
 
 from proxy.ws_direct import DIRECT_MAX_BYTES, fits_direct, made_writer, text_writer
+
+
+def own_event_id() -> str:
+    """An ``event_id`` for an event the proxy sends outside a session's log (its own
+    errors and notices): GA types every server event with one, and vLLM-Omni's duplex
+    server mints its own so (``event_`` and a uuid4's hex)."""
+    return f"event_{uuid.uuid4().hex}"
 
 
 class ClientOutbox:
@@ -102,6 +110,9 @@ class ClientOutbox:
         return True
 
     def send_event(self, event: dict[str, Any]) -> bool:
+        """An event of the proxy's own; one with no ``event_id`` gets one."""
+        if "event_id" not in event:
+            event = {"event_id": own_event_id(), **event}
         return self.send_text(orjson.dumps(event).decode())
 
     async def flush(self, within_s: float = 2.0) -> None:
