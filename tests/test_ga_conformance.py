@@ -28,6 +28,9 @@ from tests.test_openai_sdk import (
     sdk_connection,
 )
 
+# OpenAI's words for a response.cancel with no response in progress.
+OPENAI_NO_ACTIVE_RESPONSE = "Cancellation failed: no active response found"
+
 
 async def events_for(conn: AsyncRealtimeConnection, seconds: float) -> list[dict[str, Any]]:
     """Every event of the next ``seconds``, each checked against the GA types."""
@@ -115,6 +118,24 @@ async def test_cancel_with_no_response_in_progress_gets_openais_code(kind: str, 
         [error] = [e for e in await until(conn, "error")][-1:]
         assert error["error"]["code"] == "response_cancel_not_active"
         assert error["error"]["event_id"] == "evt_cancel"
+        assert error["error"]["message"] == OPENAI_NO_ACTIVE_RESPONSE
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_cancel_after_the_answer_ended_gets_openais_words(kind: str, mode: str) -> None:
+    """The race every barge-in has in LiveKit's agents: its ``response.cancel`` reaches
+    the server after the answer ended. OpenAI's words for it begin "Cancellation
+    failed", which LiveKit (and others) drop as a harmless race; any other words are
+    logged as an error and handed to the application."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await pressed_turn(conn, "utt05_clean.wav")
+        await events_until_response_done(conn)
+        await conn.response.cancel(event_id="evt_late")
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert error["error"]["code"] == "response_cancel_not_active"
+        assert error["error"]["message"] == OPENAI_NO_ACTIVE_RESPONSE
+        assert error["error"]["event_id"] == "evt_late"
 
 
 async def test_output_audio_buffer_clear_with_nothing_playing_is_answered_in_ga_types() -> None:

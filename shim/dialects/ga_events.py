@@ -144,12 +144,28 @@ def _response(resp: dict[str, Any]) -> None:
                 details["error"]["message"] = message
 
 
+# OpenAI's words for a ``response.cancel`` with no response in progress. Clients match
+# on them: LiveKit's agents drop an error whose message begins "Cancellation failed"
+# (the cancel each barge-in sends races the answer's end), and log any other.
+NO_ACTIVE_RESPONSE = "Cancellation failed: no active response found"
+# The same refusal while another response is in progress (the cancel named one that
+# is not): GA's prefix, none of the upstream's response ids, which the client may not know.
+OTHER_RESPONSE_ACTIVE = "Cancellation failed: the response named is not the active one"
+
+
 def _error(ev: dict[str, Any]) -> dict[str, Any]:
     error = ev.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     if not isinstance(code, str) or code not in ERROR_CODES:
         return ev
-    return {**ev, "error": {**error, "code": ERROR_CODES[code]}}  # type: ignore[dict-item]
+    out = {**error, "code": ERROR_CODES[code]}  # type: ignore[dict-item]
+    if code == "response_not_active":
+        # vLLM-Omni's "Response is not active: {id}" while another one runs;
+        # "Response is already complete: {id}" or "... requires an active response"
+        # with none running (engine/duplex/realtime_events.py).
+        other = str(out.get("message", "")).startswith("Response is not active")
+        out["message"] = OTHER_RESPONSE_ACTIVE if other else NO_ACTIVE_RESPONSE
+    return {**ev, "error": out}
 
 
 def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
