@@ -276,4 +276,45 @@ async def test_a_deleted_assistant_item_is_gone_for_retrieve_and_truncate() -> N
             and "conversation.item.truncated" not in kinds
         )
         errors = {e["error"]["event_id"]: e["error"]["code"] for e in after if e["type"] == "error"}
-        assert errors == {"evt_get": "item_not_found", "evt_cut": "item_not_found"}, after
+        assert errors == {
+            "evt_get": "item_retrieve_invalid_item_id",
+            "evt_cut": "item_truncate_invalid_item_id",
+        }, after
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_an_unknown_item_gets_openais_code_for_each_request(kind: str, mode: str) -> None:
+    """GA names the request in the code of an unknown item's refusal:
+    ``item_retrieve_invalid_item_id``, ``item_truncate_invalid_item_id``,
+    ``item_delete_invalid_item_id`` (pipecat's retrieve waits for the first, with the
+    ``rci_<item>`` event id it sent), each in OpenAI's words and naming the client's
+    event. A delete over a turn-based upstream is ``unsupported_event`` (it keeps no
+    conversation to delete from)."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await conn.conversation.item.retrieve(item_id="item_nope", event_id="rci_item_nope")
+        await conn.conversation.item.truncate(
+            item_id="item_nope", content_index=0, audio_end_ms=100, event_id="evt_cut"
+        )
+        await conn.conversation.item.delete(item_id="item_nope", event_id="evt_del")
+        await conn.conversation.item.retrieve(item_id="item_gone")  # no event_id
+        errors = [e for e in await events_for(conn, 2.0) if e["type"] == "error"]
+        told = {
+            e["error"].get("event_id"): (e["error"]["code"], e["error"]["message"]) for e in errors
+        }
+        words = "the item with id 'item_nope' does not exist."
+        expected = {
+            "rci_item_nope": ("item_retrieve_invalid_item_id", f"Error retrieving item: {words}"),
+            "evt_cut": ("item_truncate_invalid_item_id", f"Error truncating item: {words}"),
+            "evt_del": ("item_delete_invalid_item_id", f"Error deleting item: {words}"),
+            None: (
+                "item_retrieve_invalid_item_id",
+                "Error retrieving item: the item with id 'item_gone' does not exist.",
+            ),
+        }
+        if mode == "duplex_emulated":
+            expected["evt_del"] = (
+                "unsupported_event",
+                "event type 'conversation.item.delete' is not supported over a turn-based upstream",
+            )
+        assert told == expected, errors
