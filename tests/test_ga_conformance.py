@@ -318,3 +318,26 @@ async def test_an_unknown_item_gets_openais_code_for_each_request(kind: str, mod
                 "event type 'conversation.item.delete' is not supported over a turn-based upstream",
             )
         assert told == expected, errors
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in"])
+async def test_an_item_created_at_the_root_is_told_with_no_item_before_it(kind: str) -> None:
+    """``previous_item_id: "root"`` only names where a create inserts its item (LiveKit's
+    agents create their first chat item so); ``conversation.item.added`` / ``created``
+    name the item before it, here none: ``null``, never ``"root"``."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        item = {
+            "id": "item_first",
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "What is the capital of France?"}],
+        }
+        await conn.conversation.item.create(item=item, previous_item_id="root")  # type: ignore[arg-type]
+        told = [
+            e for e in await events_for(conn, 1.5) if e.get("item", {}).get("id") == "item_first"
+        ]
+        kinds = [e["type"] for e in told]
+        assert "conversation.item.added" in kinds, told
+        for event in told:
+            assert event.get("previous_item_id") is None, event

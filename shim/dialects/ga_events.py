@@ -75,6 +75,13 @@ PATCHED = frozenset(
     }
 )
 
+# A create's ``previous_item_id: "root"`` names where to insert its item: before every
+# other. vLLM-Omni echoes it in the item's ``added`` / ``created``, where GA names the
+# item before it, here none (``null``). (vLLM-Omni adds every item at the end of its
+# conversation whatever the create names; its ``done`` names the item before it there.)
+ITEM_ADDED = frozenset({"conversation.item.added", "conversation.item.created"})
+ROOT = "root"
+
 # Non-GA reasons of a response's end -> the GA enum.
 REASONS = {
     "barge_in": "turn_detected",
@@ -191,6 +198,8 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
         out["item_id"] = ""
     if kind == "output_audio_buffer.cleared" and not isinstance(out.get("response_id"), str):
         out["response_id"] = ""  # a clear with nothing playing: GA's type needs a string
+    if kind in ITEM_ADDED and out.get("previous_item_id") == ROOT:
+        out["previous_item_id"] = None
     return out
 
 
