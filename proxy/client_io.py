@@ -9,26 +9,23 @@ so a fast client is pushed back by its own socket."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-from collections import deque
 from collections.abc import Awaitable, Callable
 from dataclasses import astuple
 from functools import partial
-from typing import Any
 
 import aiohttp
-import orjson
 from aiohttp import web
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime
 from proxy.client_made import SinkMade, made_taker
+from proxy.client_outbox import ClientOutbox
 from proxy.client_queue import FrameInbox
 from proxy.client_watch import admit, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
 from proxy.ws_close import close_or_cut
-from proxy.ws_direct import DIRECT_MAX_BYTES, fits_direct, made_writer, tap_queue, text_writer
+from proxy.ws_direct import tap_queue
 from shim import wire
 from shim.native_client import native_error
 
@@ -36,7 +33,7 @@ CLOSED = object()  # inbox sentinel: the client went away
 BINARY_REFUSED = "binary frames are not accepted: send JSON text events"
 
 
-class ClientChannel:
+class ClientChannel(ClientOutbox):
     def __init__(
         self,
         ws: web.WebSocketResponse,
@@ -47,7 +44,7 @@ class ClientChannel:
         transport: asyncio.Transport | None = None,
         limits: ServerConfig | None = None,
     ) -> None:
-        self.ws = ws
+        self._init_outbox(ws, transport, outbox_frames, outbox_bytes)
         self.metrics = metrics
         self._tally_in = FrameTally(metrics, "client_to_upstream")
         # Set by a consumer that takes frames from the reader itself (passthrough): no
@@ -59,15 +56,6 @@ class ClientChannel:
         self.limits = limits or ServerConfig()
         self.inbox = FrameInbox(inbox_size, self.limits.pending_client_bytes)
         self._json_limits = (self.limits.max_json_depth, self.limits.max_json_values)
-        self._out: deque[str | bytes] = deque()
-        self._out_bytes = 0
-        self._max_frames, self._max_bytes = outbox_frames, outbox_bytes
-        self._wake = asyncio.Event()
-        self._drained = asyncio.Event()
-        self._drained.set()
-        self._finishing = self._slow = False
-        self._transport = transport
-        self._write_text, self._write_made = text_writer(ws), made_writer(ws)  # None: off
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
@@ -180,63 +168,6 @@ class ClientChannel:
         if self.sink is not None and not queued:
             await self.sink(frame)
 
-    async def _write(self) -> None:
-        while True:
-            while not self._out:
-                self._drained.set()
-                if self._finishing:
-                    return
-                self._wake.clear()
-                await self._wake.wait()
-            item = self._out.popleft()
-            self._out_bytes -= len(item)
-            try:
-                send = self.ws.send_bytes if isinstance(item, bytes) else self.ws.send_str
-                await send(item)  # type: ignore[arg-type]
-            except (ConnectionError, RuntimeError, aiohttp.ClientError):
-                self._out.clear()
-                self._drained.set()
-                return
-
-    async def send_now(self, text: str) -> bool:
-        """``send_text``, written from the caller's task if nothing is queued and it fits now."""
-        t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
-        if busy or t is None or t.get_write_buffer_size() or not fits_direct(text):
-            return self.send_text(text)
-        try:
-            await self.ws.send_str(text)
-        except (ConnectionError, RuntimeError, aiohttp.ClientError):
-            return False
-        return True
-
-    def write_now(self, text: str) -> bool:
-        """``send_now``'s direct write, no coroutine (False: not written, send it as usual)."""
-        t, busy = self._transport, self._out or self._slow or self._finishing or self.ws.closed
-        if busy or t is None or self._write_text is None or not fits_direct(text):
-            return False
-        return not t.get_write_buffer_size() and self._write_text(text)
-
-    def write_frame_now(self, frame: bytes) -> bool:
-        """``write_now`` of a whole frame already made (an upstream's, as it came)."""
-        t, w = self._transport, self._write_made
-        if self._out or self._slow or self._finishing or self.ws.closed or t is None or w is None:
-            return False
-        return len(frame) <= DIRECT_MAX_BYTES and not t.get_write_buffer_size() and w(frame)
-
-    def send_text(self, text: str | bytes) -> bool:
-        """Queue a frame; False if the client is too slow (past frames or bytes: 1008)."""
-        if self.ws.closed or self._slow or self._finishing:
-            return False
-        self._out.append(text)
-        self._out_bytes += len(text)
-        self._drained.clear()
-        if len(self._out) > self._max_frames or self._out_bytes > self._max_bytes:
-            self._slow = True
-            asyncio.get_running_loop().create_task(self._drop_slow())
-            return False
-        self._wake.set()
-        return True
-
     async def _drop_slow(self) -> None:
         """The client stopped reading: let go of what it did not take, and close it."""
         self.metrics.client_errors.labels("slow_consumer").inc()
@@ -250,21 +181,10 @@ class ClientChannel:
         await close_or_cut(self.ws, self._transport, 1008, b"client too slow", 1.0)
         self.closed.set()
 
-    def send_event(self, event: dict[str, Any]) -> bool:
-        return self.send_text(orjson.dumps(event).decode())
-
     def send_error(self, code: str, message: str, event_id: str | None = None) -> None:
         self.metrics.client_errors.labels(code).inc()
         event = wire.error(code, message, event_id=event_id)
         self.send_event(native_error(event) if self.native else event)
-
-    async def flush(self, within_s: float = 2.0) -> None:
-        """Wait (bounded) until queued frames are written, and stop taking new ones."""
-        self._finishing = True
-        self._wake.set()
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(within_s):  # a scope: a cancellation stays the caller's
-                await self._drained.wait()
 
     async def close(self, code: int, reason: str) -> None:
         await self._settle(code)

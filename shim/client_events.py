@@ -199,7 +199,7 @@ def _read_ga(s: ClientEventHost, ev: dict[str, Any]) -> SendClient | tuple[ItemP
         return s.err("invalid_value", msg, ev, "content_index")
     item = s.ledger.get(item_id)
     if item is None:
-        return s.err("item_not_found", f"no assistant audio item {item_id!r}", ev, "item_id")
+        return s.err(*wire.unknown_item("conversation.item.truncate", item_id), ev, "item_id")
     return item, end
 
 

@@ -188,7 +188,7 @@ class EmulatedSession:
         if found is not None:
             return found
         item_id = ev.get("item_id")
-        return [self.err("item_not_found", f"no conversation item {item_id!r}", ev, "item_id")]
+        return [self.err(*wire.unknown_item("conversation.item.retrieve", item_id), ev, "item_id")]
 
     # ------------------------------------------------------------ output
     def new_response(self, response_id: str, item_id: str) -> ActiveResponse:

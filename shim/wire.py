@@ -47,6 +47,22 @@ def error(
     }
 
 
+# An item the session does not have, refused as OpenAI refuses it: the code names the
+# request (GA's ``item_<verb>_invalid_item_id``), the words the item. vLLM-Omni says
+# ``item_not_found`` for all three (``shim/native_client.py`` tells a native client so).
+UNKNOWN_ITEM = {
+    "conversation.item.retrieve": ("item_retrieve_invalid_item_id", "retrieving"),
+    "conversation.item.truncate": ("item_truncate_invalid_item_id", "truncating"),
+    "conversation.item.delete": ("item_delete_invalid_item_id", "deleting"),
+}
+
+
+def unknown_item(request: str, item_id: object) -> tuple[str, str]:
+    """GA's code and OpenAI's words for a ``request`` naming an item that is not there."""
+    code, verb = UNKNOWN_ITEM[request]
+    return code, f"Error {verb} item: the item with id '{item_id}' does not exist."
+
+
 def error_code(event: Mapping[str, Any]) -> str | None:
     """The ``code`` of an error event in either shape: GA nests it (``{error: {code}}``),
     vLLM-Omni's turn-based dialect puts it at the top (``{error: "...", code}``)."""

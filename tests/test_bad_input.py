@@ -91,7 +91,7 @@ async def test_oversize_frame_closes_with_1009_and_the_server_survives() -> None
                 "content_index": 0,
                 "audio_end_ms": 10,
             },
-            "item_not_found",
+            "item_truncate_invalid_item_id",
         ),
         (
             {

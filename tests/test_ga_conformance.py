@@ -28,6 +28,9 @@ from tests.test_openai_sdk import (
     sdk_connection,
 )
 
+# OpenAI's words for a response.cancel with no response in progress.
+OPENAI_NO_ACTIVE_RESPONSE = "Cancellation failed: no active response found"
+
 
 async def events_for(conn: AsyncRealtimeConnection, seconds: float) -> list[dict[str, Any]]:
     """Every event of the next ``seconds``, each checked against the GA types."""
@@ -115,6 +118,24 @@ async def test_cancel_with_no_response_in_progress_gets_openais_code(kind: str, 
         [error] = [e for e in await until(conn, "error")][-1:]
         assert error["error"]["code"] == "response_cancel_not_active"
         assert error["error"]["event_id"] == "evt_cancel"
+        assert error["error"]["message"] == OPENAI_NO_ACTIVE_RESPONSE
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_cancel_after_the_answer_ended_gets_openais_words(kind: str, mode: str) -> None:
+    """The race every barge-in has in LiveKit's agents: its ``response.cancel`` reaches
+    the server after the answer ended. OpenAI's words for it begin "Cancellation
+    failed", which LiveKit (and others) drop as a harmless race; any other words are
+    logged as an error and handed to the application."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await pressed_turn(conn, "utt05_clean.wav")
+        await events_until_response_done(conn)
+        await conn.response.cancel(event_id="evt_late")
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert error["error"]["code"] == "response_cancel_not_active"
+        assert error["error"]["message"] == OPENAI_NO_ACTIVE_RESPONSE
+        assert error["error"]["event_id"] == "evt_late"
 
 
 async def test_output_audio_buffer_clear_with_nothing_playing_is_answered_in_ga_types() -> None:
@@ -255,4 +276,68 @@ async def test_a_deleted_assistant_item_is_gone_for_retrieve_and_truncate() -> N
             and "conversation.item.truncated" not in kinds
         )
         errors = {e["error"]["event_id"]: e["error"]["code"] for e in after if e["type"] == "error"}
-        assert errors == {"evt_get": "item_not_found", "evt_cut": "item_not_found"}, after
+        assert errors == {
+            "evt_get": "item_retrieve_invalid_item_id",
+            "evt_cut": "item_truncate_invalid_item_id",
+        }, after
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_an_unknown_item_gets_openais_code_for_each_request(kind: str, mode: str) -> None:
+    """GA names the request in the code of an unknown item's refusal:
+    ``item_retrieve_invalid_item_id``, ``item_truncate_invalid_item_id``,
+    ``item_delete_invalid_item_id`` (pipecat's retrieve waits for the first, with the
+    ``rci_<item>`` event id it sent), each in OpenAI's words and naming the client's
+    event. A delete over a turn-based upstream is ``unsupported_event`` (it keeps no
+    conversation to delete from)."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        await conn.conversation.item.retrieve(item_id="item_nope", event_id="rci_item_nope")
+        await conn.conversation.item.truncate(
+            item_id="item_nope", content_index=0, audio_end_ms=100, event_id="evt_cut"
+        )
+        await conn.conversation.item.delete(item_id="item_nope", event_id="evt_del")
+        await conn.conversation.item.retrieve(item_id="item_gone")  # no event_id
+        errors = [e for e in await events_for(conn, 2.0) if e["type"] == "error"]
+        told = {
+            e["error"].get("event_id"): (e["error"]["code"], e["error"]["message"]) for e in errors
+        }
+        words = "the item with id 'item_nope' does not exist."
+        expected = {
+            "rci_item_nope": ("item_retrieve_invalid_item_id", f"Error retrieving item: {words}"),
+            "evt_cut": ("item_truncate_invalid_item_id", f"Error truncating item: {words}"),
+            "evt_del": ("item_delete_invalid_item_id", f"Error deleting item: {words}"),
+            None: (
+                "item_retrieve_invalid_item_id",
+                "Error retrieving item: the item with id 'item_gone' does not exist.",
+            ),
+        }
+        if mode == "duplex_emulated":
+            expected["evt_del"] = (
+                "unsupported_event",
+                "event type 'conversation.item.delete' is not supported over a turn-based upstream",
+            )
+        assert told == expected, errors
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in"])
+async def test_an_item_created_at_the_root_is_told_with_no_item_before_it(kind: str) -> None:
+    """``previous_item_id: "root"`` only names where a create inserts its item (LiveKit's
+    agents create their first chat item so); ``conversation.item.added`` / ``created``
+    name the item before it, here none: ``null``, never ``"root"``."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        item = {
+            "id": "item_first",
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "What is the capital of France?"}],
+        }
+        await conn.conversation.item.create(item=item, previous_item_id="root")  # type: ignore[arg-type]
+        told = [
+            e for e in await events_for(conn, 1.5) if e.get("item", {}).get("id") == "item_first"
+        ]
+        kinds = [e["type"] for e in told]
+        assert "conversation.item.added" in kinds, told
+        for event in told:
+            assert event.get("previous_item_id") is None, event

@@ -137,6 +137,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.client_frames",
             "proxy.client_made",
             "proxy.client_queue",
+            "proxy.client_outbox",
             "proxy.client_io",
             "proxy.upstream_opening",
             "proxy.upstream",

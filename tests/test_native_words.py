@@ -25,6 +25,15 @@ ODD_PCM16 = ("bad_audio", "input_audio_buffer.append pcm16 audio could not be de
         ("invalid_audio", "3 bytes is not a whole number of pcm16 samples", ODD_PCM16),
         ("invalid_audio", "input_audio_buffer.append carries no audio", NO_AUDIO),
         ("invalid_event", "input_audio_buffer.append needs a base64 'audio' string", NO_AUDIO),
+        # An unknown item: GA names the request in the code, vLLM-Omni does not.
+        (
+            *wire.unknown_item("conversation.item.retrieve", "item_x"),
+            ("item_not_found", "Conversation item not found: item_x"),
+        ),
+        (
+            *wire.unknown_item("conversation.item.truncate", "item_x"),
+            ("item_not_found", "Conversation item not found: item_x"),
+        ),
         # No words of vLLM-Omni's for float audio: the proxy's own stand.
         ("invalid_audio", "pcm_f32le audio holds NaN or infinity", None),
     ],

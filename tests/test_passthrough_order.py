@@ -31,7 +31,7 @@ import pytest
 from aiohttp import WSMsgType, web
 
 from bench.echo_upstream import SESSION_CREATED
-from proxy import client_io, client_made, ws_direct
+from proxy import client_io, client_made, client_outbox, ws_direct
 from proxy.client_io import ClientChannel
 from proxy.passthrough import relay
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
@@ -68,7 +68,7 @@ def direct(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> d
 
     monkeypatch.setattr(client_io, "tap_queue", tapped("tapped_up"))
     monkeypatch.setattr(relay, "tap_queue", tapped("tapped_down"))
-    monkeypatch.setattr(client_io, "text_writer", text_writer)
+    monkeypatch.setattr(client_outbox, "text_writer", text_writer)
     write_now, take = ClientChannel.write_now, ClientChannel._take
     write_made = ClientChannel.write_frame_now
 

@@ -21,6 +21,8 @@ from tests.shim_script import Script, client_events, pcm_b64, types, upstream_ev
 SID = "sess_0123456789abcdef"
 TURN = [0.05] * 5 + [0.9] * 20 + [0.05] * 20  # a VAD turn: speech then 640 ms of silence
 
+T_UNKNOWN = "item_truncate_invalid_item_id"  # GA: an unknown item, for a truncate
+
 
 def turn_based(min_barge_in_ms: int = 200, **kw: Any) -> Script:
     settings = ShimSettings(
@@ -101,7 +103,7 @@ def the(events: list[dict[str, Any]], kind: str) -> dict[str, Any]:
         ),
         (
             {"type": "conversation.item.truncate", "item_id": "i", "audio_end_ms": 0},
-            ("item_not_found", "item_not_found"),
+            (T_UNKNOWN, "item_not_found"),  # GA's code names the request
         ),
     ],
 )
@@ -135,7 +137,7 @@ def test_a_truncate_beyond_the_audio_sent_is_refused() -> None:
 
 def test_an_unknown_item_is_not_found_in_duplex_emulated_and_asked_upstream_in_the_relay() -> None:
     (err,) = errors(turn_based().client({"type": "conversation.item.retrieve", "item_id": "x"}))
-    assert err["code"] == "item_not_found"
+    assert err["code"] == "item_retrieve_invalid_item_id"
     ask = {"type": "conversation.item.retrieve", "item_id": "x"}
     assert relay().client(ask) == [SendUpstream(ask)]
 
@@ -453,7 +455,7 @@ def test_the_relay_answers_an_unknown_item_truncate_with_an_error_only() -> None
     sc = relay()
     ev = {"type": "conversation.item.truncate", "item_id": "nope", "audio_end_ms": 0}
     (err,) = errors(sc.client(ev))
-    assert err["code"] == "item_not_found"
+    assert err["code"] == "item_not_found"  # a native client's (vLLM-Omni's code)
 
 
 def cut(sc: Relay) -> list[Action]:

@@ -45,7 +45,7 @@ def test_duplex_emulated_retrieves_the_users_own_audio_item() -> None:
     assert got["item"]["id"] == user and got["item"]["role"] == "user"
     assert got["item"]["content"][0]["type"] == "input_audio"
     (err,) = errors(sc.client({"type": "conversation.item.retrieve", "item_id": "item_nope"}))
-    assert err["code"] == "item_not_found"
+    assert err["code"] == "item_retrieve_invalid_item_id"
 
 
 def test_a_second_truncate_to_a_later_point_is_refused_and_the_item_stays_cut() -> None:

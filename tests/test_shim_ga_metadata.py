@@ -97,6 +97,6 @@ def test_the_proxys_refusal_of_another_event_leaves_the_metadata_waiting() -> No
     sc = asked("evt_greet")
     bad = {"type": "conversation.item.truncate", "item_id": "item_nope", "content_index": 0}
     out = sc.client({**bad, "audio_end_ms": 5})
-    assert [e["error"]["code"] for e in client_events(out)] == ["item_not_found"]
+    assert [e["error"]["code"] for e in client_events(out)] == ["item_truncate_invalid_item_id"]
     created = sc.upstream({"type": "response.created", "response": {"id": RID}})
     assert told(sc, created, "response.created") == ASKED

@@ -129,6 +129,7 @@ def test_a_turn_after_a_cancel_that_came_too_late_goes_behind_the_ack() -> None:
     )
     [error] = client_events(refused)
     assert error["error"]["code"] == "response_cancel_not_active", "OpenAI's code for it"
+    assert error["error"]["message"] == "Cancellation failed: no active response found"
     out = done(sc)
     assert sent_kinds(out) == ["playback.ack", *[APPEND] * 5, COMMIT, CREATE]
     assert released(turn, out) == list(range(5))

@@ -224,7 +224,7 @@ def test_losing_the_upstream_mid_response_ends_it_incomplete_never_silently() ->
                 "content_index": 0,
                 "audio_end_ms": 5,
             },
-            "item_not_found",
+            "item_truncate_invalid_item_id",
         ),
         (
             {"type": "conversation.item.truncate", "item_id": "x", "audio_end_ms": -1},

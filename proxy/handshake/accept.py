@@ -9,6 +9,7 @@ from aiohttp import web
 from proxy.auth.admission import admitted
 from proxy.auth.credentials import SUBPROTOCOLS
 from proxy.client_limits import read_cap
+from proxy.client_outbox import own_event_id
 from proxy.handshake.client_session import ClientSession
 from proxy.state import ProxyState
 from proxy.ws_direct import ClientResponse
@@ -31,6 +32,7 @@ async def handle_client(request: web.Request, state: ProxyState) -> web.WebSocke
             orjson.dumps(
                 {
                     "type": "error",
+                    "event_id": own_event_id(),
                     "error": {
                         "type": "rate_limit_error",
                         "code": "server_shutting_down",

@@ -75,6 +75,13 @@ PATCHED = frozenset(
     }
 )
 
+# A create's ``previous_item_id: "root"`` names where to insert its item: before every
+# other. vLLM-Omni echoes it in the item's ``added`` / ``created``, where GA names the
+# item before it, here none (``null``). (vLLM-Omni adds every item at the end of its
+# conversation whatever the create names; its ``done`` names the item before it there.)
+ITEM_ADDED = frozenset({"conversation.item.added", "conversation.item.created"})
+ROOT = "root"
+
 # Non-GA reasons of a response's end -> the GA enum.
 REASONS = {
     "barge_in": "turn_detected",
@@ -144,12 +151,28 @@ def _response(resp: dict[str, Any]) -> None:
                 details["error"]["message"] = message
 
 
+# OpenAI's words for a ``response.cancel`` with no response in progress. Clients match
+# on them: LiveKit's agents drop an error whose message begins "Cancellation failed"
+# (the cancel each barge-in sends races the answer's end), and log any other.
+NO_ACTIVE_RESPONSE = "Cancellation failed: no active response found"
+# The same refusal while another response is in progress (the cancel named one that
+# is not): GA's prefix, none of the upstream's response ids, which the client may not know.
+OTHER_RESPONSE_ACTIVE = "Cancellation failed: the response named is not the active one"
+
+
 def _error(ev: dict[str, Any]) -> dict[str, Any]:
     error = ev.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     if not isinstance(code, str) or code not in ERROR_CODES:
         return ev
-    return {**ev, "error": {**error, "code": ERROR_CODES[code]}}  # type: ignore[dict-item]
+    out = {**error, "code": ERROR_CODES[code]}  # type: ignore[dict-item]
+    if code == "response_not_active":
+        # vLLM-Omni's "Response is not active: {id}" while another one runs;
+        # "Response is already complete: {id}" or "... requires an active response"
+        # with none running (engine/duplex/realtime_events.py).
+        other = str(out.get("message", "")).startswith("Response is not active")
+        out["message"] = OTHER_RESPONSE_ACTIVE if other else NO_ACTIVE_RESPONSE
+    return {**ev, "error": out}
 
 
 def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
@@ -175,6 +198,8 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
         out["item_id"] = ""
     if kind == "output_audio_buffer.cleared" and not isinstance(out.get("response_id"), str):
         out["response_id"] = ""  # a clear with nothing playing: GA's type needs a string
+    if kind in ITEM_ADDED and out.get("previous_item_id") == ROOT:
+        out["previous_item_id"] = None
     return out
 
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 from shim.actions import AbortUpstream, Action, AnalyzeAudio, SendClient, SendUpstream
 from shim.dialects.ga_create_ids import COMMIT_REFUSALS, CreateIds
 from shim.dialects.ga_item_order import AssistantItemOrder
+from shim.dialects.ga_item_refusals import ItemRequests
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
+from shim.wire import UNKNOWN_ITEM
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
 APPEND = "input_audio_buffer.append"
@@ -30,12 +32,14 @@ class ToldToClient:
         "_taken",
         "create_ids",
         "item_order",
+        "items",
         "metadata",
     )
 
     def __init__(self) -> None:
         self.metadata = ResponseMetadata()
         self.create_ids, self.item_order = CreateIds(), AssistantItemOrder()
+        self.items = ItemRequests()  # an unknown item's refusal in GA's code
         # The client's own commits under server VAD, not yet committed upstream: the
         # upstream answers none of them itself (a commit asks for no response).
         self._client_commits = 0
@@ -53,6 +57,7 @@ class ToldToClient:
         if self.upstream_gone(inp, actions):
             self.create_ids.forget()
             self.metadata.forget()
+            self.items.forget()
             self._client_commits = self._doubtful_commits = 0
             self._taken = NONE
         elif isinstance(inp, UpstreamReattached):  # its own session back (session.resumed)
@@ -74,6 +79,8 @@ class ToldToClient:
             self._taken = TAKEN
         elif kind == COMMITTED and vad_answers:
             self.create_ids.auto_due = True
+        elif isinstance(inp, ClientEvent) and inp.event.get("type") in UNKNOWN_ITEM:
+            self.items.sent(inp.event)
         elif isinstance(inp, ClientEvent) and inp.event.get("type") == COMMIT and vad_answers:
             refused = any(
                 isinstance(a, SendClient) and a.event.get("type") == "error" for a in actions
@@ -85,7 +92,7 @@ class ToldToClient:
                 ev = action.event
                 created = ev.get("type") == "response.created"
                 own = created and self.create_ids.auto_due
-                ev = self.create_ids.named(ev, upstream)
+                ev = self.items.named(self.create_ids.named(ev, upstream))
                 mine = not own
                 if created:
                     mine = self._answered(own)

@@ -16,6 +16,7 @@ from typing import Any
 
 from shim import native_formats, native_turns
 from shim.dialects import turn_limits
+from shim.dialects.ga_events import NO_ACTIVE_RESPONSE
 from shim.dialects.relay_wire import ga_g711_refusal
 from shim.output import ActiveResponse
 from shim.session_config import ClientSessionConfig
@@ -30,7 +31,7 @@ _GA = {
         "response_create_without_input",
         "no committed user audio is waiting for a response",
     ),
-    "no_response": ("response_cancel_not_active", "there is no active response to cancel"),
+    "no_response": ("response_cancel_not_active", NO_ACTIVE_RESPONSE),
 }
 
 
@@ -91,7 +92,10 @@ class Refusals:
             return None  # served: it cancels the response in progress
         if not self.native:
             if active is not None:
-                return "response_cancel_not_active", f"response {named!r} is not active"
+                return (
+                    "response_cancel_not_active",
+                    f"Cancellation failed: response {named!r} is not active",
+                )
             return _GA["no_response"]
         if active is not None:
             return "response_not_active", f"Response is not active: {named}"
