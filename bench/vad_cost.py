@@ -45,7 +45,7 @@ _pre = argparse.ArgumentParser(add_help=False)
 _pre.add_argument("--root", type=Path, default=Path(__file__).resolve().parents[1])
 sys.path.insert(0, str(_pre.parse_known_args()[0].root.resolve()))
 
-from proxy.config_model import VadConfig
+from proxy.config_vad import VadConfig
 from proxy.metrics import Metrics
 from proxy.vad import RATE_HZ, VadRunner
 from shim.echo import EchoSuppressor

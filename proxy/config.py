@@ -18,12 +18,13 @@ from pydantic import TypeAdapter, ValidationError
 
 from proxy.config_auth import ApiKey, AuthConfig, AuthMode, auth_problems
 from proxy.config_errors import ConfigError, Problem, problems_from
-from proxy.config_model import Config, ServerConfig, VadConfig
+from proxy.config_model import Config, ServerConfig
 from proxy.config_ops import WebConfig
 from proxy.config_route import EMBEDDED_KINDS, EMBEDDED_SCHEME, MODES, Mode, Route
 from proxy.config_routes import route_problems
 from proxy.config_sources import ENV_PREFIX, apply_env, read_toml
 from proxy.config_store import StoreConfig
+from proxy.config_vad import VadConfig
 
 __all__ = [
     "EMBEDDED_KINDS",

@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 from proxy import config_reference
-from proxy.config_model import Config, ServerConfig, VadConfig
+from proxy.config_model import Config, ServerConfig
 from proxy.config_route import Route
 from proxy.config_store import StoreConfig
+from proxy.config_vad import VadConfig
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -112,6 +112,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.config_auth",
             "proxy.config_store_url",
             "proxy.config_route",
+            "proxy.config_vad",
             "proxy.config_model",
             "proxy.config_routes",
             "proxy.config_sources",

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from proxy.config_model import VadConfig
+from proxy.config_vad import VadConfig
 from proxy.vad import WINDOW, VadRunner, VadStream
 from shim.audio import Float32Array
 
