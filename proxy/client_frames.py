@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from proxy.client_fields import DEFAULT_CAPS, FieldCaps, refusal
 from proxy.json_depth import holds_more_values_than, nests_deeper_than
 
 
@@ -29,21 +30,24 @@ class ClientFrame:
 class BadFrame:
     code: str
     message: str
+    param: str | None = None  # a field over its size (``proxy/client_fields.py``)
+    event_id: str | None = None  # the refused event's, when the error may name it
 
     def native(self) -> tuple[str, str]:
         """The refusal in vLLM-Omni's words, for its own clients (its
         ``entrypoints/duplex/serving.py``: no JSON, or no object with a ``type``)."""
         if self.message.startswith("frame is not valid JSON"):
             return "invalid_json", "Invalid JSON event"
-        if self.message.startswith(("event nested", "event holds")):
+        if self.param is not None or self.message.startswith(("event nested", "event holds")):
             return self.code, self.message  # the proxy's own limits
         return "bad_event", "Duplex event must be a JSON object with a type"
 
 
 def parse_client_frame(
-    raw: str, max_depth: int = 64, max_values: int = 50_000
+    raw: str, max_depth: int = 64, max_values: int = 50_000, caps: FieldCaps = DEFAULT_CAPS
 ) -> ClientFrame | BadFrame:
-    """JSON object with a string ``type``, or a reason it is not one."""
+    """JSON object with a string ``type`` and no field over its ``caps``, or a reason
+    it is not one."""
     try:
         event = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -61,10 +65,12 @@ def parse_client_frame(
     kind = event.get("type")
     if not isinstance(kind, str) or not kind:
         return BadFrame("invalid_event", "an event needs a string 'type'")
+    if (refused := refusal(len(raw), event, caps)) is not None:
+        return BadFrame(refused.code, refused.message, refused.param, refused.event_id)
     return ClientFrame(raw, event)
 
 
-def parse_flat_ascii(raw: bytearray) -> dict[str, Any] | None:
+def parse_flat_ascii(raw: bytearray, caps: FieldCaps = DEFAULT_CAPS) -> dict[str, Any] | None:
     """The event of an ASCII frame's bytes (a client's, as it came: ``proxy/ws_raw.py``)
     when ``parse_client_frame`` of its text gives a ``ClientFrame`` with that event and
     no look at nesting: no '[' and no '{' after the first byte (an audio append); else
@@ -78,7 +84,9 @@ def parse_flat_ascii(raw: bytearray) -> dict[str, Any] | None:
     if not isinstance(event, dict):
         return None
     kind = event.get("type")
-    return event if isinstance(kind, str) and kind else None
+    if not isinstance(kind, str) or not kind or refusal(len(raw), event, caps) is not None:
+        return None
+    return event
 
 
 def _nested(event: object) -> bool:

@@ -16,6 +16,7 @@ from functools import partial
 import aiohttp
 from aiohttp import web
 
+from proxy.client_fields import FieldCaps
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
 from proxy.client_limits import InputRate, Lifetime
 from proxy.client_made import SinkMade, made_taker
@@ -55,7 +56,8 @@ class ClientChannel(ClientOutbox):
         self.sink_made: SinkMade | None = None
         self.limits = limits or ServerConfig()
         self.inbox = FrameInbox(inbox_size, self.limits.pending_client_bytes)
-        self._json_limits = (self.limits.max_json_depth, self.limits.max_json_values)
+        self.caps = FieldCaps.from_config(self.limits)
+        self._json_limits = (self.limits.max_json_depth, self.limits.max_json_values, self.caps)
         self._tasks: list[asyncio.Task[None]] = []
         self.closed = asyncio.Event()
         self.close_code: int | None = None
@@ -115,7 +117,8 @@ class ClientChannel(ClientOutbox):
                         break
                     parsed = parse_client_frame(msg.data, *self._json_limits)
                     if isinstance(parsed, BadFrame):
-                        self.send_error(*(parsed.native() if self.native else astuple(parsed)))
+                        code, words = parsed.native() if self.native else astuple(parsed)[:2]
+                        self.send_error(code, words, parsed.event_id, parsed.param)
                         continue
                     now = self._loop.time()
                     self.lifetime.heard(now)
@@ -181,9 +184,11 @@ class ClientChannel(ClientOutbox):
         await close_or_cut(self.ws, self._transport, 1008, b"client too slow", 1.0)
         self.closed.set()
 
-    def send_error(self, code: str, message: str, event_id: str | None = None) -> None:
+    def send_error(
+        self, code: str, message: str, event_id: str | None = None, param: str | None = None
+    ) -> None:
         self.metrics.client_errors.labels(code).inc()
-        event = wire.error(code, message, event_id=event_id)
+        event = wire.error(code, message, event_id=event_id, param=param)
         self.send_event(native_error(event) if self.native else event)
 
     async def close(self, code: int, reason: str) -> None:

@@ -35,12 +35,13 @@ def made_taker(channel: Any) -> RawTap | None:
     """The raw tap of a ``ClientChannel``'s socket (None without aiohttp's mask)."""
     if _mask is None:
         return None
-    mask, inbox, limits, rate, lifetime = (
+    mask, inbox, limits, rate, lifetime, caps = (
         _mask,
         channel.inbox,
         channel.limits,
         channel.rate,
         channel.lifetime,
+        channel.caps,
     )
     time, tally = channel._loop.time, channel._tally_in.add
 
@@ -52,7 +53,7 @@ def made_taker(channel: Any) -> RawTap | None:
             return False
         payload = bytearray(frame[head:])
         mask(frame[head - 4 : head], payload)
-        if not payload.isascii() or (event := parse_flat_ascii(payload)) is None:
+        if not payload.isascii() or (event := parse_flat_ascii(payload, caps)) is None:
             return False
         now = time()
         if not rate.take(event, now):

@@ -48,6 +48,25 @@ class ServerConfig:
         description="Most JSON values (keys and list items, all levels) in a client event:"
         " one with more gets invalid_event (a few MB of tiny values parse into tens of MB).",
     )
+    max_event_id_chars: int = Field(
+        default=512,
+        ge=16,
+        description="Longest client event_id: an event with a longer one gets invalid_event"
+        " (param event_id; a session remembers its client's recent ids).",
+    )
+    max_instructions_chars: int = Field(
+        default=256 * 1024,
+        ge=1024,
+        description="Longest instructions in a session.update or response.create: longer"
+        " gets invalid_value (param session.instructions or response.instructions),"
+        " nothing applied.",
+    )
+    max_tools_bytes: int = Field(
+        default=256 * 1024,
+        ge=1024,
+        description="Largest tools (as compact JSON) in a session.update or response.create:"
+        " larger gets invalid_value (param session.tools or response.tools), nothing applied.",
+    )
     max_sessions: int = Field(
         default=1000,
         gt=0,

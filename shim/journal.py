@@ -104,20 +104,32 @@ class Journal:
         return self._bytes
 
 
-class RecentIds:
-    """Client ``event_id``s already applied, most recent ``limit`` of them."""
+# What the remembered ids may hold in all, in characters: a second bound behind the
+# edge's cap on each id (``[server] max_event_id_chars``), 256 ids of 1 KiB by default.
+RECENT_IDS_MAX_CHARS = 256 * 1024
 
-    def __init__(self, limit: int) -> None:
+
+class RecentIds:
+    """Client ``event_id``s already applied, most recent ``limit`` of them, and no more
+    than ``max_chars`` characters of them in all (the oldest go first; the newest id
+    is always kept)."""
+
+    def __init__(self, limit: int, max_chars: int = RECENT_IDS_MAX_CHARS) -> None:
         self._ids: OrderedDict[str, None] = OrderedDict()
         self._limit = limit
+        self._max_chars = max_chars
+        self._chars = 0
 
     def seen(self, event_id: str) -> bool:
         """True if already applied; otherwise remember it and return False."""
         if event_id in self._ids:
             return True
         self._ids[event_id] = None
-        while len(self._ids) > self._limit:
-            self._ids.popitem(last=False)
+        self._chars += len(event_id)
+        while len(self._ids) > self._limit or (
+            self._chars > self._max_chars and len(self._ids) > 1
+        ):
+            self._chars -= len(self._ids.popitem(last=False)[0])
         return False
 
     def items(self) -> list[str]:

@@ -31,8 +31,10 @@ def config(upstream: str, **readiness: str) -> str:
     extra = "".join(f"{k} = {v}\n" for k, v in readiness.items())
     return (
         # The echoes of every update come back at once: room for them (outbound is
-        # bounded by its own key; this test is about what comes in).
+        # bounded by its own key; this test is about what comes in, instructions over
+        # their default cap included).
         f'[server]\nlog_level = "warning"\nclient_send_queue_bytes = {512 * 2**20}\n'
+        f"max_instructions_chars = {2 * BIG}\n"
         f'[readiness]\n{extra}[auth]\nmode = "none"\n'
         f'[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
     )

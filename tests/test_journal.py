@@ -53,6 +53,23 @@ def test_recent_ids_report_each_id_once_while_remembered(ids: list[str]) -> None
         first_seen.add(event_id)
 
 
+def test_recent_ids_hold_at_most_their_characters_the_newest_always() -> None:
+    recent = RecentIds(limit=100, max_chars=100)
+    for i in range(10):
+        assert not recent.seen(f"{i}" * 30)
+    assert recent.items() == ["7" * 30, "8" * 30, "9" * 30]
+    assert not recent.seen("x" * 500)  # over the bound alone: still the one kept
+    assert recent.items() == ["x" * 500]
+    assert recent.seen("x" * 500)
+    assert RecentIds(limit=256).items() == []  # the default bound: 256 ids of 1 KiB
+    default = RecentIds(limit=256)
+    for i in range(256):
+        default.seen(f"{i:04d}" + "a" * 1020)
+    assert len(default.items()) == 256
+    default.seen("b" * 1024)
+    assert len(default.items()) == 256
+
+
 def _in_memory(j: Journal) -> int:
     """What the log's entries really hold: each text object, each entry and its fields."""
     return sum(

@@ -135,6 +135,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.ws_close",
             "proxy.client_limits",
             "proxy.client_watch",
+            "proxy.client_fields",
             "proxy.client_frames",
             "proxy.client_made",
             "proxy.client_queue",

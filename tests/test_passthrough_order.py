@@ -224,10 +224,25 @@ async def test_bad_frames_get_their_errors_and_the_rest_go_up(direct: dict[str, 
         '"{"': not_event,
         '{"type":"","audio":"AAAA"}': not_event,
         '{"type":5,"audio":"AAAA"}': not_event,
+        # Over the caps of the fields a session keeps (``proxy/client_fields.py``).
+        '{"type":"input_audio_buffer.append","event_id":"' + "i" * 17 + '","audio":"AAAA"}': (
+            "invalid_event",
+            "Invalid 'event_id': string too long",
+        ),
+        '{"type":"session.update","session":{"instructions":"' + "x" * 1025 + '"}}': (
+            "invalid_value",
+            "Invalid 'session.instructions': string too long",
+        ),
     }
     async with echo_upstream(stall_s=0) as upstream:
         routes[0]["upstream"] = upstream
-        server = {"input_realtime_factor": 1000, "max_json_depth": 8, "max_json_values": 1000}
+        server = {
+            "input_realtime_factor": 1000,
+            "max_json_depth": 8,
+            "max_json_values": 1000,
+            "max_event_id_chars": 16,
+            "max_instructions_chars": 1024,
+        }
         config = proxy_config({}, routes=routes, server=server)
         async with proxy(config) as base, connect(ws_url(base, duplex="1")) as c:
             await c.until("session.created")
