@@ -96,13 +96,16 @@ class ClientOutbox:
         return len(frame) <= DIRECT_MAX_BYTES and not t.get_write_buffer_size() and w(frame)
 
     def send_text(self, text: str | bytes) -> bool:
-        """Queue a frame; False if the client is too slow (past frames or bytes: 1008)."""
+        """Queue a frame; False if the client is too slow (past frames or bytes: 1008).
+        The bounds are on what waits: a frame queued when none waits is always taken,
+        however big (one upstream event may be bigger than the bytes' bound)."""
         if self.ws.closed or self._slow or self._finishing:
             return False
+        waiting = bool(self._out)
         self._out.append(text)
         self._out_bytes += len(text)
         self._drained.clear()
-        if len(self._out) > self._max_frames or self._out_bytes > self._max_bytes:
+        if waiting and (len(self._out) > self._max_frames or self._out_bytes > self._max_bytes):
             self._slow = True
             asyncio.get_running_loop().create_task(self._drop_slow())
             return False

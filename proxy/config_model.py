@@ -89,7 +89,8 @@ class ServerConfig:
     client_send_queue_bytes: int = Field(
         default=8 * 1024 * 1024,
         gt=0,
-        description="Bytes queued for a slow client before it is dropped (1008).",
+        description="Bytes queued for a slow client before it is dropped (1008); a frame"
+        " queued when none waits is always taken, however big (one upstream event may be).",
     )
     first_event_wait_ms: int = Field(
         default=50,
