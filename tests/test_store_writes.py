@@ -8,8 +8,9 @@ import orjson
 import pytest
 import redis.asyncio as aioredis
 
+from proxy.config import Config
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, replica, store_config, ws_url
+from tests.servers import connect, proxy_config, reference, replica, ws_url
 from tests.test_resume import created, speak, wait_persisted
 
 pytestmark = [pytest.mark.redis]
@@ -26,6 +27,11 @@ async def received_bytes(url: str) -> int:
         await client.aclose()
 
 
+def config(upstream: str, url: str) -> Config:
+    server = {"max_instructions_chars": 2 * len(INSTRUCTIONS)}
+    return proxy_config({"m": upstream}, store={"url": url, "timeout_s": 5.0}, server=server)
+
+
 # Only over a duplex upstream: a turn-based one refuses instructions (unsupported_by_upstream).
 @pytest.mark.parametrize("kind", ["duplex-no-barge-in"])
 async def test_big_instructions_are_written_once_not_at_every_event(
@@ -35,7 +41,8 @@ async def test_big_instructions_are_written_once_not_at_every_event(
     async with (
         reference(kind, reply_ms=1500) as up,
         # A write the store times out on is sent again: not what this test counts.
-        replica(store_config(up, url, timeout_s=5.0), "a") as a,
+        # Instructions over their default cap (``server.max_instructions_chars``): allowed here.
+        replica(config(up, url), "a") as a,
         connect(ws_url(a)) as c,
     ):
         s = await created(c)
