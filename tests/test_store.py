@@ -14,6 +14,7 @@ from redis.crc import key_slot
 
 from proxy.config import StoreConfig
 from proxy.metrics import Metrics
+from proxy.store import memory as memory_module
 from proxy.store import open_store
 from proxy.store.base import (
     LeaseLost,
@@ -581,3 +582,28 @@ async def test_first_calls_after_a_restart_succeed(redis_server: RedisServer, ho
         results = await asyncio.gather(*(store.load(record.session_id) for _ in range(4)))
         assert results == [record] * 4
         assert await store.take_over(record.session_id, "replica-b", 0) == 1
+
+
+async def test_the_memory_store_copies_only_the_fields_an_update_writes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A checkpoint writes what changed: the instructions it did not write are not
+    copied again (they may be megabytes, at every flush), and what it writes is."""
+    store = MemoryStore(StoreConfig())
+    instructions = "i" * 100_000
+    record = new_record(static={"instructions": instructions})
+    await store.create(record)
+    dumped: list[int] = []
+    real = memory_module.orjson.dumps
+    monkeypatch.setattr(
+        memory_module.orjson, "dumps", lambda v: dumped.append(len(real(v))) or real(v)
+    )
+    state = {"seq": 1, "x": [1, 2]}
+    await store.update(record.session_id, record.epoch, {"state": state})
+    assert dumped and max(dumped) < 1000, dumped
+    state["x"].append(3)  # the caller's object is not the stored one
+    monkeypatch.undo()
+    loaded = await store.load(record.session_id)
+    assert loaded is not None
+    assert loaded.state == {"seq": 1, "x": [1, 2]}
+    assert loaded.static == {"instructions": instructions}

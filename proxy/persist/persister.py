@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 
-from proxy.persist.checkpoint import checkpoint_of, pack_state, serialised
+from proxy.persist.checkpoint import SameJson, checkpoint_of, pack_state, serialised
 from proxy.persist.lease_pace import lease_check_interval, lease_due, retry_pause, set_within
 from proxy.persist.port import MirroredSession
 from proxy.persist.saved_mark import SavedMark
@@ -43,7 +43,7 @@ class Persister:
         # Set to skip what is left of the interval between two checkpoints.
         self._now = asyncio.Event()
         # Each record field as last written at this epoch (empty: write them all).
-        self._written: dict[str, bytes] = {}
+        self._written: dict[str, bytes | SameJson] = {}
         self._sealer = TokenSealer(secret_box(state.config.store), session.session_id)
         self._store_down, self._down_since_try = False, 0.0
         self._last_write = time.monotonic()

@@ -99,7 +99,11 @@ class MemoryStore(SessionStore):
     async def update(self, session_id: str, epoch: int, fields: dict[str, Any]) -> None:
         check_update(fields)
         session = self._fenced(session_id, epoch)
-        session.record = self._copy(replace(session.record, **fields))
+        # Only the fields written are copied: the others are the store's own already
+        # (a checkpoint writes what changed; megabytes of unchanged instructions in
+        # ``static`` are not round-tripped at every flush).
+        copied = {k: self._copied(k, v) for k, v in fields.items()}
+        session.record = replace(session.record, **copied)
 
     async def add_event_ids(self, session_id: str, epoch: int, ids: list[str]) -> None:
         session = self._fenced(session_id, epoch)
@@ -182,14 +186,18 @@ class MemoryStore(SessionStore):
 
     def _copy(self, record: SessionRecord) -> SessionRecord:
         """A deep, JSON-shaped copy: callers never alias stored state."""
-        ids = record.recent_event_ids[-self._config.recent_event_ids :]
-        if self._config.recent_event_ids <= 0:
-            ids = []
-        return replace(
-            record,
-            state=orjson.loads(orjson.dumps(record.state)),
-            static=orjson.loads(orjson.dumps(record.static)),
-            conversation=orjson.loads(orjson.dumps(record.conversation)),
-            upstream=orjson.loads(orjson.dumps(record.upstream)),
-            recent_event_ids=list(ids),
-        )
+        return replace(record, **{k: self._copied(k, getattr(record, k)) for k in _DEEP})
+
+    def _copied(self, name: str, value: Any) -> Any:
+        """A field's value as the store keeps it: JSON-shaped fields deep-copied, the
+        event ids trimmed to ``recent_event_ids``; the rest (strings, ints) as they are."""
+        if name == "recent_event_ids":
+            keep = self._config.recent_event_ids
+            return list(value[-keep:]) if keep > 0 else []
+        if name in _DEEP:
+            return orjson.loads(orjson.dumps(value))
+        return value
+
+
+# The record's fields that hold containers (the rest are strings and integers).
+_DEEP = ("state", "static", "conversation", "upstream", "recent_event_ids")
