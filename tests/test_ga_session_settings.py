@@ -1,0 +1,101 @@
+"""A GA client's generation settings in ``session.update`` (voice, speed, token limit,
+temperature, prompt, tools): applied and told back, or refused, never accepted and
+dropped (``docs/protocol.md``, "Client events"). Through the official ``openai`` SDK,
+every event checked against its GA types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai.resources.realtime.realtime import AsyncRealtimeConnection
+from openai.types.realtime import SessionUpdatedEvent
+
+from tests.test_ga_conformance import events_for
+from tests.test_openai_sdk import first_session_created, sdk_connection
+
+TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "w",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+}
+# LiveKit agents 1.8.9 (openai.py, _create_session_update_event) in every update.
+LIVEKIT = {
+    "type": "realtime",
+    "model": "gpt-realtime",
+    "output_modalities": ["audio"],
+    "audio": {
+        "input": {
+            "format": {"type": "audio/pcm", "rate": 24000},
+            "turn_detection": {"type": "semantic_vad", "eagerness": "auto"},
+        },
+        "output": {"format": {"type": "audio/pcm", "rate": 24000}, "speed": 1.0, "voice": "marin"},
+    },
+    "max_output_tokens": "inf",
+    "tool_choice": "auto",
+    "tracing": None,
+}
+
+
+async def update(
+    conn: AsyncRealtimeConnection, session: dict[str, Any], event_id: str
+) -> list[dict[str, Any]]:
+    """The events answering one ``session.update`` (sent as the client wrote it)."""
+    await conn.send({"type": "session.update", "event_id": event_id, "session": session})
+    return await events_for(conn, 1.0)
+
+
+def refused(events: list[dict[str, Any]]) -> list[tuple[str, str | None, str | None]]:
+    return [
+        (e["error"]["code"], e["error"].get("param"), e["error"].get("event_id"))
+        for e in events
+        if e["type"] == "error"
+    ]
+
+
+def updated(events: list[dict[str, Any]]) -> dict[str, Any]:
+    told = [e for e in events if e["type"] == "session.updated"]
+    assert len(told) == 1, [e["type"] for e in events]
+    SessionUpdatedEvent.model_validate(told[0])
+    session: dict[str, Any] = told[0]["session"]
+    return session
+
+
+async def test_generation_settings_that_ask_are_refused_over_a_turn_based_upstream() -> None:
+    """The turn-based upstream takes only a model name and audio turns: each setting
+    that asks for something is refused, coded and named; the rest of the update applies."""
+    async with sdk_connection("turn") as conn:
+        await first_session_created(conn)
+        asks = {
+            "type": "realtime",
+            "audio": {
+                "input": {"turn_detection": {"type": "server_vad", "silence_duration_ms": 700}},
+                "output": {"voice": "alloy", "speed": 1.2},
+            },
+            "max_output_tokens": 256,
+            "temperature": 0.6,
+            "prompt": {"id": "pmpt_123"},
+        }
+        events = await update(conn, asks, "evt_asks")
+        code = "unsupported_by_upstream"
+        params = {
+            "session.audio.output.voice",
+            "session.audio.output.speed",
+            "session.max_output_tokens",
+            "session.temperature",
+            "session.prompt",
+        }
+        assert sorted(refused(events)) == sorted((code, p, "evt_asks") for p in params)
+        session = updated(events)
+        assert session["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 700
+
+
+async def test_livekits_update_is_refused_its_voice_alone_over_a_turn_based_upstream() -> None:
+    """LiveKit states speed 1.0, no token limit and no tracing in every update: they ask
+    for nothing. Its voice is a voice the upstream cannot speak in."""
+    async with sdk_connection("turn") as conn:
+        await first_session_created(conn)
+        events = await update(conn, LIVEKIT, "evt_lk")
+        param = "session.audio.output.voice"
+        assert refused(events) == [("unsupported_by_upstream", param, "evt_lk")]
+        assert updated(events)["audio"]["input"]["turn_detection"]["type"] == "semantic_vad"
