@@ -7,12 +7,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime import SessionUpdatedEvent
 
 from tests.test_ga_conformance import events_for
 from tests.test_openai_sdk import first_session_created, sdk_connection
 
+RELAYS = ["duplex", "duplex-no-barge-in"]
 TOOL = {
     "type": "function",
     "name": "get_weather",
@@ -88,6 +90,10 @@ async def test_generation_settings_that_ask_are_refused_over_a_turn_based_upstre
         assert sorted(refused(events)) == sorted((code, p, "evt_asks") for p in params)
         session = updated(events)
         assert session["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 700
+        assert "voice" not in session["audio"]["output"]
+        assert session["audio"]["output"]["speed"] == 1.0
+        assert "max_output_tokens" not in session and "prompt" in session
+        assert session["prompt"] is None
 
 
 async def test_livekits_update_is_refused_its_voice_alone_over_a_turn_based_upstream() -> None:
@@ -99,3 +105,43 @@ async def test_livekits_update_is_refused_its_voice_alone_over_a_turn_based_upst
         param = "session.audio.output.voice"
         assert refused(events) == [("unsupported_by_upstream", param, "evt_lk")]
         assert updated(events)["audio"]["input"]["turn_detection"]["type"] == "semantic_vad"
+
+
+async def test_session_updated_tells_the_settings_a_turn_based_upstream_runs_with() -> None:
+    async with sdk_connection("turn") as conn:
+        created = await first_session_created(conn)
+        assert created["session"]["tools"] == [] and created["session"]["tracing"] is None
+        session = updated(await update(conn, {"type": "realtime", "tool_choice": "none"}, "e"))
+        assert session["tools"] == [] and session["tool_choice"] == "auto"
+        assert session["audio"]["output"]["speed"] == 1.0
+        assert session["tracing"] is None and session["include"] is None
+
+
+@pytest.mark.parametrize("kind", RELAYS)
+async def test_session_updated_tells_the_settings_the_duplex_upstream_took(kind: str) -> None:
+    """Over a duplex upstream each setting goes up and is told back as it stands, the
+    earlier ones kept by a later update that does not name them."""
+    async with sdk_connection(kind) as conn:
+        created = await first_session_created(conn)
+        assert created["session"]["tools"] == [] and created["session"]["tool_choice"] == "auto"
+        first = {
+            "type": "realtime",
+            "audio": {"output": {"voice": "alloy", "speed": 1.2}},
+            "tools": [TOOL],
+            "tool_choice": "required",
+            "max_output_tokens": 256,
+            "prompt": {"id": "pmpt_123"},
+            "include": ["item.input_audio_transcription.logprobs"],
+        }
+        events = await update(conn, first, "e1")
+        assert refused(events) == []
+        session = updated(events)
+        assert session["audio"]["output"]["voice"] == "alloy"
+        assert session["audio"]["output"]["speed"] == 1.2
+        assert session["tools"] == [TOOL] and session["tool_choice"] == "required"
+        assert session["max_output_tokens"] == 256 and session["prompt"] == {"id": "pmpt_123"}
+        assert session["include"] == ["item.input_audio_transcription.logprobs"]
+        assert session["tracing"] is None  # no traces are written
+        session = updated(await update(conn, {"type": "realtime", "tools": []}, "e2"))
+        assert session["tools"] == [] and session["tool_choice"] == "required"
+        assert session["audio"]["output"]["voice"] == "alloy"

@@ -16,6 +16,7 @@ from shim.native_formats import as_the_proxy_reads
 from shim.native_session_object import resumed_over_upstream, upstream_turn_detection
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
+from shim.session_told import relayed
 from shim.vad_gate import VadParams
 
 
@@ -97,7 +98,8 @@ def created_event(
         resume_available=resume_token is not None,
         barge_in_target_ms=state.config.vad.target_barge_in_latency_ms,
     )
-    session = session_object(session_id, model, shim.config)
+    told = relayed(shim.kept_update()) if isinstance(shim, GaRelaySession) else None
+    session = session_object(session_id, model, shim.config, told)
     if cls.kind == "duplex":
         upstream_session = upstream_created.get("session")
         if isinstance(upstream_session, dict):

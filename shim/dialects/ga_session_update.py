@@ -24,6 +24,7 @@ from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.ga_upstream import upstream_session
 from shim.playback import PlaybackLedger
 from shim.session_config import ClientSessionConfig, SessionConfigError, session_object
+from shim.session_told import relayed
 from shim.turns import Turns
 
 
@@ -110,7 +111,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
         update["session"] = ga_voice.without(update["session"])  # vLLM-Omni refuses it
     if isinstance(ev.get("event_id"), str):
         update["event_id"] = ev["event_id"]
-    session = session_object(s.session_id, s.model, s.config)
+    session = session_object(s.session_id, s.model, s.config, relayed(s.kept_update()))
     return [
         *refusals,
         SendUpstream(update),
