@@ -25,6 +25,8 @@ from shim.vad_gate import VadParams
 
 DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
 DEFAULT_TURN = TurnDetection(VadParams())
+UNSUPPORTED = session_options.UNSUPPORTED
+IDLE_PARAM = "session.audio.input.turn_detection.idle_timeout_ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +69,8 @@ def apply_session_update(
     """Return the config after a ``session.update``; raises SessionConfigError if invalid.
 
     Validates everything before changing anything, so a rejected update changes nothing.
-    Without ``idle_timeouts`` (the upstream takes the turns) GA's ``idle_timeout_ms`` is
-    checked but not kept: the session then tells it back as it behaves, null.
+    Without ``idle_timeouts`` (the upstream takes the turns, and has no idle timeout)
+    GA's ``idle_timeout_ms`` is refused (``unsupported_by_upstream``) unless null.
     """
     session = event.get("session")
     if session is None:
@@ -114,7 +116,11 @@ def apply_session_update(
             cfg, turn=parse_turn_detection(session["turn_detection"], cfg.turn, vad_defaults)
         )
     if not idle_timeouts and cfg.turn.idle_timeout_ms is not None:
-        cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
+        msg = (
+            "turn_detection.idle_timeout_ms is not served here: the upstream takes the "
+            "turns and has no idle timeout"
+        )
+        raise SessionConfigError(UNSUPPORTED, msg, IDLE_PARAM)
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
     session_options.check_session_type(session, cfg.native)

@@ -5,13 +5,14 @@ every event checked against its GA types."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime import SessionUpdatedEvent
 
-from tests.test_ga_conformance import events_for
+from tests.test_ga_conformance import events_for, until
 from tests.test_openai_sdk import first_session_created, sdk_connection
 
 RELAYS = ["duplex", "duplex-no-barge-in"]
@@ -145,3 +146,54 @@ async def test_session_updated_tells_the_settings_the_duplex_upstream_took(kind:
         session = updated(await update(conn, {"type": "realtime", "tools": []}, "e2"))
         assert session["tools"] == [] and session["tool_choice"] == "required"
         assert session["audio"]["output"]["voice"] == "alloy"
+
+
+@pytest.mark.parametrize("kind", RELAYS)
+async def test_an_idle_timeout_is_refused_where_the_upstream_takes_the_turns(kind: str) -> None:
+    """``barge_in_emulated``: the duplex upstream takes the turns and has no idle
+    timeout, so ``idle_timeout_ms`` is refused as unservable and the update changes
+    nothing; null asks for nothing."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        td = {"type": "server_vad", "silence_duration_ms": 700, "idle_timeout_ms": 6000}
+        asks = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+        events = await update(conn, asks, "evt_idle")
+        param = "session.audio.input.turn_detection.idle_timeout_ms"
+        assert refused(events) == [("unsupported_by_upstream", param, "evt_idle")]
+        assert not [e for e in events if e["type"] == "session.updated"]
+        td = {**td, "idle_timeout_ms": None}
+        none = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+        turn = updated(await update(conn, none, "e"))["audio"]["input"]["turn_detection"]
+        assert turn["silence_duration_ms"] == 700 and turn["idle_timeout_ms"] is None
+
+
+async def test_an_idle_timeout_is_kept_where_the_proxy_takes_the_turns() -> None:
+    async with sdk_connection("turn") as conn:
+        await first_session_created(conn)
+        td = {"type": "server_vad", "idle_timeout_ms": 6000}
+        await conn.send(
+            {"type": "session.update", "session": {"audio": {"input": {"turn_detection": td}}}}
+        )
+        events = await asyncio.wait_for(until(conn, "session.updated"), 5)
+        assert refused(events) == []
+        assert events[-1]["session"]["audio"]["input"]["turn_detection"]["idle_timeout_ms"] == 6000
+
+
+@pytest.mark.parametrize("kind", RELAYS)
+async def test_an_opening_update_the_proxy_refuses_is_told_so_after_session_created(
+    kind: str,
+) -> None:
+    """A client that speaks first (LiveKit sends its update before ``session.created``)
+    opens the upstream with it; one the proxy refuses opens it as the route's, and the
+    client is told why, as for a live update."""
+    async with sdk_connection(kind) as conn:
+        td = {"type": "server_vad", "silence_duration_ms": 700, "idle_timeout_ms": 6000}
+        session = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+        await conn.send({"type": "session.update", "event_id": "evt_open", "session": session})
+        created = await first_session_created(conn)
+        turn = created["session"]["audio"]["input"]["turn_detection"]
+        assert turn["silence_duration_ms"] != 700
+        events = await events_for(conn, 1.0)
+        param = "session.audio.input.turn_detection.idle_timeout_ms"
+        assert refused(events) == [("unsupported_by_upstream", param, "evt_open")]
+        assert not [e for e in events if e["type"] == "session.updated"]

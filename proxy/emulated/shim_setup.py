@@ -58,14 +58,16 @@ def new_shim(
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
 
 
-def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> None:
+def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> bool:
     """A duplex client's own first ``session.update``, which already opened the upstream
     session: applied locally, not resent (a native client's as vLLM-Omni reads it:
-    ``shim/native_formats.py``; a GA client's also states what the upstream opened with)."""
+    ``shim/native_formats.py``; a GA client's also states what the upstream opened with).
+    False for a GA client's the proxy refuses (the upstream opened without it): it is
+    then answered as a live update, its refusal told after ``session.created``."""
     if isinstance(shim, GaRelaySession):
-        ga_session_update.opened(shim, event)
-    else:
-        shim.apply_update(as_the_proxy_reads(event) if shim.config.native else event)
+        return ga_session_update.opened(shim, event)
+    shim.apply_update(as_the_proxy_reads(event) if shim.config.native else event)
+    return True
 
 
 def keep_opened_with(shim: EmulatedSession, opened_with: dict[str, Any] | None) -> None:
