@@ -7,10 +7,11 @@ Both dialects are accepted: OpenAI GA (``session.audio.input.format {type, rate}
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shim import session_options
+from shim import session_options, session_told
 from shim.audio import PCM16, AudioFormat
 from shim.audio_formats import MAX_RATE as MAX_RATE
 from shim.audio_formats import MIN_RATE as MIN_RATE
@@ -24,6 +25,8 @@ from shim.vad_gate import VadParams
 
 DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
 DEFAULT_TURN = TurnDetection(VadParams())
+UNSUPPORTED = session_options.UNSUPPORTED
+IDLE_PARAM = "session.audio.input.turn_detection.idle_timeout_ms"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +39,9 @@ class ClientSessionConfig:
     transcription: dict[str, Any] | None = None
     noise_reduction: dict[str, Any] | None = None
     native: bool = False  # a vLLM-Omni client's: G.711 at any rate, told in its shape
+    # The generation settings in effect that a GA session object tells back, where the
+    # mode knows them whatever the client asks (``shim/session_told.py``).
+    told: Mapping[str, Any] | None = None
 
 
 # vLLM-Omni's defaults: input at 16 kHz (``RealtimeInputDefaults``), no turn detection.
@@ -63,8 +69,8 @@ def apply_session_update(
     """Return the config after a ``session.update``; raises SessionConfigError if invalid.
 
     Validates everything before changing anything, so a rejected update changes nothing.
-    Without ``idle_timeouts`` (the upstream takes the turns) GA's ``idle_timeout_ms`` is
-    checked but not kept: the session then tells it back as it behaves, null.
+    Without ``idle_timeouts`` (the upstream takes the turns, and has no idle timeout)
+    GA's ``idle_timeout_ms`` is refused (``unsupported_by_upstream``) unless null.
     """
     session = event.get("session")
     if session is None:
@@ -110,7 +116,11 @@ def apply_session_update(
             cfg, turn=parse_turn_detection(session["turn_detection"], cfg.turn, vad_defaults)
         )
     if not idle_timeouts and cfg.turn.idle_timeout_ms is not None:
-        cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
+        msg = (
+            "turn_detection.idle_timeout_ms is not served here: the upstream takes the "
+            "turns and has no idle timeout"
+        )
+        raise SessionConfigError(UNSUPPORTED, msg, IDLE_PARAM)
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
     session_options.check_session_type(session, cfg.native)
@@ -122,9 +132,13 @@ def apply_session_update(
     return cfg
 
 
-def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dict[str, Any]:
-    """The GA session object as this proxy serves it (for session.created / updated);
-    a native client's in vLLM-Omni's shape (``shim/native_session_object.py``)."""
+def session_object(
+    session_id: str, model: str, cfg: ClientSessionConfig, told: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The GA session object as this proxy serves it (for session.created / updated),
+    with the generation settings in effect (``told``, else the config's:
+    ``shim/session_told.py``); a native client's in vLLM-Omni's shape
+    (``shim/native_session_object.py``)."""
     if cfg.native:
         io, turn, text = (cfg.input_format, cfg.output_format), cfg.turn.as_wire(), cfg.instructions
         return native_session_object(session_id, model, io, turn, text, cfg.transcription)
@@ -132,7 +146,8 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
     def fmt(f: AudioFormat) -> dict[str, Any]:
         return wire_format(f.encoding, f.rate_hz)
 
-    return {
+    told = told if told is not None else cfg.told
+    session = {
         "type": "realtime",
         "object": "realtime.session",
         "id": session_id,
@@ -149,3 +164,4 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
             "output": {"format": fmt(cfg.output_format)},
         },
     }
+    return session if told is None else session_told.merged(session, told)

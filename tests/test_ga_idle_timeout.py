@@ -44,11 +44,13 @@ async def test_idle_timeout_is_kept_where_the_proxy_takes_the_turns(kind: str, m
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode
         vad = {"type": "server_vad", "idle_timeout_ms": IDLE_MS}
         await conn.session.update(session=pcm_session(turn_detection=vad))
-        updated = await until(conn, "session.updated")
         if mode != "duplex_emulated":
-            # The upstream takes the turns: the proxy has no idle timeout to keep there.
-            assert told_idle(updated) is None
+            # The upstream takes the turns and has no idle timeout: refused, unservable.
+            refused = await until(conn, "error")
+            assert refused[-1]["error"]["code"] == "unsupported_by_upstream"
+            assert refused[-1]["error"]["param"].endswith("turn_detection.idle_timeout_ms")
             return
+        updated = await until(conn, "session.updated")
         assert told_idle(updated) == IDLE_MS
         clip = load_clip("utt05_clean.wav") + silence(1000)
         await append_audio(conn, clip)

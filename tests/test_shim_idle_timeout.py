@@ -17,6 +17,7 @@ from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.idle_timeout import IdleStretch, IdleTimer
 from shim.session import EmulatedSession, ShimSettings
+from shim.session_config import IDLE_PARAM
 from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
 
 SID = "sess_0123456789abcdef"
@@ -192,14 +193,19 @@ def relay() -> EmulatedSession:
     return GaRelaySession(SID, "m", ShimSettings(), {"supports_barge_in": True})
 
 
-def test_where_the_upstream_takes_the_turns_it_is_told_back_null_and_never_fires() -> None:
+def test_where_the_upstream_takes_the_turns_it_is_refused_and_never_fires() -> None:
     sc = Script(relay())
     out = sc.client(update({"type": "server_vad", "idle_timeout_ms": 5000}))
-    assert told_td(out)["idle_timeout_ms"] is None
+    assert [e["error"]["code"] for e in client_events(out)] == ["unsupported_by_upstream"]
+    assert client_events(out)[0]["error"]["param"] == IDLE_PARAM
+    assert not upstream_events(out), "a refused update changes nothing upstream"
     assert sc.s.config.turn.idle_timeout_ms is None
+    assert sc.s.due_at() is None
+    # Null asks for nothing: applied, told back null.
+    out = sc.client(update({"type": "server_vad", "idle_timeout_ms": None}))
+    assert told_td(out)["idle_timeout_ms"] is None
     up = [e for e in upstream_events(out) if e["type"] == "session.update"]
     assert all("idle_timeout_ms" not in str(e) for e in up), "nothing GA-only goes upstream"
-    assert sc.s.due_at() is None
     # Still checked: a bad value is refused in the same words.
     bad = sc.client(update({"type": "server_vad", "idle_timeout_ms": 100}))
     assert [e["error"]["code"] for e in client_events(bad)] == ["invalid_value"]

@@ -233,8 +233,8 @@ class ClientSession:
         self.pending.clear()
         opening = link.opening_event
         if opening is not None and cls.kind == "duplex":
-            apply_opening(runner.shim, opening.event)  # it opened the upstream session
-            pending.remove(opening)
+            if apply_opening(runner.shim, opening.event):  # it opened the upstream session
+                pending.remove(opening)  # (a refused one is refused as a live update is)
         elif opening is not None and isinstance(runner.shim, TurnBasedSession):
             # A native client's session.created holds its opening, as vLLM-Omni's does.
             held = runner.shim.refusals.opening(opening.event)

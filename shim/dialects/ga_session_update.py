@@ -24,6 +24,7 @@ from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.ga_upstream import upstream_session
 from shim.playback import PlaybackLedger
 from shim.session_config import ClientSessionConfig, SessionConfigError, session_object
+from shim.session_told import relayed
 from shim.turns import Turns
 
 
@@ -59,14 +60,17 @@ def stated(
     }
 
 
-def opened(s: UpdateHost, ev: dict[str, Any]) -> None:
+def opened(s: UpdateHost, ev: dict[str, Any]) -> bool:
     """The client's own first ``session.update``, which opened the upstream session
     (``shim/ga_upstream.py``, ``opening_session``, over the route's, stated first:
     ``proxy/emulated/shim_setup.py``): applied here only, and what the upstream opened
     with decides its lock, its ``initial_user_text`` a user item in place of the
-    route's. One the proxy refuses opened it as the route's alone."""
-    if s.apply_update(ev) is None:
-        s.upstream_audio.stated(ev.get("session"), opening=True, client=True)
+    route's. One the proxy refuses opened it as the route's alone: False, and it is
+    answered as a live update is, with its refusal."""
+    if s.apply_update(ev) is not None:
+        return False
+    s.upstream_audio.stated(ev.get("session"), opening=True, client=True)
+    return True
 
 
 def _turn_detection(update: dict[str, Any] | None) -> Any:
@@ -110,7 +114,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
         update["session"] = ga_voice.without(update["session"])  # vLLM-Omni refuses it
     if isinstance(ev.get("event_id"), str):
         update["event_id"] = ev["event_id"]
-    session = session_object(s.session_id, s.model, s.config)
+    session = session_object(s.session_id, s.model, s.config, relayed(s.kept_update()))
     return [
         *refusals,
         SendUpstream(update),
