@@ -9,11 +9,12 @@ valid as one the proxy handles itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from proxy.clock import now_ms
 from proxy.json_depth import holds_more_values_than, nests_deeper_than
 
 
@@ -23,6 +24,8 @@ from proxy.json_depth import holds_more_values_than, nests_deeper_than
 class ClientFrame:
     raw: str
     event: dict[str, Any]
+    # When it was read off the socket (``proxy/clock.py``): not part of what it says.
+    read_ms: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,7 +64,7 @@ def parse_client_frame(
     kind = event.get("type")
     if not isinstance(kind, str) or not kind:
         return BadFrame("invalid_event", "an event needs a string 'type'")
-    return ClientFrame(raw, event)
+    return ClientFrame(raw, event, now_ms())
 
 
 def parse_flat_ascii(raw: bytearray) -> dict[str, Any] | None:
