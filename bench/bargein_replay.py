@@ -243,7 +243,10 @@ def main() -> int:
     prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, ["replay"])
     if args.derive_background:
-        cases += derived_background(corpus, "replay")
+        try:
+            cases += derived_background(corpus, "replay")
+        except ValueError as exc:
+            ap.error(str(exc))
     if args.only:
         cases = [c for c in cases if args.only in c.name]
     vad = VadRunner()
