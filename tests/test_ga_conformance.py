@@ -341,3 +341,33 @@ async def test_an_item_created_at_the_root_is_told_with_no_item_before_it(kind: 
         assert "conversation.item.added" in kinds, told
         for event in told:
             assert event.get("previous_item_id") is None, event
+
+
+async def test_a_refusal_naming_no_event_is_told_for_the_request_it_answers() -> None:
+    """The Agents SDK sends its retrieves and truncates with no ``event_id``. Over a
+    duplex upstream a retrieve and a delete the upstream answered, and a truncate the
+    proxy answered itself, are not what a later refusal of the same item answers: a
+    second delete's refusal is the delete's."""
+    async with sdk_connection("duplex") as conn:
+        await first_session_created(conn)
+        item = {
+            "id": "item_u1",
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hello"}],
+        }
+        await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
+        await until(conn, "conversation.item.done")
+        await conn.conversation.item.retrieve(item_id="item_u1")
+        await until(conn, "conversation.item.retrieved")
+        await conn.conversation.item.truncate(item_id="item_u1", content_index=0, audio_end_ms=10)
+        await conn.conversation.item.delete(item_id="item_u1")
+        await until(conn, "conversation.item.deleted")
+        await conn.conversation.item.delete(item_id="item_u1")
+        errors = [e for e in await events_for(conn, 1.5) if e["type"] == "error"]
+        assert [(e["error"]["code"], e["error"]["message"]) for e in errors] == [
+            (
+                "item_delete_invalid_item_id",
+                "Error deleting item: the item with id 'item_u1' does not exist.",
+            )
+        ], errors
