@@ -225,6 +225,28 @@ async def test_a_session_update_naming_a_model_is_applied_without_an_error(
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_cancel_of_a_finished_response_while_another_runs_says_so(
+    kind: str, mode: str
+) -> None:
+    """A ``response.cancel`` naming an earlier, finished response while another is in
+    progress: "Cancellation failed", naming the response, never "no active response
+    found" (one is active)."""
+    async with sdk_connection(kind, reply_ms=3000) as conn:
+        await first_session_created(conn)
+        await pressed_turn(conn, "utt05_clean.wav")
+        old = (await events_until_response_done(conn))[-1]["response"]["id"]
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        await until(conn, "response.created")
+        await conn.response.cancel(response_id=old, event_id="evt_old")
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert error["error"]["code"] == "response_cancel_not_active"
+        assert error["error"]["message"] == f"Cancellation failed: response {old!r} is not active"
+        assert error["error"]["event_id"] == "evt_old"
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
 async def test_response_create_during_a_response_gets_openais_code(kind: str, mode: str) -> None:
     """GA's ``conversation_already_has_active_response`` in every mode (vLLM-Omni says
     ``response_already_active``), and the response in progress goes on."""
