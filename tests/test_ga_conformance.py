@@ -393,3 +393,38 @@ async def test_a_refusal_naming_no_event_is_told_for_the_request_it_answers() ->
                 "Error deleting item: the item with id 'item_u1' does not exist.",
             )
         ], errors
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_a_truncate_of_a_users_item_says_only_assistant_audio_is_truncated(
+    kind: str, mode: str
+) -> None:
+    """An item that is there but is the user's is not "an item that does not exist":
+    OpenAI's words, "Only model output audio messages can be truncated", in GA's code
+    for a truncate it cannot apply."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        if mode == "duplex_emulated":  # its user items are the turns committed
+            await pressed_turn(conn, "utt05_clean.wav")
+            events = await events_until_response_done(conn)
+            [committed] = [e for e in events if e["type"] == "input_audio_buffer.committed"]
+            item_id = committed["item_id"]
+        else:
+            item_id = "item_u"
+            item = {
+                "id": item_id,
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hello"}],
+            }
+            await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
+            await until(conn, "conversation.item.done")
+        await conn.conversation.item.truncate(
+            item_id=item_id, content_index=0, audio_end_ms=10, event_id="evt_cut"
+        )
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert (error["error"]["code"], error["error"]["message"]) == (
+            "item_truncate_invalid_item_id",
+            "Only model output audio messages can be truncated",
+        ), error
+        assert error["error"]["event_id"] == "evt_cut"
