@@ -75,13 +75,15 @@ def test_a_truncate_is_never_kept() -> None:
     assert code(items.named(not_found("a"))) == "item_not_found"
 
 
-def test_one_naming_no_event_answers_the_latest_request_naming_its_item() -> None:
+def test_one_naming_no_event_answers_the_oldest_request_waiting_on_its_item() -> None:
+    # The upstream answers in order: two requests for one item, both refused, come back
+    # in the order they went up.
     items = ItemRequests()
     items.sent({"type": "conversation.item.retrieve", "item_id": "a"})
     items.sent({"type": "conversation.item.delete", "item_id": "b"})
     items.sent({"type": "conversation.item.delete", "item_id": "a"})
-    assert code(items.named(not_found("a"))) == "item_delete_invalid_item_id"
     assert code(items.named(not_found("a"))) == "item_retrieve_invalid_item_id"
+    assert code(items.named(not_found("a"))) == "item_delete_invalid_item_id"
 
 
 def test_an_error_naming_a_request_lets_it_go_whatever_its_code() -> None:

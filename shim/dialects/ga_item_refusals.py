@@ -14,8 +14,9 @@ upstream's answer to one is kept from the client (``relay_reports.py``). A reque
 is let go once the upstream answers it: ``conversation.item.retrieved`` or
 ``deleted`` for its item (the oldest such request of that type), or an error naming
 its ``event_id``. A refusal is told in the code and words of the request it answers:
-the one its ``event_id`` names, else the latest naming its item and no event id. One
-it cannot place keeps vLLM-Omni's code: a wrong request is worse than none.
+the one its ``event_id`` names, else the oldest still waiting that names its item and no
+event id (the upstream answers in order, and answered requests are let go). One it
+cannot place keeps vLLM-Omni's code: a wrong request is worse than none.
 """
 
 from __future__ import annotations
@@ -71,7 +72,7 @@ class ItemRequests:
         elif err.get("code") == "item_not_found":
             message = str(err.get("message"))
             item = message.removeprefix(_NOT_FOUND) if message.startswith(_NOT_FOUND) else None
-            entry = next((e for e in reversed(self._sent) if e[0] is None and e[1] == item), None)
+            entry = next((e for e in self._sent if e[0] is None and e[1] == item), None)
         else:
             entry = None
         if entry is None:
