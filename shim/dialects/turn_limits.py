@@ -75,23 +75,29 @@ def _asks_setting(key: str, value: Any) -> bool:
     return ga_generation_options.asks(key, value)
 
 
-def strip_session_fields(ev: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def strip_session_fields(
+    ev: dict[str, Any], native: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """``ev`` without the fields the dialect cannot carry, and their names as params.
 
     Input transcription and noise reduction (``shim/session_options.py``) are among
-    them: the upstream transcribes no input and reduces no noise. So are the generation
-    settings (``_GENERATION``, the voice and speed also under ``audio.output``): vLLM's
-    turn-based session reads only the model from ``session.update``, and vLLM-Omni
-    generates with the model's own defaults and speaks in its own voice."""
+    them: the upstream transcribes no input and reduces no noise. So are a GA client's
+    generation settings (``_GENERATION``, the voice and speed also under
+    ``audio.output``): vLLM's turn-based session reads only the model from
+    ``session.update``, and vLLM-Omni generates with the model's own defaults and
+    speaks in its own voice. A ``native`` (vLLM-Omni) client's are taken, unused and
+    with no error, as that turn-based server takes them (``docs/fidelity.md``)."""
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
     refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and _asks(session[k])]
-    refused += [k for k in _GENERATION if k in session and _asks_setting(k, session[k])]
+    settings = () if native else _GENERATION
+    refused += [k for k in settings if k in session and _asks_setting(k, session[k])]
     audio = session.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
     a_out = audio.get("output") if isinstance(audio, dict) else None
     inner = [k for k in _INPUT_GA if isinstance(a_in, dict) and a_in.get(k) is not None]
-    said = [k for k in _OUTPUT_GA if isinstance(a_out, dict) and _asks_setting(k, a_out.get(k))]
+    output = () if native else _OUTPUT_GA
+    said = [k for k in output if isinstance(a_out, dict) and _asks_setting(k, a_out.get(k))]
     if not refused and not inner and not said:
         return ev, []
     kept = {k: v for k, v in session.items() if k not in refused}
