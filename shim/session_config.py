@@ -124,6 +124,9 @@ def apply_session_update(
         cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
+    if cfg.told is not None and session.get("tool_choice", "") in (None, "auto", "none"):
+        # What a mode that takes no tools tells of the tool choice: as given (null: GA's).
+        cfg = replace(cfg, told={**cfg.told, "tool_choice": session["tool_choice"] or "auto"})
     session_options.check_session_type(session, cfg.native)
     session_options.check_modalities(session)
     for name in session_options.INPUT_OPTIONS:

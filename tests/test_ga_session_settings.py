@@ -121,10 +121,14 @@ async def test_session_updated_tells_the_settings_a_turn_based_upstream_runs_wit
     async with sdk_connection("turn") as conn:
         created = await first_session_created(conn)
         assert created["session"]["tools"] == [] and created["session"]["tracing"] is None
-        session = updated(await update(conn, {"type": "realtime", "tool_choice": "none"}, "e"))
-        assert session["tools"] == [] and session["tool_choice"] == "auto"
+        events = await update(conn, {"type": "realtime", "tool_choice": "none"}, "e")
+        assert refused(events) == []  # no tools at all: "none" asks for nothing more
+        session = updated(events)
+        assert session["tools"] == [] and session["tool_choice"] == "none"
         assert session["audio"]["output"]["speed"] == 1.0
         assert session["tracing"] is None and session["include"] is None
+        session = updated(await update(conn, {"type": "realtime", "tool_choice": None}, "e2"))
+        assert session["tool_choice"] == "auto"  # null: GA's default again
 
 
 @pytest.mark.parametrize("kind", RELAYS)

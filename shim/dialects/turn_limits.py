@@ -18,7 +18,9 @@ from shim.session_config import ClientSessionConfig
 UNSUPPORTED = "unsupported_by_upstream"
 
 # session.update fields the dialect cannot carry; refused only when they ask for
-# something (empty instructions or no tools ask for nothing).
+# something, as in response.create (``ga_generation_options.asks``: empty instructions,
+# no tools, ``tool_choice`` "auto" or "none" ask for nothing: the upstream takes no
+# tools at all).
 _SESSION_FIELDS = ("instructions", "tools", "tool_choice")
 # Generation settings (GA's, the beta API's and vLLM-Omni's spellings at the top; the
 # voice and speed also under audio.output): none reaches a turn-based upstream.
@@ -48,6 +50,7 @@ _RESPONSE_FIELDS = (
     "max_response_output_tokens",
     "input",
     "conversation",
+    "prompt",  # refused in session.update too
 )
 
 
@@ -58,10 +61,6 @@ def event_message(kind: Any) -> str:
             "upstream: it takes audio turns only, so text and other items cannot reach it"
         )
     return f"event type {kind!r} is not supported over a turn-based upstream"
-
-
-def _asks(value: Any) -> bool:
-    return value is not None and value != "" and value != [] and value != "auto"
 
 
 def _asks_setting(key: str, value: Any) -> bool:
@@ -89,7 +88,8 @@ def strip_session_fields(
     with no error, as that turn-based server takes them (``docs/fidelity.md``)."""
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
-    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and _asks(session[k])]
+    asks = ga_generation_options.asks
+    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and asks(k, session[k])]
     settings = () if native else _GENERATION
     refused += [k for k in settings if k in session and _asks_setting(k, session[k])]
     audio = session.get("audio")
