@@ -27,6 +27,10 @@ DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
 DEFAULT_TURN = TurnDetection(VadParams())
 UNSUPPORTED = session_options.UNSUPPORTED
 IDLE_PARAM = "session.audio.input.turn_detection.idle_timeout_ms"
+IDLE_MESSAGE = (
+    "turn_detection.idle_timeout_ms is not served here: the upstream takes the turns and "
+    "has no idle timeout; the rest of the update applies"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +74,8 @@ def apply_session_update(
 
     Validates everything before changing anything, so a rejected update changes nothing.
     Without ``idle_timeouts`` (the upstream takes the turns, and has no idle timeout)
-    GA's ``idle_timeout_ms`` is refused (``unsupported_by_upstream``) unless null.
+    GA's ``idle_timeout_ms`` is checked but not kept: the caller refuses that field
+    alone (``idle_timeout_asked``) and the rest of the update applies.
     """
     session = event.get("session")
     if session is None:
@@ -116,13 +121,12 @@ def apply_session_update(
             cfg, turn=parse_turn_detection(session["turn_detection"], cfg.turn, vad_defaults)
         )
     if not idle_timeouts and cfg.turn.idle_timeout_ms is not None:
-        msg = (
-            "turn_detection.idle_timeout_ms is not served here: the upstream takes the "
-            "turns and has no idle timeout"
-        )
-        raise SessionConfigError(UNSUPPORTED, msg, IDLE_PARAM)
+        cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
+    if cfg.told is not None and session.get("tool_choice", "") in (None, "auto", "none"):
+        # What a mode that takes no tools tells of the tool choice: as given (null: GA's).
+        cfg = replace(cfg, told={**cfg.told, "tool_choice": session["tool_choice"] or "auto"})
     session_options.check_session_type(session, cfg.native)
     session_options.check_modalities(session)
     for name in session_options.INPUT_OPTIONS:
@@ -130,6 +134,20 @@ def apply_session_update(
         if not session_options.is_unset(value):
             cfg = replace(cfg, **{name: value})
     return cfg
+
+
+def idle_timeout_asked(event: dict[str, Any]) -> bool:
+    """Whether a ``session.update`` asks for an idle timeout (a non-null
+    ``idle_timeout_ms`` in the turn detection it sets, read as ``apply_session_update``
+    reads it): refused alone where the upstream takes the turns (``IDLE_PARAM``)."""
+    session = event.get("session")
+    if session is None:
+        session = event
+    if not isinstance(session, dict):
+        return False
+    a_in = _obj(_obj(session.get("audio")).get("input"))
+    turn = a_in["turn_detection"] if "turn_detection" in a_in else session.get("turn_detection")
+    return isinstance(turn, dict) and turn.get("idle_timeout_ms") is not None
 
 
 def session_object(

@@ -12,8 +12,9 @@ far as it knows it runs (``docs/protocol.md``, "Client events"):
   token limit the upstream's own defaults decide;
 * over a turn-based upstream (``duplex_emulated``), which takes none of them (a
   ``session.update`` asking for one is refused: ``shim/dialects/turn_limits.py``):
-  speed 1.0, no tools, ``tool_choice: "auto"``, no prompt, nothing included; neither
-  the voice nor the token limit, which are the model's own.
+  speed 1.0, no tools, ``tool_choice: "auto"`` (or ``"none"`` as the client gave it,
+  which asks for nothing more: ``shim/session_config.py``), no prompt, nothing
+  included; neither the voice nor the token limit, which are the model's own.
 
 ``tracing`` is null in both: the proxy writes no traces, nor does vLLM-Omni.
 ``truncation`` is left out: how the upstream fits a long conversation is its own.

@@ -6,14 +6,23 @@ every event checked against its GA types."""
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
+from agents import function_tool
+from agents.realtime import RealtimeSessionModelSettings
+from agents.realtime.openai_realtime import OpenAIRealtimeWebSocketModel
+from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from openai.types.realtime import SessionUpdatedEvent
+from openai.types.realtime.session_update_event import SessionUpdateEvent
 
+from proxy.reference.options import ReferenceOptions
+from tests.servers import proxy, proxy_config, reference
 from tests.test_ga_conformance import events_for, until
 from tests.test_openai_sdk import first_session_created, sdk_connection
+from tests.upstream_tap import upstream_tap
 
 RELAYS = ["duplex", "duplex-no-barge-in"]
 TOOL = {
@@ -112,10 +121,14 @@ async def test_session_updated_tells_the_settings_a_turn_based_upstream_runs_wit
     async with sdk_connection("turn") as conn:
         created = await first_session_created(conn)
         assert created["session"]["tools"] == [] and created["session"]["tracing"] is None
-        session = updated(await update(conn, {"type": "realtime", "tool_choice": "none"}, "e"))
-        assert session["tools"] == [] and session["tool_choice"] == "auto"
+        events = await update(conn, {"type": "realtime", "tool_choice": "none"}, "e")
+        assert refused(events) == []  # no tools at all: "none" asks for nothing more
+        session = updated(events)
+        assert session["tools"] == [] and session["tool_choice"] == "none"
         assert session["audio"]["output"]["speed"] == 1.0
         assert session["tracing"] is None and session["include"] is None
+        session = updated(await update(conn, {"type": "realtime", "tool_choice": None}, "e2"))
+        assert session["tool_choice"] == "auto"  # null: GA's default again
 
 
 @pytest.mark.parametrize("kind", RELAYS)
@@ -149,22 +162,35 @@ async def test_session_updated_tells_the_settings_the_duplex_upstream_took(kind:
 
 
 @pytest.mark.parametrize("kind", RELAYS)
-async def test_an_idle_timeout_is_refused_where_the_upstream_takes_the_turns(kind: str) -> None:
+async def test_an_idle_timeout_is_refused_alone_where_the_upstream_takes_the_turns(
+    kind: str,
+) -> None:
     """``barge_in_emulated``: the duplex upstream takes the turns and has no idle
-    timeout, so ``idle_timeout_ms`` is refused as unservable and the update changes
-    nothing; null asks for nothing."""
+    timeout, so ``idle_timeout_ms`` is refused as unservable, and the rest of the
+    update applies (the Agents SDK and LiveKit restate every setting in each update);
+    null asks for nothing."""
     async with sdk_connection(kind) as conn:
         await first_session_created(conn)
         td = {"type": "server_vad", "silence_duration_ms": 700, "idle_timeout_ms": 6000}
-        asks = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+        asks = {
+            "type": "realtime",
+            "instructions": "Be brief.",
+            "tools": [TOOL],
+            "audio": {"input": {"turn_detection": td}},
+        }
         events = await update(conn, asks, "evt_idle")
         param = "session.audio.input.turn_detection.idle_timeout_ms"
         assert refused(events) == [("unsupported_by_upstream", param, "evt_idle")]
-        assert not [e for e in events if e["type"] == "session.updated"]
-        td = {**td, "idle_timeout_ms": None}
-        none = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
-        turn = updated(await update(conn, none, "e"))["audio"]["input"]["turn_detection"]
+        session = updated(events)
+        assert session["instructions"] == "Be brief." and session["tools"] == [TOOL]
+        turn = session["audio"]["input"]["turn_detection"]
         assert turn["silence_duration_ms"] == 700 and turn["idle_timeout_ms"] is None
+        td = {**td, "silence_duration_ms": 800, "idle_timeout_ms": None}
+        none = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
+        events = await update(conn, none, "e")
+        assert refused(events) == []
+        turn = updated(events)["audio"]["input"]["turn_detection"]
+        assert turn["silence_duration_ms"] == 800 and turn["idle_timeout_ms"] is None
 
 
 async def test_an_idle_timeout_is_kept_where_the_proxy_takes_the_turns() -> None:
@@ -179,21 +205,70 @@ async def test_an_idle_timeout_is_kept_where_the_proxy_takes_the_turns() -> None
         assert events[-1]["session"]["audio"]["input"]["turn_detection"]["idle_timeout_ms"] == 6000
 
 
+def agents_sdk_update() -> dict[str, Any]:
+    """The Agents SDK's one ``session.update`` (sent on connect, before
+    ``session.created``, and again on every settings change or handoff), for an app
+    with instructions, a tool and an idle timeout in its turn detection."""
+
+    @function_tool
+    def get_weather(city: str) -> str:
+        """The weather in a city."""
+        return "sunny"
+
+    model = OpenAIRealtimeWebSocketModel()
+    model.model = "gpt-realtime"
+    settings: RealtimeSessionModelSettings = {
+        "instructions": "You are a pirate.",
+        "tools": [get_weather],
+        "turn_detection": {
+            "type": "server_vad",
+            "idle_timeout_ms": 5000,
+            "silence_duration_ms": 700,
+        },
+    }
+    event = SessionUpdateEvent(session=model._get_session_config(settings), type="session.update")
+    sent: dict[str, Any] = json.loads(event.model_dump_json(exclude_unset=True))
+    return sent
+
+
 @pytest.mark.parametrize("kind", RELAYS)
-async def test_an_opening_update_the_proxy_refuses_is_told_so_after_session_created(
+async def test_an_opening_update_with_an_idle_timeout_opens_the_upstream_without_it(
     kind: str,
 ) -> None:
-    """A client that speaks first (LiveKit sends its update before ``session.created``)
-    opens the upstream with it; one the proxy refuses opens it as the route's, and the
-    client is told why, as for a live update."""
-    async with sdk_connection(kind) as conn:
-        td = {"type": "server_vad", "silence_duration_ms": 700, "idle_timeout_ms": 6000}
-        session = {"type": "realtime", "audio": {"input": {"turn_detection": td}}}
-        await conn.send({"type": "session.update", "event_id": "evt_open", "session": session})
-        created = await first_session_created(conn)
-        turn = created["session"]["audio"]["input"]["turn_detection"]
-        assert turn["silence_duration_ms"] != 700
-        events = await events_for(conn, 1.0)
-        param = "session.audio.input.turn_detection.idle_timeout_ms"
-        assert refused(events) == [("unsupported_by_upstream", param, "evt_open")]
-        assert not [e for e in events if e["type"] == "session.updated"]
+    """A client that speaks first (the Agents SDK and LiveKit send their update before
+    ``session.created``) opens the upstream with it: with an idle timeout, the upstream
+    opens with the rest of it, ``session.created`` tells that, and the client is told
+    after it that the idle timeout is refused; each later restatement likewise."""
+    sent = agents_sdk_update()
+    strict = ReferenceOptions(fidelity="strict")
+    async with reference(kind, reply_ms=800, options=strict) as backend:
+        async with (
+            upstream_tap(backend) as (tap, tapped),
+            proxy(proxy_config({"m": tapped})) as base,
+        ):
+            port = int(base.rsplit(":", 1)[1])
+            url = f"ws://127.0.0.1:{port}/v1"
+            async with (
+                AsyncOpenAI(api_key="test", websocket_base_url=url) as client,
+                client.realtime.connect(model="m") as conn,
+            ):
+                await conn.send(sent)
+                created = (await first_session_created(conn))["session"]
+                assert created["instructions"] == "You are a pirate."
+                assert [t["name"] for t in created["tools"]] == ["get_weather"]
+                turn = created["audio"]["input"]["turn_detection"]
+                assert turn["silence_duration_ms"] == 700 and turn["idle_timeout_ms"] is None
+                events = await events_for(conn, 1.0)
+                param = "session.audio.input.turn_detection.idle_timeout_ms"
+                assert refused(events) == [("unsupported_by_upstream", param, None)]
+                assert not [e for e in events if e["type"] == "session.updated"]
+                opened = [e["session"] for e in tap.sent[0] if e["type"] == "session.update"]
+                assert [s.get("instructions") for s in opened] == ["You are a pirate."]
+                assert opened[0]["turn_detection"]["silence_duration_ms"] == 700
+                assert "idle_timeout_ms" not in json.dumps(tap.sent[0])
+                await conn.send(sent)  # a later settings change restates all of it
+                events = await events_for(conn, 1.0)
+                assert refused(events) == [("unsupported_by_upstream", param, None)]
+                session = updated(events)
+                assert session["instructions"] == "You are a pirate."
+                assert session["audio"]["input"]["turn_detection"]["silence_duration_ms"] == 700

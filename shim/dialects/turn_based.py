@@ -103,7 +103,7 @@ class TurnBasedSession(EmulatedSession):
         refusal = self.refusals.session_update(ev)
         if refusal is not None:
             return [self.err(*refusal)]
-        kept, refused = turn_limits.strip_session_fields(ev)
+        kept, refused = turn_limits.strip_session_fields(ev, self.refusals.native)
         out = self.client_session_update(self.refusals.as_read(kept), now)
         if is_refusal(out):
             return out  # invalid anyway: that one error, nothing changed

@@ -18,7 +18,9 @@ from shim.session_config import ClientSessionConfig
 UNSUPPORTED = "unsupported_by_upstream"
 
 # session.update fields the dialect cannot carry; refused only when they ask for
-# something (empty instructions or no tools ask for nothing).
+# something, as in response.create (``ga_generation_options.asks``: empty instructions,
+# no tools, ``tool_choice`` "auto" or "none" ask for nothing: the upstream takes no
+# tools at all).
 _SESSION_FIELDS = ("instructions", "tools", "tool_choice")
 # Generation settings (GA's, the beta API's and vLLM-Omni's spellings at the top; the
 # voice and speed also under audio.output): none reaches a turn-based upstream.
@@ -48,6 +50,7 @@ _RESPONSE_FIELDS = (
     "max_response_output_tokens",
     "input",
     "conversation",
+    "prompt",  # refused in session.update too
 )
 
 
@@ -58,10 +61,6 @@ def event_message(kind: Any) -> str:
             "upstream: it takes audio turns only, so text and other items cannot reach it"
         )
     return f"event type {kind!r} is not supported over a turn-based upstream"
-
-
-def _asks(value: Any) -> bool:
-    return value is not None and value != "" and value != [] and value != "auto"
 
 
 def _asks_setting(key: str, value: Any) -> bool:
@@ -75,23 +74,30 @@ def _asks_setting(key: str, value: Any) -> bool:
     return ga_generation_options.asks(key, value)
 
 
-def strip_session_fields(ev: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def strip_session_fields(
+    ev: dict[str, Any], native: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """``ev`` without the fields the dialect cannot carry, and their names as params.
 
     Input transcription and noise reduction (``shim/session_options.py``) are among
-    them: the upstream transcribes no input and reduces no noise. So are the generation
-    settings (``_GENERATION``, the voice and speed also under ``audio.output``): vLLM's
-    turn-based session reads only the model from ``session.update``, and vLLM-Omni
-    generates with the model's own defaults and speaks in its own voice."""
+    them: the upstream transcribes no input and reduces no noise. So are a GA client's
+    generation settings (``_GENERATION``, the voice and speed also under
+    ``audio.output``): vLLM's turn-based session reads only the model from
+    ``session.update``, and vLLM-Omni generates with the model's own defaults and
+    speaks in its own voice. A ``native`` (vLLM-Omni) client's are taken, unused and
+    with no error, as that turn-based server takes them (``docs/fidelity.md``)."""
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
-    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and _asks(session[k])]
-    refused += [k for k in _GENERATION if k in session and _asks_setting(k, session[k])]
+    asks = ga_generation_options.asks
+    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and asks(k, session[k])]
+    settings = () if native else _GENERATION
+    refused += [k for k in settings if k in session and _asks_setting(k, session[k])]
     audio = session.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
     a_out = audio.get("output") if isinstance(audio, dict) else None
     inner = [k for k in _INPUT_GA if isinstance(a_in, dict) and a_in.get(k) is not None]
-    said = [k for k in _OUTPUT_GA if isinstance(a_out, dict) and _asks_setting(k, a_out.get(k))]
+    output = () if native else _OUTPUT_GA
+    said = [k for k in output if isinstance(a_out, dict) and _asks_setting(k, a_out.get(k))]
     if not refused and not inner and not said:
         return ev, []
     kept = {k: v for k, v in session.items() if k not in refused}
