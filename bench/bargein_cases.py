@@ -107,6 +107,9 @@ def interleaved(cases: list[Case]) -> list[Case]:
     return out
 
 
+_MOST_TALKERS = 6  # the most voices one derived babble mixes
+
+
 def derived_background(corpus: Path, mode: str, seed: int = 0) -> list[Case]:
     """Babble and TV-like cases made from the corpus's own clean speech, for tuning on
     a corpus that has none (the dev corpus); levels relative to its speech as
@@ -115,6 +118,11 @@ def derived_background(corpus: Path, mode: str, seed: int = 0) -> list[Case]:
 
     rng = np.random.default_rng(seed)
     clean = [c for c in manifest(corpus) if c["kind"] == "speech" and "clean" in str(c["file"])]
+    if len(clean) < _MOST_TALKERS:
+        raise ValueError(
+            f"derived babble needs {_MOST_TALKERS} clean speech clips (the dev corpus has"
+            f" them), {corpus} has {len(clean)}: a held-out set brings its own babble and TV"
+        )
     voices = [read_wav(corpus / str(c["file"])) / 32768.0 for c in clean]
     user = float(np.median([np.sqrt(np.mean(v[v != 0] ** 2)) for v in voices]))
     cases = []

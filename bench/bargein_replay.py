@@ -27,10 +27,10 @@ from bargein_cases import RATE, Case, build_cases, derived_background, prompt_cl
 from processes import ROOT
 
 from proxy.vad import VadRunner
-from shim.actions import AnalyzeAudio, SendClient, SendClientAudio
+from shim.actions import Action, AnalyzeAudio, SendClient, SendClientAudio
 from shim.audio import b64decode, b64encode
 from shim.dialects.turn_based import TurnBasedSession
-from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
+from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, VadWindow
 from shim.settings import ShimSettings
 from shim.vad_gate import VadParams
 
@@ -48,6 +48,7 @@ class Replay:
     cut_ms: float | None = None  # response.done cancelled
     stop_ms: float | None = None  # last delta of the cut response
     windows: list[dict[str, Any]] = field(default_factory=list)
+    played: list[int] = field(default_factory=list)  # sample each delta began playing at
 
 
 def run(
@@ -58,13 +59,20 @@ def run(
     play_after_ms: int = PLAY_AFTER_MS,
     uplink_stall: tuple[int, int] | None = None,
     backlog: tuple[int, int] | None = None,
+    proxy_stall: tuple[int, int] | None = None,
 ) -> Replay:
     """One case. ``uplink_stall`` (every, length ms): from the answer's first audio on,
     the microphone's chunks are captured on time but sent ``length`` ms late out of every
     ``every`` (a congested uplink, a busy client thread), then all at once. ``backlog``
     (period, most ms): the upstream's events are stamped when they arrived, up to
     ``most`` ms before the session handles and sends them, the lag growing over each
-    ``period`` (a session loop behind, as the edge's is under load)."""
+    ``period`` (a session loop behind, as the edge's is under load). ``proxy_stall``
+    (every, length ms): from the answer's first audio on, the session handles nothing
+    for ``length`` ms out of every ``every`` (a proxy short of CPU); what arrived
+    meanwhile is handled in order once it runs again, the client's events stamped
+    then (as the edge stamps them when it handles them) and with when they arrived
+    (the edge's read time), the upstream's with when they arrived, and what it sends
+    reaches the client then."""
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
@@ -83,10 +91,27 @@ def run(
     clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
     end_ms = None
     unsent: list[bytes] = []  # captured, not yet sent (a stalled uplink)
+    waiting: list[Input] = []  # arrived while the proxy stalled, not yet handled
     t = 0
     while end_ms is None or t * CHUNK_MS < end_ms:
         now = float(t * CHUNK_MS)
-        actions = []
+        actions: list[Action] = []
+        since = None if first_delta is None else now - first_delta
+        stalled = proxy_stall is not None and since is not None
+        stalled = stalled and since % proxy_stall[0] < proxy_stall[1]  # type: ignore[index]
+
+        def handle(inp: Input, stalled: bool = stalled) -> list[Action]:
+            if stalled:
+                waiting.append(inp)
+                return []
+            return s.handle(inp)
+
+        if not stalled:
+            for inp in waiting:
+                if isinstance(inp, ClientEvent):
+                    inp = ClientEvent(inp.event, inp.raw, now, inp.now_ms)
+                actions += s.handle(inp)
+            waiting.clear()
         # The upstream: streams the reply in real time once a response is on.
         resp = s.response
         if resp is not None and resp.producing and resp.response_id != reply_rid:
@@ -101,10 +126,10 @@ def run(
                     arrived = now
                     if backlog is not None and first_delta is not None:
                         arrived -= backlog[1] * ((now - first_delta) % backlog[0]) / backlog[0]
-                    actions += s.handle(UpstreamEvent(ev, "", arrived))
+                    actions += handle(UpstreamEvent(ev, "", arrived))
                 else:
                     done = {"type": "response.output_audio.done"}
-                    actions += s.handle(UpstreamEvent(done, "", now))
+                    actions += handle(UpstreamEvent(done, "", now))
                     reply_rid = None
         # The microphone: the question, then the clip one second into the answer.
         mic = np.zeros(CHUNK, dtype=np.float32)
@@ -129,11 +154,10 @@ def run(
             elif lo >= 0:
                 mic += case.echo_gain * speaker[lo : lo + CHUNK]
         unsent.append(np.clip(mic, -32768, 32767).astype("<i2").tobytes())
-        since = None if first_delta is None else now - first_delta
         if uplink_stall is None or since is None or since % uplink_stall[0] >= uplink_stall[1]:
             for pcm in unsent:
                 append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
-                actions += s.handle(ClientEvent(append, "", now))
+                actions += handle(ClientEvent(append, "", now))
             unsent.clear()
         for a in list(actions):
             if isinstance(a, AnalyzeAudio):
@@ -156,7 +180,7 @@ def run(
                                 "holding": s.overlap.holding,
                             }
                         )
-        actions += s.handle(Tick(now))
+        actions += [] if stalled else s.handle(Tick(now))
         # The client: plays audio, and stops playback on speech_started (a GA client).
         for a in actions:
             if isinstance(a, SendClientAudio):
@@ -164,6 +188,7 @@ def run(
                 start = max(play_end, p0)
                 speaker[start : start + pcm16.size] = pcm16[: speaker.size - start]
                 play_end = start + pcm16.size
+                out.played.append(start)
                 if first_delta is None:
                     first_delta, playing_rid = now, a.event["response_id"]
                 if a.event["response_id"] == playing_rid:
@@ -207,12 +232,21 @@ def main() -> int:
         help="EVERY,LENGTH ms: the microphone's chunks go out LENGTH ms late out of every"
         " EVERY during the answer (captured on time, sent together)",
     )
+    ap.add_argument(
+        "--proxy-stall",
+        default=None,
+        help="EVERY,LENGTH ms: the proxy handles nothing for LENGTH ms out of every EVERY"
+        " during the answer, then all that arrived meanwhile, in order",
+    )
     args = ap.parse_args()
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, ["replay"])
     if args.derive_background:
-        cases += derived_background(corpus, "replay")
+        try:
+            cases += derived_background(corpus, "replay")
+        except ValueError as exc:
+            ap.error(str(exc))
     if args.only:
         cases = [c for c in cases if args.only in c.name]
     vad = VadRunner()
@@ -223,8 +257,12 @@ def main() -> int:
     if args.uplink_stall:
         every, length = (int(v) for v in args.uplink_stall.split(","))
         stall = (every, length)
+    proxy_stall = None
+    if args.proxy_stall:
+        every, length = (int(v) for v in args.proxy_stall.split(","))
+        proxy_stall = (every, length)
     for case, phase in ((c, ph) for c in cases for ph in phases):
-        r = run(case, prompt, vad, args.decision_ms, phase, stall)
+        r = run(case, prompt, vad, args.decision_ms, phase, stall, proxy_stall=proxy_stall)
         onset = case.onset_ms
         detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
         cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None

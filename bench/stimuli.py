@@ -164,7 +164,10 @@ def make(out: Path, seed: int, variety: str = "default") -> dict[str, Any]:
         meta = {"kind": "speech", "speech_ms": spans, "text": text, "voice": voice}
         if i % 2:
             # Over a quiet room background: the user is still much louder than the room.
-            x = x + at_level(babble(rng, 3, x.size / RATE), -45)[: x.size]
+            room = at_level(babble(rng, 3, x.size / RATE), -45)
+            # (x.size / RATE back to samples can come out one short: the room's last sample
+            # then stays silent; every set that was made before keeps its exact samples.)
+            x = x + np.pad(room, (0, max(0, x.size - room.size)))[: x.size]
             meta["background"] = "babble-45dBFS"
         add(f"speech{i:02d}.wav", x, **meta)
     for i, word in enumerate(BACKCHANNELS):

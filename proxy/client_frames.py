@@ -9,12 +9,13 @@ valid as one the proxy handles itself.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
 from proxy.client_fields import DEFAULT_CAPS, FieldCaps, refusal
+from proxy.clock import now_ms
 from proxy.json_depth import holds_more_values_than, nests_deeper_than
 
 
@@ -24,6 +25,8 @@ from proxy.json_depth import holds_more_values_than, nests_deeper_than
 class ClientFrame:
     raw: str
     event: dict[str, Any]
+    # When it was read off the socket (``proxy/clock.py``): not part of what it says.
+    read_ms: float | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +70,7 @@ def parse_client_frame(
         return BadFrame("invalid_event", "an event needs a string 'type'")
     if (refused := refusal(len(raw), event, caps)) is not None:
         return BadFrame(refused.code, refused.message, refused.param, refused.event_id)
-    return ClientFrame(raw, event)
+    return ClientFrame(raw, event, now_ms())
 
 
 def parse_flat_ascii(raw: bytearray, caps: FieldCaps = DEFAULT_CAPS) -> dict[str, Any] | None:

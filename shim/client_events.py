@@ -142,9 +142,9 @@ def item_for(s: ClientEventHost, ev: dict[str, Any]) -> ItemPlayback | None:
 def truncate(
     s: ClientEventHost, ev: dict[str, Any], now: float, others: Container[str] = ()
 ) -> list[Action]:
-    """``others``: the items besides the assistant's the session answers for (a
-    native client is told such an item is not the assistant's)."""
-    read = _read_native(s, ev, others) if s.config.native else _read_ga(s, ev)
+    """``others``: the items besides the assistant's the session knows of (the client
+    is told such an item is not the assistant's, not that it does not exist)."""
+    read = _read_native(s, ev, others) if s.config.native else _read_ga(s, ev, others)
     if isinstance(read, SendClient):
         return [read]
     item, end = read
@@ -181,9 +181,12 @@ def truncate(
     return [SendClient(wire.truncated(item.item_id, end))]
 
 
-def _read_ga(s: ClientEventHost, ev: dict[str, Any]) -> SendClient | tuple[ItemPlayback, int]:
+def _read_ga(
+    s: ClientEventHost, ev: dict[str, Any], others: Container[str]
+) -> SendClient | tuple[ItemPlayback, int]:
     """A GA client's truncate, checked in GA's terms: an integer, not negative
-    (``invalid_value`` naming it), of the item's audio part, of an item there is."""
+    (``invalid_value`` naming it), of the item's audio part, of an item there is, the
+    assistant's (one of ``others`` in OpenAI's words for it, in GA's code)."""
     item_id, end = ev.get("item_id"), ev.get("audio_end_ms")
     if not isinstance(item_id, str):
         return s.err("invalid_event", "conversation.item.truncate needs item_id", ev, "item_id")
@@ -199,7 +202,8 @@ def _read_ga(s: ClientEventHost, ev: dict[str, Any]) -> SendClient | tuple[ItemP
         return s.err("invalid_value", msg, ev, "content_index")
     item = s.ledger.get(item_id)
     if item is None:
-        return s.err(*wire.unknown_item("conversation.item.truncate", item_id), ev, "item_id")
+        code, words = wire.unknown_item("conversation.item.truncate", item_id)
+        return s.err(code, wire.NOT_ASSISTANT_AUDIO if item_id in others else words, ev, "item_id")
     return item, end
 
 

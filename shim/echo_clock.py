@@ -21,6 +21,14 @@ client that stalled sends its backlog in a burst whose last chunk, on time, date
 capture again. (A stall whose backlog trickles in is then dated by its late chunks,
 placed as early as without the clock.)
 
+Chunks are dated by when they arrived (the edge's read time, ``ClientEvent.arrived_ms``),
+not by when they were handled: a proxy short of CPU handles its inputs in bursts,
+later than they came, and a burst's chunks, handled at once, looked like a client
+that had paused (the clock started afresh at the first) and then like one that was
+as far behind as the burst was late, so the answer's audio sent amid a burst was
+placed that much early (``docs/benchmarks.md``, "The answer's echo when the proxy
+handles late").
+
 The audio itself is placed from when it is sent, not from when it arrived: the edge
 stamps an upstream event as it arrives, and a session loop that is behind (waiting on
 the VAD's bounded queue, under load) handles and sends it later, by a lag that grows
@@ -53,6 +61,10 @@ class MicClock:
         # (arrival ms, offset ms), offsets increasing: the least of the window first.
         self._lows: deque[tuple[float, float]] = deque()
         self.latest_ms = float("-inf")  # the newest microphone stamp handled
+        # When the client event being handled arrived, if earlier than its stamp (the
+        # edge's read time: ``shim/inputs.py`` ``ClientEvent``); set for each one.
+        self.arrival: float | None = None
+        self._arrived = float("-inf")  # the newest arrival
         self._item: str | None = None  # the item whose audio ``play`` follows
         self._play_end = 0.0  # when the client runs out of it, on the send time
 
@@ -70,14 +82,17 @@ class MicClock:
         return start
 
     def heard(self, end_sample: int, now_ms: float) -> None:
-        """Input up to ``end_sample`` (exclusive) arrived at ``now_ms``."""
-        if now_ms - self.latest_ms > GAP_MS:
+        """Input up to ``end_sample`` (exclusive) handled at ``now_ms``, and arrived then
+        or at ``arrival``."""
+        arrived = now_ms if self.arrival is None else min(self.arrival, now_ms)
+        if arrived - self._arrived > GAP_MS:
             self._lows.clear()
+        self._arrived = max(self._arrived, arrived)
         self.latest_ms = max(self.latest_ms, now_ms)
-        offset = now_ms - end_sample * 1000.0 / VAD_RATE
+        offset = arrived - end_sample * 1000.0 / VAD_RATE
         while self._lows and self._lows[-1][1] >= offset:
             self._lows.pop()
-        self._lows.append((now_ms, offset))
+        self._lows.append((arrived, offset))
         self._expire(now_ms)
 
     def lead(self, newest: int, now_ms: float) -> int:

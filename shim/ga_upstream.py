@@ -177,14 +177,16 @@ def opening_session(
     update if it spoke first, over GA's defaults with server VAD from ``vad`` (the
     ``[vad]`` section, as the proxy's session starts: ``shim/session.py``), as the
     upstream reads it, keeping a float input format the route declares
-    (``route_defaults``: its ``session_defaults``). An update the proxy refuses (again,
-    once the session runs) changes nothing: the upstream opens as the proxy's session
-    starts."""
+    (``route_defaults``: its ``session_defaults``). An idle timeout it asks for is left
+    out (the upstream takes the turns and has none) and the rest kept; the client is
+    told of that refusal after ``session.created`` (``proxy/emulated/shim_setup.py``,
+    ``apply_opening``). An update the proxy refuses changes nothing: the upstream opens
+    as the proxy's session starts, and the client is told why when the session runs."""
     vad = vad if vad is not None else VadParams()
     start = ClientSessionConfig(turn=TurnDetection(vad))
     raw = session or {}
     try:
-        cfg = apply_session_update(start, {"session": raw}, vad)
+        cfg = apply_session_update(start, {"session": raw}, vad, idle_timeouts=False)
     except SessionConfigError:
         raw, cfg = {}, start
     return upstream_session(raw, cfg, opening=True, pinned=declared_float_input(route_defaults))

@@ -8,9 +8,13 @@ from typing import Any
 
 @dataclass(frozen=True, slots=True)
 class ClientEvent:
+    """``arrived_ms``: when the edge read it off the client's socket, if that was before
+    ``now_ms`` (a session behind handles its client's events later than they came)."""
+
     event: dict[str, Any]
     raw: str
     now_ms: float
+    arrived_ms: float | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -122,6 +122,8 @@ _NATIVE_WORDS = [
     ),
 ]
 _QUOTED = re.compile(r"'([^']*)'")
+# An unknown item's id, whole: the client's, which may hold quotes (``wire.unknown_item``).
+_ITEM_ID = re.compile(r"the item with id '(.*)' does not exist\.\Z", re.DOTALL)
 
 
 def native_error(event: dict[str, Any]) -> dict[str, Any]:
@@ -135,7 +137,7 @@ def native_error(event: dict[str, Any]) -> dict[str, Any]:
     code, message = err.get("code"), err.get("message")
     for ours, starts, theirs, words in _NATIVE_WORDS:
         if code == ours and isinstance(message, str) and re.match(starts, message):
-            quoted = _QUOTED.search(message)
+            quoted = _ITEM_ID.search(message) or _QUOTED.search(message)
             err["code"] = theirs or code
             err["message"] = words.format(name=quoted.group(1) if quoted else "")
             err["param"] = None  # vLLM-Omni names none for these

@@ -70,9 +70,7 @@ class EmulatedSession:
     def __init__(
         self, session_id: str, model: str, settings: ShimSettings, vad_enabled: bool = True
     ) -> None:
-        self.session_id = session_id
-        self.model = model
-        self.settings = settings
+        self.session_id, self.model, self.settings = session_id, model, settings
         # Server VAD as the operator configured it ([vad]), until the client says otherwise.
         self.config = ClientSessionConfig(turn=TurnDetection(settings.vad))
         self.vad_enabled = vad_enabled
@@ -144,6 +142,8 @@ class EmulatedSession:
         handler = self._client_table.get(kind) if isinstance(kind, str) else None
         if handler is None:
             return self.client_other(inp)
+        if self.echo is not None:  # the microphone's clock dates audio by its arrival
+            self.echo.far.clock.arrival = inp.arrived_ms
         return handler(inp.event, inp.now_ms)
 
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:

@@ -7,10 +7,11 @@ Both dialects are accepted: OpenAI GA (``session.audio.input.format {type, rate}
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from shim import session_options
+from shim import session_options, session_told
 from shim.audio import PCM16, AudioFormat
 from shim.audio_formats import MAX_RATE as MAX_RATE
 from shim.audio_formats import MIN_RATE as MIN_RATE
@@ -24,6 +25,12 @@ from shim.vad_gate import VadParams
 
 DEFAULT_FORMAT = AudioFormat(PCM16, 24000)  # OpenAI GA: audio/pcm at 24 kHz
 DEFAULT_TURN = TurnDetection(VadParams())
+UNSUPPORTED = session_options.UNSUPPORTED
+IDLE_PARAM = "session.audio.input.turn_detection.idle_timeout_ms"
+IDLE_MESSAGE = (
+    "turn_detection.idle_timeout_ms is not served here: the upstream takes the turns and "
+    "has no idle timeout; the rest of the update applies"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +43,9 @@ class ClientSessionConfig:
     transcription: dict[str, Any] | None = None
     noise_reduction: dict[str, Any] | None = None
     native: bool = False  # a vLLM-Omni client's: G.711 at any rate, told in its shape
+    # The generation settings in effect that a GA session object tells back, where the
+    # mode knows them whatever the client asks (``shim/session_told.py``).
+    told: Mapping[str, Any] | None = None
 
 
 # vLLM-Omni's defaults: input at 16 kHz (``RealtimeInputDefaults``), no turn detection.
@@ -63,8 +73,9 @@ def apply_session_update(
     """Return the config after a ``session.update``; raises SessionConfigError if invalid.
 
     Validates everything before changing anything, so a rejected update changes nothing.
-    Without ``idle_timeouts`` (the upstream takes the turns) GA's ``idle_timeout_ms`` is
-    checked but not kept: the session then tells it back as it behaves, null.
+    Without ``idle_timeouts`` (the upstream takes the turns, and has no idle timeout)
+    GA's ``idle_timeout_ms`` is checked but not kept: the caller refuses that field
+    alone (``idle_timeout_asked``) and the rest of the update applies.
     """
     session = event.get("session")
     if session is None:
@@ -113,6 +124,9 @@ def apply_session_update(
         cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
     if isinstance(session.get("instructions"), str):
         cfg = replace(cfg, instructions=session["instructions"])
+    if cfg.told is not None and session.get("tool_choice", "") in (None, "auto", "none"):
+        # What a mode that takes no tools tells of the tool choice: as given (null: GA's).
+        cfg = replace(cfg, told={**cfg.told, "tool_choice": session["tool_choice"] or "auto"})
     session_options.check_session_type(session, cfg.native)
     session_options.check_modalities(session)
     for name in session_options.INPUT_OPTIONS:
@@ -122,9 +136,27 @@ def apply_session_update(
     return cfg
 
 
-def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dict[str, Any]:
-    """The GA session object as this proxy serves it (for session.created / updated);
-    a native client's in vLLM-Omni's shape (``shim/native_session_object.py``)."""
+def idle_timeout_asked(event: dict[str, Any]) -> bool:
+    """Whether a ``session.update`` asks for an idle timeout (a non-null
+    ``idle_timeout_ms`` in the turn detection it sets, read as ``apply_session_update``
+    reads it): refused alone where the upstream takes the turns (``IDLE_PARAM``)."""
+    session = event.get("session")
+    if session is None:
+        session = event
+    if not isinstance(session, dict):
+        return False
+    a_in = _obj(_obj(session.get("audio")).get("input"))
+    turn = a_in["turn_detection"] if "turn_detection" in a_in else session.get("turn_detection")
+    return isinstance(turn, dict) and turn.get("idle_timeout_ms") is not None
+
+
+def session_object(
+    session_id: str, model: str, cfg: ClientSessionConfig, told: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The GA session object as this proxy serves it (for session.created / updated),
+    with the generation settings in effect (``told``, else the config's:
+    ``shim/session_told.py``); a native client's in vLLM-Omni's shape
+    (``shim/native_session_object.py``)."""
     if cfg.native:
         io, turn, text = (cfg.input_format, cfg.output_format), cfg.turn.as_wire(), cfg.instructions
         return native_session_object(session_id, model, io, turn, text, cfg.transcription)
@@ -132,7 +164,8 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
     def fmt(f: AudioFormat) -> dict[str, Any]:
         return wire_format(f.encoding, f.rate_hz)
 
-    return {
+    told = told if told is not None else cfg.told
+    session = {
         "type": "realtime",
         "object": "realtime.session",
         "id": session_id,
@@ -149,3 +182,4 @@ def session_object(session_id: str, model: str, cfg: ClientSessionConfig) -> dic
             "output": {"format": fmt(cfg.output_format)},
         },
     }
+    return session if told is None else session_told.merged(session, told)

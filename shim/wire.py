@@ -57,6 +57,11 @@ UNKNOWN_ITEM = {
 }
 
 
+# OpenAI's words for a truncate of an item there is that is not the assistant's audio
+# (the proxy tells them in GA's code for a truncate of an item it cannot cut).
+NOT_ASSISTANT_AUDIO = "Only model output audio messages can be truncated"
+
+
 def unknown_item(request: str, item_id: object) -> tuple[str, str]:
     """GA's code and OpenAI's words for a ``request`` naming an item that is not there."""
     code, verb = UNKNOWN_ITEM[request]

@@ -225,6 +225,28 @@ async def test_a_session_update_naming_a_model_is_applied_without_an_error(
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_cancel_of_a_finished_response_while_another_runs_says_so(
+    kind: str, mode: str
+) -> None:
+    """A ``response.cancel`` naming an earlier, finished response while another is in
+    progress: "Cancellation failed", naming the response, never "no active response
+    found" (one is active)."""
+    async with sdk_connection(kind, reply_ms=3000) as conn:
+        await first_session_created(conn)
+        await pressed_turn(conn, "utt05_clean.wav")
+        old = (await events_until_response_done(conn))[-1]["response"]["id"]
+        await append_audio(conn, load_clip("utt05_clean.wav"))
+        await conn.input_audio_buffer.commit()
+        await conn.response.create()
+        await until(conn, "response.created")
+        await conn.response.cancel(response_id=old, event_id="evt_old")
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert error["error"]["code"] == "response_cancel_not_active"
+        assert error["error"]["message"] == f"Cancellation failed: response {old!r} is not active"
+        assert error["error"]["event_id"] == "evt_old"
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
 async def test_response_create_during_a_response_gets_openais_code(kind: str, mode: str) -> None:
     """GA's ``conversation_already_has_active_response`` in every mode (vLLM-Omni says
     ``response_already_active``), and the response in progress goes on."""
@@ -341,3 +363,68 @@ async def test_an_item_created_at_the_root_is_told_with_no_item_before_it(kind: 
         assert "conversation.item.added" in kinds, told
         for event in told:
             assert event.get("previous_item_id") is None, event
+
+
+async def test_a_refusal_naming_no_event_is_told_for_the_request_it_answers() -> None:
+    """The Agents SDK sends its retrieves and truncates with no ``event_id``. Over a
+    duplex upstream a retrieve and a delete the upstream answered, and a truncate the
+    proxy answered itself, are not what a later refusal of the same item answers: a
+    second delete's refusal is the delete's."""
+    async with sdk_connection("duplex") as conn:
+        await first_session_created(conn)
+        item = {
+            "id": "item_u1",
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hello"}],
+        }
+        await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
+        await until(conn, "conversation.item.done")
+        await conn.conversation.item.retrieve(item_id="item_u1")
+        await until(conn, "conversation.item.retrieved")
+        await conn.conversation.item.truncate(item_id="item_u1", content_index=0, audio_end_ms=10)
+        await conn.conversation.item.delete(item_id="item_u1")
+        await until(conn, "conversation.item.deleted")
+        await conn.conversation.item.delete(item_id="item_u1")
+        errors = [e for e in await events_for(conn, 1.5) if e["type"] == "error"]
+        assert [(e["error"]["code"], e["error"]["message"]) for e in errors] == [
+            (
+                "item_delete_invalid_item_id",
+                "Error deleting item: the item with id 'item_u1' does not exist.",
+            )
+        ], errors
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_a_truncate_of_a_users_item_says_only_assistant_audio_is_truncated(
+    kind: str, mode: str
+) -> None:
+    """An item that is there but is the user's is not "an item that does not exist":
+    OpenAI's words, "Only model output audio messages can be truncated", in GA's code
+    for a truncate it cannot apply."""
+    async with sdk_connection(kind) as conn:
+        await first_session_created(conn)
+        if mode == "duplex_emulated":  # its user items are the turns committed
+            await pressed_turn(conn, "utt05_clean.wav")
+            events = await events_until_response_done(conn)
+            [committed] = [e for e in events if e["type"] == "input_audio_buffer.committed"]
+            item_id = committed["item_id"]
+        else:
+            item_id = "item_u"
+            item = {
+                "id": item_id,
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "hello"}],
+            }
+            await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
+            await until(conn, "conversation.item.done")
+        await conn.conversation.item.truncate(
+            item_id=item_id, content_index=0, audio_end_ms=10, event_id="evt_cut"
+        )
+        [error] = [e for e in await until(conn, "error")][-1:]
+        assert (error["error"]["code"], error["error"]["message"]) == (
+            "item_truncate_invalid_item_id",
+            "Only model output audio messages can be truncated",
+        ), error
+        assert error["error"]["event_id"] == "evt_cut"

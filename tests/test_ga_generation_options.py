@@ -65,3 +65,27 @@ async def test_a_generation_option_is_refused_naming_it_and_nothing_else_is(
         # Options that ask for nothing: the committed turn is answered.
         await conn.send({"type": "response.create", "response": NOTHING})
         assert_completed_with_audio(await events_until_response_done(conn))
+
+
+async def test_a_prompt_is_refused_and_no_tools_taken_alike_in_update_and_create() -> None:
+    """Over a turn-based upstream a ``session.update`` and a ``response.create`` refuse
+    the same values: a prompt asks for what the upstream cannot carry in either (it was
+    taken and dropped in a create); ``tool_choice: "none"`` asks for nothing in either,
+    the upstream taking no tools at all (it was refused in an update)."""
+    async with sdk_connection("turn") as conn:
+        await first_session_created(conn)
+        await push_to_talk(conn)
+        await conn.send({"type": "session.update", "session": {"tool_choice": "none"}})
+        events = await until(conn, "session.updated")
+        assert not [e for e in events if e["type"] == "error"], events
+        assert events[-1]["session"]["tool_choice"] == "none"
+        await committed_turn(conn)
+        asks = {"prompt": {"id": "pmpt_123"}}
+        await conn.send({"type": "response.create", "response": asks, "event_id": "e_p"})
+        events = await until(conn, "error")
+        events += await events_for(conn, 0.5)
+        assert "response.created" not in [e["type"] for e in events], events
+        [error] = [e["error"] for e in events if e["type"] == "error"]
+        assert (error["code"], error["param"]) == ("unsupported_by_upstream", "response.prompt")
+        await conn.send({"type": "response.create", "response": {"tool_choice": "none"}})
+        assert_completed_with_audio(await events_until_response_done(conn))

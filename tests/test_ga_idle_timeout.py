@@ -46,7 +46,11 @@ async def test_idle_timeout_is_kept_where_the_proxy_takes_the_turns(kind: str, m
         await conn.session.update(session=pcm_session(turn_detection=vad))
         updated = await until(conn, "session.updated")
         if mode != "duplex_emulated":
-            # The upstream takes the turns: the proxy has no idle timeout to keep there.
+            # The upstream takes the turns and has no idle timeout: that field alone is
+            # refused, unservable; the rest of the update applies.
+            refused = [e["error"] for e in updated if e["type"] == "error"]
+            assert [e["code"] for e in refused] == ["unsupported_by_upstream"]
+            assert refused[0]["param"] == "session.audio.input.turn_detection.idle_timeout_ms"
             assert told_idle(updated) is None
             return
         assert told_idle(updated) == IDLE_MS

@@ -67,6 +67,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "shim: session settings",
         [
             "shim.session_options",
+            "shim.session_told",
             "shim.turn_detection_config",
             "shim.session_config",
             "shim.ga_upstream",

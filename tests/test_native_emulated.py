@@ -204,3 +204,28 @@ async def test_five_pressed_turns_are_taken_and_answered_by_one_response_create(
     assert not c.of("error"), c.of("error")
     assert len(c.of("input_audio_buffer.committed")) == 5
     assert len(c.of("response.created")) == 1
+
+
+# Generation settings vLLM-Omni's duplex session reads, as DuplexClient (voice,
+# temperature) and others send them.
+SETTINGS = {"voice": "default", "temperature": 0.7, "max_tokens": 200, "speed": 1.2}
+
+
+async def test_generation_settings_are_taken_without_error_as_a_turn_based_server_takes_them() -> (
+    None
+):
+    """vLLM's turn-based realtime session, which vLLM-Omni serves a turn-based model
+    with, reads only the model from ``session.update`` and generates with the model's
+    defaults: a voice, temperature or token limit there gets no error. A native client
+    over a turn-based upstream sees the same, in its opening and later (a GA client's
+    are refused, ``tests/test_ga_session_settings.py``): ``DuplexClient`` would raise
+    each error from ``responses()``."""
+    async with native_session("turn", "duplex_emulated", opened=opening(**SETTINGS)) as c:
+        await c.until("session.updated")
+        await c.send({"type": "session.update", "session": {**SETTINGS, "temperature": 0.2}})
+        await c.until("session.updated")
+        await say(c, SPEECH)
+        await c.send({"type": "input_audio_buffer.commit", "final": True})
+        done = await c.until("response.done", timeout=30)
+    assert done["response"]["status"] == "completed"
+    assert not c.of("error"), c.of("error")

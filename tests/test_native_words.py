@@ -34,6 +34,15 @@ ODD_PCM16 = ("bad_audio", "input_audio_buffer.append pcm16 audio could not be de
             *wire.unknown_item("conversation.item.truncate", "item_x"),
             ("item_not_found", "Conversation item not found: item_x"),
         ),
+        # An id with quotes in it is named whole.
+        (
+            *wire.unknown_item("conversation.item.retrieve", "it'em 'x'"),
+            ("item_not_found", "Conversation item not found: it'em 'x'"),
+        ),
+        (
+            *wire.unknown_item("conversation.item.retrieve", ""),
+            ("item_not_found", "Conversation item not found: "),
+        ),
         # No words of vLLM-Omni's for float audio: the proxy's own stand.
         ("invalid_audio", "pcm_f32le audio holds NaN or infinity", None),
     ],

@@ -458,6 +458,24 @@ def test_the_relay_answers_an_unknown_item_truncate_with_an_error_only() -> None
     assert err["code"] == "item_not_found"  # a native client's (vLLM-Omni's code)
 
 
+def test_the_relay_refuses_a_truncate_of_a_user_item_as_not_the_assistants() -> None:
+    """A native client's truncate of a user item the upstream has: vLLM-Omni's
+    ``bad_event``; once the upstream deleted it, an item it does not have."""
+    sc = relay()
+    sc.up(
+        {"type": "conversation.item.added", "item": {"id": "u1", "type": "message", "role": "user"}}
+    )
+    ev = {"type": "conversation.item.truncate", "item_id": "u1", "audio_end_ms": 0}
+    (err,) = errors(sc.client(ev))
+    assert (err["code"], err["message"]) == (
+        "bad_event",
+        "conversation.item.truncate only supports assistant message items",
+    )
+    sc.up({"type": "conversation.item.deleted", "item_id": "u1"})
+    (err,) = errors(sc.client(ev))
+    assert err["code"] == "item_not_found"
+
+
 def cut(sc: Relay) -> list[Action]:
     """User speech over the playing response, long enough to cut it."""
     return sc.speak([0.9] * 12)

@@ -17,6 +17,7 @@ from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.idle_timeout import IdleStretch, IdleTimer
 from shim.session import EmulatedSession, ShimSettings
+from shim.session_config import IDLE_PARAM
 from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
 
 SID = "sess_0123456789abcdef"
@@ -192,17 +193,30 @@ def relay() -> EmulatedSession:
     return GaRelaySession(SID, "m", ShimSettings(), {"supports_barge_in": True})
 
 
-def test_where_the_upstream_takes_the_turns_it_is_told_back_null_and_never_fires() -> None:
+def test_where_the_upstream_takes_the_turns_it_alone_is_refused_and_never_fires() -> None:
     sc = Script(relay())
-    out = sc.client(update({"type": "server_vad", "idle_timeout_ms": 5000}))
+    asks = update({"type": "server_vad", "silence_duration_ms": 700, "idle_timeout_ms": 5000})
+    out = sc.client(asks)
+    errors = [e for e in client_events(out) if e["type"] == "error"]
+    assert [(e["error"]["code"], e["error"]["param"]) for e in errors] == [
+        ("unsupported_by_upstream", IDLE_PARAM)
+    ]
+    # The rest of the update applies, told back and sent upstream without it.
+    assert told_td(out)["silence_duration_ms"] == 700
     assert told_td(out)["idle_timeout_ms"] is None
-    assert sc.s.config.turn.idle_timeout_ms is None
     up = [e for e in upstream_events(out) if e["type"] == "session.update"]
+    assert up and up[0]["session"]["turn_detection"]["silence_duration_ms"] == 700
     assert all("idle_timeout_ms" not in str(e) for e in up), "nothing GA-only goes upstream"
+    assert sc.s.config.turn.idle_timeout_ms is None
     assert sc.s.due_at() is None
-    # Still checked: a bad value is refused in the same words.
+    # Null asks for nothing: applied, told back null.
+    out = sc.client(update({"type": "server_vad", "idle_timeout_ms": None}))
+    assert not [e for e in client_events(out) if e["type"] == "error"]
+    assert told_td(out)["idle_timeout_ms"] is None
+    # Still checked: a bad value refuses the update in the same words as elsewhere.
     bad = sc.client(update({"type": "server_vad", "idle_timeout_ms": 100}))
     assert [e["error"]["code"] for e in client_events(bad)] == ["invalid_value"]
+    assert not upstream_events(bad)
 
 
 def test_a_turn_left_unanswered_under_create_response_false_is_answered_with_the_silence() -> None:

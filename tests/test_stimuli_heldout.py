@@ -62,3 +62,24 @@ def test_the_set_has_every_class_and_its_echo_plays_through_a_room(tmp_path: Pat
     streamed = [stream.next(answer[i : i + chunk]) for i in range(0, answer.size, chunk)]
     np.testing.assert_allclose(np.concatenate(streamed), whole, atol=2.0)
     assert float(np.sqrt(np.mean(whole**2))) > 0.05 * float(np.sqrt(np.mean(answer**2)))
+
+
+def test_a_default_set_whose_room_comes_out_one_sample_short_is_made(tmp_path: Path) -> None:
+    # Seed 47's speech over a quiet room: the room, made for x.size / RATE seconds,
+    # came out one sample shorter than the speech and the set failed to build.
+    sys.path.insert(0, str(ROOT / "bench"))
+    import stimuli
+
+    manifest = stimuli.make(tmp_path, 47, "default")
+    rooms = [c for c in manifest["clips"] if c.get("background") == "babble-45dBFS"]
+    assert rooms and all((tmp_path / c["file"]).stat().st_size > 0 for c in rooms)
+
+
+def test_derived_babble_asks_for_a_corpus_with_clean_speech(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "bench"))
+    import bargein_cases
+    import stimuli
+
+    stimuli.make(tmp_path, 5, "held-out")
+    with pytest.raises(ValueError, match="clean speech clips"):
+        bargein_cases.derived_background(tmp_path, "replay")

@@ -288,7 +288,7 @@ class EmulatedRunner(PersistedSession):
         if isinstance(event_id, str) and self.recent.seen(event_id):
             return  # re-sent after a reconnect: already applied
         if not await answer_control(ev, self):
-            await self._handle(ClientEvent(ev, frame.raw, now_ms()))
+            await self._handle(ClientEvent(ev, frame.raw, now_ms(), frame.read_ms))
 
     async def close_by_client(self, reason: str) -> None:
         """The client ends the session: no grace, nothing to resume."""

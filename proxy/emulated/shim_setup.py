@@ -5,8 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from proxy.client_frames import ClientFrame
 from proxy.config_route import Route
 from proxy.state import ProxyState
+from shim.actions import Action
 from shim.capabilities import Classification, proxy_capabilities
 from shim.dialects import ga_session_update
 from shim.dialects.duplex_relay import BargeInRelaySession
@@ -16,6 +18,7 @@ from shim.native_formats import as_the_proxy_reads
 from shim.native_session_object import resumed_over_upstream, upstream_turn_detection
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import session_object
+from shim.session_told import relayed
 from shim.vad_gate import VadParams
 
 
@@ -57,14 +60,39 @@ def new_shim(
     return BargeInRelaySession(session_id, model, settings, cls.upstream_capabilities)
 
 
-def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> None:
+def apply_opening(shim: EmulatedSession, event: dict[str, Any]) -> list[Action] | None:
     """A duplex client's own first ``session.update``, which already opened the upstream
     session: applied locally, not resent (a native client's as vLLM-Omni reads it:
-    ``shim/native_formats.py``; a GA client's also states what the upstream opened with)."""
+    ``shim/native_formats.py``; a GA client's also states what the upstream opened with).
+    Returns what the client is told after ``session.created`` (a GA client's refused
+    idle timeout, which the upstream opened without); None for a GA client's the proxy
+    refuses (the upstream opened without it): it is then answered as a live update,
+    its refusal told after ``session.created``."""
     if isinstance(shim, GaRelaySession):
-        ga_session_update.opened(shim, event)
-    else:
-        shim.apply_update(as_the_proxy_reads(event) if shim.config.native else event)
+        return ga_session_update.opened(shim, event)
+    shim.apply_update(as_the_proxy_reads(event) if shim.config.native else event)
+    return []
+
+
+def take_opening(
+    shim: EmulatedSession, opening: ClientFrame | None, duplex: bool, pending: list[ClientFrame]
+) -> list[Action]:
+    """The client's own first ``session.update``, which opened the upstream session
+    (``opening``, among the ``pending`` frames), as the shim takes it: over a duplex
+    upstream applied (``apply_opening``) and taken from ``pending``, unless refused
+    (then refused as a live update is); returns what the client is told after
+    ``session.created``."""
+    if opening is not None and duplex:
+        applied = apply_opening(shim, opening.event)
+        if applied is not None:
+            pending.remove(opening)
+            return applied
+    elif opening is not None and isinstance(shim, TurnBasedSession):
+        # A native client's session.created holds its opening, as vLLM-Omni's does.
+        held = shim.refusals.opening(opening.event)
+        if held is not None:
+            shim.apply_update(held)
+    return []
 
 
 def keep_opened_with(shim: EmulatedSession, opened_with: dict[str, Any] | None) -> None:
@@ -97,7 +125,8 @@ def created_event(
         resume_available=resume_token is not None,
         barge_in_target_ms=state.config.vad.target_barge_in_latency_ms,
     )
-    session = session_object(session_id, model, shim.config)
+    told = relayed(shim.kept_update()) if isinstance(shim, GaRelaySession) else None
+    session = session_object(session_id, model, shim.config, told)
     if cls.kind == "duplex":
         upstream_session = upstream_created.get("session")
         if isinstance(upstream_session, dict):

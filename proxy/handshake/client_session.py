@@ -18,7 +18,7 @@ from proxy.client_io import CLOSED, ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
-from proxy.emulated.shim_setup import apply_opening, keep_opened_with
+from proxy.emulated.shim_setup import keep_opened_with, take_opening
 from proxy.handshake.client_kind import client_kind, model_from
 from proxy.handshake.open_upstream import abandon, open_upstream, refused_opening
 from proxy.logging import get_logger
@@ -28,7 +28,6 @@ from proxy.resume.takeover import resume
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamLink
 from shim.capabilities import Classification, classify
-from shim.dialects.turn_based import TurnBasedSession
 
 
 class ClientSession:
@@ -231,15 +230,7 @@ class ClientSession:
         runner.bind_upstream(link.created)
         pending = list(self.pending)
         self.pending.clear()
-        opening = link.opening_event
-        if opening is not None and cls.kind == "duplex":
-            apply_opening(runner.shim, opening.event)  # it opened the upstream session
-            pending.remove(opening)
-        elif opening is not None and isinstance(runner.shim, TurnBasedSession):
-            # A native client's session.created holds its opening, as vLLM-Omni's does.
-            held = runner.shim.refusals.opening(opening.event)
-            if held is not None:
-                runner.shim.apply_update(held)
+        told = take_opening(runner.shim, link.opening_event, cls.kind == "duplex", pending)
         keep_opened_with(runner.shim, link.opened_with)
         token = secrets.token_urlsafe(32)
         runner.persister.key_id = self.key_id
@@ -256,7 +247,7 @@ class ClientSession:
             # began; this one is handed on like them, or it would outlive the replica.
             await runner.drain()
         self.told(handed=True)
-        await runner.attach(Attach(self.client, [created], asyncio.Event()), pending)
+        await runner.attach(Attach(self.client, [created], asyncio.Event()), pending, told)
 
     def slot(self) -> str | None:
         """The route whose slot this connection holds; none once it is attached to a

@@ -155,28 +155,35 @@ def _response(resp: dict[str, Any]) -> None:
 # on them: LiveKit's agents drop an error whose message begins "Cancellation failed"
 # (the cancel each barge-in sends races the answer's end), and log any other.
 NO_ACTIVE_RESPONSE = "Cancellation failed: no active response found"
-# The same refusal while another response is in progress (the cancel named one that
-# is not): GA's prefix, none of the upstream's response ids, which the client may not know.
-OTHER_RESPONSE_ACTIVE = "Cancellation failed: the response named is not the active one"
+# vLLM-Omni's words for a cancel it cannot serve, with the response they name.
+_CANCEL_REFUSALS = ("Response is not active: ", "Response is already complete: ")
 
 
-def _error(ev: dict[str, Any]) -> dict[str, Any]:
+def not_the_active(named: object) -> str:
+    """The same refusal while another response is in progress: the cancel named one
+    that is not (GA's prefix, as OpenAI begins each)."""
+    return f"Cancellation failed: response {named!r} is not active"
+
+
+def _error(ev: dict[str, Any], live: str | None) -> dict[str, Any]:
     error = ev.get("error")
     code = error.get("code") if isinstance(error, dict) else None
     if not isinstance(code, str) or code not in ERROR_CODES:
         return ev
     out = {**error, "code": ERROR_CODES[code]}  # type: ignore[dict-item]
     if code == "response_not_active":
-        # vLLM-Omni's "Response is not active: {id}" while another one runs;
-        # "Response is already complete: {id}" or "... requires an active response"
-        # with none running (engine/duplex/realtime_events.py).
-        other = str(out.get("message", "")).startswith("Response is not active")
-        out["message"] = OTHER_RESPONSE_ACTIVE if other else NO_ACTIVE_RESPONSE
+        # Whether a response is in progress is the relay's to say (``live``): the
+        # upstream's may have ended, or not yet begun, where the client's has not.
+        message = str(out.get("message", ""))
+        named = next((message[len(p) :] for p in _CANCEL_REFUSALS if message.startswith(p)), "")
+        other = live is not None and named not in ("", live)
+        out["message"] = not_the_active(named) if other else NO_ACTIVE_RESPONSE
     return {**ev, "error": out}
 
 
-def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
-    """The event as a GA client gets it (a copy), or None when a GA client must not."""
+def translate(ev: dict[str, Any], live: str | None = None) -> dict[str, Any] | None:
+    """The event as a GA client gets it (a copy), or None when a GA client must not;
+    ``live``: the response in progress for the client, if any."""
     kind = ev.get("type")
     if kind in HANDLED or kind in ANSWERS:
         return ev
@@ -185,7 +192,7 @@ def translate(ev: dict[str, Any]) -> dict[str, Any] | None:
         # the upstream's: the proxy answers a GA client's session.update itself.
         return None
     if kind == "error":
-        return _error(ev)
+        return _error(ev, live)
     if "item" not in ev and "response" not in ev and kind not in PATCHED:
         return ev  # nothing to change (audio deltas above all: no copy)
     out: dict[str, Any] = json.loads(json.dumps(ev))

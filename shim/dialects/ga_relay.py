@@ -292,7 +292,8 @@ class GaRelaySession(BargeInRelaySession):
             return []
         if kind == "response.done" and self.turn_wait.note_done(self.response, screened):
             self.reports.end_reported = True  # the client's cancel ended it upstream
-        ev = ga_events.translate(screened)
+        live = self.response.response_id if self.response and self.response.live else None
+        ev = ga_events.translate(screened, live)
         if ev is None:
             return []
         return EmulatedSession.on_upstream(self, UpstreamEvent(ev, inp.raw, inp.now_ms))

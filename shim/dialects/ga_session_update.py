@@ -23,7 +23,16 @@ from shim.dialects.relay_turn_wait import TurnWait
 from shim.dialects.relay_upstream_audio import UpstreamAudio
 from shim.ga_upstream import upstream_session
 from shim.playback import PlaybackLedger
-from shim.session_config import ClientSessionConfig, SessionConfigError, session_object
+from shim.session_config import (
+    IDLE_MESSAGE,
+    IDLE_PARAM,
+    UNSUPPORTED,
+    ClientSessionConfig,
+    SessionConfigError,
+    idle_timeout_asked,
+    session_object,
+)
+from shim.session_told import relayed
 from shim.turns import Turns
 
 
@@ -59,14 +68,26 @@ def stated(
     }
 
 
-def opened(s: UpdateHost, ev: dict[str, Any]) -> None:
+def idle_refusal(s: UpdateHost, ev: dict[str, Any]) -> list[SendClient]:
+    """The refusal of the idle timeout ``ev`` asks for, if it does: the upstream takes
+    the turns and has none. That field alone is refused; the rest of the update applies
+    (``apply_session_update`` keeps no idle timeout here)."""
+    return [s.err(UNSUPPORTED, IDLE_MESSAGE, ev, IDLE_PARAM)] if idle_timeout_asked(ev) else []
+
+
+def opened(s: UpdateHost, ev: dict[str, Any]) -> list[Action] | None:
     """The client's own first ``session.update``, which opened the upstream session
     (``shim/ga_upstream.py``, ``opening_session``, over the route's, stated first:
     ``proxy/emulated/shim_setup.py``): applied here only, and what the upstream opened
     with decides its lock, its ``initial_user_text`` a user item in place of the
-    route's. One the proxy refuses opened it as the route's alone."""
-    if s.apply_update(ev) is None:
-        s.upstream_audio.stated(ev.get("session"), opening=True, client=True)
+    route's. Returns the refusals of fields it asked for that the upstream opened
+    without (its idle timeout), told after ``session.created``. One the proxy refuses
+    opened it as the route's alone: None, and it is answered as a live update is, with
+    its refusal."""
+    if s.apply_update(ev) is not None:
+        return None
+    s.upstream_audio.stated(ev.get("session"), opening=True, client=True)
+    return [*idle_refusal(s, ev)]
 
 
 def _turn_detection(update: dict[str, Any] | None) -> Any:
@@ -99,6 +120,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
     error = s.apply_update({**ev, "session": raw} if raw is not ev.get("session") else ev)
     if error is not None:
         return [s.err(error.code, str(error), ev, error.param)]
+    refusals += idle_refusal(s, ev)
     s.upstream_audio.stated(raw)
     if s.config.input_format != was:  # held audio keeps the format it came in
         ga_append.stamp_held(s.audio_gate, s.turn_wait, was)
@@ -110,7 +132,7 @@ def answer(s: UpdateHost, ev: dict[str, Any], now: float) -> list[Action]:
         update["session"] = ga_voice.without(update["session"])  # vLLM-Omni refuses it
     if isinstance(ev.get("event_id"), str):
         update["event_id"] = ev["event_id"]
-    session = session_object(s.session_id, s.model, s.config)
+    session = session_object(s.session_id, s.model, s.config, relayed(s.kept_update()))
     return [
         *refusals,
         SendUpstream(update),

@@ -10,13 +10,21 @@ metadata (``CreateIds.resumed``), while those sent after it are named again."""
 
 from __future__ import annotations
 
-from shim.actions import AbortUpstream, Action, AnalyzeAudio, SendClient, SendUpstream
+import orjson
+
+from shim.actions import (
+    AbortUpstream,
+    Action,
+    AnalyzeAudio,
+    ForwardUpstream,
+    SendClient,
+    SendUpstream,
+)
 from shim.dialects.ga_create_ids import COMMIT_REFUSALS, CreateIds
 from shim.dialects.ga_item_order import AssistantItemOrder
-from shim.dialects.ga_item_refusals import ItemRequests
+from shim.dialects.ga_item_refusals import ANSWERS, KEPT_TYPES, ItemRequests
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.inputs import ClientEvent, Input, UpstreamEvent, UpstreamLost, UpstreamReattached
-from shim.wire import UNKNOWN_ITEM
 
 COMMIT, COMMITTED = "input_audio_buffer.commit", "input_audio_buffer.committed"
 APPEND = "input_audio_buffer.append"
@@ -79,8 +87,11 @@ class ToldToClient:
             self._taken = TAKEN
         elif kind == COMMITTED and vad_answers:
             self.create_ids.auto_due = True
-        elif isinstance(inp, ClientEvent) and inp.event.get("type") in UNKNOWN_ITEM:
-            self.items.sent(inp.event)
+        elif isinstance(inp, ClientEvent) and inp.event.get("type") in KEPT_TYPES:
+            if _went_upstream(inp, actions):  # not one the relay answered itself
+                self.items.sent(inp.event)
+        elif kind in ANSWERS and isinstance(inp, UpstreamEvent):
+            self.items.answered(inp.event)
         elif isinstance(inp, ClientEvent) and inp.event.get("type") == COMMIT and vad_answers:
             refused = any(
                 isinstance(a, SendClient) and a.event.get("type") == "error" for a in actions
@@ -172,6 +183,23 @@ def _audio_only(inp: Input, actions: list[Action]) -> bool:
         if type(action) is not AnalyzeAudio:
             return False
     return True
+
+
+def _went_upstream(inp: ClientEvent, actions: list[Action]) -> bool:
+    """The client's event went on to the upstream: relayed (its item maybe renamed to
+    the upstream's, ``ga_turn_order.py``), or sent as the relay read it."""
+    kind = inp.event.get("type")
+    for action in actions:
+        if isinstance(action, SendUpstream) and action.event.get("type") == kind:
+            return True
+        if isinstance(action, ForwardUpstream) and isinstance(kind, str) and kind in action.raw:
+            try:
+                relayed = orjson.loads(action.raw)
+            except orjson.JSONDecodeError:
+                continue
+            if isinstance(relayed, dict) and relayed.get("type") == kind:
+                return True
+    return False
 
 
 def _error_code(inp: Input) -> object:

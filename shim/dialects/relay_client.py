@@ -21,6 +21,7 @@ from shim import client_events, native_client
 from shim.actions import Action, SendUpstream
 from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.dialects.relay_reports import PlaybackReporter
+from shim.dialects.relay_talk import Talk
 from shim.output import ActiveResponse
 from shim.playback import PlaybackLedger
 
@@ -33,6 +34,7 @@ class RelayClientHost(client_events.ClientEventHost, Protocol):
 
     reports: PlaybackReporter
     ledger: PlaybackLedger
+    talk: Talk  # the items the upstream has besides the assistant's (``others``)
     upstream_truncates: bool
     # The proxy answers the client's acks and truncates itself (a GA client's): the
     # upstream's answers to them are kept from the client.
@@ -64,7 +66,7 @@ def playback_ack(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Act
 
 
 def truncate(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
-    out = client_events.truncate(r, ev, now)
+    out = client_events.truncate(r, ev, now, r.talk.others)
     item = r.ledger.get(str(ev.get("item_id")))
     if client_events.is_refusal(out) or item is None:
         return out

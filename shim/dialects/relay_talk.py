@@ -4,10 +4,15 @@ When the upstream's own session cannot be resumed, the relay opens a fresh one
 and gives it the talk so far as text items (the assistant's as heard). The fresh
 session echoes those items back; the client has them already, so the echoes are
 dropped.
+
+It also knows which items the upstream has that are not the assistant's messages
+(``others``): a truncate of one is refused as such, not as an item it does not have
+(``shim/native_truncate.py``).
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,6 +26,7 @@ from shim.playback import PlaybackLedger
 HISTORY_KEPT = 64
 HISTORY_CHARS = 256 * 1024
 ITEM_CHARS = 32 * 1024
+OTHERS_KEPT = 256  # the latest items not the assistant's messages, by id
 ITEM_ECHOES = ("conversation.item.added", "conversation.item.created", "conversation.item.done")
 
 
@@ -28,10 +34,23 @@ class Talk:
     def __init__(self) -> None:
         self.items: dict[str, tuple[str, str]] = {}  # item id -> (role, text), oldest first
         self.restoring: set[str] = set()  # given to a fresh upstream, echo not yet done
+        self.others: OrderedDict[str, None] = OrderedDict()  # not assistant messages
+
+    def deleted(self, item_id: object) -> None:
+        """The upstream deleted the item (``conversation.item.deleted``)."""
+        if isinstance(item_id, str):
+            self.others.pop(item_id, None)
 
     def on_item_event(self, kind: str, item: Mapping[str, Any], ledger: PlaybackLedger) -> bool:
         """Follow an upstream item event; True if it is an echo the client must not get."""
         iid = item.get("id")
+        if isinstance(iid, str) and (item.get("type"), item.get("role")) != (
+            "message",
+            "assistant",
+        ):
+            self.others[iid] = None
+            while len(self.others) > OTHERS_KEPT:
+                self.others.popitem(last=False)
         if iid in self.restoring:
             if kind == "conversation.item.done":
                 self.restoring.discard(iid)

@@ -265,4 +265,5 @@ def item_deleted(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[A
     iid, resp = ev.get("item_id"), r.response
     if isinstance(iid, str) and not (resp is not None and resp.live and resp.item_id == iid):
         r.ledger.forget(iid)
+    r.talk.deleted(iid)
     return r.output.event(SendClient(ev))

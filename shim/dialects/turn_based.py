@@ -9,6 +9,7 @@ with ids, cancellation.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -27,6 +28,7 @@ from shim.inputs import ClientEvent, ClientPresence, Input, UpstreamLost, VadWin
 from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import NATIVE_CONFIG
+from shim.session_told import TURN_BASED
 from shim.wire import error_code
 
 DEFAULT_OUTPUT_RATE = 24000
@@ -54,7 +56,7 @@ class TurnBasedSession(EmulatedSession):
         self.merges_turns = not native_client  # GA's turns (a native client's: turn_answer.waiting)
         self.user_items, self.metadata, self.idle = UserItems(), ResponseMetadata(), IdleTimer()
         super().__init__(session_id, model, settings)
-        self.config = NATIVE_CONFIG if native_client else self.config
+        self.config = NATIVE_CONFIG if native_client else replace(self.config, told=TURN_BASED)
         self._inputs[ClientPresence] = self.on_presence
 
     def on_presence(self, inp: ClientPresence) -> list[Action]:
@@ -101,7 +103,7 @@ class TurnBasedSession(EmulatedSession):
         refusal = self.refusals.session_update(ev)
         if refusal is not None:
             return [self.err(*refusal)]
-        kept, refused = turn_limits.strip_session_fields(ev)
+        kept, refused = turn_limits.strip_session_fields(ev, self.refusals.native)
         out = self.client_session_update(self.refusals.as_read(kept), now)
         if is_refusal(out):
             return out  # invalid anyway: that one error, nothing changed

@@ -1,11 +1,11 @@
 """What a client may ask that the turn-based dialect has no way to carry.
 
 The turn-based upstream (``shim/dialects/turn_wire.py``) takes a model name and
-audio turns, nothing else: no instructions, no tools, no text, no per-response
-options. Asking for one of them over ``duplex_emulated`` is refused when it is sent,
-with a coded ``error`` naming the field (``docs/protocol.md``, "Native clients"),
-and nothing else about the session changes: the rest of a ``session.update``
-applies, a live response goes on.
+audio turns, nothing else: no instructions, no tools, no text, no voice, speed or
+other generation setting, no per-response options. Asking for one of them over
+``duplex_emulated`` is refused when it is sent, with a coded ``error`` naming the
+field (``docs/protocol.md``, "Native clients"), and nothing else about the session
+changes: the rest of a ``session.update`` applies, a live response goes on.
 """
 
 from __future__ import annotations
@@ -18,8 +18,23 @@ from shim.session_config import ClientSessionConfig
 UNSUPPORTED = "unsupported_by_upstream"
 
 # session.update fields the dialect cannot carry; refused only when they ask for
-# something (empty instructions or no tools ask for nothing).
+# something, as in response.create (``ga_generation_options.asks``: empty instructions,
+# no tools, ``tool_choice`` "auto" or "none" ask for nothing: the upstream takes no
+# tools at all).
 _SESSION_FIELDS = ("instructions", "tools", "tool_choice")
+# Generation settings (GA's, the beta API's and vLLM-Omni's spellings at the top; the
+# voice and speed also under audio.output): none reaches a turn-based upstream.
+_GENERATION = (
+    "voice",
+    "speed",
+    "temperature",
+    "max_output_tokens",
+    "max_response_output_tokens",
+    "max_tokens",
+    "prompt",
+    "include",
+)
+_OUTPUT_GA = ("voice", "speed")
 # Input transcription and noise reduction (GA under audio.input, beta at the top).
 _INPUT_GA = ("transcription", "noise_reduction")
 _INPUT_BETA = ("input_audio_transcription", "input_audio_noise_reduction")
@@ -35,6 +50,7 @@ _RESPONSE_FIELDS = (
     "max_response_output_tokens",
     "input",
     "conversation",
+    "prompt",  # refused in session.update too
 )
 
 
@@ -47,35 +63,61 @@ def event_message(kind: Any) -> str:
     return f"event type {kind!r} is not supported over a turn-based upstream"
 
 
-def _asks(value: Any) -> bool:
-    return value is not None and value != "" and value != [] and value != "auto"
+def _asks_setting(key: str, value: Any) -> bool:
+    """A generation setting's value asks for something: GA's ``"inf"`` token limit,
+    speed 1.0 and null ask for nothing (LiveKit states all three in every update)."""
+    if key == "speed":
+        plain = isinstance(value, int | float) and not isinstance(value, bool) and value == 1
+        return value is not None and not plain
+    if key == "include":
+        return value is not None and value != []
+    return ga_generation_options.asks(key, value)
 
 
-def strip_session_fields(ev: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def strip_session_fields(
+    ev: dict[str, Any], native: bool = False
+) -> tuple[dict[str, Any], list[str]]:
     """``ev`` without the fields the dialect cannot carry, and their names as params.
 
     Input transcription and noise reduction (``shim/session_options.py``) are among
-    them: the upstream transcribes no input and reduces no noise."""
+    them: the upstream transcribes no input and reduces no noise. So are a GA client's
+    generation settings (``_GENERATION``, the voice and speed also under
+    ``audio.output``): vLLM's turn-based session reads only the model from
+    ``session.update``, and vLLM-Omni generates with the model's own defaults and
+    speaks in its own voice. A ``native`` (vLLM-Omni) client's are taken, unused and
+    with no error, as that turn-based server takes them (``docs/fidelity.md``)."""
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
-    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and _asks(session[k])]
+    asks = ga_generation_options.asks
+    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and asks(k, session[k])]
+    settings = () if native else _GENERATION
+    refused += [k for k in settings if k in session and _asks_setting(k, session[k])]
     audio = session.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
+    a_out = audio.get("output") if isinstance(audio, dict) else None
     inner = [k for k in _INPUT_GA if isinstance(a_in, dict) and a_in.get(k) is not None]
-    if not refused and not inner:
+    output = () if native else _OUTPUT_GA
+    said = [k for k in output if isinstance(a_out, dict) and _asks_setting(k, a_out.get(k))]
+    if not refused and not inner and not said:
         return ev, []
     kept = {k: v for k, v in session.items() if k not in refused}
-    if inner and isinstance(audio, dict) and isinstance(a_in, dict):
-        kept["audio"] = {**audio, "input": {k: v for k, v in a_in.items() if k not in inner}}
+    if isinstance(audio, dict):
+        kept["audio"] = dict(audio)
+        if inner and isinstance(a_in, dict):
+            kept["audio"]["input"] = {k: v for k, v in a_in.items() if k not in inner}
+        if said and isinstance(a_out, dict):
+            kept["audio"]["output"] = {k: v for k, v in a_out.items() if k not in said}
     stripped = {**ev, "session": kept} if nested else kept
     params = [f"session.{k}" if nested else k for k in refused]
-    return stripped, params + [f"session.audio.input.{k}" for k in inner]
+    params += [f"session.audio.input.{k}" for k in inner]
+    return stripped, params + [f"session.audio.output.{k}" for k in said]
 
 
 def session_field_message(param: str) -> str:
     return (
         f"{param} is not applied: the upstream is turn-based and takes only a model name "
-        "and audio turns (it transcribes no input and reduces no noise)"
+        "and audio turns (it transcribes no input, reduces no noise, and answers in its "
+        "own voice with its own generation settings)"
     )
 
 

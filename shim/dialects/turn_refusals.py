@@ -16,7 +16,7 @@ from typing import Any
 
 from shim import native_formats, native_turns
 from shim.dialects import turn_limits
-from shim.dialects.ga_events import NO_ACTIVE_RESPONSE
+from shim.dialects.ga_events import NO_ACTIVE_RESPONSE, not_the_active
 from shim.dialects.relay_wire import ga_g711_refusal
 from shim.output import ActiveResponse
 from shim.session_config import ClientSessionConfig
@@ -92,10 +92,7 @@ class Refusals:
             return None  # served: it cancels the response in progress
         if not self.native:
             if active is not None:
-                return (
-                    "response_cancel_not_active",
-                    f"Cancellation failed: response {named!r} is not active",
-                )
+                return "response_cancel_not_active", not_the_active(named)
             return _GA["no_response"]
         if active is not None:
             return "response_not_active", f"Response is not active: {named}"
