@@ -9,8 +9,9 @@ An event over one is refused at the edge, before any session sees it, in every m
 back), ``invalid_value`` for the others, with the field as ``param``; the session goes
 on. OpenAI documents no length for any of them.
 
-Only a frame longer than a cap can hold a field over it, so most frames cost a length
-comparison and one look-up (``refusal``).
+Only a frame longer than a cap can hold a field over it: a frame costs a few look-ups
+and length comparisons, and only a ``session.update`` or ``response.create`` longer
+than a cap has its settings measured (``refusal``).
 """
 
 from __future__ import annotations

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import astuple
 from functools import partial
 
 import aiohttp
@@ -117,7 +116,9 @@ class ClientChannel(ClientOutbox):
                         break
                     parsed = parse_client_frame(msg.data, *self._json_limits)
                     if isinstance(parsed, BadFrame):
-                        code, words = parsed.native() if self.native else astuple(parsed)[:2]
+                        code, words = (
+                            parsed.native() if self.native else (parsed.code, parsed.message)
+                        )
                         self.send_error(code, words, parsed.event_id, parsed.param)
                         continue
                     now = self._loop.time()

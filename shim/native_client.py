@@ -115,7 +115,6 @@ _NATIVE_WORDS = [
         None,
         "Unsupported output_audio_format: {name}",
     ),
-    ("item_not_found", r"no ", None, "Conversation item not found: {name}"),
     *(
         (code, r"Error \w+ item: ", "item_not_found", "Conversation item not found: {name}")
         for code, _ in UNKNOWN_ITEM.values()
