@@ -46,13 +46,22 @@ def _output(session: Mapping[str, Any]) -> Mapping[str, Any]:
     return output if isinstance(output, dict) else {}
 
 
+# Told as the upstream took them, when of these types.
+_RELAYED_AS_GIVEN: tuple[tuple[str, type | tuple[type, ...]], ...] = (
+    ("tools", list),
+    ("tool_choice", (str, dict)),
+    ("prompt", dict),
+    ("include", list),
+)
+
+
 def relayed(kept: Mapping[str, Any] | None) -> dict[str, Any]:
     """What a duplex upstream runs with, from every update it took folded into one
     (``kept``: a ``session.update``, the relay's ``kept_update()``)."""
     session = kept.get("session") if kept is not None else None
     session = session if isinstance(session, dict) else {}
     output = _output(session)
-    told: dict[str, Any] = {"speed": 1.0, **{k: v for k, v in TURN_BASED.items() if k != "speed"}}
+    told: dict[str, Any] = dict(TURN_BASED)
     voice = session.get("voice", output.get("voice"))
     if isinstance(voice, str):
         told["voice"] = voice
@@ -64,11 +73,8 @@ def relayed(kept: Mapping[str, Any] | None) -> dict[str, Any]:
         tokens = session[named]
         limited = isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0
         told["max_output_tokens"] = tokens if limited else "inf"  # vLLM-Omni: no limit
-    for key, kinds in (("tools", list), ("tool_choice", (str, dict))):
+    for key, kinds in _RELAYED_AS_GIVEN:
         if isinstance(session.get(key), kinds):
-            told[key] = session[key]
-    for key, kind in (("prompt", dict), ("include", list)):
-        if isinstance(session.get(key), kind):
             told[key] = session[key]
     return copy.deepcopy(told)
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from types import SimpleNamespace
 from typing import Any
 
@@ -15,21 +14,10 @@ from aiohttp import web
 
 from proxy.client_outbox import ClientOutbox
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
+from tests.test_upstream_flood import created
 
 QUEUE_BYTES = 1024 * 1024
 DELTAS = 3
-
-
-def created() -> str:
-    capabilities = {
-        "supports_barge_in": False,
-        "supports_playback_ack": True,
-        "supports_client_commit": True,
-        "supports_session_resume": True,
-        "supports_multi_session": True,
-    }
-    session = {"id": f"duplex-{uuid.uuid4().hex}", "model": "m", "capabilities": capabilities}
-    return json.dumps({"type": "session.created", "session": session, "resume_token": "t"})
 
 
 async def big_deltas(request: web.Request) -> web.StreamResponse:
