@@ -7,6 +7,7 @@ import re
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 
 def _stat(pid: int) -> list[str]:
@@ -98,3 +99,15 @@ def scheduled_ns(pid: int) -> tuple[int, int]:
         ran += int(fields[0])
         waited += int(fields[1])
     return ran, waited
+
+
+def idle_figures(none: float, busy: float, opened: int, rss_mb_added: float) -> dict[str, Any]:
+    """The idle cost's figures: CPU (a share of a core) with none and with ``opened``
+    idle sessions open; with none opened (``--idle 0``) there is no per-session figure,
+    and the difference of two windows would be noise."""
+    return {
+        "cpu_pct_no_sessions": round(100 * none, 2),
+        "idle_sessions": opened,
+        "cpu_ms_per_idle_session_s": round(1000 * (busy - none) / opened, 4) if opened else None,
+        "rss_mb_per_idle_session": round(rss_mb_added / opened, 3) if opened else None,
+    }

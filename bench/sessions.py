@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from proc_stats import cpu_seconds, load_average, rss_mb, scrub_paths, tree
+from proc_stats import cpu_seconds, idle_figures, load_average, rss_mb, scrub_paths, tree
 from processes import (
     BACKEND_MAX_SESSIONS,
     QUIET,
@@ -294,18 +294,6 @@ async def idle_cost(
     await asyncio.gather(*tasks, return_exceptions=True)
     await asyncio.sleep(1.0)  # let the closes settle before the ramp
     return idle_figures(none, busy, obs.opened, rss1 - rss0)
-
-
-def idle_figures(none: float, busy: float, opened: int, rss_mb_added: float) -> dict[str, Any]:
-    """The idle cost's figures: CPU (a share of a core) with none and with ``opened``
-    idle sessions open; with none opened (``--idle 0``) there is no per-session figure,
-    and the difference of two windows would be noise."""
-    return {
-        "cpu_pct_no_sessions": round(100 * none, 2),
-        "idle_sessions": opened,
-        "cpu_ms_per_idle_session_s": round(1000 * (busy - none) / opened, 4) if opened else None,
-        "rss_mb_per_idle_session": round(rss_mb_added / opened, 3) if opened else None,
-    }
 
 
 def summarise(
