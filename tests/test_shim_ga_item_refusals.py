@@ -133,3 +133,12 @@ def test_an_upstream_answer_lets_its_request_go() -> None:
     ]
     again = told.told(UpstreamEvent(not_found("a"), "", 0.0), [SendClient(not_found("a"))], True)
     assert [code(a.event) for a in again if isinstance(a, SendClient)] == ["item_not_found"]
+
+
+def test_an_upstream_event_whose_type_is_no_string_is_passed_by() -> None:
+    # A misbehaving upstream may send any JSON as the type: never a fault (a client's
+    # is refused at the edge).
+    told = ToldToClient()
+    odd: dict[str, Any] = {"type": {"not": "a string"}}
+    # (the relay tells a GA client nothing of it: ``ga_relay.py``)
+    assert told.told(UpstreamEvent(odd, json.dumps(odd), 0.0), [], True) == []

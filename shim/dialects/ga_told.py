@@ -87,10 +87,10 @@ class ToldToClient:
             self._taken = TAKEN
         elif kind == COMMITTED and vad_answers:
             self.create_ids.auto_due = True
-        elif isinstance(inp, ClientEvent) and inp.event.get("type") in KEPT_TYPES:
+        elif isinstance(inp, ClientEvent) and _kept(inp.event.get("type")):
             if _went_upstream(inp, actions):  # not one the relay answered itself
                 self.items.sent(inp.event)
-        elif kind in ANSWERS and isinstance(inp, UpstreamEvent):
+        elif isinstance(kind, str) and kind in ANSWERS and isinstance(inp, UpstreamEvent):
             self.items.answered(inp.event)
         elif isinstance(inp, ClientEvent) and inp.event.get("type") == COMMIT and vad_answers:
             refused = any(
@@ -205,3 +205,8 @@ def _went_upstream(inp: ClientEvent, actions: list[Action]) -> bool:
 def _error_code(inp: Input) -> object:
     err = inp.event.get("error") if isinstance(inp, UpstreamEvent) else None
     return err.get("code") if isinstance(err, dict) else None
+
+
+def _kept(kind: object) -> bool:
+    """A retrieve or delete the relay keeps (any JSON may come as a type)."""
+    return isinstance(kind, str) and kind in KEPT_TYPES
