@@ -32,6 +32,16 @@ from tests.test_openai_sdk import (
 OPENAI_NO_ACTIVE_RESPONSE = "Cancellation failed: no active response found"
 
 
+def user_text(item_id: str, text: str) -> dict[str, Any]:
+    """A user's text message item, as a client creates it."""
+    return {
+        "id": item_id,
+        "type": "message",
+        "role": "user",
+        "content": [{"type": "input_text", "text": text}],
+    }
+
+
 async def events_for(conn: AsyncRealtimeConnection, seconds: float) -> list[dict[str, Any]]:
     """Every event of the next ``seconds``, each checked against the GA types."""
     events: list[dict[str, Any]] = []
@@ -349,12 +359,7 @@ async def test_an_item_created_at_the_root_is_told_with_no_item_before_it(kind: 
     name the item before it, here none: ``null``, never ``"root"``."""
     async with sdk_connection(kind) as conn:
         await first_session_created(conn)
-        item = {
-            "id": "item_first",
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "What is the capital of France?"}],
-        }
+        item = user_text("item_first", "What is the capital of France?")
         await conn.conversation.item.create(item=item, previous_item_id="root")  # type: ignore[arg-type]
         told = [
             e for e in await events_for(conn, 1.5) if e.get("item", {}).get("id") == "item_first"
@@ -372,12 +377,7 @@ async def test_a_refusal_naming_no_event_is_told_for_the_request_it_answers() ->
     second delete's refusal is the delete's."""
     async with sdk_connection("duplex") as conn:
         await first_session_created(conn)
-        item = {
-            "id": "item_u1",
-            "type": "message",
-            "role": "user",
-            "content": [{"type": "input_text", "text": "hello"}],
-        }
+        item = user_text("item_u1", "hello")
         await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
         await until(conn, "conversation.item.done")
         await conn.conversation.item.retrieve(item_id="item_u1")
@@ -411,12 +411,7 @@ async def test_a_truncate_of_a_users_item_says_only_assistant_audio_is_truncated
             item_id = committed["item_id"]
         else:
             item_id = "item_u"
-            item = {
-                "id": item_id,
-                "type": "message",
-                "role": "user",
-                "content": [{"type": "input_text", "text": "hello"}],
-            }
+            item = user_text(item_id, "hello")
             await conn.conversation.item.create(item=item)  # type: ignore[arg-type]
             await until(conn, "conversation.item.done")
         await conn.conversation.item.truncate(
