@@ -27,7 +27,7 @@ from shim.native_formats import format_rate, native_name
 from shim.resample_low_delay import LowDelayResampler
 from shim.session_config import MAX_RATE, MIN_RATE
 from shim.settings import VAD_RATE
-from shim.wire import UNKNOWN_ITEM
+from shim.wire import NATIVE_NOT_FOUND, UNKNOWN_ITEM
 
 # The encodings an append may name: vLLM-Omni's names (its
 # ``protocol/realtime/formats.py``, ``parse_realtime_audio_format``; GA's ``audio/pcmu``
@@ -116,7 +116,7 @@ _NATIVE_WORDS = [
         "Unsupported output_audio_format: {name}",
     ),
     *(
-        (code, r"Error \w+ item: ", "item_not_found", "Conversation item not found: {name}")
+        (code, r"Error \w+ item: ", "item_not_found", NATIVE_NOT_FOUND + "{name}")
         for code, _ in UNKNOWN_ITEM.values()
     ),
 ]

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from shim.playback import PlaybackLedger
+from shim.wire import NATIVE_NOT_FOUND
 
 NOT_ASSISTANT = "conversation.item.truncate only supports assistant message items"
 NEGATIVE = "conversation.item.truncate requires non-negative audio_end_ms"
@@ -57,7 +58,7 @@ def read(
     if ledger.get(item_id) is None:
         if item_id in others:
             return "bad_event", NOT_ASSISTANT
-        return "item_not_found", f"Conversation item not found: {item_id}"
+        return "item_not_found", NATIVE_NOT_FOUND + item_id
     if end < 0:
         return "bad_event", NEGATIVE
     index = _number(ev.get("content_index", 0))

@@ -68,6 +68,19 @@ def unknown_item(request: str, item_id: object) -> tuple[str, str]:
     return code, f"Error {verb} item: the item with id '{item_id}' does not exist."
 
 
+# vLLM-Omni's words for an item it does not have, in any request (``item_not_found``;
+# its ``engine/duplex/realtime_events.py``, ``resolve_truncate_item``).
+NATIVE_NOT_FOUND = "Conversation item not found: "
+
+
+def native_unknown_item(err: Mapping[str, Any]) -> str | None:
+    """The item an error's body ``err`` says vLLM-Omni does not have, or None."""
+    message = err.get("message")
+    if err.get("code") != "item_not_found" or not isinstance(message, str):
+        return None
+    return message.removeprefix(NATIVE_NOT_FOUND) if message.startswith(NATIVE_NOT_FOUND) else None
+
+
 def error_code(event: Mapping[str, Any]) -> str | None:
     """The ``code`` of an error event in either shape: GA nests it (``{error: {code}}``),
     vLLM-Omni's turn-based dialect puts it at the top (``{error: "...", code}``)."""

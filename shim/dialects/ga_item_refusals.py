@@ -24,10 +24,9 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from shim.wire import unknown_item
+from shim.wire import native_unknown_item, unknown_item
 
 KEPT = 32  # requests kept; one answered is let go, the oldest go first
-_NOT_FOUND = "Conversation item not found: "
 # The upstream's answer to each request kept, by type.
 ANSWERS = {
     "conversation.item.retrieved": "conversation.item.retrieve",
@@ -69,9 +68,7 @@ class ItemRequests:
         event_id = _event_id(err)
         if event_id is not None:
             entry = next((e for e in self._sent if e[0] == event_id), None)
-        elif err.get("code") == "item_not_found":
-            message = str(err.get("message"))
-            item = message.removeprefix(_NOT_FOUND) if message.startswith(_NOT_FOUND) else None
+        elif (item := native_unknown_item(err)) is not None:
             entry = next((e for e in self._sent if e[0] is None and e[1] == item), None)
         else:
             entry = None

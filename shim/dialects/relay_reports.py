@@ -34,6 +34,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from shim.snapshot import PlaybackReports
+from shim.wire import native_unknown_item
 
 # Acks in flight whose answers are still told apart (the proxy's from the client's);
 # the upstream answers each at once, so this many are never outstanding in practice.
@@ -45,7 +46,6 @@ ACK_REFUSALS = frozenset(
 # vLLM-Omni's words when it names the response an ack was for (its
 # ``engine/duplex/session/playback_ledger.py``).
 _NAMED_RESPONSE = re.compile(r"registered for (\S+?)\.?$")
-_ITEM_NOT_FOUND = "Conversation item not found: "
 _TRUNCATE_REFUSAL = "conversation.item.truncate "
 
 
@@ -228,8 +228,8 @@ class PlaybackReporter:
             if named is None:  # names no response: the oldest still unanswered
                 return self._in_flight.popleft().own
             return self._refused(lambda sent: sent.response_id == named.group(1))
-        if code == "item_not_found" and message.startswith(_ITEM_NOT_FOUND):
-            item_id = message.removeprefix(_ITEM_NOT_FOUND)
+        item_id = native_unknown_item(err)
+        if item_id is not None:
             return self._refused(lambda sent: sent.truncate and sent.item_id == item_id)
         if code == "bad_event" and message.startswith(_TRUNCATE_REFUSAL):
             return self._refused(lambda sent: sent.truncate)
