@@ -19,6 +19,7 @@ from shim.audio_formats import SessionConfigError as SessionConfigError
 from shim.audio_formats import parse_format, wire_format
 from shim.g711 import G711_ENCODINGS, G711_RATE_HZ
 from shim.native_session_object import native_session_object
+from shim.native_turns import declared
 from shim.turn_detection_config import TurnDetection as TurnDetection
 from shim.turn_detection_config import parse_turn_detection
 from shim.vad_gate import VadParams
@@ -64,6 +65,14 @@ def _obj(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _session(event: dict[str, Any]) -> Any:
+    """What an update sets: its ``session``, else (the flat form) its own fields."""
+    session = event.get("session")
+    if session is None:
+        return {k: v for k, v in event.items() if k not in ("type", "event_id")}
+    return session
+
+
 def apply_session_update(
     current: ClientSessionConfig,
     event: dict[str, Any],
@@ -77,9 +86,7 @@ def apply_session_update(
     GA's ``idle_timeout_ms`` is checked but not kept: the caller refuses that field
     alone (``idle_timeout_asked``) and the rest of the update applies.
     """
-    session = event.get("session")
-    if session is None:
-        session = {k: v for k, v in event.items() if k not in ("type", "event_id")}
+    session = _session(event)
     if not isinstance(session, dict):
         raise SessionConfigError("invalid_value", "session must be an object", "session")
     audio = _obj(session.get("audio"))
@@ -112,14 +119,9 @@ def apply_session_update(
                 g711_rate=G711_RATE_HZ if cfg.native else None,
             ),
         )
-    if "turn_detection" in a_in:
-        cfg = replace(
-            cfg, turn=parse_turn_detection(a_in["turn_detection"], cfg.turn, vad_defaults)
-        )
-    elif "turn_detection" in session:
-        cfg = replace(
-            cfg, turn=parse_turn_detection(session["turn_detection"], cfg.turn, vad_defaults)
-        )
+    named, td = declared(session)
+    if named:
+        cfg = replace(cfg, turn=parse_turn_detection(td, cfg.turn, vad_defaults))
     if not idle_timeouts and cfg.turn.idle_timeout_ms is not None:
         cfg = replace(cfg, turn=replace(cfg.turn, idle_timeout_ms=None))
     if isinstance(session.get("instructions"), str):
@@ -140,13 +142,8 @@ def idle_timeout_asked(event: dict[str, Any]) -> bool:
     """Whether a ``session.update`` asks for an idle timeout (a non-null
     ``idle_timeout_ms`` in the turn detection it sets, read as ``apply_session_update``
     reads it): refused alone where the upstream takes the turns (``IDLE_PARAM``)."""
-    session = event.get("session")
-    if session is None:
-        session = event
-    if not isinstance(session, dict):
-        return False
-    a_in = _obj(_obj(session.get("audio")).get("input"))
-    turn = a_in["turn_detection"] if "turn_detection" in a_in else session.get("turn_detection")
+    session = _session(event)
+    turn = declared(session)[1] if isinstance(session, dict) else None
     return isinstance(turn, dict) and turn.get("idle_timeout_ms") is not None
 
 
