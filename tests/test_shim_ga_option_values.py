@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from shim.audio_formats import SessionConfigError
-from shim.dialects import ga_generation_options
+from shim.dialects import ga_generation_options, turn_limits
 from shim.session_config import NATIVE_CONFIG, ClientSessionConfig, apply_session_update
 from shim.vad_gate import VadParams
 
@@ -61,3 +61,34 @@ def test_a_ga_session_type_other_than_realtime_is_refused(kind: Any, code: str) 
         update(ClientSessionConfig(), {"type": kind})
     assert (refused.value.code, refused.value.param) == (code, "session.type")
     assert update(ClientSessionConfig(), {"type": "realtime"}) == ClientSessionConfig()
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "asks"),
+    [
+        ("speed", None, False),
+        ("speed", 1, False),
+        ("speed", 1.0, False),
+        ("speed", True, True),
+        ("speed", 1.2, True),
+        ("speed", "1", True),
+        ("include", None, False),
+        ("include", [], False),
+        ("include", "", True),
+        ("include", ["item.input_audio_transcription.logprobs"], True),
+        ("max_output_tokens", "inf", False),
+        ("max_output_tokens", 100, True),
+    ],
+)
+def test_a_generation_setting_asks_over_a_turn_based_upstream_as_an_option_does(
+    key: str, value: Any, asks: bool
+) -> None:
+    """``turn_limits`` refuses the settings that ask for something by the options' rule
+    (LiveKit states speed 1.0, no token limit and no ``include`` in every update)."""
+    assert ga_generation_options.asks(key, value) is asks
+    flat = turn_limits.strip_session_fields({"type": "session.update", "session": {key: value}})
+    assert flat[1] == ([f"session.{key}"] if asks else [])
+    if key == "speed":
+        nested = {"type": "session.update", "session": {"audio": {"output": {key: value}}}}
+        said = turn_limits.strip_session_fields(nested)[1]
+        assert said == (["session.audio.output.speed"] if asks else [])

@@ -26,8 +26,9 @@ OPTIONS = (
     "tools",
     "tool_choice",
 )
-# Per option, the values that ask for nothing beyond what every answer here is (GA's
-# defaults, or no tools at all); "auto" is instructions to follow, not a default.
+# Per option (and per session setting: ``turn_limits.py``), the values that ask for
+# nothing beyond what every answer here is (GA's defaults, or no tools at all); "auto"
+# is instructions to follow, not a default. LiveKit states speed 1.0 in every update.
 _NOTHING: dict[str, tuple[Any, ...]] = {
     "instructions": (None, ""),
     "voice": (None,),
@@ -39,6 +40,8 @@ _NOTHING: dict[str, tuple[Any, ...]] = {
     "tool_choice": (None, "auto", "none"),
     "conversation": (None, "auto"),
     "input": (None, []),
+    "speed": (None, 1, 1.0),
+    "include": (None, []),
 }
 _DEFAULT: tuple[Any, ...] = (None, "", [], "auto", "inf")  # another option's
 

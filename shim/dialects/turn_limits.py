@@ -63,17 +63,6 @@ def event_message(kind: Any) -> str:
     return f"event type {kind!r} is not supported over a turn-based upstream"
 
 
-def _asks_setting(key: str, value: Any) -> bool:
-    """A generation setting's value asks for something: GA's ``"inf"`` token limit,
-    speed 1.0 and null ask for nothing (LiveKit states all three in every update)."""
-    if key == "speed":
-        plain = isinstance(value, int | float) and not isinstance(value, bool) and value == 1
-        return value is not None and not plain
-    if key == "include":
-        return value is not None and value != []
-    return ga_generation_options.asks(key, value)
-
-
 def strip_session_fields(
     ev: dict[str, Any], native: bool = False
 ) -> tuple[dict[str, Any], list[str]]:
@@ -89,15 +78,14 @@ def strip_session_fields(
     nested = isinstance(ev.get("session"), dict)
     session: dict[str, Any] = ev["session"] if nested else ev
     asks = ga_generation_options.asks
-    refused = [k for k in (*_SESSION_FIELDS, *_INPUT_BETA) if k in session and asks(k, session[k])]
-    settings = () if native else _GENERATION
-    refused += [k for k in settings if k in session and _asks_setting(k, session[k])]
+    fields = (*_SESSION_FIELDS, *_INPUT_BETA, *(() if native else _GENERATION))
+    refused = [k for k in fields if k in session and asks(k, session[k])]
     audio = session.get("audio")
     a_in = audio.get("input") if isinstance(audio, dict) else None
     a_out = audio.get("output") if isinstance(audio, dict) else None
     inner = [k for k in _INPUT_GA if isinstance(a_in, dict) and a_in.get(k) is not None]
     output = () if native else _OUTPUT_GA
-    said = [k for k in output if isinstance(a_out, dict) and _asks_setting(k, a_out.get(k))]
+    said = [k for k in output if isinstance(a_out, dict) and asks(k, a_out.get(k))]
     if not refused and not inner and not said:
         return ev, []
     kept = {k: v for k, v in session.items() if k not in refused}
