@@ -21,6 +21,8 @@ from typing import Any
 
 import orjson
 
+from proxy.config import ServerConfig
+
 # What an event with these fields at its top level (GA's and vLLM-Omni's) may set.
 _SETTINGS_OF = {"session.update": "session", "response.create": "response"}
 UTF8_MAX = 4  # bytes a character of the frame's text may be once dumped (tools)
@@ -28,16 +30,16 @@ UTF8_MAX = 4  # bytes a character of the frame's text may be once dumped (tools)
 
 @dataclass(frozen=True, slots=True)
 class FieldCaps:
-    event_id_chars: int = 512
-    instructions_chars: int = 256 * 1024
-    tools_bytes: int = 256 * 1024
+    event_id_chars: int
+    instructions_chars: int
+    tools_bytes: int
 
     @classmethod
-    def from_config(cls, cfg: Any) -> FieldCaps:
+    def from_config(cls, cfg: ServerConfig) -> FieldCaps:
         return cls(cfg.max_event_id_chars, cfg.max_instructions_chars, cfg.max_tools_bytes)
 
 
-DEFAULT_CAPS = FieldCaps()
+DEFAULT_CAPS = FieldCaps.from_config(ServerConfig())  # the config's defaults
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,10 @@ import orjson
 
 from proxy.client_fields import DEFAULT_CAPS, FieldCaps, refusal
 from proxy.clock import now_ms
+from proxy.config import ServerConfig
 from proxy.json_depth import holds_more_values_than, nests_deeper_than
+
+_DEFAULTS = ServerConfig()  # the limits a caller that names none parses with
 
 
 # Not frozen: one is made per client frame, and a frozen dataclass's __init__ (a
@@ -47,7 +50,10 @@ class BadFrame:
 
 
 def parse_client_frame(
-    raw: str, max_depth: int = 64, max_values: int = 50_000, caps: FieldCaps = DEFAULT_CAPS
+    raw: str,
+    max_depth: int = _DEFAULTS.max_json_depth,
+    max_values: int = _DEFAULTS.max_json_values,
+    caps: FieldCaps = DEFAULT_CAPS,
 ) -> ClientFrame | BadFrame:
     """JSON object with a string ``type`` and no field over its ``caps``, or a reason
     it is not one."""
