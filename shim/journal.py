@@ -18,11 +18,13 @@ resume in a gap although the store had every event.
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import deque
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from shim.bounded_ids import BoundedIds
 
 
 @dataclass(slots=True)
@@ -109,28 +111,19 @@ class Journal:
 RECENT_IDS_MAX_CHARS = 256 * 1024
 
 
-class RecentIds:
+class RecentIds(BoundedIds):
     """Client ``event_id``s already applied, most recent ``limit`` of them, and no more
     than ``max_chars`` characters of them in all (the oldest go first; the newest id
     is always kept)."""
 
+    __slots__ = ()
+
     def __init__(self, limit: int, max_chars: int = RECENT_IDS_MAX_CHARS) -> None:
-        self._ids: OrderedDict[str, None] = OrderedDict()
-        self._limit = limit
-        self._max_chars = max_chars
-        self._chars = 0
+        super().__init__(limit, max_chars)
 
     def seen(self, event_id: str) -> bool:
         """True if already applied; otherwise remember it and return False."""
-        if event_id in self._ids:
-            return True
-        self._ids[event_id] = None
-        self._chars += len(event_id)
-        while len(self._ids) > self._limit or (
-            self._chars > self._max_chars and len(self._ids) > 1
-        ):
-            self._chars -= len(self._ids.popitem(last=False)[0])
-        return False
+        return not self.add(event_id)
 
     def items(self) -> list[str]:
-        return list(self._ids)
+        return list(self)

@@ -34,6 +34,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.actions",
             "shim.inputs",
             "shim.fault",
+            "shim.bounded_ids",
             "shim.journal",
             "shim.capabilities",
             "shim.vad_gate",

@@ -12,11 +12,11 @@ It also knows which items the upstream has that are not the assistant's messages
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from shim.actions import Action, SendUpstream
+from shim.bounded_ids import BoundedIds
 from shim.playback import PlaybackLedger
 
 # Conversation items (as text) kept to give a fresh upstream session the talk so far:
@@ -34,12 +34,12 @@ class Talk:
     def __init__(self) -> None:
         self.items: dict[str, tuple[str, str]] = {}  # item id -> (role, text), oldest first
         self.restoring: set[str] = set()  # given to a fresh upstream, echo not yet done
-        self.others: OrderedDict[str, None] = OrderedDict()  # not assistant messages
+        self.others = BoundedIds(OTHERS_KEPT)  # not assistant messages
 
     def deleted(self, item_id: object) -> None:
         """The upstream deleted the item (``conversation.item.deleted``)."""
         if isinstance(item_id, str):
-            self.others.pop(item_id, None)
+            self.others.discard(item_id)
 
     def on_item_event(self, kind: str, item: Mapping[str, Any], ledger: PlaybackLedger) -> bool:
         """Follow an upstream item event; True if it is an echo the client must not get."""
@@ -48,9 +48,7 @@ class Talk:
             "message",
             "assistant",
         ):
-            self.others[iid] = None
-            while len(self.others) > OTHERS_KEPT:
-                self.others.popitem(last=False)
+            self.others.add(iid)
         if iid in self.restoring:
             if kind == "conversation.item.done":
                 self.restoring.discard(iid)

@@ -9,11 +9,11 @@ transcript (the dialect transcribes nothing). The most recent ones are kept.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from typing import Any
 
 from shim import wire
 from shim.actions import Action, SendClient
+from shim.bounded_ids import BoundedIds
 
 KEPT = 64  # as many as the playback ledger keeps of the assistant's
 
@@ -22,12 +22,10 @@ class UserItems:
     __slots__ = ("_ids",)
 
     def __init__(self) -> None:
-        self._ids: OrderedDict[str, None] = OrderedDict()
+        self._ids = BoundedIds(KEPT)
 
     def committed(self, item_id: str) -> None:
-        self._ids[item_id] = None
-        while len(self._ids) > KEPT:
-            self._ids.popitem(last=False)
+        self._ids.add(item_id)
 
     def __contains__(self, item_id: object) -> bool:
         return item_id in self._ids
