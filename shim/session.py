@@ -142,7 +142,7 @@ class EmulatedSession:
         handler = self._client_table.get(kind) if isinstance(kind, str) else None
         if handler is None:
             return self.client_other(inp)
-        if self.echo is not None:  # the microphone's clock dates audio by its arrival
+        if kind == "input_audio_buffer.append" and self.echo is not None:  # dated by arrival
             self.echo.far.clock.arrival = inp.arrived_ms
         return handler(inp.event, inp.now_ms)
 
