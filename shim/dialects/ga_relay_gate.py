@@ -20,38 +20,52 @@ from shim.dialects.relay_turn_end import answer_unreported
 from shim.dialects.relay_turn_wait import TurnWait
 from shim.echo_run import ECHO_TAIL_MS
 from shim.input_history import ms_to_sample
-from shim.inputs import Input, VadWindow
+from shim.inputs import ClientEvent, Input, VadWindow
 from shim.overlap import Overlap, Step
 
 
 class GatedRelaySession(BargeInRelaySession):
     audio_gate: AudioGate
     turn_wait: TurnWait
+    _read_ms: float | None = None  # when the edge read the client event being handled
+
+    def handle(self, inp: Input) -> list[Action]:
+        # The gate's clocks: the client's audio by when the edge read it, the answer's
+        # by when it goes out (``relay_answer_clock.py``).
+        self.audio_gate.answer.handled(inp.now_ms)
+        self._read_ms = inp.arrived_ms if isinstance(inp, ClientEvent) else None
+        actions = super().handle(inp)
+        self.audio_gate.answer.follow(actions, inp.now_ms)
+        return actions
 
     def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
         start = self.history.end
         out = client_events.input_audio(self, ev, now)
         if client_events.is_refusal(out):
             return out
-        self.audio_gate.clock.on_audio(start, now)
-        if not self.turn_wait.pending and (self.audio_gate.held or self._gated(now)):
+        # When its audio came: a session behind handles it later than that.
+        read = now if self._read_ms is None else min(self._read_ms, now)
+        self.audio_gate.clock.on_audio(start, read)
+        if not self.turn_wait.pending and (self.audio_gate.held or self._gated(now, read)):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
             return [*self._gate_opens(now), *out]
         return [SendUpstream(ev, (start, self.history.end)), *out]  # (behind a waiting commit)
 
-    def _gated(self, now: float) -> bool:
-        """The upstream must not hear the microphone now (``relay_gate.py``)."""
+    def _gated(self, now: float, heard_ms: float | None = None) -> bool:
+        """The upstream must not hear the microphone now (``relay_gate.py``), nor audio
+        the client captured at ``heard_ms``, within the answer's echo tail."""
         in_progress = answer_unreported(self)
         if self._push_to_talk():
             return in_progress
         if in_progress or self.overlap.holding or self.output.active(now):
             return True
         latest = self.ledger.latest()
+        at = now if heard_ms is None else heard_ms
         return (
             latest is not None
             and latest.truncated_ms is None
-            and now < latest.play_end_ms + ECHO_TAIL_MS
+            and at < self.audio_gate.answer.play_end(latest) + ECHO_TAIL_MS
         )
 
     def _gate_opens(self, now: float) -> list[Action]:
