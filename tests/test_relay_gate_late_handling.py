@@ -13,6 +13,7 @@ client streaming in real time, every input handled ``LAG_MS`` after it was read.
 
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import numpy as np
@@ -23,10 +24,19 @@ from shim.actions import Action, SendClientAudio, SendUpstream
 from shim.audio import b64encode
 from shim.echo_run import ECHO_TAIL_MS
 from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, VadWindow
+from tests.servers import ROOT
 from tests.shim_script import WINDOW
 from tests.test_shim_ga_gate import SILENCE, first_turn
 from tests.test_shim_ga_relay import RID, answer_delta, make
 
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bargein_cases import build_cases, prompt_clip, read_wav
+from bargein_relay_replay import run
+
+from proxy.vad import VadRunner
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
 CHUNK_MS = 32  # one VAD window per append
 ANSWER_CHUNKS = 10  # 100 ms deltas, each read as the previous one ends
 ECHO_DELAY_MS = 120  # the echo reaches the microphone this late (within the tail)
@@ -108,3 +118,15 @@ def test_on_time_the_answer_and_its_echo_stay_held() -> None:
 def test_handled_late_the_answers_echo_tail_still_stays_held(lag_ms: float) -> None:
     assert lag_ms + ECHO_DELAY_MS < 2 * lag_ms + ECHO_TAIL_MS
     assert _echo_passed(lag_ms) == [], "the echo's tail reached the upstream"
+
+
+@pytest.mark.parametrize("name", ["echo-10dB_120ms", "echo-20dB_250ms"])
+def test_the_dev_echo_with_the_proxy_stalling_never_reaches_the_upstream(name: str) -> None:
+    """Replayed through the relay with real Silero (``bench/bargein_relay_replay.py``):
+    the session handles nothing for 500 ms of every second from the answer's first
+    audio; the upstream's own VAD hears what the proxy forwards."""
+    prompt = read_wav(CORPUS / prompt_clip(CORPUS))
+    case = next(c for c in build_cases(CORPUS, ["replay"]) if c.name == name)
+    r = run(case, prompt, VadRunner(), (1000, 500))
+    assert r.echo_ms == 0, "the answer's echo reached the upstream"
+    assert r.upstream_speech == 0 and r.told == 0, "speech_started on the answer's echo"
