@@ -39,27 +39,23 @@ from shim.dialects import (
     ga_response_create,
     ga_session_update,
     ga_truncate,
-    relay_keep,
     relay_upstream,
     relay_wait_snapshot,
 )
-from shim.dialects.duplex_relay import BargeInRelaySession
+from shim.dialects.ga_relay_gate import GatedRelaySession
 from shim.dialects.ga_told import ToldToClient
 from shim.dialects.ga_turn_order import UserTurnOrder
-from shim.dialects.relay_gate import WINDOW, AudioGate
-from shim.dialects.relay_turn_end import COMMIT, ahead_of, answer_unreported
+from shim.dialects.relay_gate import AudioGate
+from shim.dialects.relay_turn_end import COMMIT, ahead_of
 from shim.dialects.relay_turn_wait import TurnWait, generating
 from shim.dialects.relay_upstream_audio import UpstreamAudio
-from shim.echo_run import ECHO_TAIL_MS
 from shim.fault import fault_actions
-from shim.input_history import ms_to_sample
-from shim.inputs import ClientEvent, Input, UpstreamEvent, VadWindow
-from shim.overlap import Overlap, Step
+from shim.inputs import ClientEvent, Input, UpstreamEvent
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import SessionConfigError
 
 
-class GaRelaySession(BargeInRelaySession):
+class GaRelaySession(GatedRelaySession):
     answers_reports, native_client = True, False  # a GA client's words and reading
     timeline_follows_handle = False  # its upstream actions go later (``_tagged``)
 
@@ -177,99 +173,6 @@ class GaRelaySession(BargeInRelaySession):
         self.upstream_audio.restore(snap, resumed)
         self.turn_order.restore(snap)
         return out
-
-    def _client_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
-        start = self.history.end
-        out = client_events.input_audio(self, ev, now)
-        if client_events.is_refusal(out):
-            return out
-        self.audio_gate.clock.on_audio(start, now)
-        if not self.turn_wait.pending and (self.audio_gate.held or self._gated(now)):
-            # Behind held audio still to be judged, in order.
-            self.audio_gate.hold(start, self.history.end, ev)
-            return [*self._gate_opens(now), *out]
-        return [SendUpstream(ev, (start, self.history.end)), *out]  # (behind a waiting commit)
-
-    # ------------------------------------------------------------ the gate
-    def _gated(self, now: float) -> bool:
-        """The upstream must not hear the microphone now (``relay_gate.py``)."""
-        in_progress = answer_unreported(self)
-        if self._push_to_talk():
-            return in_progress
-        if in_progress or self.overlap.holding or self.output.active(now):
-            return True
-        latest = self.ledger.latest()
-        return (
-            latest is not None
-            and latest.truncated_ms is None
-            and now < latest.play_end_ms + ECHO_TAIL_MS
-        )
-
-    def _gate_opens(self, now: float) -> list[Action]:
-        """The upstream may hear the microphone again: what was held goes on from where
-        the gate judges it (``relay_gate.py``), once the VAD has heard enough of it."""
-        self._follow_answer(now)
-        if not self.audio_gate.held or self._gated(now):
-            return []
-        if self._push_to_talk():
-            return self.audio_gate.settle(whole=True)
-        vad = self.vad_enabled and self.config.turn.vad is not None
-        slack = WINDOW + self.evidence.latency
-        start = self.audio_gate.judge(vad, self._min_speech(), slack)
-        return [] if start is None else self.audio_gate.release_from(start)
-
-    def _push_to_talk(self) -> bool:
-        """Turn detection off: the client's commits end turns, its buffer is all it
-        appended; held only while the upstream's answer is in progress (to it, an
-        interjection: ``docs/fidelity.md`` row 1a), then whole (``relay_turn_end.py``)."""
-        return self.config.turn.vad is None and not self.overlap.holding
-
-    def _min_speech(self) -> int:
-        return ms_to_sample(self.gate.params.min_speech_ms)
-
-    def _follow_answer(self, now: float) -> None:
-        live = self.response is not None and self.response.live
-        self.audio_gate.follow_answer(live, self.ledger.latest(), now)
-
-    def _follow_gate(self, inp: Input) -> list[Action]:
-        """After every input: the answer's end; and a VAD window's word on held audio."""
-        self._follow_answer(inp.now_ms)
-        if not isinstance(inp, VadWindow) or self.config.turn.vad is None:
-            return []
-        lag = self.evidence.latency  # the VAD's, behind the echo suppressor's
-        end = self.vad_timeline.to_input(inp.end_sample)
-        speaking = self.gate.speaking
-        speech = speaking and inp.prob >= self.gate.params.deactivation
-        onset = self.gate.onset_sample - lag
-        relay_keep.follow(self, onset)  # GA interrupt_response false: speech is a turn
-        self.audio_gate.heard(end - lag, speech, speaking, onset, self._min_speech())
-        return self._gate_opens(inp.now_ms) if self.audio_gate.held else []
-
-    def overlap_ended(self, step: Step, now: float) -> list[Action]:
-        out = super().overlap_ended(step, now)
-        if step.outcome in (Overlap.CUT, Overlap.TURN):
-            # After the cut went upstream (``cancel_response`` came first): the
-            # user's words, from the speech's onset.
-            out += self.audio_gate.release(step.episode.onset_ms)
-        return out
-
-    def on_tick(self, now: float) -> list[Action]:
-        out = super().on_tick(now)
-        if self.audio_gate.held and not self._gated(now):
-            out += self._gate_opens(now)
-        return out
-
-    def wants_ticks(self, now: float) -> bool:
-        resp = self.response
-        unreported = (
-            resp is not None
-            and resp.upstream_done
-            and not resp.cancelled
-            and not self.reports.end_reported
-        )  # its end is still to be acknowledged upstream (``on_tick``)
-        # Held audio waits for the gate to open; once open, for the VAD (its windows).
-        gated = bool(self.audio_gate.held) and self._gated(now)
-        return super().wants_ticks(now) or unreported or gated
 
     # ------------------------------------------------------------ upstream events
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:

@@ -31,6 +31,7 @@ from collections import deque
 from typing import Any
 
 from shim.actions import Action, SendUpstream
+from shim.dialects.relay_answer_clock import AnswerClock
 from shim.dialects.relay_input_clock import InputClock
 from shim.echo_run import ECHO_TAIL_MS
 from shim.input_history import ms_to_sample
@@ -49,7 +50,8 @@ class AudioGate:
     def __init__(self) -> None:
         # (start sample, end sample, append event) of held appends, oldest first.
         self.held: deque[tuple[int, int, dict[str, Any]]] = deque()
-        self.clock = InputClock()
+        self.clock = InputClock()  # the microphone, by when the edge read it
+        self.answer = AnswerClock()  # the answer, by when the session sent it
         # Until when (ms, the playback clock) the answer or its echo may sound.
         self.answer_until_ms: float | None = None
         self._cut_item: str | None = None  # the last answer whose playback was cut
@@ -69,13 +71,15 @@ class AudioGate:
     def follow_answer(self, live: bool, latest: ItemPlayback | None, now: float) -> None:
         """Until when the answer, as the client plays it, or its echo may sound: while
         its response is ``live`` it owns the turn; then its audio's playback clock
-        (``latest``, the newest answer item), or where that playback was cut."""
+        (``latest``, the newest answer item), or where that playback was cut. All on
+        the client's clock: when the session sent it (``relay_answer_clock.py``)."""
+        now = self.answer.sent(now)
         if live:
             self.note_answer(now)
         if latest is None or latest.sent_samples == 0:
             return
         if latest.truncated_ms is None:
-            self.note_answer(latest.play_end_ms + ECHO_TAIL_MS)
+            self.note_answer(self.answer.play_end(latest) + ECHO_TAIL_MS)
         elif latest.item_id != self._cut_item:
             self._cut_item = latest.item_id  # its playback stopped now
             self.cap_answer(now + ECHO_TAIL_MS)

@@ -1,0 +1,248 @@
+"""The barge-in cases replayed offline through ``barge_in_emulated``, in audio time.
+
+    uv run python bench/bargein_relay_replay.py --corpus CORPUS --only echo --proxy-stall 2000,800
+    uv run python bench/bargein_relay_replay.py ... --root OTHER_CHECKOUT   # that code's shim
+
+``bench/bargein_replay.py``'s cases (the question, an answer, echo of it at -10/-20 dB,
+0-250 ms late, a clip one second in), driven through the GA relay's session core
+(``shim/dialects/ga_relay.py``) over a stand-in duplex upstream: it answers the first
+turn with the question looped, in real time, and runs a VAD of its own (Silero, 0.5,
+150 ms, no echo suppression, as vLLM-Omni's server VAD) on the microphone audio the
+proxy forwards; speech it hears while answering is a barge-in (``speech_started`` to
+the client, the answer cancelled), after it a ``speech_started`` all the same. The
+client plays what it gets and stops on ``speech_started``. ``--proxy-stall EVERY,LENGTH``:
+from the answer's first audio the session handles nothing for LENGTH ms out of every
+EVERY, then what came meanwhile in order (as in ``bench/bargein_replay.py``).
+
+Per case: whether the client was told ``speech_started`` or its answer cut, what the
+upstream's VAD said, and how much of the answer's echo (the microphone's chunks that
+carry it, ``echo_ms``) the proxy forwarded to the upstream.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+ap.add_argument("--corpus", default=None)
+ap.add_argument("--only", default=None)
+ap.add_argument("--proxy-stall", default=None, help="EVERY,LENGTH ms")
+ap.add_argument("--root", type=Path, default=None, help="another checkout's shim")
+ap.add_argument("--json", action="store_true", help="one JSON summary on stdout")
+ARGS = ap.parse_args() if __name__ == "__main__" else None
+if ARGS is not None and ARGS.root is not None:
+    sys.path.insert(0, str(ARGS.root.resolve()))
+
+from bargein_cases import RATE, Case, build_cases, prompt_clip, read_wav  # noqa: E402
+from processes import ROOT  # noqa: E402
+
+from proxy.vad import VadRunner  # noqa: E402
+from shim.actions import Action, AnalyzeAudio, SendClient, SendClientAudio, SendUpstream  # noqa: E402
+from shim.audio import b64decode, b64encode  # noqa: E402
+from shim.dialects.ga_relay import GaRelaySession  # noqa: E402
+from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, VadWindow  # noqa: E402
+from shim.settings import ShimSettings  # noqa: E402
+from shim.vad_gate import VadParams  # noqa: E402
+
+CHUNK_MS = 20
+CHUNK = RATE * CHUNK_MS // 1000
+REPLY_MS = 8000
+PLAY_AFTER_MS = 1000
+FIRST_DELTA_MS = 300  # the upstream's first audio after the question ends
+UP_THRESHOLD, UP_MIN_SPEECH_MS = 0.5, 150  # the upstream's server VAD (shim/ga_upstream.py)
+ECHO_FLOOR = 30.0  # a chunk carries echo when its echo's RMS exceeds this (int16 units)
+RID = "resp-duplex-1-0-replay00"
+AID = f"item_{RID}"
+
+
+@dataclass
+class RelayReplay:
+    case: Case
+    interrupted: bool = False  # speech_started while the answer played
+    cut: bool = False  # the answer cancelled
+    upstream_speech: int = 0  # runs of speech the upstream's VAD heard after the question
+    told: int = 0  # speech_started the client was told after the answer began
+    echo_ms: int = 0  # microphone audio carrying the answer's echo forwarded upstream
+
+
+def _upstream_vad_16k(pcm24: np.ndarray) -> np.ndarray:
+    """The forwarded audio as the upstream's VAD reads it: 16 kHz float."""
+    n = pcm24.size * 2 // 3
+    x = np.interp(np.arange(n) * 1.5, np.arange(pcm24.size), pcm24.astype(np.float32))
+    return (x / 32768.0).astype(np.float32)
+
+
+def run(
+    case: Case, prompt: np.ndarray, vad: VadRunner, proxy_stall: tuple[int, int] | None
+) -> RelayReplay:
+    settings = ShimSettings(vad=VadParams(min_speech_ms=96))
+    s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
+    s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
+    stream, up_stream = vad.new_stream(), vad.new_stream()
+    out = RelayReplay(case)
+    speaker = np.zeros(RATE * 60, dtype=np.float32)
+    play_end = 0
+    reply = np.resize(prompt, RATE * REPLY_MS // 1000).astype(np.int16)
+    reply_pos, reply_from, answering = 0, float(prompt.size * 1000 // RATE + FIRST_DELTA_MS), True
+    first_delta = clip_t0 = end_ms = None
+    clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
+    echo_in: dict[int, bool] = {}  # id of an append -> its chunk carries echo
+    waiting: list[Input] = []
+    up_run, up_heard_from = 0, prompt.size * 1000 // RATE + 500  # after the question
+    t = 0
+    while end_ms is None or t * CHUNK_MS < end_ms:
+        now = float(t * CHUNK_MS)
+        actions: list[Action] = []
+        since = None if first_delta is None else now - first_delta
+        stalled = proxy_stall is not None and since is not None
+        stalled = stalled and since % proxy_stall[0] < proxy_stall[1]  # type: ignore[index]
+
+        def handle(inp: Input, stalled: bool = stalled) -> list[Action]:
+            if stalled:
+                waiting.append(inp)
+                return []
+            return s.handle(inp)
+
+        if not stalled:
+            for inp in waiting:
+                if isinstance(inp, ClientEvent):
+                    inp = ClientEvent(inp.event, inp.raw, now, inp.now_ms)
+                actions += s.handle(inp)
+            waiting.clear()
+        # The upstream: the answer in real time, from FIRST_DELTA_MS after the question.
+        if answering and now >= reply_from:
+            if reply_pos == 0:
+                created = {"type": "response.created", "response": {"id": RID}}
+                actions += handle(UpstreamEvent(created, "", now))
+            if reply_pos < reply.size:
+                ev: dict[str, Any] = {"type": "response.output_audio.delta"}
+                ev |= {"response_id": RID, "item_id": AID, "output_index": 0}
+                ev |= {"content_index": 0, "sample_rate_hz": RATE}
+                ev["delta"] = b64encode(reply[reply_pos : reply_pos + CHUNK].tobytes())
+                reply_pos += CHUNK
+                actions += handle(UpstreamEvent(ev, "", now))
+            else:
+                done = {"type": "response.done", "response": {"id": RID, "status": "completed"}}
+                actions += handle(UpstreamEvent(done, "", now))
+                answering = False
+        # The microphone: the question, the clip one second into the answer, the echo.
+        mic = np.zeros(CHUNK, dtype=np.float32)
+        p0 = t * CHUNK
+        if p0 < prompt.size:
+            seg = prompt[p0 : p0 + CHUNK]
+            mic[: seg.size] += seg
+        if first_delta is not None and now >= first_delta + PLAY_AFTER_MS:
+            if clip_t0 is None:
+                clip_t0 = now
+                end_ms = int(now + clip.size * 1000 / RATE + REPLY_MS)
+            c0 = int((now - clip_t0) * RATE / 1000)
+            seg = clip[c0 : c0 + CHUNK]
+            mic[: seg.size] += seg
+        echo = np.zeros(CHUNK, dtype=np.float32)
+        lo = p0 - RATE * case.echo_delay_ms // 1000
+        if case.echo_gain and lo >= 0:
+            if case.echo_path is not None:
+                h = case.echo_path.history
+                head = np.zeros(max(0, h - lo), np.float32)
+                dry = np.concatenate([head, speaker[max(0, lo - h) : lo + CHUNK]])
+                echo = case.echo_gain * case.echo_path.render(dry, CHUNK)
+            else:
+                echo = case.echo_gain * speaker[lo : lo + CHUNK]
+        pcm = np.clip(mic + echo, -32768, 32767).astype("<i2").tobytes()
+        append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
+        echo_in[id(append)] = float(np.sqrt(np.mean(echo.astype(np.float64) ** 2))) > ECHO_FLOOR
+        actions += handle(ClientEvent(append, "", now))
+        for a in list(actions):
+            if isinstance(a, AnalyzeAudio):
+                for prob, end in vad.process_sync(stream, a.samples):
+                    actions += s.handle(VadWindow(prob, end, now))
+        actions += [] if stalled else s.handle(Tick(now))
+        # The upstream hears what the proxy forwards, with a VAD and no echo suppression.
+        for a in actions:
+            if not isinstance(a, SendUpstream) or a.event.get("type") != append["type"]:
+                continue
+            out.echo_ms += CHUNK_MS * echo_in.get(id(a.event), False)
+            up_pcm = np.frombuffer(b64decode(str(a.event["audio"])), "<i2")
+            for prob, _ in vad.process_sync(up_stream, _upstream_vad_16k(up_pcm)):
+                up_run = up_run + 32 if prob >= UP_THRESHOLD else 0
+                if up_run == 32 * -(-UP_MIN_SPEECH_MS // 32) and now >= up_heard_from:
+                    out.upstream_speech += 1
+                    heard = {"type": "input_audio_buffer.speech_started", "audio_start_ms": 0}
+                    actions += s.handle(UpstreamEvent(heard, "", now))
+                    if answering or reply_pos:
+                        if answering:  # a duplex upstream barges in on any speech
+                            answering = False
+                            done = {"type": "response.done"}
+                            done["response"] = {"id": RID, "status": "cancelled"}
+                            actions += s.handle(UpstreamEvent(done, "", now))
+        # The client: plays audio, and stops playback on speech_started (a GA client).
+        for a in actions:
+            if isinstance(a, SendClientAudio):
+                pcm16 = np.frombuffer(b64decode(a.event["delta"]), "<i2").astype(np.float32)
+                start = max(play_end, p0)
+                speaker[start : start + pcm16.size] = pcm16[: speaker.size - start]
+                play_end = start + pcm16.size
+                first_delta = now if first_delta is None else first_delta
+            elif isinstance(a, SendClient):
+                kind = a.event.get("type")
+                if kind == "input_audio_buffer.speech_started" and first_delta is not None:
+                    out.told += 1
+                    out.interrupted |= play_end > p0 or answering
+                    speaker[p0:] = 0.0
+                    play_end = min(play_end, p0)
+                elif kind == "response.done" and a.event["response"].get("status") == "cancelled":
+                    out.cut = True
+        t += 1
+        if t * CHUNK_MS > 60_000:
+            break
+    return out
+
+
+def main() -> int:
+    assert ARGS is not None
+    corpus = Path(ARGS.corpus or ROOT.parent / "shared" / "corpus" / "dev")
+    prompt = read_wav(corpus / prompt_clip(corpus))
+    cases = [c for c in build_cases(corpus, ["replay"]) if not ARGS.only or ARGS.only in c.name]
+    stall = None
+    if ARGS.proxy_stall:
+        every, length = (int(v) for v in ARGS.proxy_stall.split(","))
+        stall = (every, length)
+    vad = VadRunner()
+    rows = []
+    for case in cases:
+        r = run(case, prompt, vad, stall)
+        rows.append(
+            {
+                "clip": case.name,
+                "kind": case.kind,
+                "interrupted": r.interrupted,
+                "cut": r.cut,
+                "upstream_speech": r.upstream_speech,
+                "told_speech_started": r.told,
+                "echo_ms": r.echo_ms,
+            }
+        )
+        print(json.dumps(rows[-1]), file=sys.stderr)
+    summary = {
+        "cases": len(rows),
+        "interrupted": sum(r["interrupted"] for r in rows),
+        "cut": sum(r["cut"] for r in rows),
+        "upstream_speech_cases": sum(r["upstream_speech"] > 0 for r in rows),
+        "told_speech_started_cases": sum(r["told_speech_started"] > 0 for r in rows),
+        "echo_forwarded_cases": sum(r["echo_ms"] > 0 for r in rows),
+        "echo_forwarded_ms": sum(r["echo_ms"] for r in rows),
+        "echo_forwarded_max_ms": max((r["echo_ms"] for r in rows), default=0),
+    }
+    print(json.dumps(summary) if ARGS.json else json.dumps(summary, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
