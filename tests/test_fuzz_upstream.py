@@ -416,10 +416,19 @@ async def _alive(ws: aiohttp.ClientWebSocketResponse, reader: Reader, mode: str,
         return False
 
     def answered(evs: list[dict[str, Any]]) -> bool:
-        # A turn-based upstream cannot take instructions: refused, the rest applied.
+        # A turn-based upstream cannot take instructions: refused, the rest applied. A
+        # duplex one fixes them once its model has taken a turn (an upstream
+        # ``response.created`` the script sent locks it, shim/dialects/
+        # relay_context_lock.py): refused as vLLM-Omni refuses it, the rest applied.
         new = [e for e in evs if e.get("type") == "session.updated"][updates:]
+        locked = mode == "duplex_emulated" or any(
+            e.get("type") == "error"
+            and isinstance(e.get("error"), dict)
+            and e["error"].get("code") == "instructions_update_unsupported"
+            for e in evs
+        )
         return any(
-            mode == "duplex_emulated"
+            locked
             or (isinstance(e.get("session"), dict) and e["session"].get("instructions") == marker)
             for e in new
         )
