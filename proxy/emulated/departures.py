@@ -2,12 +2,16 @@
 
 A connection the proxy ended itself (idle, too long, too fast) ends the session: there
 is nothing to resume. A client that leaves otherwise leaves the session waiting
-``store.disconnect_grace_s`` for a resume, its upstream session attached."""
+``store.disconnect_grace_s`` for a resume, its upstream session attached. One that
+hung up (its own close frame, 1000 or 1001, where a dropped connection's socket just
+ends) leaves it *parked*: still resumable, but a new session refused for want of its
+slot takes it (``slot_yield.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from typing import Protocol
 
 from proxy.client_io import ClientChannel
@@ -32,6 +36,7 @@ class Leaving(Protocol):
     inputs: asyncio.Queue[object]
     log: Logger
     close_reason: str | None
+    parked_at: float | None
 
     async def handle(self, event: Input) -> None: ...
 
@@ -48,7 +53,8 @@ async def on_detach(r: Leaving, client: ClientChannel) -> None:
         await r.handle(ClientPresence(False, now_ms()))  # no idle timeout meanwhile
         r.persister.flush_now()  # a resume elsewhere finds all the client received
         r.ticker.wake_in(grace_s)  # the loop sees the grace end, with no ticks
-        r.log.info("client_detached", grace_s=grace_s)
+        r.parked_at = time.monotonic() if client.said_goodbye else None
+        r.log.info("client_detached", grace_s=grace_s, hung_up=client.said_goodbye)
 
 
 async def close_by_client(r: Leaving, reason: str) -> None:
