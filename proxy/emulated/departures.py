@@ -16,6 +16,7 @@ from typing import Protocol
 
 from proxy.client_io import ClientChannel
 from proxy.clock import now_ms
+from proxy.emulated.attachments import Attachments
 from proxy.emulated.client_side import ClientSide
 from proxy.emulated.queue_items import Stop
 from proxy.emulated.ticker import Ticker
@@ -35,6 +36,8 @@ class Leaving(Protocol):
     ticker: Ticker
     inputs: asyncio.Queue[object]
     log: Logger
+    attachments: Attachments
+    finished: asyncio.Event
     close_reason: str | None
     parked_at: float | None
 
@@ -65,3 +68,20 @@ async def close_by_client(r: Leaving, reason: str) -> None:
             await r.state.store.delete(r.session_id, r.persister.epoch)
     r.close_reason = reason
     await r.inputs.put(Stop())
+
+
+def parked(r: Leaving) -> bool:
+    """Its client hung up and no resume is on its way in: its slot may be taken."""
+    if r.parked_at is None or r.out.attached is not None:
+        return False
+    return r.attachments.end is None and not r.attachments.pending()
+
+
+async def yield_slot(r: Leaving, within_s: float = 5.0) -> None:
+    """A new session needs its slot: it ends now, its upstream session too; a resume of
+    it is then refused as for any session that ended."""
+    r.parked_at = None
+    await close_by_client(r, "slot_yielded")
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(within_s):
+            await r.finished.wait()

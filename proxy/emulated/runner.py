@@ -6,7 +6,6 @@ and keeps the session for ``disconnect_grace_s`` after its client leaves
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any, cast
 
 import aiohttp
@@ -280,21 +279,6 @@ class EmulatedRunner(PersistedSession):
             return  # re-sent after a reconnect: already applied
         if not await answer_control(ev, self):
             await self.handle(ClientEvent(ev, frame.raw, now_ms(), frame.read_ms))
-
-    def parked(self) -> bool:
-        """Its client hung up and no resume is on its way in: its slot may be taken."""
-        if self.parked_at is None or self.out.attached is not None:
-            return False
-        return self.attachments.end is None and not self.attachments.pending()
-
-    async def yield_slot(self, within_s: float = 5.0) -> None:
-        """A new session needs its slot: it ends now, its upstream session too; a resume
-        of it is then refused as for any session that ended."""
-        self.parked_at = None
-        await self.close_by_client("slot_yielded")
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(within_s):
-                await self.finished.wait()
 
     async def close_by_client(self, reason: str) -> None:
         """The client ends the session: no grace, nothing to resume."""
