@@ -30,6 +30,7 @@ from shim import wire
 from shim.native_client import native_error
 
 CLOSED = object()  # inbox sentinel: the client went away
+GOODBYES = (1000, 1001)  # a client's own close codes for "done" (normal, going away)
 BINARY_REFUSED = "binary frames are not accepted: send JSON text events"
 
 
@@ -67,6 +68,9 @@ class ClientChannel(ClientOutbox):
         self.lifetime = Lifetime(self.limits, now)
         self._watch = partial(watch_lifetime, self.lifetime, self.send_error, self.end)
         self.ended_by_proxy: str | None = None  # why the proxy ended it itself: no grace
+        # The client closed with a close frame of its own, 1000 or 1001 (a hang-up, not a
+        # dropped connection, whose socket just ends): ``proxy/emulated/departures.py``.
+        self.said_goodbye = False
         # The attached session's: what it owes the client goes before any close (held_ends.py).
         self.owed: Callable[[int], Awaitable[None]] | None = None
         # close() stopped the reader: the close, not the reader, tells the inbox CLOSED.
@@ -134,6 +138,8 @@ class ClientChannel(ClientOutbox):
                 elif msg.type == aiohttp.WSMsgType.BINARY:
                     self.send_error("invalid_event", BINARY_REFUSED)
                 else:  # closed, or an error (pings are answered by aiohttp)
+                    if msg.type == aiohttp.WSMsgType.CLOSE and msg.data in GOODBYES:
+                        self.said_goodbye = True
                     break
         finally:
             tap.tap = tap.raw = None

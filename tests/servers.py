@@ -194,6 +194,11 @@ async def closed(c: Client, within_s: float = 10.0) -> int | None:
                 c.events.append(json.loads(msg.data))
 
 
+def drop(c: Client) -> None:
+    """The client's connection ends with no close frame (a network loss, not a hang-up)."""
+    c.ws._writer.transport.abort()
+
+
 @asynccontextmanager
 async def connect(url: str) -> AsyncIterator[Client]:
     async with aiohttp.ClientSession() as http, http.ws_connect(url, max_msg_size=0) as ws:

@@ -24,6 +24,7 @@ from tests.servers import (
     Client,
     closed,
     connect,
+    drop,
     proxy_with_state,
     reference,
     resume_of,
@@ -99,6 +100,7 @@ async def test_a_session_in_its_grace_holds_the_upstream_slot_and_its_resume_reu
         async with proxy_with_state(config(routes)) as (base, _):
             async with connect(ws_url(base, model="a")) as a:
                 created = await a.until("session.created")
+                drop(a)  # no close frame: a hang-up would give its slot away (slot_yield.py)
             # a is in its disconnect grace: it still holds its upstream session.
             async with connect(ws_url(base, model="b")) as b:
                 assert await closed(b) == 1013

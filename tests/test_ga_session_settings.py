@@ -238,7 +238,8 @@ async def test_an_opening_update_with_an_idle_timeout_opens_the_upstream_without
     """A client that speaks first (the Agents SDK and LiveKit send their update before
     ``session.created``) opens the upstream with it: with an idle timeout, the upstream
     opens with the rest of it, ``session.created`` tells that, and the client is told
-    after it that the idle timeout is refused; each later restatement likewise."""
+    after it that the idle timeout is refused, then ``session.updated`` (the update is
+    answered as any is); each later restatement likewise."""
     sent = agents_sdk_update()
     strict = ReferenceOptions(fidelity="strict")
     async with reference(kind, reply_ms=800, options=strict) as backend:
@@ -261,7 +262,10 @@ async def test_an_opening_update_with_an_idle_timeout_opens_the_upstream_without
                 events = await events_for(conn, 1.0)
                 param = "session.audio.input.turn_detection.idle_timeout_ms"
                 assert refused(events) == [("unsupported_by_upstream", param, None)]
-                assert not [e for e in events if e["type"] == "session.updated"]
+                kinds = [e["type"] for e in events]
+                assert kinds.index("error") < kinds.index("session.updated"), kinds
+                told = updated(events)
+                assert told["audio"]["input"]["turn_detection"] == turn
                 opened = [e["session"] for e in tap.sent[0] if e["type"] == "session.update"]
                 assert [s.get("instructions") for s in opened] == ["You are a pirate."]
                 assert opened[0]["turn_detection"]["silence_duration_ms"] == 700

@@ -27,6 +27,7 @@ from tests.servers import (
     Client,
     closed,
     connect,
+    drop,
     proxy,
     proxy_config,
     proxy_with_state,
@@ -94,6 +95,7 @@ async def test_a_session_in_its_grace_holds_its_slot_and_a_resume_reuses_it(
         async with proxy(cfg) as base:
             async with connect(ws_url(base)) as a:
                 created = await a.until("session.created")
+                drop(a)  # no close frame: a hang-up would give its slot away (slot_yield.py)
             # a is in its disconnect grace: it still holds its upstream session.
             async with connect(ws_url(base)) as b:
                 assert await closed(b) == 1013

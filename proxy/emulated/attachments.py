@@ -33,6 +33,10 @@ class Attachments:
         finally:
             self._waiting.remove(attach)
 
+    def pending(self) -> bool:
+        """An attachment was handed over and has not ended (a resume on its way in)."""
+        return any(not a.done.is_set() for a in self._waiting)
+
     def ending(self, code: int, reason: str) -> None:
         """The session ends: from now on no attachment is served."""
         self.end = (code, reason)

@@ -1,27 +1,27 @@
 """``EmulatedRunner``: one emulated session's queue, loop and lifecycle (the model:
 ``proxy.emulated``). It handles each queue item in order, executes the shim's actions,
-and keeps the session for ``disconnect_grace_s`` after its client leaves."""
+and keeps the session for ``disconnect_grace_s`` after its client leaves
+(``departures.py``)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from typing import Any, cast
 
 import aiohttp
 
 from proxy.client_frames import ClientFrame
-from proxy.client_io import ClientChannel
 from proxy.client_queue import FrameCredits
 from proxy.clock import now_ms
 from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
 from proxy.emulated.attachments import Attachments
 from proxy.emulated.client_side import ClientSide
+from proxy.emulated.departures import close_by_client, on_detach
 from proxy.emulated.feeders import VadFeed, feed_attachment
 from proxy.emulated.held_ends import HeldEnds
 from proxy.emulated.persisted import PersistedSession
-from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream, Stop
+from proxy.emulated.queue_items import Attach, Detached, Execute, FromClient, FromUpstream
 from proxy.emulated.session_controls import answer_control
 from proxy.emulated.session_loop import InputLoop
 from proxy.emulated.shim_setup import created_event, new_shim
@@ -97,7 +97,7 @@ class EmulatedRunner(PersistedSession):
             upstream,
             self.inputs,
             self.out,
-            self._handle,
+            self.handle,
             log,
         )
         self._tasks: list[asyncio.Task[None]] = []
@@ -105,7 +105,9 @@ class EmulatedRunner(PersistedSession):
         self.persister = Persister(self, state)
         self.out.held = HeldEnds(self.persister, state.metrics, cls.mode)
         self.attachments = Attachments()  # handed over, served or not yet
-        self._close_reason: str | None = None
+        self.close_reason: str | None = None
+        # When its client hung up (``departures.py``); None while attached, or dropped.
+        self.parked_at: float | None = None
         self.actions = ActionRunner(
             session_id,
             self.out,
@@ -207,8 +209,8 @@ class EmulatedRunner(PersistedSession):
         await self.loop.run()
         if self.actions.standing_down:
             await self.replaced_elsewhere()
-        if self._close_reason is not None:
-            await self.stop(1000, self._close_reason)
+        if self.close_reason is not None:
+            await self.stop(1000, self.close_reason)
         await self.stop(1011, "session ended")
 
     def _failed(self) -> None:
@@ -249,38 +251,26 @@ class EmulatedRunner(PersistedSession):
             if self.attachments.end is not None:
                 return  # the session is ending: ``stop`` closes it
             item.client.end_by(self.ends_at)
+            self.parked_at = None
             await self.out.attach(item, self.shim.config.input_format)  # the clock's start
-            await self._handle(ClientPresence(True, now_ms()))  # GA's idle timeout goes on
+            await self.handle(ClientPresence(True, now_ms()))  # GA's idle timeout goes on
         elif isinstance(item, Detached):
-            await self._on_detach(item.client)
+            await on_detach(self, item.client)
         elif isinstance(item, Execute):
             await self.actions.run(item.actions)
         elif isinstance(item, FromUpstream):
             try:
                 if item.ws is self.upstream.ws:
-                    await self._handle(item.event)
+                    await self.handle(item.event)
             finally:
                 self.upstream.room.release(len(item.event.raw))
         elif isinstance(item, InLoop):
             await item.run()  # e.g. a redialled upstream attached (upstream_control.py)
         else:
-            await self._handle(cast(Input, item))
+            await self.handle(cast(Input, item))
 
-    async def _handle(self, event: Input) -> None:
+    async def handle(self, event: Input) -> None:
         await self.actions.run(self.shim.handle(event))
-
-    async def _on_detach(self, client: ClientChannel) -> None:
-        if client.ended_by_proxy is not None and client is self.out.client:
-            # Idle, too long or too fast: the session ends, with nothing to resume.
-            self.log.info("session_ended_by_proxy", reason=client.ended_by_proxy)
-            await self.close_by_client(client.ended_by_proxy)
-            return
-        grace_s = self.state.config.store.disconnect_grace_s
-        if self.out.detach(client, grace_s):
-            await self._handle(ClientPresence(False, now_ms()))  # no idle timeout meanwhile
-            self.persister.flush_now()  # a resume elsewhere finds all the client received
-            self.ticker.wake_in(grace_s)  # the loop sees the grace end, with no ticks
-            self.log.info("client_detached", grace_s=grace_s)
 
     async def _client_input(self, frame: ClientFrame) -> None:
         ev = frame.event
@@ -288,13 +278,8 @@ class EmulatedRunner(PersistedSession):
         if isinstance(event_id, str) and self.recent.seen(event_id):
             return  # re-sent after a reconnect: already applied
         if not await answer_control(ev, self):
-            await self._handle(ClientEvent(ev, frame.raw, now_ms(), frame.read_ms))
+            await self.handle(ClientEvent(ev, frame.raw, now_ms(), frame.read_ms))
 
     async def close_by_client(self, reason: str) -> None:
         """The client ends the session: no grace, nothing to resume."""
-        self.persister.enabled = False
-        with contextlib.suppress(Exception):
-            if self.state.store is not None:
-                await self.state.store.delete(self.session_id, self.persister.epoch)
-        self._close_reason = reason
-        await self.inputs.put(Stop())
+        await close_by_client(self, reason)

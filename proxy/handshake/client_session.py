@@ -19,6 +19,7 @@ from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
 from proxy.emulated.shim_setup import keep_opened_with, take_opening
+from proxy.emulated.slot_yield import make_room
 from proxy.handshake.client_kind import client_kind, model_from
 from proxy.handshake.open_upstream import abandon, open_upstream, refused_opening
 from proxy.logging import get_logger
@@ -159,6 +160,7 @@ class ClientSession:
             self.client.send_error("route_not_allowed", f"these credentials may not open {model!r}")
             await self.client.close(1008, "route not allowed")
             return
+        await make_room(state, route)  # a hung-up session's slot, if that is what it takes
         full = refusal(state, route)  # the replica, the route, the route's upstream
         if full is not None:
             await refuse(self.client, full)

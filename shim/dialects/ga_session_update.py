@@ -80,14 +80,16 @@ def opened(s: UpdateHost, ev: dict[str, Any]) -> list[Action] | None:
     (``shim/ga_upstream.py``, ``opening_session``, over the route's, stated first:
     ``proxy/emulated/shim_setup.py``): applied here only, and what the upstream opened
     with decides its lock, its ``initial_user_text`` a user item in place of the
-    route's. Returns the refusals of fields it asked for that the upstream opened
-    without (its idle timeout), told after ``session.created``. One the proxy refuses
-    opened it as the route's alone: None, and it is answered as a live update is, with
-    its refusal."""
+    route's. Returns what the client is told after ``session.created``: the refusals of
+    fields it asked for that the upstream opened without (its idle timeout), then its
+    ``session.updated``, as every update the proxy takes is answered. One the proxy
+    refuses opened it as the route's alone: None, and it is answered as a live update
+    is, with its refusal."""
     if s.apply_update(ev) is not None:
         return None
     s.upstream_audio.stated(ev.get("session"), opening=True, client=True)
-    return [*idle_refusal(s, ev)]
+    session = session_object(s.session_id, s.model, s.config, relayed(s.kept_update()))
+    return [*idle_refusal(s, ev), SendClient({"type": "session.updated", "session": session})]
 
 
 def _turn_detection(update: dict[str, Any] | None) -> Any:
