@@ -181,7 +181,7 @@ async def barged_in_session(c: Client) -> None:
 @pytest.mark.parametrize(("kind", "mode"), MODES)
 async def test_a_ga_client_gets_only_declared_fields(kind: str, mode: str) -> None:
     """Two answers, the first cut by a barge-in: no event carries a field GA's models
-    do not declare."""
+    do not declare, and the cut is told once."""
     async with (
         reference(kind, reply_ms=3000) as upstream,
         proxy(proxy_config({"m": upstream})) as base,
@@ -199,3 +199,5 @@ async def test_a_ga_client_gets_only_declared_fields(kind: str, mode: str) -> No
         await barged_in_session(c)
     found = {ev["type"]: not_ga(ev) for ev in c.events}
     assert {kind: extra for kind, extra in found.items() if extra} == {}
+    truncated = c.of("conversation.item.truncated")
+    assert len(truncated) == 1, truncated
