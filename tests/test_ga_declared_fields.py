@@ -199,5 +199,7 @@ async def test_a_ga_client_gets_only_declared_fields(kind: str, mode: str) -> No
         await barged_in_session(c)
     found = {ev["type"]: not_ga(ev) for ev in c.events}
     assert {kind: extra for kind, extra in found.items() if extra} == {}
+    responses = [ev["response"] for ev in c.events if "response" in ev]
+    assert responses and all(r["output_modalities"] == ["audio"] for r in responses)
     truncated = c.of("conversation.item.truncated")
     assert len(truncated) == 1, truncated

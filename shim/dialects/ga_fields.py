@@ -132,10 +132,13 @@ def _response(resp: Any) -> Any:
         return resp
     out = _only(resp, RESPONSE)
     modalities = resp.get("modalities")
-    if "output_modalities" not in out and isinstance(modalities, list):
+    if "output_modalities" not in out:
         # vLLM-Omni's ``["text", "audio"]`` is a spoken answer with its transcript,
-        # which GA names ``["audio"]`` (GA takes one of the two).
-        out = {**out, "output_modalities": ["audio"] if "audio" in modalities else ["text"]}
+        # which GA names ``["audio"]`` (GA takes one of the two); so is one that names
+        # none (its ``response.done``): every answer here is spoken
+        # (``shim/session_options.py``), as ``duplex_emulated`` tells it.
+        text = isinstance(modalities, list) and "audio" not in modalities
+        out = {**out, "output_modalities": ["text"] if text else ["audio"]}
     output = out.get("output")
     if isinstance(output, list):
         out = {**out, "output": [_item(i) for i in output]}
