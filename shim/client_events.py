@@ -153,11 +153,16 @@ def truncate(
         if beyond is not None:
             return [s.err(*beyond, ev)]
     left = item.truncated_ms if item.told_by is not None else None
+    if left is not None and end >= left and item.told_by == "proxy" and not s.config.native:
+        # A cut the proxy made and told (a barge-in) is where a GA client's own
+        # truncate, sent as it stopped playing, lands: that truncation was told
+        # (``conversation.item.truncated``), once; an earlier end is a new one.
+        return []
     if left is not None and end > left:
         # GA: past the item's audio is an error, and a truncated item's audio ends
         # where it was cut; it never grows back. A cut the proxy made and told (a
-        # barge-in) is where a client's own truncate, sent as it stopped playing,
-        # lands anyway: it is told again, unchanged.
+        # barge-in) is where a native client's own truncate, sent as it stopped
+        # playing, lands anyway: it is told again, unchanged (vLLM-Omni answers each).
         if item.told_by == "proxy":
             return [SendClient(wire.truncated(item.item_id, left))]
         msg = f"audio_end_ms {end} is beyond the {left} ms left after the item's truncation"

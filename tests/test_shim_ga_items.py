@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
@@ -85,14 +86,29 @@ def test_over_a_duplex_upstream_a_truncated_item_never_grows_back_either() -> No
     assert item.truncated_ms == 300
 
 
-def test_a_cut_the_proxy_told_is_told_again_as_it_is_not_grown() -> None:
+@pytest.mark.parametrize("past_ms", [0, 200])
+def test_a_cut_the_proxy_told_is_told_once_and_not_grown(past_ms: int) -> None:
+    """A GA client's truncate at or past the cut the proxy told (sent as it stopped
+    playing) is that truncation: no second ``conversation.item.truncated``, no error."""
     sc = turn_based()
     start_turn(sc, audio_ms=1000)
     sc.now += 300
     out = ga(sc.speak([0.9] * 40))  # a barge-in: the proxy cuts and tells where
     told = the(out, "conversation.item.truncated")
-    again = sc.client(truncate(told["item_id"], told["audio_end_ms"] + 200))
-    assert the(ga(again), "conversation.item.truncated")["audio_end_ms"] == told["audio_end_ms"]
+    again = ga(sc.client(truncate(told["item_id"], told["audio_end_ms"] + past_ms)))
+    assert again == []
+    item = sc.s.ledger.get(told["item_id"])
+    assert item is not None and item.truncated_ms == told["audio_end_ms"]
+
+
+def test_a_truncate_before_the_cut_the_proxy_told_is_a_new_one() -> None:
+    sc = turn_based()
+    start_turn(sc, audio_ms=1000)
+    sc.now += 300
+    told = the(ga(sc.speak([0.9] * 40)), "conversation.item.truncated")
+    earlier = told["audio_end_ms"] - 50
+    again = ga(sc.client(truncate(told["item_id"], earlier)))
+    assert the(again, "conversation.item.truncated")["audio_end_ms"] == earlier
 
 
 def test_cancel_then_truncate_tells_one_truncation_the_clients() -> None:

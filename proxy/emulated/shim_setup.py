@@ -135,12 +135,12 @@ def created_event(
             # A native client's (vLLM-Omni's shape) keeps the upstream's other keys
             # throughout, less its opening's runtime state, each of its spellings of a
             # rate, format or turn detection telling the current one
-            # (shim/native_session_object.py); a GA client's only at the top (GA's own
-            # objects below).
+            # (shim/native_session_object.py); a GA client's is the proxy's GA object
+            # alone (docs/protocol.md: only GA values), none of the upstream's keys.
             # At the opening a native client is told the upstream's own object (what the
             # upstream reads, e.g. a route's float input), which is the session as it is.
             if not shim.config.native:
-                session = {**upstream_session, **session}
+                pass
             elif resumed:
                 io = (shim.config.input_format, shim.config.output_format)
                 if isinstance(shim, BargeInRelaySession):  # the upstream detects the turns

@@ -36,6 +36,7 @@ from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.dialects import (
     ga_append,
     ga_events,
+    ga_fields,
     ga_response_create,
     ga_session_update,
     ga_truncate,
@@ -102,7 +103,7 @@ class GaRelaySession(GatedRelaySession):
             # The client's metadata in its response's events whoever made them: the
             # upstream's, or the proxy's own response.done of a cut or a lost upstream.
             vad_answers = self.config.turn.vad is not None and self.config.turn.create_response
-            return self.told.told(inp, out, vad_answers)
+            return ga_fields.told(self.told.told(inp, out, vad_answers))
         except Exception as exc:
             return [*actions, *fault_actions(inp, exc)]
 
@@ -172,7 +173,7 @@ class GaRelaySession(GatedRelaySession):
         relay_wait_snapshot.restore(self.turn_wait, self.audio_gate, snap)
         self.upstream_audio.restore(snap, resumed)
         self.turn_order.restore(snap)
-        return out
+        return ga_fields.told(out)
 
     # ------------------------------------------------------------ upstream events
     def on_upstream(self, inp: UpstreamEvent) -> list[Action]:
