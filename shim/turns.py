@@ -30,12 +30,10 @@ from shim.overlap_decision import (
     is_echo,
     judge,
 )
-from shim.overlap_directness import SPAN
-from shim.overlap_evidence import WINDOW, Float32Array
-from shim.overlap_hold import HoldClock, carried, carries, dismisses
+from shim.overlap_hold import HoldClock, carried, dismisses, opening_tally
 from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE
-from shim.turn_host import TurnHost
+from shim.turn_host import TurnHost, echo_span, far_at
 from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
@@ -85,9 +83,9 @@ class Turns:
         ev = s.evidence.measure(
             win.prob,
             win.end_sample,
-            self._far(win.end_sample),
+            far_at(s, win.end_sample),
             decay,
-            self._echo_span(win.end_sample) if decay else None,
+            echo_span(s, win.end_sample) if decay else None,
         )
         judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
         if not playing and s.gate.speaking and speech:
@@ -173,30 +171,14 @@ class Turns:
         return self._release(Cue.NOT_AN_INTERRUPTION, "turn_detection_off", now)
 
     # ------------------------------------------------------------ overlaps
-    def _far(self, end_sample: int) -> Float32Array | None:
-        return self._s.far_for(*self._s.evidence.mic_window(end_sample))
-
-    def _echo_span(self, end_sample: int) -> Float32Array | None:
-        """The echo expected in the microphone's last ``SPAN`` up to the VAD's window."""
-        hi = self._s.evidence.mic_window(end_sample)[1]
-        return self._s.far_for(hi - SPAN, hi, heard=True)
-
     def _hold(self, now: float, windows: int = HOLD_WINDOWS) -> list[Action]:
         """Begin an overlap at the first of the last ``windows`` (user-like): hold the
         output."""
         s = self._s
-        run, self._lone = list(self._recent)[-windows:], windows == 1
-        first = run[0].ev.end_sample - WINDOW
-        # Timed from the voice's onset, not Silero's (``OverlapEvidence.voice_onset``).
-        onset_sample = s.evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
-        tally = Tally.starting(onset_sample)
+        self._lone = windows == 1
         carry, self._carry = self._carry, None
         params = self.decision_params()
-        if carry is not None and carries(carry, onset_sample, params):
-            tally = carry  # the same utterance, after a pause: decided on the whole of it
-        for j in self._recent:
-            if j.ev.end_sample > first:
-                tally.add(j.kind, j.ev, params)
+        tally = opening_tally(s.evidence, self._recent, windows, carry, params)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
         start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
