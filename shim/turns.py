@@ -163,6 +163,22 @@ class Turns:
             return []
         return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
 
+    def answer_began(self, now: float) -> list[Action]:
+        """A new answer began while the user's turn goes on (an upstream that takes turns
+        committed a pause of it): the rest is speech over that answer, an overlap like
+        any other, told no earlier than the input received so far (after the turn's end)."""
+        s, td = self._s, self._s.config.turn
+        speaking = self._run_is_turn and s.gate.speaking and not s.overlap.holding
+        if not (speaking and td.interrupt_response and td.vad is not None):
+            return []
+        self._run_is_turn, self._run_user_ms = False, 0
+        p, level = self.decision_params(), s.evidence.user_level_db
+        run = user_run(self._recent, self._dismissed, level, p)
+        out = self._hold(now, run) if run else []
+        if s.overlap.episode is not None:
+            s.overlap.episode.onset_ms = max(s.overlap.episode.onset_ms, s.history.end_ms)
+        return out
+
     def detection_changed(self, now: float) -> list[Action]:
         """After a session.update: with turn detection off (push-to-talk) no VAD window
         can decide an undecided overlap, so it is no interruption: held output goes on."""
