@@ -56,6 +56,7 @@ class Turns:
         self._clock = HoldClock()  # a hold ends in time even if no more windows come
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
         self._params = TurnParams()  # kept while the settings stay the same
+        self._floor_ms = 0  # no overlap is told as begun before this input ms
 
     @property
     def in_progress(self) -> bool:
@@ -165,19 +166,16 @@ class Turns:
 
     def answer_began(self, now: float) -> list[Action]:
         """A new answer began while the user's turn goes on (an upstream that takes turns
-        committed a pause of it): the rest is speech over that answer, an overlap like
-        any other, told no earlier than the input received so far (after the turn's end)."""
+        committed a pause of it): the rest is speech over that answer, held from its
+        start even in a dip of the voice, and told, if at all, after the turn's end."""
         s, td = self._s, self._s.config.turn
         speaking = self._run_is_turn and s.gate.speaking and not s.overlap.holding
-        if not (speaking and td.interrupt_response and td.vad is not None):
+        if not (speaking and td.interrupt_response and td.vad is not None and self._recent):
             return []
         self._run_is_turn, self._run_user_ms = False, 0
+        self._floor_ms = s.history.end_ms
         p, level = self.decision_params(), s.evidence.user_level_db
-        run = user_run(self._recent, self._dismissed, level, p)
-        out = self._hold(now, run) if run else []
-        if s.overlap.episode is not None:
-            s.overlap.episode.onset_ms = max(s.overlap.episode.onset_ms, s.history.end_ms)
-        return out
+        return self._hold(now, user_run(self._recent, self._dismissed, level, p) or HOLD_WINDOWS)
 
     def detection_changed(self, now: float) -> list[Action]:
         """After a session.update: with turn detection off (push-to-talk) no VAD window
@@ -196,7 +194,8 @@ class Turns:
         params = self.decision_params()
         tally = opening_tally(s.evidence, self._recent, windows, carry, params)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
-        start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
+        padding = (s.config.turn.vad or s.settings.vad).prefix_padding_ms
+        start_ms = max(self._floor_ms, onset_ms - padding)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
         self._clock.began(now)
         if not (step.tell_paused and s.config.turn.overlap_events):

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from shim.actions import SendClientAudio
 from tests.shim_script import Script, client_events, types, upstream_events
 from tests.test_shim_ga_relay import answer, make, pcm_b64
@@ -32,15 +34,18 @@ def delta2() -> dict[str, Any]:
     }
 
 
-def barge_in_then_early_answer(sc: Script) -> tuple[list[Any], str]:
+def barge_in_then_early_answer(sc: Script, dip: bool = False) -> tuple[list[Any], str]:
     """The user barges in over the answer; the upstream commits the first part of it
-    and answers it at once: the proxy's VAD still hears the user."""
+    and answers it at once: the proxy's VAD still hears the user (``dip``: in a pause
+    of the voice shorter than the VAD's silence)."""
     sc.client({"type": "session.update", "session": {"type": "realtime"}})
     answer(sc, chunks=30)
     sc.tick(500)
     out = sc.speak([0.1] * 5 + [0.95] * 30)
     assert "output_audio_buffer.clear" in [e["type"] for e in upstream_events(out)]
     [told] = [e for e in client_events(out) if e["type"] == "input_audio_buffer.speech_started"]
+    if dip:
+        sc.speak([0.05] * 4)
     seq = 40  # after the first answer's (answer(): 10 .. 40)
     early: list[Any] = []
     for ev in (
@@ -62,9 +67,10 @@ def answer2_audio(actions: list[Any]) -> list[Any]:
     return [a for a in actions if isinstance(a, SendClientAudio) and a.event["response_id"] == RID2]
 
 
-def test_an_answer_begun_while_the_user_speaks_is_cut_if_the_user_goes_on() -> None:
+@pytest.mark.parametrize("dip", [False, True])
+def test_an_answer_begun_while_the_user_speaks_is_cut_if_the_user_goes_on(dip: bool) -> None:
     sc = make()
-    early, first_turn = barge_in_then_early_answer(sc)
+    early, first_turn = barge_in_then_early_answer(sc, dip)
     assert "input_audio_buffer.committed" in types(early), types(early)
     out = early + sc.speak([0.95] * 30)  # the rest of the sentence
     assert not answer2_audio(out), "never a word of the answer over the user"
