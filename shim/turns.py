@@ -166,8 +166,9 @@ class Turns:
 
     def answer_began(self, now: float) -> list[Action]:
         """A new answer began while the user's turn goes on (an upstream that takes turns
-        committed a pause of it): the rest is speech over that answer, held from its
-        start even in a dip of the voice, and told, if at all, after the turn's end."""
+        committed a pause of it): the rest is speech over that answer, an overlap like any
+        other (held from the answer's start if the voice is heard now, else once it comes
+        back in this run), told, if at all, after the turn's end."""
         s, td = self._s, self._s.config.turn
         speaking = self._run_is_turn and s.gate.speaking and not s.overlap.holding
         if not (speaking and td.interrupt_response and td.vad is not None and self._recent):
@@ -175,7 +176,8 @@ class Turns:
         self._run_is_turn, self._run_user_ms = False, 0
         self._floor_ms = s.history.end_ms
         p, level = self.decision_params(), s.evidence.user_level_db
-        return self._hold(now, user_run(self._recent, self._dismissed, level, p) or HOLD_WINDOWS)
+        run = user_run(self._recent, self._dismissed, level, p)
+        return self._hold(now, run) if run else []
 
     def detection_changed(self, now: float) -> list[Action]:
         """After a session.update: with turn detection off (push-to-talk) no VAD window

@@ -37,7 +37,8 @@ def delta2() -> dict[str, Any]:
 def barge_in_then_early_answer(sc: Script, dip: bool = False) -> tuple[list[Any], str]:
     """The user barges in over the answer; the upstream commits the first part of it
     and answers it at once: the proxy's VAD still hears the user (``dip``: in a pause
-    of the voice shorter than the VAD's silence)."""
+    of the voice shorter than the VAD's silence, the end of a turn as far as anyone can
+    tell then: the answer plays until the voice comes back)."""
     sc.client({"type": "session.update", "session": {"type": "realtime"}})
     answer(sc, chunks=30)
     sc.tick(500)
@@ -59,7 +60,8 @@ def barge_in_then_early_answer(sc: Script, dip: bool = False) -> tuple[list[Any]
         seq += 1
         early += sc.upstream({**delta2(), "server_event_seq": seq})
     early += sc.speak([0.95] * 2)
-    assert not answer2_audio(early), "held while the user speaks"
+    if not dip:
+        assert not answer2_audio(early), "held while the user speaks"
     return early, str(told["item_id"])
 
 
@@ -73,7 +75,8 @@ def test_an_answer_begun_while_the_user_speaks_is_cut_if_the_user_goes_on(dip: b
     early, first_turn = barge_in_then_early_answer(sc, dip)
     assert "input_audio_buffer.committed" in types(early), types(early)
     out = early + sc.speak([0.95] * 30)  # the rest of the sentence
-    assert not answer2_audio(out), "never a word of the answer over the user"
+    if not dip:
+        assert not answer2_audio(out), "never a word of the answer over the user"
     done = [e for e in client_events(out) if e["type"] == "response.done"]
     assert [d["response"]["status"] for d in done] == ["cancelled"], done
     sent = upstream_events(out)
