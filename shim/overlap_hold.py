@@ -8,8 +8,11 @@ hold ends even when no more audio comes (the client muted, or stopped sending).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from shim.overlap import Cue
-from shim.overlap_decision import CARRY_MS, DecisionParams, Kind, Tally
+from shim.overlap_decision import CARRY_MS, DecisionParams, Judged, Kind, Tally
+from shim.overlap_evidence import WINDOW, OverlapEvidence
 from shim.settings import VAD_RATE
 
 
@@ -50,6 +53,29 @@ def carries(carry: Tally, onset_sample: int, p: DecisionParams) -> bool:
         onset_sample - carry.last_user_end <= CARRY_MS * ms
         and onset_sample - carry.onset_sample <= (p.decision_ms + p.grace_ms + CARRY_MS) * ms
     )
+
+
+def opening_tally(
+    evidence: OverlapEvidence,
+    recent: Sequence[Judged],
+    windows: int,
+    carry: Tally | None,
+    p: DecisionParams,
+) -> Tally:
+    """What an overlap begun on the last ``windows`` of ``recent`` (user-like) is decided
+    on: the windows from the voice's onset (``OverlapEvidence.voice_onset``, not
+    Silero's), or the backchannel released just before (``carry``) and them, the same
+    utterance after a pause."""
+    run = list(recent)[-windows:]
+    first = run[0].ev.end_sample - WINDOW
+    onset_sample = evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
+    tally = Tally.starting(onset_sample)
+    if carry is not None and carries(carry, onset_sample, p):
+        tally = carry  # the same utterance, after a pause: decided on the whole of it
+    for j in recent:
+        if j.ev.end_sample > first:
+            tally.add(j.kind, j.ev, p)
+    return tally
 
 
 def carried(tally: Tally, other: Kind, p: DecisionParams) -> Tally | None:

@@ -12,6 +12,7 @@ from shim.actions import Action
 from shim.input_history import InputHistory
 from shim.output import AssistantOutput
 from shim.overlap import OverlapMachine, Step
+from shim.overlap_directness import SPAN
 from shim.overlap_evidence import Float32Array, OverlapEvidence
 from shim.session_config import ClientSessionConfig
 from shim.settings import ShimSettings
@@ -43,3 +44,15 @@ class TurnHost(Protocol):
     def cancel_response(
         self, now: float, reason: str, truncate_at: int | None = None
     ) -> list[Action]: ...
+
+
+def far_at(host: TurnHost, end_sample: int) -> Float32Array | None:
+    """The assistant's audio the microphone's window up to VAD sample ``end_sample`` may
+    carry (its far end, for the overlap evidence)."""
+    return host.far_for(*host.evidence.mic_window(end_sample))
+
+
+def echo_span(host: TurnHost, end_sample: int) -> Float32Array | None:
+    """The echo expected in the microphone's last ``SPAN`` up to the VAD's window."""
+    hi = host.evidence.mic_window(end_sample)[1]
+    return host.far_for(hi - SPAN, hi, heard=True)

@@ -30,12 +30,10 @@ from shim.overlap_decision import (
     is_echo,
     judge,
 )
-from shim.overlap_directness import SPAN
-from shim.overlap_evidence import WINDOW, Float32Array
-from shim.overlap_hold import HoldClock, carried, carries, dismisses
+from shim.overlap_hold import HoldClock, carried, dismisses, opening_tally
 from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE
-from shim.turn_host import TurnHost
+from shim.turn_host import TurnHost, echo_span, far_at
 from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
@@ -58,6 +56,7 @@ class Turns:
         self._clock = HoldClock()  # a hold ends in time even if no more windows come
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
         self._params = TurnParams()  # kept while the settings stay the same
+        self._floor_ms = 0  # no overlap is told as begun before this input ms
 
     @property
     def in_progress(self) -> bool:
@@ -85,9 +84,9 @@ class Turns:
         ev = s.evidence.measure(
             win.prob,
             win.end_sample,
-            self._far(win.end_sample),
+            far_at(s, win.end_sample),
             decay,
-            self._echo_span(win.end_sample) if decay else None,
+            echo_span(s, win.end_sample) if decay else None,
         )
         judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
         if not playing and s.gate.speaking and speech:
@@ -165,6 +164,21 @@ class Turns:
             return []
         return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
 
+    def answer_began(self, now: float) -> list[Action]:
+        """A new answer began while the user's turn goes on (an upstream that takes turns
+        committed a pause of it): the rest is speech over that answer, an overlap like any
+        other (held from the answer's start if the voice is heard now, else once it comes
+        back in this run), told, if at all, after the turn's end."""
+        s, td = self._s, self._s.config.turn
+        speaking = self._run_is_turn and s.gate.speaking and not s.overlap.holding
+        if not (speaking and td.interrupt_response and td.vad is not None and self._recent):
+            return []
+        self._run_is_turn, self._run_user_ms = False, 0
+        self._floor_ms = s.history.end_ms
+        p, level = self.decision_params(), s.evidence.user_level_db
+        run = user_run(self._recent, self._dismissed, level, p)
+        return self._hold(now, run) if run else []
+
     def detection_changed(self, now: float) -> list[Action]:
         """After a session.update: with turn detection off (push-to-talk) no VAD window
         can decide an undecided overlap, so it is no interruption: held output goes on."""
@@ -173,32 +187,17 @@ class Turns:
         return self._release(Cue.NOT_AN_INTERRUPTION, "turn_detection_off", now)
 
     # ------------------------------------------------------------ overlaps
-    def _far(self, end_sample: int) -> Float32Array | None:
-        return self._s.far_for(*self._s.evidence.mic_window(end_sample))
-
-    def _echo_span(self, end_sample: int) -> Float32Array | None:
-        """The echo expected in the microphone's last ``SPAN`` up to the VAD's window."""
-        hi = self._s.evidence.mic_window(end_sample)[1]
-        return self._s.far_for(hi - SPAN, hi, heard=True)
-
     def _hold(self, now: float, windows: int = HOLD_WINDOWS) -> list[Action]:
         """Begin an overlap at the first of the last ``windows`` (user-like): hold the
         output."""
         s = self._s
-        run, self._lone = list(self._recent)[-windows:], windows == 1
-        first = run[0].ev.end_sample - WINDOW
-        # Timed from the voice's onset, not Silero's (``OverlapEvidence.voice_onset``).
-        onset_sample = s.evidence.voice_onset(first + WINDOW, max(j.ev.level_db for j in run))
-        tally = Tally.starting(onset_sample)
+        self._lone = windows == 1
         carry, self._carry = self._carry, None
         params = self.decision_params()
-        if carry is not None and carries(carry, onset_sample, params):
-            tally = carry  # the same utterance, after a pause: decided on the whole of it
-        for j in self._recent:
-            if j.ev.end_sample > first:
-                tally.add(j.kind, j.ev, params)
+        tally = opening_tally(s.evidence, self._recent, windows, carry, params)
         onset_ms = tally.onset_sample * 1000 // VAD_RATE
-        start_ms = max(0, onset_ms - (s.config.turn.vad or s.settings.vad).prefix_padding_ms)
+        padding = (s.config.turn.vad or s.settings.vad).prefix_padding_ms
+        start_ms = max(self._floor_ms, onset_ms - padding)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
         self._clock.began(now)
         if not (step.tell_paused and s.config.turn.overlap_events):

@@ -498,6 +498,7 @@ def test_the_proxy_reports_the_end_of_playback_once_it_has_acked_anything() -> N
     sc = relay(min_barge_in_ms=200)
     relay_respond(sc, chunks=10)
     cut(sc)  # the proxy acks what was heard: from now on it reports playback itself
+    sc.speak([0.05] * 20)  # and stops: the next answer is not spoken over
     rid2 = "resp-up-2"
     relay_respond(sc, chunks=0, rid=rid2)
     sc.up(
@@ -612,6 +613,7 @@ def test_a_restored_relay_with_its_upstream_resumed_reports_a_finished_playback(
     sc = relay(min_barge_in_ms=200)
     relay_respond(sc, chunks=10)
     cut(sc)  # the proxy now reports playback itself
+    sc.speak([0.05] * 20)  # and stops: the next answer is not spoken over
     rid2 = "resp-up-2"
     relay_respond(sc, chunks=3, rid=rid2)
     relay_done(sc, rid2)

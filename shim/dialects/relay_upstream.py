@@ -32,6 +32,7 @@ from shim.overlap import OverlapMachine
 from shim.playback import PlaybackLedger
 from shim.session import EventHandler
 from shim.session_config import ClientSessionConfig
+from shim.turns import Turns
 from shim.upstream_timeline import UpstreamTimeline
 
 # vLLM-Omni's names of the G.711 it sends (its ``protocol/realtime/formats.py``).
@@ -56,6 +57,7 @@ class RelayUpstreamHost(Protocol):
     output: AssistantOutput
     assistant_audio: AssistantAudio
     echo: EchoSuppressor | None
+    turns: Turns
 
     @property
     def response(self) -> ActiveResponse | None: ...
@@ -168,7 +170,8 @@ def response_created(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> li
     r.new_response(rid, f"item_{rid}")
     r.reports.new_response()
     r.assistant_audio.reset()
-    return [*out, SendClient(ev)]
+    # The user may still be speaking: then the answer is held as spoken over.
+    return [*out, SendClient(ev), *r.turns.answer_began(now)]
 
 
 def audio(r: RelayUpstreamHost, ev: dict[str, Any], now: float) -> list[Action]:
