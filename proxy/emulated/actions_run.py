@@ -61,6 +61,10 @@ class ActionRunner:
         self.metrics, self.log = metrics, log
         # The upstream session moved to another replica: this one lets the session go.
         self.standing_down = False
+        # Heartbeats forwarded upstream and not answered yet: one that went into a socket
+        # the upstream dropped just then is never answered by it, so the proxy answers it
+        # once it knows the upstream is lost (as it answers those sent while it redials).
+        self.heartbeats_owed = 0
 
     async def run(self, actions: list[Action]) -> None:
         try:
@@ -83,8 +87,16 @@ class ActionRunner:
                     "session_action_slow", action=type(action).__name__, took_s=round(took, 2)
                 )
 
+    def _ack_heartbeats(self, count: int) -> None:
+        """Answer ``count`` heartbeats in the upstream's stead (none owed after)."""
+        for _ in range(count):
+            self.out.send({"type": "session.heartbeat_ack", "session_id": self.session_id})
+        self.heartbeats_owed = 0
+
     async def _one(self, action: Action) -> None:
         if isinstance(action, SendClient | SendClientAudio):
+            if self.heartbeats_owed and action.event.get("type") == "session.heartbeat_ack":
+                self.heartbeats_owed -= 1
             self.out.send(action.event)
         elif isinstance(action, AnalyzeAudio):
             # Bounded: if the VAD falls behind, the loop waits, and so does the client.
@@ -92,16 +104,20 @@ class ActionRunner:
         elif isinstance(action, SendUpstream):
             await self.upstream.send(orjson.dumps(action.event).decode())
         elif isinstance(action, ForwardUpstream):
-            if self.upstream.redialing and is_heartbeat(action.raw):
+            heartbeat = is_heartbeat(action.raw)
+            if heartbeat and self.upstream.redialing:
                 # The upstream would answer it; while it is being reached again
                 # the proxy does, so a client's liveness check does not fail.
-                self.out.send({"type": "session.heartbeat_ack", "session_id": self.session_id})
+                self._ack_heartbeats(self.heartbeats_owed + 1)
                 return
+            self.heartbeats_owed += heartbeat
             await self.upstream.send(action.raw)
         elif isinstance(action, AbortUpstream):
             await self.upstream.redial(action)
+            self._ack_heartbeats(self.heartbeats_owed)
         elif isinstance(action, ResumeUpstream):
             await self.upstream.reattach(action)
+            self._ack_heartbeats(self.heartbeats_owed)
         elif isinstance(action, StandDown):
             self.persister.let_go()
             self.log.info("session_taken_over", reason=action.reason)
