@@ -67,7 +67,9 @@ class StoreConfig:
     disconnect_grace_s: float = Field(
         default=30.0,
         gt=0,
-        description="How long a dropped session waits to be resumed. With Redis, long "
+        description="How long a dropped session waits to be resumed (one whose client "
+        "hung up, with a close frame, waits as long but gives its slot to a new session "
+        "that needs it). With Redis, long "
         "enough for one timed-out write and its retry: at least 6 * timeout_s, or "
         "3 * timeout_s + 0.75 s past a timeout_s of 0.25 s (1.5 s with the default).",
     )
