@@ -42,12 +42,13 @@ if ARGS is not None and ARGS.root is not None:
 
 from bargein_cases import RATE, Case, build_cases, prompt_clip, read_wav  # noqa: E402
 from processes import ROOT  # noqa: E402
+from replay_stall import StalledProxy  # noqa: E402
 
 from proxy.vad import VadRunner  # noqa: E402
 from shim.actions import Action, AnalyzeAudio, SendClient, SendClientAudio, SendUpstream  # noqa: E402
 from shim.audio import b64decode, b64encode  # noqa: E402
 from shim.dialects.ga_relay import GaRelaySession  # noqa: E402
-from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, VadWindow  # noqa: E402
+from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow  # noqa: E402
 from shim.settings import ShimSettings  # noqa: E402
 from shim.vad_gate import VadParams  # noqa: E402
 
@@ -94,43 +95,28 @@ def run(
     first_delta = clip_t0 = end_ms = None
     clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
     echo_in: dict[int, bool] = {}  # id of an append -> its chunk carries echo
-    waiting: list[Input] = []
+    proxy = StalledProxy(s, proxy_stall)
     up_run, up_heard_from = 0, prompt.size * 1000 // RATE + 500  # after the question
     t = 0
     while end_ms is None or t * CHUNK_MS < end_ms:
         now = float(t * CHUNK_MS)
-        actions: list[Action] = []
         since = None if first_delta is None else now - first_delta
-        stalled = proxy_stall is not None and since is not None
-        stalled = stalled and since % proxy_stall[0] < proxy_stall[1]  # type: ignore[index]
-
-        def handle(inp: Input, stalled: bool = stalled) -> list[Action]:
-            if stalled:
-                waiting.append(inp)
-                return []
-            return s.handle(inp)
-
-        if not stalled:
-            for inp in waiting:
-                if isinstance(inp, ClientEvent):
-                    inp = ClientEvent(inp.event, inp.raw, now, inp.now_ms)
-                actions += s.handle(inp)
-            waiting.clear()
+        actions: list[Action] = proxy.tick(now, since)
         # The upstream: the answer in real time, from FIRST_DELTA_MS after the question.
         if answering and now >= reply_from:
             if reply_pos == 0:
                 created = {"type": "response.created", "response": {"id": RID}}
-                actions += handle(UpstreamEvent(created, "", now))
+                actions += proxy.handle(UpstreamEvent(created, "", now))
             if reply_pos < reply.size:
                 ev: dict[str, Any] = {"type": "response.output_audio.delta"}
                 ev |= {"response_id": RID, "item_id": AID, "output_index": 0}
                 ev |= {"content_index": 0, "sample_rate_hz": RATE}
                 ev["delta"] = b64encode(reply[reply_pos : reply_pos + CHUNK].tobytes())
                 reply_pos += CHUNK
-                actions += handle(UpstreamEvent(ev, "", now))
+                actions += proxy.handle(UpstreamEvent(ev, "", now))
             else:
                 done = {"type": "response.done", "response": {"id": RID, "status": "completed"}}
-                actions += handle(UpstreamEvent(done, "", now))
+                actions += proxy.handle(UpstreamEvent(done, "", now))
                 answering = False
         # The microphone: the question, the clip one second into the answer, the echo.
         mic = np.zeros(CHUNK, dtype=np.float32)
@@ -158,12 +144,12 @@ def run(
         pcm = np.clip(mic + echo, -32768, 32767).astype("<i2").tobytes()
         append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
         echo_in[id(append)] = float(np.sqrt(np.mean(echo.astype(np.float64) ** 2))) > ECHO_FLOOR
-        actions += handle(ClientEvent(append, "", now))
+        actions += proxy.handle(ClientEvent(append, "", now))
         for a in list(actions):
             if isinstance(a, AnalyzeAudio):
                 for prob, end in vad.process_sync(stream, a.samples):
                     actions += s.handle(VadWindow(prob, end, now))
-        actions += [] if stalled else s.handle(Tick(now))
+        actions += [] if proxy.stalled else s.handle(Tick(now))
         # The upstream hears what the proxy forwards, with a VAD and no echo suppression.
         for a in actions:
             if not isinstance(a, SendUpstream) or a.event.get("type") != append["type"]:

@@ -25,12 +25,13 @@ from typing import Any
 import numpy as np
 from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
 from processes import ROOT
+from replay_stall import StalledProxy
 
 from proxy.vad import VadRunner
 from shim.actions import Action, AnalyzeAudio, SendClient, SendClientAudio
 from shim.audio import b64decode, b64encode
 from shim.dialects.turn_based import TurnBasedSession
-from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, VadWindow
+from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
 from shim.settings import ShimSettings
 from shim.vad_gate import VadParams
 
@@ -91,27 +92,12 @@ def run(
     clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
     end_ms = None
     unsent: list[bytes] = []  # captured, not yet sent (a stalled uplink)
-    waiting: list[Input] = []  # arrived while the proxy stalled, not yet handled
+    proxy = StalledProxy(s, proxy_stall)
     t = 0
     while end_ms is None or t * CHUNK_MS < end_ms:
         now = float(t * CHUNK_MS)
-        actions: list[Action] = []
         since = None if first_delta is None else now - first_delta
-        stalled = proxy_stall is not None and since is not None
-        stalled = stalled and since % proxy_stall[0] < proxy_stall[1]  # type: ignore[index]
-
-        def handle(inp: Input, stalled: bool = stalled) -> list[Action]:
-            if stalled:
-                waiting.append(inp)
-                return []
-            return s.handle(inp)
-
-        if not stalled:
-            for inp in waiting:
-                if isinstance(inp, ClientEvent):
-                    inp = ClientEvent(inp.event, inp.raw, now, inp.now_ms)
-                actions += s.handle(inp)
-            waiting.clear()
+        actions: list[Action] = proxy.tick(now, since)
         # The upstream: streams the reply in real time once a response is on.
         resp = s.response
         if resp is not None and resp.producing and resp.response_id != reply_rid:
@@ -126,10 +112,10 @@ def run(
                     arrived = now
                     if backlog is not None and first_delta is not None:
                         arrived -= backlog[1] * ((now - first_delta) % backlog[0]) / backlog[0]
-                    actions += handle(UpstreamEvent(ev, "", arrived))
+                    actions += proxy.handle(UpstreamEvent(ev, "", arrived))
                 else:
                     done = {"type": "response.output_audio.done"}
-                    actions += handle(UpstreamEvent(done, "", now))
+                    actions += proxy.handle(UpstreamEvent(done, "", now))
                     reply_rid = None
         # The microphone: the question, then the clip one second into the answer.
         mic = np.zeros(CHUNK, dtype=np.float32)
@@ -157,7 +143,7 @@ def run(
         if uplink_stall is None or since is None or since % uplink_stall[0] >= uplink_stall[1]:
             for pcm in unsent:
                 append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
-                actions += handle(ClientEvent(append, "", now))
+                actions += proxy.handle(ClientEvent(append, "", now))
             unsent.clear()
         for a in list(actions):
             if isinstance(a, AnalyzeAudio):
@@ -180,7 +166,7 @@ def run(
                                 "holding": s.overlap.holding,
                             }
                         )
-        actions += [] if stalled else s.handle(Tick(now))
+        actions += [] if proxy.stalled else s.handle(Tick(now))
         # The client: plays audio, and stops playback on speech_started (a GA client).
         for a in actions:
             if isinstance(a, SendClientAudio):
