@@ -65,11 +65,14 @@ def upstream_limit(state: ProxyState, route: Route) -> int | None:
     return limit
 
 
-def upstream_sessions(state: ProxyState, key: str) -> int:
-    """Sessions of this replica holding a slot on upstream ``key``, by any route."""
+def upstream_sessions(state: ProxyState, key: str, *, firm: bool = False) -> int:
+    """Sessions of this replica holding a slot on upstream ``key``, by any route
+    (``firm``: not counting those that would give it to a new session)."""
     routes = {r.model: r for r in state.config.routes}
     count = 0
     for holder in (*state.sessions, *state.live.values()):
+        if firm and holder.yields_slot():
+            continue
         slot = holder.slot()
         route = routes.get(slot) if slot else None
         if route is not None and upstream_of(state, route) == key:
@@ -77,10 +80,12 @@ def upstream_sessions(state: ProxyState, key: str) -> int:
     return count
 
 
-def upstream_full(state: ProxyState, route: Route) -> bool:
+def upstream_full(state: ProxyState, route: Route, *, firm: bool = False) -> bool:
     key = upstream_of(state, route)
     limit = upstream_limit(state, route)
-    return key is not None and limit is not None and upstream_sessions(state, key) >= limit
+    if key is None or limit is None:
+        return False
+    return upstream_sessions(state, key, firm=firm) >= limit
 
 
 def refusal(state: ProxyState, route: Route) -> Refusal | None:

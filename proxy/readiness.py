@@ -13,6 +13,8 @@ TCP connect, or with ``readiness.upgrade_check`` a WebSocket upgrade. A route is
 * ``unreachable``: no connection within ``readiness.check_timeout_s``;
 * ``at_capacity``: its ``max_sessions`` are all taken, or its upstream's
   (``upstream_capacity``, shared by every route to that upstream: ``proxy/capacity.py``).
+  A session whose client hung up takes no slot here: a new session would take its
+  (``proxy/emulated/slot_yield.py``), so one ended call does not take the replica out.
 
 The body names routes by their pattern only: upstream URLs, hosts and headers are not
 for unauthenticated callers.
@@ -156,7 +158,7 @@ class Readiness:
     # ------------------------------------------------------------------ report
     def route_status(self, route: Route) -> Status:
         limit = route.max_sessions
-        if limit is not None and self.state.occupied(route.model) >= limit:
+        if limit is not None and self.state.occupied(route.model, firm=True) >= limit:
             return "at_capacity"
         checked = self._upstream.get(route.model, "warming")
         if checked == "unreachable":
@@ -164,7 +166,7 @@ class Readiness:
         key = upstream_of(self.state, route)
         if key is not None and self.state.upstreams.warming(key):
             return "warming"
-        return "at_capacity" if upstream_full(self.state, route) else checked
+        return "at_capacity" if upstream_full(self.state, route, firm=True) else checked
 
     async def report(self) -> tuple[int, dict[str, Any]]:
         """The HTTP status and body of ``/readyz``."""
@@ -173,7 +175,7 @@ class Readiness:
         routes = {r.model: self.route_status(r) for r in state.config.routes}
         usable = any(s == "ok" for s in routes.values())
         occupied = state.occupied()  # sessions, in their disconnect grace too; not sockets
-        capacity = occupied < state.config.server.max_sessions
+        capacity = state.occupied(firm=True) < state.config.server.max_sessions
         ready = not draining and state.http is not None and capacity and usable
         body: dict[str, Any] = {
             "draining": draining,

@@ -27,6 +27,11 @@ class Drainable(Protocol):
         it holds none (a connection attached to a live session, whose slot that is)."""
         ...
 
+    def yields_slot(self) -> bool:
+        """Whether a new session that needs this slot takes it (a session whose client
+        hung up: ``proxy/emulated/slot_yield.py``)."""
+        ...
+
 
 @dataclass
 class ProxyState:
@@ -56,10 +61,12 @@ class ProxyState:
     def __post_init__(self) -> None:
         self.admission = Admission(self.config)
 
-    def occupied(self, route: str | None = None) -> int:
+    def occupied(self, route: str | None = None, *, firm: bool = False) -> int:
         """Sessions holding a slot (on ``route``, if given): connections not attached to
-        a live session, and live sessions, in their disconnect grace too."""
-        slots = [h.slot() for h in (*self.sessions, *self.live.values())]
+        a live session, and live sessions, in their disconnect grace too; ``firm``: not
+        those that would give theirs to a new session."""
+        holders = (*self.sessions, *self.live.values())
+        slots = [h.slot() for h in holders if not (firm and h.yields_slot())]
         return sum(1 for s in slots if s is not None and (route is None or s == route))
 
     def upstream_url(self, route: Route) -> str:

@@ -7,14 +7,17 @@ client is likely to send; a hung-up one nobody needs stays resumable."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from proxy.config import Config, config_from_dict
+from proxy.emulated.runner import EmulatedRunner
 from proxy.reference.options import ReferenceOptions
+from proxy.state import ProxyState
 from tests.servers import closed, connect, drop, proxy_with_state, reference, resume_of, ws_url
-from tests.test_capacity import refused_count, refused_upstream_full
+from tests.test_capacity import readyz_routes, refused_count, refused_upstream_full
 
 STRICT = ReferenceOptions(fidelity="strict")
 
@@ -22,6 +25,34 @@ STRICT = ReferenceOptions(fidelity="strict")
 def config(up: str) -> Config:
     routes = [{"model": "a", "upstream": up}, {"model": "b", "upstream": up}]
     return config_from_dict({"auth": {"mode": "none"}, "routes": routes})
+
+
+async def detached(state: ProxyState) -> None:
+    """Until every live session has lost its client (the proxy has read the close)."""
+    for _ in range(500):
+        runners = [r for r in state.live.values() if isinstance(r, EmulatedRunner)]
+        if runners and all(r.out.attached is None for r in runners):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("the session never saw its client leave")
+
+
+@pytest.mark.parametrize(("leave", "after"), [("hang up", "ok"), ("drop", "at_capacity")])
+async def test_readyz_counts_a_hung_up_session_as_room(leave: str, after: str) -> None:
+    """/readyz says what a new session would meet: a hung-up session's slot is taken by
+    the next call, so the route is ready; a dropped one's is kept for its resume."""
+    async with reference("duplex-no-barge-in", options=STRICT) as up:
+        async with proxy_with_state(config(up)) as (base, state):
+            async with connect(ws_url(base, model="a")) as first:
+                await first.until("session.created")
+                assert await readyz_routes(base) == {"a": "at_capacity", "b": "at_capacity"}
+                if leave == "drop":
+                    drop(first)
+                else:
+                    await first.ws.close(code=1000)
+            await detached(state)
+            assert await readyz_routes(base) == {"a": after, "b": after}
+            assert len(state.live) == 1, "still resumable either way"
 
 
 @pytest.mark.parametrize("goodbye", [1000, 1001])

@@ -17,7 +17,7 @@ from proxy.config import Route
 from proxy.emulated.actions_run import ActionRunner
 from proxy.emulated.attachments import Attachments
 from proxy.emulated.client_side import ClientSide
-from proxy.emulated.departures import close_by_client, on_detach
+from proxy.emulated.departures import close_by_client, on_detach, parked
 from proxy.emulated.feeders import VadFeed, feed_attachment
 from proxy.emulated.held_ends import HeldEnds
 from proxy.emulated.persisted import PersistedSession
@@ -123,6 +123,9 @@ class EmulatedRunner(PersistedSession):
     def slot(self) -> str | None:
         """The session holds its route's slot until it ends, in its grace too."""
         return self.route.model
+
+    def yields_slot(self) -> bool:
+        return parked(self)
 
     def bind_upstream(self, created: dict[str, Any]) -> None:
         """The upstream session the shim relays (its id and resume token, if it has them)."""

@@ -261,6 +261,9 @@ class ClientSession:
                 return None
         return self.route.model
 
+    def yields_slot(self) -> bool:
+        return False
+
     def committing(self) -> None:
         self.settled.clear()
 
