@@ -15,7 +15,10 @@ rooms and noises than the default set, all drawn from the seed.
   (a WAV) and the loudspeaker (``bench/echo_path.py`` plays it);
 * ``noise``: a fan, a street, music with drums, keyboard typing at several paces;
 * ``tv``: one talker from a loudspeaker across a reverberant room, 10-14 dB below the user;
-* ``babble``: 3-6 voices at once, 10-16 dB below the user.
+* ``babble``: 3-6 voices at once, 10-16 dB below the user;
+* and ``bench/stimuli_far.py``'s: a television through a small loudspeaker over a music
+  bed, babble whose voices all begin at once, slow backchannels (0.64-0.9 s), each with
+  a ``style``.
 
 The user's question (``question.wav``, a voice of its own: the reference backends answer
 in it) is at -20 dBFS like every interruption that is not a quiet one.
@@ -40,6 +43,7 @@ from stimuli_audio import (
     speech_spans,
     write_wav,
 )
+from stimuli_far import make_far
 
 ACCENTS = ["en-us", "en-gb-x-rp", "en-029", "en-gb-x-gbcwmd", "en", "en-gb-scotland"]
 VARIANTS = [f"f{i}" for i in range(1, 6)] + [f"m{i}" for i in range(1, 9)]
@@ -194,6 +198,7 @@ def make_heldout(out: Path, seed: int, add: Any) -> None:
     ask, v = say("What time does the museum open on Sunday morning?", rng)
     x = pad(at_level(ask, user_db), 300)
     add("question.wav", x, kind="question", speech_ms=speech_spans(x), voice=v, dbfs=user_db)
+    question = x
     # Speech: plain (the first is the question, so clean and in one breath), with an
     # opening word and a pause, hesitant, quiet, over a fan or a street.
     styles = ["plain"] * 4 + ["opener", "opener", "hesitant", "hesitant"]
@@ -274,3 +279,6 @@ def make_heldout(out: Path, seed: int, add: Any) -> None:
         level = user_db - float(rng.uniform(10, 16))
         x = at_level(reverb(lowpass(mix, 3000), float(rng.uniform(0.4, 0.8)), rng), level)
         add(f"babble{i:02d}.wav", x, kind="babble", talkers=talkers, dbfs=round(level, 1))
+    # A television through a small loudspeaker, babble that starts at once, slow
+    # backchannels (``bench/stimuli_far.py``: a random stream of their own, after the rest).
+    make_far(seed, voice, add, question)

@@ -10,7 +10,10 @@ its onset (audio time):
 A quiet voice is told from a television's or a room's by how sharply it falls
 after its syllables (``decay_db``, ``shim/overlap_directness.py``): a *direct*
 voice is at the microphone however quiet, so the level margins that mark
-background are wider for it by ``direct_margin_db``.
+background are wider for it by ``direct_margin_db``. Nearer the user's level
+(``far_margin_db`` under it), a voice that is not direct is background if it is never
+quiet between its words (``close_spread_db``): babble whose voices talk at once, or a
+television over a music bed, fill the gaps a close voice leaves.
 
 * barge-in if the user-like windows hold at least ``min_user_share`` of that
   span, the overlap as a whole is not much quieter than the user's own turns,
@@ -33,10 +36,13 @@ import enum
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from shim.overlap_evidence import WindowEvidence, loud_level
 
 RATE = 16000
 WINDOW_MS = 32
+FLOOR_DB = -70.0  # a window's level counted no lower in an overlap's spread (silence)
 # User-like windows in a row that begin an overlap (and hold the assistant's audio).
 HOLD_WINDOWS = 2
 # User speech that resumes this soon after an overlap's last user-like window goes on
@@ -71,6 +77,12 @@ class DecisionParams:
     # Windows of an overlap that fall so, for it to be a voice at the microphone (its
     # first syllable has not ended yet at the start; a television's never do).
     direct_windows: int = 3
+    # A far voice nearer the user's level: an overlap not direct, ``far_margin_db`` below
+    # the user, whose windows' levels (gaps included) spread less than ``close_spread_db``
+    # (10th to 90th percentile) is background: other voices, a room or a music bed fill
+    # its gaps, where a close voice's fall to the room's floor between its syllables.
+    far_margin_db: float = 5.0
+    close_spread_db: float = 12.0
     # A window of a close voice below the window floor by no more than this is still the
     # user's voice (a softer syllable); further down it is a dip or a fading tail.
     direct_window_db: float = 4.0
@@ -171,6 +183,7 @@ class Tally:
     levels: list[float] = field(default_factory=list)  # of its speech windows
     last_user_end: int = 0  # sample where its last user-like window ended
     direct: int = 0  # of its user-like windows, those that fall as a close voice does
+    heard: list[float] = field(default_factory=list)  # the levels of all its windows
 
     @classmethod
     def starting(cls, onset_sample: int) -> Tally:
@@ -184,6 +197,8 @@ class Tally:
         the echo's falls, nor a television's before the overlap began."""
         self.counts[kind] += 1
         self.last = kind
+        if ev is not None:
+            self.heard.append(max(ev.level_db, FLOOR_DB))
         if ev is not None and kind is not Kind.SILENCE:
             self.levels.append(ev.level_db)
         # A close voice's falls show in its own windows and in the soft dips after its
@@ -205,8 +220,21 @@ class Tally:
         if user_level_db is None or not self.levels:
             return False
         # A voice at the microphone: quieter than the user, but not across the room.
-        wider = p.direct_margin_db if self.direct >= p.direct_windows else 0.0
-        return loud_level(self.levels) < user_level_db - p.level_margin_db - wider
+        close = self.direct >= p.direct_windows
+        wider = p.direct_margin_db if close else 0.0
+        loud = loud_level(self.levels)
+        if loud < user_level_db - p.level_margin_db - wider:
+            return True
+        # Nearer: a far voice if never as quiet between its words as a close voice is.
+        return not close and loud < user_level_db - p.far_margin_db and self.filled(p)
+
+    def filled(self, p: DecisionParams) -> bool:
+        """Its windows' levels spread less than a close voice's (over half a decision's
+        span at least: a syllable alone does not spread)."""
+        if len(self.heard) * WINDOW_MS < p.decision_ms // 2:
+            return False
+        lo, hi = np.percentile(self.heard, [10, 90])
+        return float(hi - lo) < p.close_spread_db
 
     @property
     def user_ms(self) -> int:
