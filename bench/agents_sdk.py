@@ -14,7 +14,9 @@ question, plays the answer on a real-time loudspeaker and plays the clip into th
 ``bench/bargein_cases.py``'s -10/-20 dB, 0/120/250 ms) feed the loudspeaker back.
 
 Reported per mode and class (one JSON object with ``--json``, else a Markdown table):
-sessions the SDK interrupted (``audio_interrupted``) after the stimulus began, cuts
+sessions the SDK interrupted (``audio_interrupted``) after the stimulus began (and those
+in which the answer was still playing then: the SDK also fires it on the speech of a new
+turn after the answer has played out), cuts
 (cancelled responses), real barge-ins (``speech``) interrupted and interrupted once, first
 answers played whole (all ``--reply-ms`` of it, never stopped), events that do not validate
 as openai's ``RealtimeServerEvent``; and totals. Everything it started is stopped on exit,
@@ -121,6 +123,7 @@ def case_row(s: Session, meta: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "after_s": s.after_s,
         "audio_interrupted_ms": [rel(t) for t in s.interrupted_at],  # from the stimulus
         "interruptions": s.interruptions,
+        "interruptions_playing": s.interruptions_playing,
         "speech_started": s.speech_started,
         "cut": s.cut,
         "responses": [
