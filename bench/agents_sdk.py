@@ -15,12 +15,12 @@ question, plays the answer on a real-time loudspeaker and plays the clip into th
 
 Reported per mode and class (one JSON object with ``--json``, else a Markdown table):
 sessions the SDK interrupted (``audio_interrupted``) after the stimulus began (and those
-in which the answer was still playing then: the SDK also fires it on the speech of a new
-turn after the answer has played out), cuts
+in which an answer was under way then: the SDK also fires it on the speech of a new turn
+after the answer has played out), cuts
 (cancelled responses), real barge-ins (``speech``) interrupted and interrupted once, first
 answers played whole (all ``--reply-ms`` of it, never stopped), events that do not validate
 as openai's ``RealtimeServerEvent``; and totals. Everything it started is stopped on exit,
-error or Ctrl-C.
+error, Ctrl-C or SIGTERM.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import json
 import logging
 import os
 import random
+import signal
 import subprocess
 import sys
 import tempfile
@@ -123,7 +124,7 @@ def case_row(s: Session, meta: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "after_s": s.after_s,
         "audio_interrupted_ms": [rel(t) for t in s.interrupted_at],  # from the stimulus
         "interruptions": s.interruptions,
-        "interruptions_playing": s.interruptions_playing,
+        "interruptions_in_answer": s.interruptions_in_answer,
         "speech_started": s.speech_started,
         "cut": s.cut,
         "responses": [
@@ -136,6 +137,10 @@ def case_row(s: Session, meta: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "client_late_ms": round(s.late_ms),
         "error": s.error,
     }
+
+
+def _terminated(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
 
 
 def main() -> int:
@@ -165,6 +170,7 @@ def main() -> int:
         cases = [c for c in cases if any(part in c.name for part in args.only.split(","))]
     meta = {str(c["file"]).removesuffix(".wav"): c for c in manifest(corpus)}
     meta |= {str(c["file"]): c for c in manifest(corpus)}
+    signal.signal(signal.SIGTERM, _terminated)  # stop the backends and proxy as on Ctrl-C
     load_before = os.getloadavg()
     with stack(modes, args.reply_ms) as base:
         sessions = asyncio.run(

@@ -16,8 +16,8 @@ def class_figures(group: list[Session], kind: str, reply_ms: int) -> dict[str, A
         # client each is an interruption (playback flushed, the answer truncated).
         "interrupted": sum(s.interruptions > 0 for s in ok),
         "audio_interrupted_events": sum(s.interruptions for s in ok),
-        # ... of which the answer was still playing (the rest: a new turn after it ended)
-        "interrupted_playing": sum(s.interruptions_playing > 0 for s in ok),
+        # ... with an answer under way (the rest: a new turn's, after the answer played out)
+        "interrupted_in_answer": sum(s.interruptions_in_answer > 0 for s in ok),
         "cuts": sum(s.cut for s in ok),  # sessions with a cancelled response
         "answered_whole": sum(s.answered_whole(reply_ms) for s in ok),
         "errors": len(group) - len(ok),
@@ -54,7 +54,7 @@ def summarize(sessions: list[Session], modes: list[str], reply_ms: int) -> dict[
         "sessions": len(sessions),
         "false_class_sessions": len(false),
         "false_class_interrupted": sum(s.interruptions > 0 for s in false),
-        "false_class_interrupted_playing": sum(s.interruptions_playing > 0 for s in false),
+        "false_class_interrupted_in_answer": sum(s.interruptions_in_answer > 0 for s in false),
         "false_class_cuts": sum(s.cut for s in false),
         "barge_ins": len(speech),
         "barge_ins_interrupted": sum(s.interruptions > 0 for s in speech),
@@ -65,7 +65,7 @@ def summarize(sessions: list[Session], modes: list[str], reply_ms: int) -> dict[
 
 
 def render(table: dict[str, Any], modes: list[str]) -> str:
-    """A Markdown table: per class, ``interrupted/sessions (playing) cut N`` in each mode."""
+    """A Markdown table: per class, ``interrupted/sessions (in answer) cut N`` in each mode."""
     kinds = sorted({k for m in modes for k in table[m]["classes"]})
     lines = ["| class | " + " | ".join(modes) + " |", "|---" * (len(modes) + 1) + "|"]
     for kind in kinds:
@@ -75,7 +75,7 @@ def render(table: dict[str, Any], modes: list[str]) -> str:
             cells.append(
                 "-"
                 if f is None
-                else f"{f['interrupted']}/{f['sessions']} ({f['interrupted_playing']} playing)"
+                else f"{f['interrupted']}/{f['sessions']} ({f['interrupted_in_answer']} in answer)"
                 f" cut {f['cuts']}"
             )
         lines.append(f"| {kind} | " + " | ".join(cells) + " |")

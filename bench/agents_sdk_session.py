@@ -54,9 +54,10 @@ class Session:
     stimulus_at: float | None = None
     stimulus_end: float | None = None
     interrupted_at: list[float] = field(default_factory=list)  # SDK audio_interrupted
-    # ... and whether the loudspeaker still had the answer to play then (else the answer
-    # had played out: the SDK interrupts on a new turn's speech_started all the same)
-    interrupted_playing: list[bool] = field(default_factory=list)
+    # ... and whether an answer was under way then: still coming (held by the proxy, or
+    # streaming) or not yet played out; else it had played out, and the SDK interrupted
+    # on a new turn's speech_started all the same
+    interrupted_in_answer: list[bool] = field(default_factory=list)
     speech_started: int = 0  # after the stimulus began
     responses: dict[str, dict[str, Any]] = field(default_factory=dict)
     invalid: dict[str, str] = field(default_factory=dict)  # event type -> first error
@@ -73,11 +74,11 @@ class Session:
         return 0 if at is None else sum(t >= at for t in self.interrupted_at)
 
     @property
-    def interruptions_playing(self) -> int:
-        """Those of them that stopped the answer's audio at the loudspeaker."""
+    def interruptions_in_answer(self) -> int:
+        """Those of them that came while an answer was under way."""
         at = self.stimulus_at
-        pairs = zip(self.interrupted_at, self.interrupted_playing, strict=True)
-        return 0 if at is None else sum(t >= at and playing for t, playing in pairs)
+        pairs = zip(self.interrupted_at, self.interrupted_in_answer, strict=True)
+        return 0 if at is None else sum(t >= at and during for t, during in pairs)
 
     @property
     def cut(self) -> bool:
@@ -193,7 +194,8 @@ async def run_session(
                     if case.clip is None:  # echo: the answer itself is the stimulus
                         out.stimulus_at = t
             elif event.type == "audio_interrupted":
-                out.interrupted_playing.append(speaker.play_end > time.monotonic())
+                coming = any(r["status"] is None for r in out.responses.values())
+                out.interrupted_in_answer.append(coming or speaker.play_end > time.monotonic())
                 speaker.clear()
                 out.interrupted_at.append(t)
             elif event.type == "error":

@@ -97,7 +97,7 @@ def test_agents_sdk_bench_counts_what_the_real_sdk_saw_per_class() -> None:
     assert set(mode["classes"]) == {"backchannel", "speech"}
     for figures in mode["classes"].values():
         assert figures["sessions"] == 1 and figures["errors"] == 0
-        for key in ("interrupted", "interrupted_playing", "cuts", "answered_whole"):
+        for key in ("interrupted", "interrupted_in_answer", "cuts", "answered_whole"):
             assert isinstance(figures[key], int)
     assert isinstance(mode["classes"]["speech"]["barge_ins_interrupted"], int)
     assert isinstance(mode["invalid_ga_events"], int)
