@@ -64,14 +64,15 @@ def read_clip(path: Path, rate: int = 24000) -> bytes:
 
 
 def reference_backend(
-    kind: str, reply_ms: int, env: dict[str, str]
+    kind: str, reply_ms: int, env: dict[str, str], *extra: str
 ) -> tuple[subprocess.Popen[bytes], str]:
-    """``duplex-proxy reference-backend`` listening; returns it and its realtime URL."""
+    """``duplex-proxy reference-backend`` listening (``extra``: more of its options); returns
+    it and its realtime URL."""
     port = free_port()
     argv = ["reference-backend", "--mode", kind, "--port", str(port)]
     argv += ["--reply-ms", str(reply_ms), "--log-level", "warning"]
     # Deployed for the benchmark's many sessions (vLLM-Omni's own default is one).
-    argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS)]
+    argv += ["--max-sessions", str(BACKEND_MAX_SESSIONS), *extra]
     proc = subprocess.Popen([sys.executable, "-m", "proxy", *argv], cwd=ROOT, env=env, **QUIET)
     wait_port(port, proc, 20, f"reference backend {kind}")
     return proc, f"ws://127.0.0.1:{port}/v1/realtime"

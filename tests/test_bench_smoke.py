@@ -86,6 +86,27 @@ def test_bargein_bench_runs_a_ga_client_and_plots_a_sweep(tmp_path: Path) -> Non
 
 
 @pytest.mark.slow
+def test_agents_sdk_bench_counts_what_the_real_sdk_saw_per_class() -> None:
+    result = run_bench(
+        "agents_sdk.py",
+        *("--only", "backchannel00,utt03_clean", "--modes", "duplex_emulated", "--json"),
+    )
+    summary = result["summary"]
+    assert isinstance(summary, dict)
+    mode = summary["duplex_emulated"]
+    assert set(mode["classes"]) == {"backchannel", "speech"}
+    for figures in mode["classes"].values():
+        assert figures["sessions"] == 1 and figures["errors"] == 0
+        for key in ("interrupted", "interrupted_in_answer", "cuts", "answered_whole"):
+            assert isinstance(figures[key], int)
+    assert isinstance(mode["classes"]["speech"]["barge_ins_interrupted"], int)
+    assert isinstance(mode["invalid_ga_events"], int)
+    assert summary["totals"]["sessions"] == 2
+    cases = result["cases"]
+    assert isinstance(cases, list) and {c["kind"] for c in cases} == {"backchannel", "speech"}
+
+
+@pytest.mark.slow
 def test_sessions_bench_runs_every_mode_with_real_speech() -> None:
     result = run_bench("sessions.py", "--smoke", "--json")
     runs = {r["mode"]: r for r in result["results"]}
