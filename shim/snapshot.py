@@ -261,31 +261,6 @@ def opening_session(wire: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-# Big parts of a snapshot that change rarely: the settings (instructions, the client's
-# update as sent upstream) and the conversation so far (once a turn). A store keeps
-# them apart from the rest, which moves with every event, and writes each only when
-# it changes.
-SETTINGS_KEYS = ("instructions", "upstream_update")
-CONVERSATION_KEYS = ("history", "cancelled")
-
-
-def split_static(
-    wire: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(the rest, the settings, the conversation) of a snapshot; ``join_static`` undoes it."""
-    settings = {k: wire[k] for k in SETTINGS_KEYS if k in wire}
-    conversation = {k: wire[k] for k in CONVERSATION_KEYS if k in wire}
-    rest = {k: v for k, v in wire.items() if k not in settings and k not in conversation}
-    return rest, settings, conversation
-
-
-def join_static(rest: dict[str, Any], *parts: dict[str, Any]) -> dict[str, Any]:
-    out = dict(rest)
-    for part in parts:
-        out.update(part)
-    return out
-
-
 def with_upstream_token(wire: dict[str, Any], token: str | None) -> dict[str, Any]:
     """The snapshot with its upstream session's resume token replaced (None: not
     resumable), e.g. sealed for the store, or opened again from it."""
