@@ -109,6 +109,7 @@ class RelayState:
     suppress_upstream_speech: bool = False
     playback_reports: PlaybackReports = PlaybackReports()
     own_updates: tuple[list[Any], ...] = ()  # [event id, update] unanswered (relay_own_updates)
+    resampler: dict[str, Any] | None = None  # the open response's (shim/resampler_carry.py)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -120,6 +121,7 @@ class RelayState:
             "suppress_upstream_speech": self.suppress_upstream_speech,
             "playback_reports": self.playback_reports.to_wire(),
             "own_updates": list(self.own_updates),
+            "resampler": self.resampler,
         }
 
 
@@ -228,6 +230,7 @@ def _relay(wire: dict[str, Any]) -> RelayState:
             in_flight=tuple(x for x in reports.get("in_flight") or () if isinstance(x, list)),
         ),
         own_updates=tuple(x for x in wire.get("own_updates") or () if isinstance(x, list)),
+        resampler=_opt_dict(wire.get("resampler")),
     )
 
 

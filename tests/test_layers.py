@@ -61,6 +61,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.input_history",
             "shim.vad_timeline",
             "shim.upstream_timeline",
+            "shim.resampler_carry",
             "shim.assistant_audio",
             "shim.realtime_items",
         ],
