@@ -88,6 +88,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.client_events",
             "shim.native_client",
             "shim.played_snapshot",
+            "shim.told_run",
             "shim.snapshot_clock",
         ],
     ),
