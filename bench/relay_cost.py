@@ -10,9 +10,12 @@ clean speech in the same 20 ms appends, each clip followed by 2.5 s of silence i
 which the upstream answers for a second (its item added, its audio, its end), a VAD
 window per 512 samples given to the VAD (speech where the window is loud: no Silero
 here), a tick every 100 ms and a snapshot every 250 ms as a checkpoint takes it (on
-the wall clock, serialised). No sockets, no asyncio: ``handle`` and ``snapshot`` on the
-process's CPU clock, the median of ``--runs``. ``--root`` runs the shim of another
-checkout under the same replay, to compare versions side by side.
+the wall clock, serialised). ``--upstream-rate`` sends the answer at another rate
+than the client's 24 kHz (labelled ``sample_rate_hz``), so the proxy resamples it, as
+it does for vLLM-Omni's duplex-no-barge-in reference at 22050 Hz. No sockets, no
+asyncio: ``handle`` and ``snapshot`` on the process's CPU clock, the median of
+``--runs``. ``--root`` runs the shim of another checkout under the same replay, to
+compare versions side by side.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ ANSWER_AFTER, ANSWER_APPENDS = 15, 50  # the answer: 300 ms after the clip, 1 s 
 SNAPSHOT_EVERY = 12  # appends: ~250 ms, [store] checkpoint_interval_s
 
 
-def _answer(rid: str, step: int, delta: str) -> list[dict[str, Any]]:
+def _answer(rid: str, step: int, delta: str, rate: int | None) -> list[dict[str, Any]]:
     """The upstream's events ``step`` appends into its answer ``rid``."""
     item = {"id": f"item_{rid}", "type": "message", "role": "assistant"}
     if step == 0:
@@ -51,7 +54,8 @@ def _answer(rid: str, step: int, delta: str) -> list[dict[str, Any]]:
         ]
     if step <= ANSWER_APPENDS:
         ev = {"type": "response.output_audio.delta", "response_id": rid, "item_id": item["id"]}
-        return [{**ev, "output_index": 0, "content_index": 0, "delta": delta}]
+        labels = {"sample_rate_hz": rate, "format": "pcm16"} if rate else {}
+        return [{**ev, "output_index": 0, "content_index": 0, "delta": delta, **labels}]
     if step == ANSWER_APPENDS + 1:
         done = {"type": "response.output_audio.done", "response_id": rid, "item_id": item["id"]}
         return [
@@ -61,7 +65,9 @@ def _answer(rid: str, step: int, delta: str) -> list[dict[str, Any]]:
     return []
 
 
-def replay(frames: list[str], answers: set[int]) -> tuple[float, float, int]:
+def replay(
+    frames: list[str], answers: set[int], rate: int | None = None
+) -> tuple[float, float, int]:
     """One session through the conversation: (CPU s in ``handle``, in snapshots, count)."""
     import numpy as np
     import orjson
@@ -77,7 +83,8 @@ def replay(frames: list[str], answers: set[int]) -> tuple[float, float, int]:
     caps = {"supports_barge_in": False, "supports_audio_truncate": True}
     s = GaRelaySession("sess_0123456789abcdef", "m", settings, caps)
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}, "resume_token": "t"})
-    delta = base64.b64encode(np.full(480, 300, dtype="<i2").tobytes()).decode()
+    wave = np.sin(np.arange((rate or 24000) // 50) * 0.3) * 3000  # 20 ms
+    delta = base64.b64encode(wave.astype("<i2").tobytes()).decode()
     seq, now, vad_end, n_answer, step = 10, 0.0, 0, 0, -1
     pending = np.zeros(0, dtype=np.float32)
     in_handle = in_snapshot = 0.0
@@ -87,7 +94,7 @@ def replay(frames: list[str], answers: set[int]) -> tuple[float, float, int]:
         now += 20.0
         if i in answers:
             n_answer, step = n_answer + 1, 0
-        ups = _answer(f"resp-{n_answer}", step, delta) if step >= 0 else []
+        ups = _answer(f"resp-{n_answer}", step, delta, rate) if step >= 0 else []
         step = step + 1 if 0 <= step <= ANSWER_APPENDS else -1
         inputs: list[Any] = []
         for ev in ups:
@@ -122,7 +129,7 @@ def replay(frames: list[str], answers: set[int]) -> tuple[float, float, int]:
     return in_handle, in_snapshot, snapshots
 
 
-def measure(runs: int, corpus: Path) -> dict[str, Any]:
+def measure(runs: int, corpus: Path, rate: int | None = None) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT / "bench"))  # the replay's appends: this checkout's
     from session_load import Clips
 
@@ -136,7 +143,7 @@ def measure(runs: int, corpus: Path) -> dict[str, Any]:
     audio_s = len(frames) * 0.02
     per_append, per_snapshot, per_session_s = [], [], []
     for _ in range(runs):
-        handle_s, snapshot_s, snapshots = replay(frames, answers)
+        handle_s, snapshot_s, snapshots = replay(frames, answers, rate)
         per_append.append(1e6 * handle_s / len(frames))
         per_snapshot.append(1e6 * snapshot_s / snapshots)
         per_session_s.append(1e3 * (handle_s + snapshot_s) / audio_s)
@@ -145,6 +152,7 @@ def measure(runs: int, corpus: Path) -> dict[str, Any]:
     return {
         "shim_from": str(Path(shim.__file__).resolve().parent.parent.name),
         "audio_s": round(audio_s, 1),
+        "upstream_rate": rate or 24000,
         "relay_cpu_ms_per_session_s": round(statistics.median(per_session_s), 3),
         "handle_us_per_append": round(statistics.median(per_append), 2),
         "snapshot_us": round(statistics.median(per_snapshot), 2),
@@ -158,15 +166,17 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--upstream-rate", type=int, help="the answer's rate (default: 24 kHz)")
     args = ap.parse_args()
     if args.root is not None and args.root.resolve() != ROOT:
         argv = [sys.executable, __file__, "--runs", str(args.runs), "--json"]
         argv += ["--corpus", str(args.corpus.resolve())]
+        argv += ["--upstream-rate", str(args.upstream_rate)] if args.upstream_rate else []
         env = {**os.environ, "PYTHONPATH": str(args.root.resolve())}
         out = subprocess.run(argv, env=env, cwd=args.root, check=True, capture_output=True)
         result = json.loads(out.stdout)
     else:
-        result = measure(args.runs, args.corpus)
+        result = measure(args.runs, args.corpus, args.upstream_rate)
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result) if args.json else result)
 

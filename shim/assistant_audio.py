@@ -3,13 +3,16 @@
 decode (PCM16 at the upstream's rate) -> resample to the client's output format
 -> the same audio at 16 kHz as the echo suppressor's far end -> one
 ``SendClientAudio`` for the output path (``shim/output.py``) to send or hold.
-The resamplers keep their state across deltas, so one response is one stream.
+The resamplers keep their state across deltas, so one response is one stream;
+across a move too (``shim/resampler_carry.py``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from shim.actions import SendClientAudio
 from shim.audio import (
@@ -22,6 +25,7 @@ from shim.audio import (
     decode_samples,
     encode_samples,
 )
+from shim.resampler_carry import Carry, Position, carry, keep
 from shim.settings import VAD_RATE
 
 # Builds the client's event for a delta: the client's base64 audio, or None where the
@@ -29,14 +33,74 @@ from shim.settings import VAD_RATE
 EventFor = Callable[[str | None], dict[str, Any]]
 
 
+_NONE: Int16Array = np.zeros(0, dtype=np.int16)
+
+
 class AssistantAudio:
     def __init__(self) -> None:
-        self._to_client: StreamResampler | None = None
-        self._to_far: StreamResampler | None = None
+        self.reset()
 
     def reset(self) -> None:
         """A new response: a new stream."""
-        self._to_client = self._to_far = None
+        self._to_client: StreamResampler | None = None
+        self._to_far: StreamResampler | None = None
+        self._tail, self._taken, self._given = _NONE, 0, 0  # see ``Position``
+        self._ahead = _NONE  # outputs made before a move, not given yet
+        self._drop = 0  # outputs still to come that the client had before a move
+        self._mark: Position | None = None
+
+    def position(self) -> Position | None:
+        """Where the client resampler stands (None: there is none, or it resamples nothing)."""
+        to_client = self._to_client
+        if to_client is None or to_client.in_rate == to_client.out_rate:
+            return None
+        rates = to_client.in_rate, to_client.out_rate
+        return Position(*rates, self._tail, self._taken, self._given)
+
+    def mark(self) -> None:
+        """Keep the position as of now (a move may go on from here: the hold mark)."""
+        self._mark = self.position()
+
+    def carry(self, at_mark: bool) -> dict[str, Any] | None:
+        """For the snapshot: the carry from now, or from the mark."""
+        pos = self._mark if at_mark else self.position()
+        taken = carry(pos) if pos is not None else None
+        return taken.to_wire() if taken is not None else None
+
+    def resume(self, raw: Any) -> None:
+        """Go on from a snapshot's carry: its tail fed to fresh resamplers, what the
+        client had of their output dropped (the echo far end had all of it)."""
+        taken = Carry.from_wire(raw)
+        self.reset()
+        if taken is None:
+            return
+        rate = taken.in_rate
+        self._to_client = StreamResampler(rate, taken.out_rate)
+        self._to_far = StreamResampler(rate, VAD_RATE, quality="QQ")
+        self._to_far.process(taken.tail)
+        self._tail, self._taken, self._given = taken.tail, taken.tail.size, taken.skip
+        self._drop = taken.skip
+        self._ahead = self._give(self._to_client.process(taken.tail))
+
+    def _give(self, made: Int16Array) -> Int16Array:
+        """The client's part of the outputs just made: what it had before a move dropped."""
+        if self._drop:
+            cut = min(self._drop, made.size)
+            made, self._drop = made[cut:], self._drop - cut
+        return made
+
+    def _took(self, samples: Int16Array, to_client: StreamResampler) -> None:
+        if to_client.in_rate != to_client.out_rate:
+            kept = keep(to_client.in_rate, to_client.out_rate)
+            self._tail = np.concatenate((self._tail, samples))[-kept:]
+            self._taken += samples.size
+
+    def _out(self, made: Int16Array) -> Int16Array:
+        client = self._give(made)
+        if self._ahead.size:
+            client, self._ahead = np.concatenate((self._ahead, client)), _NONE
+        self._given += client.size
+        return client
 
     @staticmethod
     def decode(data: str, rate: int) -> Int16Array:
@@ -58,10 +122,12 @@ class AssistantAudio:
         to_client = self._to_client
         if to_client is None or to_client.in_rate != rate or to_client.out_rate != out.rate_hz:
             # (also when the client switched its output rate mid-response: G.711's 8 kHz)
+            self.reset()
             self._to_client = to_client = StreamResampler(rate, out.rate_hz)
             self._to_far = StreamResampler(rate, VAD_RATE, quality="QQ")
         assert self._to_far is not None
-        client = to_client.process(samples)
+        self._took(samples, to_client)
+        client = self._out(to_client.process(samples))
         far16 = self._to_far.process(samples) if far else None
         if client.size == 0:
             return None
@@ -73,7 +139,7 @@ class AssistantAudio:
         """What the client resampler still holds at the end of a response."""
         if self._to_client is None:
             return None
-        rest = self._to_client.flush()
+        rest = self._out(self._to_client.flush())
         if rest.size == 0:
             return None
         return SendClientAudio(

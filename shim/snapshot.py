@@ -109,6 +109,7 @@ class RelayState:
     suppress_upstream_speech: bool = False
     playback_reports: PlaybackReports = PlaybackReports()
     own_updates: tuple[list[Any], ...] = ()  # [event id, update] unanswered (relay_own_updates)
+    resampler: dict[str, Any] | None = None  # the open response's (shim/resampler_carry.py)
 
     def to_wire(self) -> dict[str, Any]:
         return {
@@ -120,6 +121,7 @@ class RelayState:
             "suppress_upstream_speech": self.suppress_upstream_speech,
             "playback_reports": self.playback_reports.to_wire(),
             "own_updates": list(self.own_updates),
+            "resampler": self.resampler,
         }
 
 
@@ -228,6 +230,7 @@ def _relay(wire: dict[str, Any]) -> RelayState:
             in_flight=tuple(x for x in reports.get("in_flight") or () if isinstance(x, list)),
         ),
         own_updates=tuple(x for x in wire.get("own_updates") or () if isinstance(x, list)),
+        resampler=_opt_dict(wire.get("resampler")),
     )
 
 
@@ -259,31 +262,6 @@ def opening_session(wire: dict[str, Any]) -> dict[str, Any] | None:
     if instructions:
         return {"instructions": instructions}
     return None
-
-
-# Big parts of a snapshot that change rarely: the settings (instructions, the client's
-# update as sent upstream) and the conversation so far (once a turn). A store keeps
-# them apart from the rest, which moves with every event, and writes each only when
-# it changes.
-SETTINGS_KEYS = ("instructions", "upstream_update")
-CONVERSATION_KEYS = ("history", "cancelled")
-
-
-def split_static(
-    wire: dict[str, Any],
-) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """(the rest, the settings, the conversation) of a snapshot; ``join_static`` undoes it."""
-    settings = {k: wire[k] for k in SETTINGS_KEYS if k in wire}
-    conversation = {k: wire[k] for k in CONVERSATION_KEYS if k in wire}
-    rest = {k: v for k, v in wire.items() if k not in settings and k not in conversation}
-    return rest, settings, conversation
-
-
-def join_static(rest: dict[str, Any], *parts: dict[str, Any]) -> dict[str, Any]:
-    out = dict(rest)
-    for part in parts:
-        out.update(part)
-    return out
 
 
 def with_upstream_token(wire: dict[str, Any], token: str | None) -> dict[str, Any]:

@@ -46,7 +46,7 @@ class Turns:
         self.item: str | None = None  # user item of the turn in progress
         self.start_ms = 0
         self._recent: deque[Judged] = deque(maxlen=RECENT_KEPT)
-        self._run_is_turn = False  # the VAD's current speech run began as a user turn
+        self.run_is_turn = False  # the VAD's current speech run began as a user turn
         self._run_user_ms = 0  # user-like speech over the assistant in the current run
         self._carry: Tally | None = None  # the last overlap released as a backchannel
         # The current run's overlap was released as someone else's (echo, background):
@@ -104,11 +104,11 @@ class Turns:
                 out += self._speech_started(event, win.now_ms)
             else:
                 out += self._speech_stopped(event, win.now_ms)
-        if self.item is None and s.overlap.episode is None and not self._run_is_turn:
+        if self.item is None and s.overlap.episode is None and not self.run_is_turn:
             speaking, ms = s.gate.speaking and speech, td.vad.min_speech_ms
             onset = self.echo_run.window(playing, is_echo(ev, params), speaking, win.end_sample, ms)
             out += self._turn_starts(onset) if onset is not None else []
-        overlapping = td.interrupt_response and playing and not self._run_is_turn
+        overlapping = td.interrupt_response and playing and not self.run_is_turn
         user_level = s.evidence.user_level_db
         counts = overlapping and s.gate.speaking  # (then the window's class is read)
         if counts and backstop_counts(ev, judged.kind, self._dismissed, user_level, params):
@@ -170,10 +170,10 @@ class Turns:
         other (held from the answer's start if the voice is heard now, else once it comes
         back in this run), told, if at all, after the turn's end."""
         s, td = self._s, self._s.config.turn
-        speaking = self._run_is_turn and s.gate.speaking and not s.overlap.holding
+        speaking = self.run_is_turn and s.gate.speaking and not s.overlap.holding
         if not (speaking and td.interrupt_response and td.vad is not None and self._recent):
             return []
-        self._run_is_turn, self._run_user_ms = False, 0
+        self.run_is_turn, self._run_user_ms = False, 0
         self._floor_ms = s.history.end_ms
         p, level = self.decision_params(), s.evidence.user_level_db
         run = user_run(self._recent, self._dismissed, level, p)
@@ -230,7 +230,7 @@ class Turns:
         if resp is not None and not resp.cancelled:
             out += s.cancel_response(now, reason="turn_detected")
         self._becomes_turn(step)
-        self._run_is_turn = True  # what follows in this run is the user's turn
+        self.run_is_turn = True  # what follows in this run is the user's turn
         return out + s.overlap_ended(step, now)
 
     def _becomes_turn(self, step: Step) -> None:
@@ -254,11 +254,11 @@ class Turns:
         after_start = resp is None or onset >= resp.started_at_sample
         self._run_user_ms = 0
         if self.item is not None:  # decided a barge-in on its first windows: told already
-            self._run_is_turn = True
+            self.run_is_turn = True
             return []
         if s.config.turn.interrupt_response and after_start and s.output.active(now):
             # Over the assistant: nothing is told; the windows decide (on_vad).
-            self._run_is_turn = False
+            self.run_is_turn = False
             self.echo_run.begin(ev)
             return []
         return self._turn_starts(ev)
@@ -267,7 +267,7 @@ class Turns:
         """The run is the user's turn from its onset, told at once (GA semantics): it
         began with nothing playing, or outlasted the answer it was judged the echo of."""
         s = self._s
-        self._run_is_turn = True
+        self.run_is_turn = True
         self.echo_run.end()
         if not s.announce_turns or s.overlap.episode is not None:
             return []
@@ -277,7 +277,7 @@ class Turns:
 
     def _speech_stopped(self, ev: SpeechStopped, now: float) -> list[Action]:
         s = self._s
-        self._run_is_turn, self._run_user_ms, self._dismissed = False, 0, False
+        self.run_is_turn, self._run_user_ms, self._dismissed = False, 0, False
         self.echo_run.end()
         episode = s.overlap.episode
         if s.overlap.holding and episode is not None:

@@ -123,6 +123,12 @@ class VadGate:
         self._last_speech_end = 0
         self._last_end = None
 
+    def resume_speaking(self) -> None:
+        """After a reset: a run told begun before a move goes on from the stream's start
+        (no second start; silence from there on stops it)."""
+        self.reset()
+        self._state, self._prev_speech = _State.SPEAKING, True
+
     def padded_start_ms(self, event: SpeechStarted) -> int:
         """Where the committed user audio should begin: onset minus prefix padding.
 

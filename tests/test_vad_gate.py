@@ -195,3 +195,13 @@ def test_events_alternate_and_times_are_monotonic(
         else:
             assert ev.detected_ms - t >= silence
         last = ev.detected_ms if isinstance(ev, SpeechStopped) else t
+
+
+def test_a_run_resumed_as_speaking_is_never_started_again_and_stops_once() -> None:
+    gate = VadGate(VadParams())
+    gate.resume_speaking()  # a run told begun before a move (shim/told_run.py)
+    assert gate.speaking
+    events = feed(gate, [0.9] * 10 + [0.1] * 20)
+    assert [type(e) for _, e in events] == [SpeechStopped]
+    stop = events[0][1]
+    assert isinstance(stop, SpeechStopped) and stop.audio_end_ms == 320

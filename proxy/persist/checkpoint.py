@@ -3,7 +3,7 @@
 The record's ``state`` packs the shim snapshot, the ``server_event_seq`` it was
 taken at, and the events stamped since the last flush (the *tail*); the snapshot's
 big, rarely changing parts are in the record's ``static`` and ``conversation``
-(``shim.snapshot``'s ``split_static``), so that a checkpoint written as events
+(``shim.snapshot_split``), so that a checkpoint written as events
 stream stays small. The writer is ``proxy.persist.persister``, the readers are in
 ``proxy.resume``.
 """
@@ -17,7 +17,7 @@ import orjson
 
 from proxy.store.base import SessionRecord
 from shim.capabilities import Classification
-from shim.snapshot import join_static
+from shim.snapshot_split import join_static
 
 # 2: the snapshot's static parts are in the record's ``static`` and ``conversation``.
 STATE_VERSION = 2

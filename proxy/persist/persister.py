@@ -14,7 +14,8 @@ from proxy.persist.sealing import TokenSealer
 from proxy.state import ProxyState
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 from proxy.store.secret_box import secret_box
-from shim.snapshot import split_static, upstream_position
+from shim.snapshot import upstream_position
+from shim.snapshot_split import split_static
 
 
 class Persister:

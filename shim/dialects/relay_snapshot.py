@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from shim.actions import Action
+from shim.assistant_audio import AssistantAudio
 from shim.dialects.relay_kept_update import not_opened
 from shim.dialects.relay_link import UpstreamLink
 from shim.dialects.relay_own_updates import OwnUpdates
@@ -32,6 +33,7 @@ class RelaySnapshotHost(Protocol):
     last_update: dict[str, Any] | None
     config: ClientSessionConfig
     ledger: PlaybackLedger
+    assistant_audio: AssistantAudio
 
     def kept_update(self) -> dict[str, Any] | None: ...
 
@@ -41,6 +43,8 @@ class RelaySnapshotHost(Protocol):
     def durable(self) -> tuple[int, float]: ...
 
     def output_held(self) -> bool: ...
+
+    def open_response(self) -> ActiveResponse | None: ...
 
     def bind_upstream(self, event: Mapping[str, Any]) -> None: ...
 
@@ -61,7 +65,15 @@ def relay_state(r: RelaySnapshotHost) -> RelayState:
         suppress_upstream_speech=r.suppress_upstream_speech,
         playback_reports=r.reports.state(audio_ms, _playing_out(r)),
         own_updates=r.own_updates.state(),
+        resampler=_resampler(r),
     )
+
+
+def _resampler(r: RelaySnapshotHost) -> dict[str, Any] | None:
+    """What the client resampler holds of the open response, as of the move's position."""
+    if r.open_response() is None:
+        return None
+    return r.assistant_audio.carry(r.output_held() and r.link.hold_mark is not None)
 
 
 def _playing_out(r: RelaySnapshotHost) -> ResponseState | None:
@@ -102,6 +114,7 @@ def restore(
     playing = relay.playback_reports.playing
     if state.open_response is not None:
         _carry_on(r, state.open_response, now, upstream_done=False)
+        r.assistant_audio.resume(relay.resampler)  # the upstream's replay goes on from it
     elif playing is not None:
         # Its end is reported at the next tick: a client that reconnected has
         # played what it had, as far as anyone can tell.

@@ -82,8 +82,10 @@ def screen(r: RelayUpstreamHost, inp: UpstreamEvent) -> dict[str, Any] | list[Ac
     ev = dict(inp.event)
     seq = ev.pop("server_event_seq", None)
     if isinstance(seq, int) and not isinstance(seq, bool):
-        done = r.response is not None and r.response.upstream_done
-        verdict = r.link.accept(seq, r.output_held(), r.reports.upstream_audio_ms, done)
+        done, held = r.response is not None and r.response.upstream_done, r.output_held()
+        verdict = r.link.accept(seq, held, r.reports.upstream_audio_ms, done)
+        if verdict is Seq.NEW and not held:
+            r.assistant_audio.mark()  # where the link's hold mark is
         if verdict is Seq.REPEAT:
             return []  # an upstream replay repeating what was handled already
         if verdict is Seq.GAP:

@@ -13,7 +13,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from shim import client_events
+from shim import client_events, told_run
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import AudioError, Int16Array
 from shim.client_events import is_refusal
@@ -161,12 +161,14 @@ class TurnBasedSession(EmulatedSession):
         return turn_idle.deadline(self)
 
     def snapshot(self) -> dict[str, Any]:
-        return {**super().snapshot(), **self.idle.wire()}
+        return {**super().snapshot(), **self.idle.wire(), **told_run.wire(self.turns)}
 
     def restore(self, snap: dict[str, Any]) -> list[Action]:
-        """Also the idle timer: a move goes on with the quiet where it was."""
+        """Also the idle timer (a move goes on with the quiet where it was) and a user
+        turn told begun (``shim/told_run.py``)."""
         restored = super().restore(snap)
         self.idle.restore(snap)
+        told_run.restore(self.turns, self.gate, self.config.turn.vad is not None, snap)
         return restored
 
     def commit_turn(self, item_id: str, start_ms: int, end_ms: int, now: float) -> list[Action]:
