@@ -245,7 +245,7 @@ class EchoSuppressor:
         a pitch period; a short one follows a jump in playback timing within
         +-jitter quickly, and measures the coupling before double talk creeps in.
         """
-        if end >= self._next_search:
+        if end >= self._next_search and self._mic.full:  # (echo_mic.py: a whole window)
             fit = self._fit(self._mic.samples.astype(np.float64), end)
             if fit is not None and fit[1] >= self.lock_ratio:
                 self.delay, _, self.gain = fit

@@ -3,6 +3,12 @@
 The last ``size`` samples, kept in a buffer twice that long: each chunk is written
 after the last, and only when the buffer is full does the live span move to its
 front, so a 20 ms chunk costs a copy of itself, not of the whole window.
+
+Before ``size`` samples came (since the start, or since a gap cleared it) the window
+is mostly zeros, and a search on it weighs only the few samples there: a chunk or two
+of the user's voice that happens to resemble some lag of the answer (the same voice,
+as a stand-in model's answer is) is "explained" by it. ``full`` says when the window
+is the microphone's own.
 """
 
 from __future__ import annotations
@@ -18,6 +24,12 @@ class RecentMic:
         self.size = size
         self._buf = np.zeros(2 * size, dtype=np.float32)
         self._end = size  # the newest sample's index in _buf, plus one
+        self._filled = 0  # samples added since the start or the last clear, up to size
+
+    @property
+    def full(self) -> bool:
+        """The last ``size`` samples are all the microphone's (none from before a clear)."""
+        return self._filled >= self.size
 
     @property
     def samples(self) -> Float32Array:
@@ -26,6 +38,7 @@ class RecentMic:
 
     def add(self, x: Float32Array) -> None:
         n = x.size
+        self._filled = min(self.size, self._filled + n)
         if n >= self.size:
             self._buf[: self.size] = x[-self.size :]
             self._end = self.size
@@ -40,3 +53,4 @@ class RecentMic:
     def clear(self) -> None:
         """Silence: what was kept no longer lines up with what comes next."""
         self._buf[:] = 0.0
+        self._filled = 0
