@@ -46,7 +46,10 @@ class GatedRelaySession(BargeInRelaySession):
         # When its audio came: a session behind handles it later than that.
         read = now if self._read_ms is None else min(self._read_ms, now)
         self.audio_gate.clock.on_audio(start, read)
-        if not self.turn_wait.pending and (self.audio_gate.held or self._gated(now, read)):
+        within_echo = start < self.audio_gate.echo_end
+        if not self.turn_wait.pending and (
+            self.audio_gate.held or within_echo or self._gated(now, read)
+        ):
             # Behind held audio still to be judged, in order.
             self.audio_gate.hold(start, self.history.end, ev)
             return [*self._gate_opens(now), *out]
@@ -92,7 +95,14 @@ class GatedRelaySession(BargeInRelaySession):
 
     def _follow_answer(self, now: float) -> None:
         live = self.response is not None and self.response.live
-        self.audio_gate.follow_answer(live, self.ledger.latest(), now)
+        latest = self.ledger.latest()
+        self.audio_gate.follow_answer(live, latest, now)
+        echo = self.echo
+        if echo is not None and latest is not None and latest.truncated_ms is None:
+            # Where the suppressor finds the echo: the audio sent, placed on the
+            # microphone's timeline, its locked delay later, then its tail.
+            delay = 0 if echo.delay is None else echo.delay
+            self.audio_gate.note_echo(echo.far.loud_end + delay + ms_to_sample(ECHO_TAIL_MS))
 
     def _follow_gate(self, inp: Input) -> list[Action]:
         """After every input: the answer's end; and a VAD window's word on held audio."""
