@@ -54,9 +54,10 @@ class AudioGate:
         self.answer = AnswerClock()  # the answer, by when the session sent it
         # Until when (ms, the playback clock) the answer or its echo may sound.
         self.answer_until_ms: float | None = None
-        # The input sample after which the answer's echo has rung out, as the echo
-        # suppressor places the audio sent and finds its delay (0: no estimate).
-        self.echo_end = 0
+        # Until when (ms, the same clock) the answer's echo may sound as the echo
+        # suppressor finds it: the audio sent as placed on the microphone's timeline,
+        # its locked delay later, then the tail (None: no estimate).
+        self.echo_until_ms: float | None = None
         self._cut_item: str | None = None  # the last answer whose playback was cut
         # The VAD's reading of the input timeline (samples): how far it heard, the
         # current run of speech, where its last speech window ended.
@@ -96,19 +97,23 @@ class AudioGate:
         """The client's playback was cut: nothing of the answer sounds after ``until_ms``."""
         if self.answer_until_ms is not None and until_ms < self.answer_until_ms:
             self.answer_until_ms = until_ms
-        self.echo_end = min(self.echo_end, self.clock.sample_at(until_ms))
+        if self.echo_until_ms is not None and until_ms < self.echo_until_ms:
+            self.echo_until_ms = until_ms
 
     def note_echo(self, end: int) -> None:
-        """The answer's echo, by the echo suppressor's estimate, rings out at input
-        sample ``end`` (where the audio sent ends on the microphone's timeline, plus
-        the echo's delay and its tail)."""
-        self.echo_end = max(self.echo_end, end)
+        """The echo suppressor finds the answer's echo ending at input sample ``end``
+        (where the audio sent ends on the microphone's timeline, its delay later): it
+        may sound until then, on this clock, plus the tail."""
+        until = self.clock.time_of(end) + ECHO_TAIL_MS
+        if self.echo_until_ms is None or until > self.echo_until_ms:
+            self.echo_until_ms = until
+        self.note_answer(until)
 
     def answer_end(self) -> int:
         """The answer's end (its echo tail included) on the input timeline."""
         if self.answer_until_ms is None:
             return 0
-        return max(self.clock.sample_at(self.answer_until_ms), self.echo_end)
+        return self.clock.sample_at(self.answer_until_ms)
 
     def heard(self, end: int, speech: bool, speaking: bool, onset: int, min_speech: int) -> None:
         """The VAD's window ending at input sample ``end``: ``speech`` in it, a run
@@ -131,10 +136,7 @@ class AudioGate:
             return end_of_answer
         if self._decided_for == end_of_answer:
             return self._from
-        # All of it heard, and it reaches far enough past the end for a run of speech
-        # across it to have begun (held audio within the echo's estimated end waits).
-        last = self.held[-1][1] if self.held else 0
-        heard_all = last >= end_of_answer + min_speech and self._heard + slack >= last
+        heard_all = bool(self.held) and self._heard + slack >= self.held[-1][1]
         if self._heard >= end_of_answer + min_speech or (heard_all and not self._speaking):
             self._decide(end_of_answer)
             return self._from
