@@ -13,7 +13,10 @@ once the gate opens is judged on the input timeline, not by when the audio arriv
 * audio after the answer's end, as the client plays it, and its echo tail (the
   answer's end mapped onto the input timeline by ``relay_input_clock.py``): it goes
   on, in order, as it would have with the gate open; a run of speech that began
-  before that end and goes on past it goes on from its onset;
+  before that end and goes on past it goes on from its onset. Where echo suppression
+  locked onto the answer's echo, that end is no earlier than where the echo ends on
+  the microphone's timeline (``note_echo``), plus the tail: a client that plays the
+  answer later than estimated, or a room, delays its echo past a fixed tail;
 * a turn the user spoke over the answer that does not interrupt it (GA
   ``interrupt_response: false``, ``relay_keep.py``): it goes on from its onset;
 * anything else before that end (echo, a backchannel, noise, silence): dropped.
