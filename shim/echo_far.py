@@ -66,6 +66,11 @@ class FarReference:
         self.clock = MicClock()
 
     @property
+    def loud_end(self) -> int:
+        """The mic sample after the last far audio recorded that can echo."""
+        return self._loud_end
+
+    @property
     def ring_bytes(self) -> int:
         return int(self._ring.nbytes)
 

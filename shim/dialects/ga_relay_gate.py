@@ -16,6 +16,7 @@ from shim.actions import Action, SendUpstream
 from shim.dialects import relay_keep
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_gate import WINDOW, AudioGate
+from shim.dialects.relay_input_clock import PAUSE_MS
 from shim.dialects.relay_turn_end import answer_unreported
 from shim.dialects.relay_turn_wait import TurnWait
 from shim.echo_run import ECHO_TAIL_MS
@@ -62,11 +63,12 @@ class GatedRelaySession(BargeInRelaySession):
             return True
         latest = self.ledger.latest()
         at = now if heard_ms is None else heard_ms
-        return (
-            latest is not None
-            and latest.truncated_ms is None
-            and at < self.audio_gate.answer.play_end(latest) + ECHO_TAIL_MS
-        )
+        if latest is None or latest.truncated_ms is not None:
+            return False
+        echo_until = self.audio_gate.echo_until_ms
+        if echo_until is not None and at < echo_until:
+            return True  # where the echo suppressor finds the echo, and its tail
+        return at < self.audio_gate.answer.play_end(latest) + ECHO_TAIL_MS
 
     def _gate_opens(self, now: float) -> list[Action]:
         """The upstream may hear the microphone again: what was held goes on from where
@@ -92,7 +94,16 @@ class GatedRelaySession(BargeInRelaySession):
 
     def _follow_answer(self, now: float) -> None:
         live = self.response is not None and self.response.live
-        self.audio_gate.follow_answer(live, self.ledger.latest(), now)
+        latest = self.ledger.latest()
+        self.audio_gate.follow_answer(live, latest, now)
+        echo, clock = self.echo, self.audio_gate.clock
+        # Where the suppressor finds the echo: the audio sent, placed on the
+        # microphone's timeline, its locked delay later (then the tail), while the
+        # microphone streams (its samples are time; after a pause they start again).
+        streaming = now - clock.time_of(self.history.end) < PAUSE_MS
+        if echo is not None and streaming and latest is not None and latest.truncated_ms is None:
+            delay = 0 if echo.delay is None else echo.delay
+            self.audio_gate.note_echo(echo.far.loud_end + delay)
 
     def _follow_gate(self, inp: Input) -> list[Action]:
         """After every input: the answer's end; and a VAD window's word on held audio."""

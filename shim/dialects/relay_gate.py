@@ -13,7 +13,10 @@ once the gate opens is judged on the input timeline, not by when the audio arriv
 * audio after the answer's end, as the client plays it, and its echo tail (the
   answer's end mapped onto the input timeline by ``relay_input_clock.py``): it goes
   on, in order, as it would have with the gate open; a run of speech that began
-  before that end and goes on past it goes on from its onset;
+  before that end and goes on past it goes on from its onset. Where echo suppression
+  locked onto the answer's echo, that end is no earlier than where the echo ends on
+  the microphone's timeline (``note_echo``), plus the tail: a client that plays the
+  answer later than estimated, or a room, delays its echo past a fixed tail;
 * a turn the user spoke over the answer that does not interrupt it (GA
   ``interrupt_response: false``, ``relay_keep.py``): it goes on from its onset;
 * anything else before that end (echo, a backchannel, noise, silence): dropped.
@@ -54,6 +57,10 @@ class AudioGate:
         self.answer = AnswerClock()  # the answer, by when the session sent it
         # Until when (ms, the playback clock) the answer or its echo may sound.
         self.answer_until_ms: float | None = None
+        # Until when (ms, the same clock) the answer's echo may sound as the echo
+        # suppressor finds it: the audio sent as placed on the microphone's timeline,
+        # its locked delay later, then the tail (None: no estimate).
+        self.echo_until_ms: float | None = None
         self._cut_item: str | None = None  # the last answer whose playback was cut
         # The VAD's reading of the input timeline (samples): how far it heard, the
         # current run of speech, where its last speech window ended.
@@ -93,6 +100,17 @@ class AudioGate:
         """The client's playback was cut: nothing of the answer sounds after ``until_ms``."""
         if self.answer_until_ms is not None and until_ms < self.answer_until_ms:
             self.answer_until_ms = until_ms
+        if self.echo_until_ms is not None and until_ms < self.echo_until_ms:
+            self.echo_until_ms = until_ms
+
+    def note_echo(self, end: int) -> None:
+        """The echo suppressor finds the answer's echo ending at input sample ``end``
+        (where the audio sent ends on the microphone's timeline, its delay later): it
+        may sound until then, on this clock, plus the tail."""
+        until = self.clock.time_of(end) + ECHO_TAIL_MS
+        if self.echo_until_ms is None or until > self.echo_until_ms:
+            self.echo_until_ms = until
+        self.note_answer(until)
 
     def answer_end(self) -> int:
         """The answer's end (its echo tail included) on the input timeline."""
