@@ -100,10 +100,15 @@ class GatedRelaySession(BargeInRelaySession):
         # Where the suppressor finds the echo: the audio sent, placed on the
         # microphone's timeline, its locked delay later (then the tail), while the
         # microphone streams (its samples are time; after a pause they start again).
+        # No later than the longest delay the suppressor looks for past the playback
+        # end: a client that sends its audio faster than real time runs the
+        # microphone's timeline ahead of the clock, and the echo's place with it.
         streaming = now - clock.time_of(self.history.end) < PAUSE_MS
         if echo is not None and streaming and latest is not None and latest.truncated_ms is None:
             delay = 0 if echo.delay is None else echo.delay
-            self.audio_gate.note_echo(echo.far.loud_end + delay)
+            reach_ms = echo.max_delay * 1000 / echo.rate_hz
+            longest = self.audio_gate.answer.play_end(latest) + reach_ms
+            self.audio_gate.note_echo(echo.far.loud_end + delay, longest)
 
     def _follow_gate(self, inp: Input) -> list[Action]:
         """After every input: the answer's end; and a VAD window's word on held audio."""

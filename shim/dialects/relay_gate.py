@@ -103,11 +103,11 @@ class AudioGate:
         if self.echo_until_ms is not None and until_ms < self.echo_until_ms:
             self.echo_until_ms = until_ms
 
-    def note_echo(self, end: int) -> None:
+    def note_echo(self, end: int, latest_ms: float) -> None:
         """The echo suppressor finds the answer's echo ending at input sample ``end``
         (where the audio sent ends on the microphone's timeline, its delay later): it
-        may sound until then, on this clock, plus the tail."""
-        until = self.clock.time_of(end) + ECHO_TAIL_MS
+        may sound until then, on this clock, no later than ``latest_ms``, plus the tail."""
+        until = min(self.clock.time_of(end), latest_ms) + ECHO_TAIL_MS
         if self.echo_until_ms is None or until > self.echo_until_ms:
             self.echo_until_ms = until
         self.note_answer(until)
