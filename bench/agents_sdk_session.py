@@ -44,6 +44,21 @@ def _by_type() -> dict[str, type[BaseModel]]:
 _EVENTS = _by_type()
 
 
+def sdk_model_config(url: str) -> Any:
+    """What the bench (and the SDK's test) give ``RealtimeRunner.run``: audio in and out
+    as PCM16, the server's VAD, barge-ins that interrupt."""
+    return {
+        "url": url,
+        "headers": {"Authorization": "Bearer unused"},
+        "initial_model_settings": {
+            "modalities": ["audio"],
+            "input_audio_format": "pcm16",
+            "output_audio_format": "pcm16",
+            "turn_detection": {"type": "server_vad", "interrupt_response": True},
+        },
+    }
+
+
 @dataclass
 class Session:
     """What one session saw, times in seconds from its start."""
@@ -124,18 +139,7 @@ async def run_session(
         return time.monotonic() - t0
 
     runner = RealtimeRunner(RealtimeAgent(name="assistant", instructions="Answer briefly."))
-    session = await runner.run(
-        model_config={
-            "url": url,
-            "headers": {"Authorization": "Bearer unused"},
-            "initial_model_settings": {
-                "modalities": ["audio"],
-                "input_audio_format": "pcm16",
-                "output_audio_format": "pcm16",
-                "turn_detection": {"type": "server_vad", "interrupt_response": True},
-            },
-        }
-    )
+    session = await runner.run(model_config=sdk_model_config(url))
     stop = asyncio.Event()
     last_audio = [0.0]
 

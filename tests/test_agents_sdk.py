@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from typing import Any
 
 import numpy as np
@@ -20,7 +21,10 @@ import pytest
 from agents.realtime import RealtimeAgent, RealtimeRunner
 
 from proxy.reference.options import ReferenceOptions
-from tests.servers import load_clip, proxy, proxy_config, reference, ws_url
+from tests.servers import ROOT, load_clip, proxy, proxy_config, reference, ws_url
+
+sys.path.insert(0, str(ROOT / "bench"))
+from agents_sdk_session import sdk_model_config
 
 RATE = 24000
 CHUNK = RATE * 20 // 1000  # 20 ms
@@ -87,18 +91,7 @@ async def run_sdk(kind: str, case: str) -> dict[str, Any]:
         reference(kind, reply_ms=5000, options=ReferenceOptions(fidelity="strict")) as upstream,
         proxy(proxy_config({"m": upstream})) as base,
     ):
-        session = await runner.run(
-            model_config={
-                "url": ws_url(base),
-                "headers": {"Authorization": "Bearer unused"},
-                "initial_model_settings": {
-                    "modalities": ["audio"],
-                    "input_audio_format": "pcm16",
-                    "output_audio_format": "pcm16",
-                    "turn_detection": {"type": "server_vad", "interrupt_response": True},
-                },
-            }
-        )
+        session = await runner.run(model_config=sdk_model_config(ws_url(base)))
         loop = asyncio.get_running_loop()
         stop = asyncio.Event()
 
