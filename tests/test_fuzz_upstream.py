@@ -515,11 +515,26 @@ async def _drive(
         # The scripted answer has ended (every turn script ends, or its socket does),
         # and the next turn gets a complete answer from a working upstream.
         assert await reader.until(lambda _: reader.count("response.done") >= 1), "no response.done"
-        done = reader.count("response.done")
-        assert await _turn(ws), "the session ended"
-        assert await reader.until(lambda _: reader.count("response.done") > done), "next turn hangs"
-        last = [e for e in reader.events if e.get("type") == "response.done"][-1]
+        last = await _next_answer(ws, reader)
+        if _lost(last):
+            # The script's answer can end (an upstream ``error`` ends it) before its socket
+            # does: a turn sent in between went to that socket and is reported lost with
+            # it. The next turn, on a new connection, is answered.
+            last = await _next_answer(ws, reader)
         assert last["response"]["status"] == "completed", last
+
+
+async def _next_answer(ws: aiohttp.ClientWebSocketResponse, reader: Reader) -> dict[str, Any]:
+    """A new turn and the ``response.done`` that ends its answer."""
+    done = reader.count("response.done")
+    assert await _turn(ws), "the session ended"
+    assert await reader.until(lambda _: reader.count("response.done") > done), "next turn hangs"
+    return [e for e in reader.events if e.get("type") == "response.done"][-1]
+
+
+def _lost(done: dict[str, Any]) -> bool:
+    details = done["response"].get("status_details") or {}
+    return (details.get("error") or {}).get("code") == "upstream_lost"
 
 
 def _check(stack: Stack, mode: str, script: Script) -> None:
