@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +71,9 @@ class RelayReplay:
     upstream_speech: int = 0  # runs of speech the upstream's VAD heard after the question
     told: int = 0  # speech_started the client was told after the answer began
     echo_ms: int = 0  # microphone audio carrying the answer's echo forwarded upstream
+    clip_at: int | None = None  # where the clip begins on the input timeline (16 kHz)
+    # The microphone audio forwarded upstream, as input spans ([start, end), 16 kHz).
+    sent: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _upstream_vad_16k(pcm24: np.ndarray) -> np.ndarray:
@@ -81,8 +84,14 @@ def _upstream_vad_16k(pcm24: np.ndarray) -> np.ndarray:
 
 
 def run(
-    case: Case, prompt: np.ndarray, vad: VadRunner, proxy_stall: tuple[int, int] | None
+    case: Case,
+    prompt: np.ndarray,
+    vad: VadRunner,
+    proxy_stall: tuple[int, int] | None,
+    clip_at_ms: int = PLAY_AFTER_MS,
 ) -> RelayReplay:
+    """One case; its clip begins ``clip_at_ms`` after the answer's first audio (past
+    ``REPLY_MS``: after the answer's end, and the replay goes on one second after it)."""
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
@@ -124,10 +133,11 @@ def run(
         if p0 < prompt.size:
             seg = prompt[p0 : p0 + CHUNK]
             mic[: seg.size] += seg
-        if first_delta is not None and now >= first_delta + PLAY_AFTER_MS:
+        if first_delta is not None and now >= first_delta + clip_at_ms:
             if clip_t0 is None:
-                clip_t0 = now
-                end_ms = int(now + clip.size * 1000 / RATE + REPLY_MS)
+                clip_t0, out.clip_at = now, p0 * 2 // 3
+                after = REPLY_MS if clip_at_ms < REPLY_MS else 1000
+                end_ms = int(now + clip.size * 1000 / RATE + after)
             c0 = int((now - clip_t0) * RATE / 1000)
             seg = clip[c0 : c0 + CHUNK]
             mic[: seg.size] += seg
@@ -155,6 +165,8 @@ def run(
             if not isinstance(a, SendUpstream) or a.event.get("type") != append["type"]:
                 continue
             out.echo_ms += CHUNK_MS * echo_in.get(id(a.event), False)
+            if a.span is not None:
+                out.sent.append(a.span)
             up_pcm = np.frombuffer(b64decode(str(a.event["audio"])), "<i2")
             for prob, _ in vad.process_sync(up_stream, _upstream_vad_16k(up_pcm)):
                 up_run = up_run + 32 if prob >= UP_THRESHOLD else 0
