@@ -31,7 +31,7 @@ from tests.servers import ROOT
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bargein_cases import Case, prompt_clip, read_wav
-from bargein_relay_replay import REPLY_MS, run
+from bargein_relay_replay import REPLY_MS, onset_lost_ms, run
 
 from proxy.vad import VadRunner
 from shim.dialects.relay_gate import PREFIX_MS
@@ -63,7 +63,7 @@ def test_a_reply_begun_as_the_gate_opens_reaches_the_upstream_from_its_onset(
     sent = [(s, e) for s, e in r.sent if e > r.clip_at - ms_to_sample(1000)]
     assert sent, "the reply reached the upstream"
     first = sent[0][0]
-    lost_ms = max(0, first - onset) * 1000 // ms_to_sample(1000)
+    lost_ms = onset_lost_ms(r, onset_ms)
     assert lost_ms == 0, f"the reply's first {lost_ms} ms never reached the upstream"
     assert first <= onset - ms_to_sample(PREFIX_MS // 2), "with audio before its onset"
     assert all(a[1] == b[0] for a, b in itertools.pairwise(sent)), "whole and in order from there"
