@@ -24,8 +24,13 @@ once the gate opens is judged on the input timeline, not by when the audio arriv
 Whether a run of speech goes on past the answer's end is the VAD's to say, so held
 audio is not judged before the VAD has heard it: a client sending faster than real
 time (a turn sent at once after ``response.done``) is ahead of the VAD, and its
-turn, over before the gate opened, is still a turn. Appends are kept with their
-place on the input timeline (VAD-rate samples), bounded.
+turn, over before the gate opened, is still a turn. Nor while the VAD has yet to
+say whether a run begins before that end (the window across it still to come, or a
+run begun before it not yet ``min_speech_ms`` long): a reply begun just before the
+end goes on from its onset. That wait lasts no longer than the VAD's confirmation
+takes in real time, so a client that stops sending, or stutters, leaves nothing
+held. Appends are kept with their place on the input timeline (VAD-rate samples),
+bounded.
 """
 
 from __future__ import annotations
