@@ -2,6 +2,7 @@
 
     uv run python bench/bargein_relay_replay.py --corpus CORPUS --only echo --proxy-stall 2000,800
     uv run python bench/bargein_relay_replay.py ... --root OTHER_CHECKOUT   # that code's shim
+    uv run python bench/bargein_relay_replay.py --corpus CORPUS --reply-after 100,200,300
 
 ``bench/bargein_replay.py``'s cases (the question, an answer, echo of it at -10/-20 dB,
 0-250 ms late, a clip one second in), driven through the GA relay's session core
@@ -17,6 +18,12 @@ EVERY, then what came meanwhile in order (as in ``bench/bargein_replay.py``).
 Per case: whether the client was told ``speech_started`` or its answer cut, what the
 upstream's VAD said, and how much of the answer's echo (the microphone's chunks that
 carry it, ``echo_ms``) the proxy forwarded to the upstream.
+
+``--reply-after MS[,MS...]``: each speech clip instead as the user's reply MS after the
+answer's end, over the answer's echo (``--reply-echo DELAY_MS,GAIN_DB``, 350 ms late at
+-10 dB unless given: echo a gate holding for the answer's echo lets the reply begin
+in); per reply, how much of it from its labelled onset on the upstream never got
+(``onset_lost_ms``, -1: none of it).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +43,13 @@ ap.add_argument("--only", default=None)
 ap.add_argument("--proxy-stall", default=None, help="EVERY,LENGTH ms")
 ap.add_argument("--root", type=Path, default=None, help="another checkout's shim")
 ap.add_argument("--json", action="store_true", help="one JSON summary on stdout")
+ap.add_argument(
+    "--reply-after",
+    default=None,
+    help="MS[,MS...]: the speech clips as replies this long after the answer's end,"
+    " over its echo (--reply-echo); how much of each reply's onset the upstream missed",
+)
+ap.add_argument("--reply-echo", default="350,-10", help="DELAY_MS,GAIN_DB of that echo")
 ARGS = ap.parse_args() if __name__ == "__main__" else None
 if ARGS is not None and ARGS.root is not None:
     sys.path.insert(0, str(ARGS.root.resolve()))
@@ -54,6 +68,7 @@ from shim.vad_gate import VadParams  # noqa: E402
 
 CHUNK_MS = 20
 CHUNK = RATE * CHUNK_MS // 1000
+RATE_IN = 16000  # the input timeline's (the VAD's) rate
 REPLY_MS = 8000
 PLAY_AFTER_MS = 1000
 FIRST_DELTA_MS = 300  # the upstream's first audio after the question ends
@@ -71,6 +86,9 @@ class RelayReplay:
     upstream_speech: int = 0  # runs of speech the upstream's VAD heard after the question
     told: int = 0  # speech_started the client was told after the answer began
     echo_ms: int = 0  # microphone audio carrying the answer's echo forwarded upstream
+    clip_at: int | None = None  # where the clip begins on the input timeline (16 kHz)
+    # The microphone audio forwarded upstream, as input spans ([start, end), 16 kHz).
+    sent: list[tuple[int, int]] = field(default_factory=list)
 
 
 def _upstream_vad_16k(pcm24: np.ndarray) -> np.ndarray:
@@ -81,8 +99,14 @@ def _upstream_vad_16k(pcm24: np.ndarray) -> np.ndarray:
 
 
 def run(
-    case: Case, prompt: np.ndarray, vad: VadRunner, proxy_stall: tuple[int, int] | None
+    case: Case,
+    prompt: np.ndarray,
+    vad: VadRunner,
+    proxy_stall: tuple[int, int] | None,
+    clip_at_ms: int = PLAY_AFTER_MS,
 ) -> RelayReplay:
+    """One case; its clip begins ``clip_at_ms`` after the answer's first audio (past
+    ``REPLY_MS``: after the answer's end, and the replay goes on one second after it)."""
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
@@ -124,10 +148,11 @@ def run(
         if p0 < prompt.size:
             seg = prompt[p0 : p0 + CHUNK]
             mic[: seg.size] += seg
-        if first_delta is not None and now >= first_delta + PLAY_AFTER_MS:
+        if first_delta is not None and now >= first_delta + clip_at_ms:
             if clip_t0 is None:
-                clip_t0 = now
-                end_ms = int(now + clip.size * 1000 / RATE + REPLY_MS)
+                clip_t0, out.clip_at = now, p0 * 2 // 3
+                after = REPLY_MS if clip_at_ms < REPLY_MS else 1000
+                end_ms = int(now + clip.size * 1000 / RATE + after)
             c0 = int((now - clip_t0) * RATE / 1000)
             seg = clip[c0 : c0 + CHUNK]
             mic[: seg.size] += seg
@@ -155,6 +180,8 @@ def run(
             if not isinstance(a, SendUpstream) or a.event.get("type") != append["type"]:
                 continue
             out.echo_ms += CHUNK_MS * echo_in.get(id(a.event), False)
+            if a.span is not None:
+                out.sent.append(a.span)
             up_pcm = np.frombuffer(b64decode(str(a.event["audio"])), "<i2")
             for prob, _ in vad.process_sync(up_stream, _upstream_vad_16k(up_pcm)):
                 up_run = up_run + 32 if prob >= UP_THRESHOLD else 0
@@ -191,10 +218,48 @@ def run(
     return out
 
 
+def onset_lost_ms(r: RelayReplay, onset_ms: int) -> int:
+    """How much of a reply from its (labelled) onset on never went upstream: the
+    first audio forwarded from a second before the clip on begins that much after."""
+    assert r.clip_at is not None
+    sent = [s for s, e in r.sent if e > r.clip_at - RATE_IN]
+    if not sent:
+        return -1  # nothing of it went
+    return max(0, sent[0] - (r.clip_at + onset_ms * RATE_IN // 1000)) * 1000 // RATE_IN
+
+
+def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner) -> int:
+    """``--reply-after``: each speech clip as a reply after the answer, over its echo."""
+    assert ARGS is not None
+    delay, gain_db = (int(v) for v in ARGS.reply_echo.split(","))
+    rows = []
+    for case in build_cases(corpus, ["replay"]):
+        if case.kind != "speech" or case.onset_ms is None or ARGS.only not in (None, case.name):
+            continue
+        case.echo_gain, case.echo_delay_ms = 10 ** (gain_db / 20), delay
+        for after in (int(v) for v in ARGS.reply_after.split(",")):
+            r = run(case, prompt, vad, None, REPLY_MS + after)
+            lost = onset_lost_ms(r, case.onset_ms)
+            row = {"clip": case.name, "after_ms": after, "onset_lost_ms": lost}
+            rows.append(row | {"upstream_speech": r.upstream_speech, "echo_ms": r.echo_ms})
+            print(json.dumps(rows[-1]), file=sys.stderr)
+    summary = {
+        "cases": len(rows),
+        "onset_lost_cases": sum(r["onset_lost_ms"] != 0 for r in rows),
+        "onset_lost_max_ms": max((r["onset_lost_ms"] for r in rows), default=0),
+        "upstream_speech_cases": sum(r["upstream_speech"] > 0 for r in rows),
+        "echo_forwarded_cases": sum(r["echo_ms"] > 0 for r in rows),
+    }
+    print(json.dumps(summary) if ARGS.json else json.dumps(summary, indent=1))
+    return 0
+
+
 def main() -> int:
     assert ARGS is not None
     corpus = Path(ARGS.corpus or ROOT.parent / "shared" / "corpus" / "dev")
     prompt = read_wav(corpus / prompt_clip(corpus))
+    if ARGS.reply_after:
+        return replies(corpus, prompt, VadRunner())
     cases = [c for c in build_cases(corpus, ["replay"]) if not ARGS.only or ARGS.only in c.name]
     stall = None
     if ARGS.proxy_stall:

@@ -100,6 +100,12 @@ class VadGate:
         return self._state in (_State.SPEAKING, _State.STOPPING)
 
     @property
+    def starting(self) -> bool:
+        """Speech windows heard, not yet ``min_speech_ms`` of them: a run not yet told
+        speech or not (the next windows, at most ``min_speech_ms`` of audio, say)."""
+        return self._state is _State.STARTING
+
+    @property
     def onset_sample(self) -> int:
         """Where the current run of speech began (VAD-rate samples)."""
         return self._onset

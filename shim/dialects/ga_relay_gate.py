@@ -80,7 +80,7 @@ class GatedRelaySession(BargeInRelaySession):
             return self.audio_gate.settle(whole=True)
         vad = self.vad_enabled and self.config.turn.vad is not None
         slack = WINDOW + self.evidence.latency
-        start = self.audio_gate.judge(vad, self._min_speech(), slack)
+        start = self.audio_gate.judge(vad, self._min_speech(), slack, now)
         return [] if start is None else self.audio_gate.release_from(start)
 
     def _push_to_talk(self) -> bool:
@@ -121,7 +121,8 @@ class GatedRelaySession(BargeInRelaySession):
         speech = speaking and inp.prob >= self.gate.params.deactivation
         onset = self.gate.onset_sample - lag
         relay_keep.follow(self, onset)  # GA interrupt_response false: speech is a turn
-        self.audio_gate.heard(end - lag, speech, speaking, onset, self._min_speech())
+        starting = self.gate.starting
+        self.audio_gate.heard(end - lag, speech, speaking, onset, self._min_speech(), starting)
         return self._gate_opens(inp.now_ms) if self.audio_gate.held else []
 
     def overlap_ended(self, step: Step, now: float) -> list[Action]:
@@ -148,4 +149,6 @@ class GatedRelaySession(BargeInRelaySession):
         )  # its end is still to be acknowledged upstream (``on_tick``)
         # Held audio waits for the gate to open; once open, for the VAD (its windows).
         gated = bool(self.audio_gate.held) and self._gated(now)
-        return super().wants_ticks(now) or unreported or gated
+        # ... or for an onset the VAD has yet to confirm, no longer than that takes.
+        waits = self.audio_gate.waits_onset(now)
+        return super().wants_ticks(now) or unreported or gated or waits

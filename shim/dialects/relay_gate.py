@@ -24,8 +24,13 @@ once the gate opens is judged on the input timeline, not by when the audio arriv
 Whether a run of speech goes on past the answer's end is the VAD's to say, so held
 audio is not judged before the VAD has heard it: a client sending faster than real
 time (a turn sent at once after ``response.done``) is ahead of the VAD, and its
-turn, over before the gate opened, is still a turn. Appends are kept with their
-place on the input timeline (VAD-rate samples), bounded.
+turn, over before the gate opened, is still a turn. Nor while the VAD has yet to
+say whether a run begins before that end (the window across it still to come, or a
+run begun before it not yet ``min_speech_ms`` long): a reply begun just before the
+end goes on from its onset. That wait lasts no longer than the VAD's confirmation
+takes in real time, so a client that stops sending, or stutters, leaves nothing
+held. Appends are kept with their place on the input timeline (VAD-rate samples),
+bounded.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ from shim.dialects.relay_input_clock import InputClock
 from shim.echo_run import ECHO_TAIL_MS
 from shim.input_history import ms_to_sample
 from shim.playback import ItemPlayback
+from shim.settings import VAD_RATE
 from shim.vad_gate import WINDOW_MS
 
 # Audio kept at most while the gate is closed; an answer longer than this loses only
@@ -68,6 +74,9 @@ class AudioGate:
         self._speaking = False
         self._onset = 0
         self._speech_end = 0
+        self._starting = False  # the current run's onset not yet confirmed, nor refused
+        # Until when (ms) the gate waits on such an onset before the answer's end.
+        self._wait_until: float | None = None
         # Decided for the answer's end at sample _decided_for: held audio from _from on.
         self._decided_for: int | None = None
         self._from = 0
@@ -118,18 +127,21 @@ class AudioGate:
             return 0
         return self.clock.sample_at(self.answer_until_ms)
 
-    def heard(self, end: int, speech: bool, speaking: bool, onset: int, min_speech: int) -> None:
+    def heard(
+        self, end: int, speech: bool, speaking: bool, onset: int, min_speech: int, starting: bool
+    ) -> None:
         """The VAD's window ending at input sample ``end``: ``speech`` in it, a run
-        ``speaking`` since ``onset``. Past the answer's end by ``min_speech``, it
-        decides whether a run goes on across that end."""
+        ``speaking`` (or ``starting``: not yet confirmed) since ``onset``. Past the
+        answer's end by ``min_speech``, it decides whether a run goes on across that end."""
         self._heard, self._speaking, self._onset = end, speaking, onset
+        self._starting = starting
         if speech:
             self._speech_end = end
         end_of_answer = self.answer_end()
         if self._decided_for != end_of_answer and end >= end_of_answer + min_speech:
             self._decide(end_of_answer)
 
-    def judge(self, vad: bool, min_speech: int, slack: int) -> int | None:
+    def judge(self, vad: bool, min_speech: int, slack: int, now: float) -> int | None:
         """Where the held audio that goes upstream begins (input sample), once known.
 
         ``vad``: the VAD hears the input (else the answer's end alone decides);
@@ -140,10 +152,33 @@ class AudioGate:
         if self._decided_for == end_of_answer:
             return self._from
         heard_all = bool(self.held) and self._heard + slack >= self.held[-1][1]
-        if self._heard >= end_of_answer + min_speech or (heard_all and not self._speaking):
+        if self._heard >= end_of_answer + min_speech or (
+            heard_all
+            and not self._speaking
+            and not self._vad_unsure(end_of_answer, min_speech, slack, now)
+        ):
             self._decide(end_of_answer)
             return self._from
         return None
+
+    def _vad_unsure(self, end_of_answer: int, min_speech: int, slack: int, now: float) -> bool:
+        """The VAD has yet to say whether a run begins before the answer's end: it has
+        not heard up to that end, or a run it heard begin before it is not yet speech
+        nor refused (``min_speech`` more audio says). The gate waits for it (else a
+        reply begun just before that end loses its first words with the echo), no
+        longer than that audio takes in real time from the first wait: a client that
+        stopped sending, a stutter that starts again and again, leave nothing held."""
+        unheard = self._heard < end_of_answer and self.held[-1][1] > self._heard
+        starting = self._starting and self._onset < end_of_answer
+        if not (unheard or starting):
+            return False
+        if self._wait_until is None:
+            self._wait_until = now + (slack + min_speech) * 1000 / VAD_RATE
+        return now < self._wait_until
+
+    def waits_onset(self, now: float) -> bool:
+        """The gate waits on the VAD for a run before the answer's end (``_vad_unsure``)."""
+        return bool(self.held) and self._wait_until is not None and now < self._wait_until
 
     def keep(self, onset: int) -> None:
         """A run of the user's speech from ``onset`` is a turn of its own: held audio
@@ -161,7 +196,7 @@ class AudioGate:
         self._from = self._onset - ms_to_sample(PREFIX_MS) if goes_on else end_of_answer
         if self.kept is not None:
             self._from = min(self._from, self.kept - ms_to_sample(PREFIX_MS))
-        self._decided_for = end_of_answer
+        self._decided_for, self._wait_until = end_of_answer, None
 
     def hold(self, start: int, end: int, ev: dict[str, Any]) -> None:
         self.held.append((start, end, ev))
@@ -189,6 +224,7 @@ class AudioGate:
     def release_from(self, first: int) -> list[Action]:
         """Send what was held from input sample ``first`` on, in order; drop the rest."""
         held, self.held, self.kept = list(self.held), deque(), None
+        self._wait_until = None
         # An append the resampler has not yet given samples for (start == end) is
         # part of whatever follows it.
         # Each with its place, which the upstream timeline records as it goes.
@@ -198,4 +234,4 @@ class AudioGate:
 
     def drop(self) -> None:
         self.held.clear()
-        self.kept = None
+        self.kept, self._wait_until = None, None
