@@ -117,7 +117,7 @@ class OverlapSession(Session):
                 "aborted": self.drop_at is not None and self.aborted,
                 "status": a.status,
                 "truncated": a.truncated,
-                "moves_other": a.moves_other,
+                "other_replica": a.moves_other > 0,
                 "later": [b.status for b in later],
             }
         )
