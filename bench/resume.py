@@ -52,7 +52,7 @@ from processes import (
     start_redis,
     stop_all,
 )
-from resume_checks import audio_seams, overlap_violations, overlaps
+from resume_checks import audio_seams, overlap_odd, overlap_violations, overlaps
 from resume_overlap import OverlapSession, trim
 from resume_session import Outcome, Session
 
@@ -162,6 +162,7 @@ def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
         "audio_at_the_seam": audio_seams(outs),
         "spoken_over": overlaps(outs),
         "spoken_over_failures": overlap_violations(outs),
+        "spoken_over_unlike_unmoved": overlap_odd(outs),
         "elapsed_s": round(elapsed, 1),
         "errors": [f"{o.kind}: {o.error}" for o in outs if o.error][:10],
     }

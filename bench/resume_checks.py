@@ -194,6 +194,18 @@ def overlaps(outs: list[Outcome]) -> dict[str, Any]:
     return {k: dict(v) for k, v in sorted(table.items())}
 
 
+def overlap_odd(outs: list[Outcome]) -> list[dict[str, Any]]:
+    """Overlap turns that did not end as one with no move would: a barge-in cut once and
+    answered, a backchannel released."""
+    plain = {("barge_in", "cut once"), ("backchannel", "released")}
+    return [
+        {**ov, "verdict": _verdict(ov)}
+        for o in outs
+        for ov in o.overlaps
+        if not any((ov["what"], t) in plain for t in _verdict(ov))
+    ][:10]
+
+
 def overlap_violations(outs: list[Outcome]) -> int:
     return sum(
         1

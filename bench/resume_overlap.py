@@ -110,6 +110,8 @@ class OverlapSession(Session):
         later = self.out.answers[first + 1 :]
         self.out.overlaps.append(
             {
+                "session": self.sid,
+                "turn": self.out.turns,
                 "what": self.what,
                 "kind": self.kind,
                 "clip": name,
