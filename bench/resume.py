@@ -20,6 +20,23 @@ session (on ``duplex_emulated`` the proxy answers the update itself; on
 so a move neither loses nor repeats the answer. Were an upstream session lost instead,
 the fresh one would be given the last update again and show here as applied twice).
 
+Half the drops (``--abort-share``) abort the TCP connection instead of closing the
+WebSocket: no close frame, a reset. The proxy must park that session as it does one
+closed cleanly; its resume is checked the same way.
+
+The audio of every answer that moved while it streamed (its deltas, once each by seq,
+reassembled) is compared with the same session's first answer, which never moves (the
+reference backends answer a clip with that clip's audio): aligned on the audio before
+each seam, the alignment after it must not jump (a gap or a repeat), the length must be
+the same, and the max abs sample difference is reported (``bench/resume_checks.py``).
+
+``--overlap-sessions`` more clients (own backends with ``--overlap-reply-ms`` replies)
+speak over the answer, a barge-in or a backchannel from the dev corpus, on both routes,
+and most turns drop just before the overlap or while the proxy holds, decides, cuts or
+releases the answer (``bench/resume_overlap.py``). Checked: a barge-in's answer cut once
+(``cancelled`` and one ``conversation.item.truncated``), never completed and cut, and
+the user's turn answered; reported: how often a backchannel became an answered turn.
+
 Reported: sessions, disconnects, resumes (same replica / other replica), failures,
 lost, duplicated, out of order, client events applied once / twice / never, and the
 resume latency (connect -> ``session.resumed``) p50/p99. Bounded: each session does
