@@ -43,9 +43,11 @@ def _lag(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], start: int) -> int | 
     return lo + best - start if score[best] >= MATCH else None
 
 
-def _diff(x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], d: int) -> int | None:
-    """Max abs of ``x[i] - y[i + d]`` where both have a sample."""
-    i0, i1 = max(EDGE, -d), min(x.size - EDGE, y.size - d)
+def _diff(
+    x: np.ndarray[Any, Any], y: np.ndarray[Any, Any], d: int, lo: int = 0, hi: int = 1 << 40
+) -> int | None:
+    """Max abs of ``x[i] - y[i + d]`` where both have a sample (``lo <= i < hi``)."""
+    i0, i1 = max(EDGE, -d, lo), min(x.size - EDGE, y.size - d, hi)
     return int(np.max(np.abs(x[i0:i1] - y[i0 + d : i1 + d]))) if i1 > i0 else None
 
 
@@ -53,6 +55,7 @@ def _one(a: Answer, ref: Answer, kind: str) -> dict[str, Any]:
     x, y = _pcm(a.audio), _pcm(ref.audio)
     lag = _lag(x, y, x.size // 2 - WIN // 2) if not a.seams else None
     jumps: list[int | None] = []
+    near: list[int] = []  # max abs diff within WIN of each continuous seam
     for seam in a.seams:
         # The nearest audio loud enough to align, each side (up to 0.75 s away).
         before = next(
@@ -61,6 +64,9 @@ def _one(a: Answer, ref: Answer, kind: str) -> dict[str, Any]:
         after = next((d for k in range(5) if (d := _lag(x, y, seam + k * WIN)) is not None), None)
         lag = next((d for d in (lag, before, after) if d is not None), None)
         jumps.append(None if before is None or after is None else after - before)
+        if before is not None and before == after:
+            local = _diff(x, y, before, seam - WIN, seam + WIN)
+            near += [] if local is None else [local]
     return {
         "kind": kind,
         "status": a.status,
@@ -69,6 +75,7 @@ def _one(a: Answer, ref: Answer, kind: str) -> dict[str, Any]:
         "lag": lag,
         "seam_jumps": jumps,  # samples skipped (+) or repeated (-) at each seam
         "max_abs_diff": None if lag is None else _diff(x, y, lag),
+        "max_abs_diff_at_seams": max(near, default=None),
         "max_abs_diff_unaligned": _diff(x, y, 0),
         "len_diff_samples": int(x.size - y.size),
     }
@@ -88,6 +95,10 @@ def _stats(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "answers_not_aligned": sum(1 for r in rows if r["lag"] is None),
         "max_seam_jump_samples": max((abs(j) for j in jumps if j is not None), default=None),
         "max_abs_diff_aligned": max(diffs, default=None),
+        "max_abs_diff_at_seams": max(
+            (r["max_abs_diff_at_seams"] for r in rows if r["max_abs_diff_at_seams"] is not None),
+            default=None,
+        ),
         "within_2_aligned": sum(1 for d in diffs if d <= 2),
         "max_len_diff_samples": max((abs(r["len_diff_samples"]) for r in rows), default=None),
     }
