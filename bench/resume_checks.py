@@ -67,6 +67,9 @@ def _one(a: Answer, ref: Answer, kind: str) -> dict[str, Any]:
         if before is not None and before == after:
             local = _diff(x, y, before, seam - WIN, seam + WIN)
             near += [] if local is None else [local]
+    if not a.seams and lag is not None:  # unmoved: a window mid-answer, for comparison
+        local = _diff(x, y, lag, x.size // 2 - WIN, x.size // 2 + WIN)
+        near += [] if local is None else [local]
     return {
         "kind": kind,
         "status": a.status,
