@@ -212,12 +212,15 @@ def overlap_odd(outs: list[Outcome]) -> list[dict[str, Any]]:
     """Overlap turns that did not end as one with no move would: a barge-in cut once and
     answered, a backchannel released."""
     plain = {("barge_in", "cut once"), ("backchannel", "released")}
-    return [
+    odd = [
         {**ov, "verdict": _verdict(ov)}
         for o in outs
         for ov in o.overlaps
         if not any((ov["what"], t) in plain for t in _verdict(ov))
-    ][:10]
+    ]
+    # Those README explains last (a turn-based upstream's answer ends at a move).
+    odd.sort(key=lambda ov: ov["kind"].startswith("turn") and ov["status"] == "incomplete")
+    return odd[:10]
 
 
 def overlap_violations(outs: list[Outcome]) -> int:

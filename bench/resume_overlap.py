@@ -75,6 +75,7 @@ class OverlapSession(Session):
         await self._mark()
         self.cut, self.drop_at = None, None
         first = len(self.out.answers)
+        self.trace = []
 
         def answer() -> Answer | None:
             return self.out.answers[first] if len(self.out.answers) > first else None
@@ -121,6 +122,7 @@ class OverlapSession(Session):
                 "truncated": a.truncated,
                 "other_replica": a.moves_other > 0,
                 "later": [b.status for b in later],
+                "events": [e for e in self.trace if "delta" not in e],
             }
         )
         await self.send({"type": "session.event_ack", "server_event_seq": self.last})

@@ -117,6 +117,7 @@ class Session:
         self.by_id: dict[str, Answer] = {}  # response id -> its answer
         self.by_item: dict[str, Answer] = {}  # output item id -> its answer
         self.dropping: asyncio.Task[None] | None = None  # a drop the turn task began
+        self.trace: list[str] = []  # seq and type of each event, and each drop
         self.http: aiohttp.ClientSession | None = None
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.connected = asyncio.Event()  # clear while the reader reconnects
@@ -183,6 +184,7 @@ class Session:
         self.expect = seq + 1
         self.out.events += 1
         kind = ev.get("type")
+        self.trace.append(f"{seq} {kind}")
         self._answer(kind, ev)
         if kind == "response.output_audio.delta":
             self.out.audio_deltas += 1
@@ -271,6 +273,7 @@ class Session:
         self.connected.clear()
         self.out.disconnects += 1
         self.aborted = self.rng.random() < self.abort_share
+        self.trace.append(f"-- drop after {self.last} ({'abort' if self.aborted else 'close'})")
         for a in self.by_id.values():
             if a.status is None:
                 a.moves += 1
