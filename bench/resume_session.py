@@ -118,6 +118,7 @@ class Session:
         self.by_item: dict[str, Answer] = {}  # output item id -> its answer
         self.dropping: asyncio.Task[None] | None = None  # a drop the turn task began
         self.trace: list[str] = []  # seq and type of each event, and each drop
+        self.audio_at = 0.0  # when the last audio delta came
         self.http: aiohttp.ClientSession | None = None
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.connected = asyncio.Event()  # clear while the reader reconnects
@@ -188,6 +189,7 @@ class Session:
         self._answer(kind, ev)
         if kind == "response.output_audio.delta":
             self.out.audio_deltas += 1
+            self.audio_at = time.monotonic()
         elif kind == "response.done":
             self.done_seen += 1
         elif kind == "session.updated":
@@ -273,7 +275,9 @@ class Session:
         self.connected.clear()
         self.out.disconnects += 1
         self.aborted = self.rng.random() < self.abort_share
-        self.trace.append(f"-- drop after {self.last} ({'abort' if self.aborted else 'close'})")
+        how = "abort" if self.aborted else "close"
+        quiet = time.monotonic() - self.audio_at
+        self.trace.append(f"-- drop after {self.last} ({how}; last audio {quiet:.2f} s before)")
         for a in self.by_id.values():
             if a.status is None:
                 a.moves += 1
