@@ -20,6 +20,23 @@ session (on ``duplex_emulated`` the proxy answers the update itself; on
 so a move neither loses nor repeats the answer. Were an upstream session lost instead,
 the fresh one would be given the last update again and show here as applied twice).
 
+Half the drops (``--abort-share``) abort the TCP connection instead of closing the
+WebSocket: no close frame, a reset. The proxy must park that session as it does one
+closed cleanly; its resume is checked the same way.
+
+The audio of every answer that moved while it streamed (its deltas, once each by seq,
+reassembled) is compared with the same session's first answer, which never moves (the
+reference backends answer a clip with that clip's audio): aligned on the audio before
+each seam, the alignment after it must not jump (a gap or a repeat), the length must be
+the same, and the max abs sample difference is reported (``bench/resume_checks.py``).
+
+``--overlap-sessions`` more clients (own backends with ``--overlap-reply-ms`` replies)
+speak over the answer, a barge-in or a backchannel from the dev corpus, on both routes,
+and most turns drop just before the overlap or while the proxy holds, decides, cuts or
+releases the answer (``bench/resume_overlap.py``). Checked: a barge-in's answer cut once
+(``cancelled`` and one ``conversation.item.truncated``), never completed and cut, and
+the user's turn answered; reported: how often a backchannel became an answered turn.
+
 Reported: sessions, disconnects, resumes (same replica / other replica), failures,
 lost, duplicated, out of order, client events applied once / twice / never, and the
 resume latency (connect -> ``session.resumed``) p50/p99. Bounded: each session does
@@ -33,23 +50,17 @@ import argparse
 import asyncio
 import base64
 import contextlib
-import hashlib
 import json
 import os
-import random
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-import pybase64
 from processes import (
     proxy_replica,
     read_clip,
@@ -58,13 +69,12 @@ from processes import (
     start_redis,
     stop_all,
 )
+from resume_checks import audio_seams, overlap_odd, overlap_violations, overlaps
+from resume_overlap import OverlapSession, trim
+from resume_session import Outcome, Session
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
 KINDS = ("turn", "duplex-no-barge-in")
-CHUNK_MS = 100
-RATE = 24000
-RECV_TIMEOUT_S = 20.0
-MARK_PADDING_MS = 200  # + the turn: each turn's mark (see ``_turn``)
 
 
 # ---------------------------------------------------------------------- processes
@@ -72,9 +82,12 @@ MARK_PADDING_MS = 200  # + the turn: each turn's mark (see ``_turn``)
 
 @contextlib.contextmanager
 def stack(
-    reply_ms: int, workdir: Path, logs: Path | None = None
+    reply_ms: int, workdir: Path, logs: Path | None = None, long_reply_ms: int = 0
 ) -> Iterator[tuple[list[str], str]]:
-    """redis-server, reference backends, two proxy replicas; yields their ws bases."""
+    """redis-server, reference backends, two proxy replicas; yields their ws bases.
+
+    ``long_reply_ms``: two more backends with longer replies, routed as ``<kind>-long``
+    (for the clients that speak over an answer)."""
     procs: list[subprocess.Popen[bytes]] = []
     env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
     try:
@@ -85,6 +98,10 @@ def stack(
             proc, url = reference_backend(kind, reply_ms, env)
             procs.append(proc)
             routes.append(route(kind, url))
+            if long_reply_ms:
+                proc, url = reference_backend(kind, long_reply_ms, env)
+                procs.append(proc)
+                routes.append(route(f"{kind}-long", url))
         config = workdir / "proxy.toml"
         # One key for both replicas: the upstream's own session moves along sealed.
         key = base64.b64encode(os.urandom(32)).decode()
@@ -108,295 +125,6 @@ def stack(
         stop_all(procs)
 
 
-# ---------------------------------------------------------------------- one session
-
-
-def _padding(ev: dict[str, Any]) -> int | None:
-    """The turn detection's prefix padding a ``session.updated`` reports."""
-    session = ev.get("session") or {}
-    detection = ((session.get("audio") or {}).get("input") or {}).get("turn_detection") or {}
-    padding = detection.get("prefix_padding_ms") if isinstance(detection, dict) else None
-    return padding if isinstance(padding, int) else None
-
-
-@dataclass
-class Outcome:
-    kind: str
-    turns: int = 0
-    disconnects: int = 0
-    resumes: int = 0
-    resumes_other: int = 0
-    resume_ms: list[float] = field(default_factory=list)
-    resume_ms_other: list[float] = field(default_factory=list)
-    slow: list[dict[str, Any]] = field(default_factory=list)
-    events: int = 0
-    audio_deltas: int = 0
-    lost: int = 0
-    duplicated: int = 0
-    out_of_order: int = 0
-    conflicting: int = 0
-    updates_sent: int = 0
-    updates_resent: int = 0
-    applied: Counter[str] = field(default_factory=Counter)
-    error: str | None = None
-
-
-class ResumeRefused(Exception):
-    pass
-
-
-class Session:
-    """One client session, across as many connections as its disconnects need.
-
-    A reader task takes every event as it arrives (as a real client does) and checks
-    it; it is also the one that drops the connection at the chosen event and resumes.
-    The turn task meanwhile speaks, waits for the answer, and acks.
-    """
-
-    def __init__(
-        self,
-        idx: int,
-        kind: str,
-        bases: list[str],
-        clip: bytes,
-        quota: int,
-        seed: int,
-        pace: float,
-    ) -> None:
-        self.idx = idx
-        self.pace = pace
-        self.kind = kind
-        self.bases = bases
-        self.clip = clip
-        self.quota = quota
-        self.rng = random.Random(seed * 1_000_003 + idx)
-        self.out = Outcome(kind)
-        self.http: aiohttp.ClientSession | None = None
-        self.ws: aiohttp.ClientWebSocketResponse | None = None
-        self.connected = asyncio.Event()  # clear while the reader reconnects
-        self.changed = asyncio.Event()  # the reader took an event (or ended)
-        self.reader: asyncio.Task[None] | None = None
-        self.replica = 0
-        self.sid = ""
-        self.token = ""
-        self.last = 0  # highest seq received
-        self.expect = 1  # next seq this connection must deliver
-        self.seen: dict[int, tuple[str, str]] = {}  # seq -> (event_id, text digest)
-        self.ids: set[str] = set()
-        self.marks: dict[str, dict[str, Any]] = {}  # event_id -> the session.update
-        self.mark_of: dict[int | None, str] = {}  # prefix padding -> the mark's event_id
-        self.unanswered: list[str] = []  # mark event ids with no session.updated seen
-        self.answered_last: str | None = None
-        self.done_seen = 0
-        self.cut: int | None = None  # drop the connection after this many response events
-        self.in_response = 0
-        self.finishing = False
-
-    # ------------------------------------------------------------------ wire
-    async def _connect(self, replica: int, query: str) -> aiohttp.ClientWebSocketResponse:
-        assert self.http is not None
-        self.replica = replica
-        return await self.http.ws_connect(f"{self.bases[replica]}?{query}", max_msg_size=0)
-
-    async def send(self, event: dict[str, Any]) -> None:
-        """Send on the current connection; what a dropped connection swallows is lost."""
-        await self.connected.wait()
-        assert self.ws is not None
-        with contextlib.suppress(ConnectionError, RuntimeError, aiohttp.ClientError):
-            await self.ws.send_str(json.dumps(event))
-
-    async def recv(self) -> dict[str, Any]:
-        assert self.ws is not None
-        msg = await self.ws.receive(timeout=RECV_TIMEOUT_S)
-        if msg.type != aiohttp.WSMsgType.TEXT:
-            raise ConnectionError(f"socket ended ({msg.type.name}, {self.ws.close_code})")
-        ev: dict[str, Any] = json.loads(msg.data)
-        seq = ev.get("server_event_seq")
-        if isinstance(seq, int):
-            self._check(seq, ev, msg.data)
-        return ev
-
-    def _check(self, seq: int, ev: dict[str, Any], text: str) -> None:
-        """Exactly once, in order: what this connection must deliver next is ``expect``."""
-        digest = (str(ev.get("event_id")), hashlib.sha1(text.encode()).hexdigest())
-        if seq in self.seen:
-            self.out.duplicated += 1
-            if self.seen[seq] != digest:
-                self.out.conflicting += 1
-            return
-        if seq != self.expect:
-            self.out.out_of_order += 1
-            if seq > self.expect:
-                self.out.lost += seq - self.expect
-        if digest[0] in self.ids:
-            self.out.duplicated += 1  # the same event again under another seq
-        self.ids.add(digest[0])
-        self.seen[seq] = digest
-        self.last = max(self.last, seq)
-        self.expect = seq + 1
-        self.out.events += 1
-        kind = ev.get("type")
-        if kind == "response.output_audio.delta":
-            self.out.audio_deltas += 1
-        elif kind == "response.done":
-            self.done_seen += 1
-        elif kind == "session.updated":
-            eid = self.mark_of.get(_padding(ev))
-            if eid is not None:
-                self.out.applied[eid] += 1
-                if eid in self.unanswered:
-                    self.unanswered.remove(eid)
-                self.answered_last = eid
-
-    # ------------------------------------------------------------------ reader
-    async def _read(self) -> None:
-        try:
-            while True:
-                try:
-                    ev = await self.recv()
-                except ConnectionError:
-                    if self.finishing:
-                        return
-                    raise
-                if str(ev.get("type")).startswith("response.") and "server_event_seq" in ev:
-                    self.in_response += 1
-                    if self.cut is not None and self.in_response >= self.cut:
-                        await self.disconnect_and_resume()
-                        # Sometimes drop again in the middle of the replay.
-                        self.cut = self._next_cut(again=True)
-                        self.in_response = 0
-                self.changed.set()
-        finally:
-            self.changed.set()
-
-    async def wait_until(self, done: Any) -> None:
-        async with asyncio.timeout(RECV_TIMEOUT_S * 2):
-            while not done():
-                assert self.reader is not None
-                if self.reader.done():
-                    self.reader.result()  # raises what ended it
-                    raise ConnectionError("reader ended")
-                self.changed.clear()
-                await self.changed.wait()
-
-    async def disconnect_and_resume(self) -> None:
-        assert self.ws is not None
-        self.connected.clear()
-        await self.ws.close()
-        self.out.disconnects += 1
-        replica = self.rng.randrange(len(self.bases))
-        other = replica != self.replica
-        t0 = time.perf_counter()
-        self.ws = await self._connect(replica, "")
-        await self.ws.send_str(
-            json.dumps(
-                {
-                    "type": "session.resume",
-                    "session_id": self.sid,
-                    "resume_token": self.token,
-                    "last_received_server_event_seq": self.last,
-                }
-            )
-        )
-        first = await self.recv()
-        if first.get("type") != "session.resumed":
-            raise ResumeRefused(json.dumps(first)[:300])
-        ms = (time.perf_counter() - t0) * 1000
-        self.out.resumes += 1
-        self.out.resume_ms.append(ms)
-        if other:
-            self.out.resumes_other += 1
-            self.out.resume_ms_other.append(ms)
-        self.out.slow.append(
-            {"ms": round(ms, 1), "other_replica": other, "session": self.sid, "seq": self.last}
-        )
-        self.token = first["resume_token"]
-        self.expect = self.last + 1
-        self.connected.set()
-        # Re-send what was not answered, and one that was: it must be dropped.
-        again = list(self.unanswered)
-        if self.answered_last is not None and self.rng.random() < 0.5:
-            again.insert(0, self.answered_last)
-        for eid in again:
-            self.out.updates_resent += 1
-            await self.send(self.marks[eid])
-
-    def _next_cut(self, again: bool = False) -> int | None:
-        left = self.quota - self.out.disconnects
-        if left <= 0 or self.rng.random() > (0.3 if again else 0.9):
-            return None
-        return self.rng.randint(1, 40)
-
-    # ------------------------------------------------------------------ run
-    async def run(self, deadline: float) -> Outcome:
-        try:
-            async with aiohttp.ClientSession() as self.http:
-                await self._run(deadline)
-        except Exception as exc:  # a failed session is reported, not fatal
-            where = f"{self.sid} at seq {self.last}, turn {self.out.turns}"
-            if self.unanswered:
-                where += f", unanswered {self.unanswered}"
-            self.out.error = f"{where}: {type(exc).__name__}: {exc}"[:300]
-        finally:
-            if self.reader is not None:
-                self.reader.cancel()
-                await asyncio.gather(self.reader, return_exceptions=True)
-            self.http = None
-        return self.out
-
-    async def _run(self, deadline: float) -> None:
-        self.ws = await self._connect(self.rng.randrange(len(self.bases)), f"model={self.kind}")
-        first = await self.recv()
-        if first.get("type") != "session.created" or "resume_token" not in first:
-            raise RuntimeError(f"unexpected first event {json.dumps(first)[:200]}")
-        self.sid, self.token = first["session"]["id"], first["resume_token"]
-        self.connected.set()
-        self.reader = asyncio.create_task(self._read())
-        max_turns = self.quota + 3
-        while self.out.turns < max_turns and time.monotonic() < deadline:
-            if self.out.disconnects >= self.quota and self.out.turns >= 1:
-                break
-            await self._turn()
-        await self.wait_until(lambda: not self.unanswered)
-        await self.send({"type": "session.event_ack", "server_event_seq": self.last})
-        self.finishing = True
-        assert self.ws is not None
-        await self.ws.close()
-
-    async def _turn(self) -> None:
-        self.out.turns += 1
-        eid = f"evt_{self.idx}_{self.out.turns}"
-        # The mark is a setting every upstream kind keeps (a turn-based one takes no
-        # instructions): the turn detection's prefix padding, one value per turn.
-        padding = MARK_PADDING_MS + self.out.turns
-        self.mark_of[padding] = eid
-        detection = {"type": "server_vad", "prefix_padding_ms": padding}
-        self.marks[eid] = {
-            "type": "session.update",
-            "event_id": eid,
-            "session": {"type": "realtime", "audio": {"input": {"turn_detection": detection}}},
-        }
-        self.unanswered.append(eid)
-        self.out.updates_sent += 1
-        await self.send(self.marks[eid])
-        target = self.done_seen + 1
-        self.in_response, self.cut = 0, self._next_cut()
-        step = RATE * 2 * CHUNK_MS // 1000
-        pcm = self.clip + b"\0\0" * (RATE * 900 // 1000)
-        t0 = time.monotonic()
-        for n, i in enumerate(range(0, len(pcm), step)):
-            chunk = pybase64.b64encode(pcm[i : i + step]).decode()
-            await self.send({"type": "input_audio_buffer.append", "audio": chunk})
-            if self.pace > 0:  # a microphone: real time (pace 1) or faster
-                await asyncio.sleep(
-                    max(0.0, t0 + (n + 1) * CHUNK_MS / 1000 / self.pace - time.monotonic())
-                )
-        await self.wait_until(lambda: self.done_seen >= target)
-        self.cut = None
-        # Let the replay logs shrink, as a well-behaved client does.
-        await self.send({"type": "session.event_ack", "server_event_seq": self.last})
-
-
 # ---------------------------------------------------------------------- report
 
 
@@ -416,11 +144,14 @@ def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
     never = sum(o.updates_sent - len(o.applied) for o in outs)
     return {
         "sessions": len(outs),
+        "overlap_sessions": sum(1 for o in outs if o.overlaps),
         "sessions_failed": sum(1 for o in outs if o.error),
         "turns": sum(o.turns for o in outs),
         "disconnects": sum(o.disconnects for o in outs),
         "resumes": sum(o.resumes for o in outs),
         "resumes_other_replica": sum(o.resumes_other for o in outs),
+        "aborted_drops": sum(o.aborts for o in outs),
+        "resumes_after_abort": sum(o.resumes_after_abort for o in outs),
         "server_events": sum(o.events for o in outs),
         "audio_deltas": sum(o.audio_deltas for o in outs),
         "lost": sum(o.lost for o in outs),
@@ -445,6 +176,10 @@ def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
         "slowest_resumes": sorted((x for o in outs for x in o.slow), key=lambda x: -float(x["ms"]))[
             :5
         ],
+        "audio_at_the_seam": audio_seams(outs),
+        "spoken_over": overlaps(outs),
+        "spoken_over_failures": overlap_violations(outs),
+        "spoken_over_unlike_unmoved": overlap_odd(outs),
         "elapsed_s": round(elapsed, 1),
         "errors": [f"{o.kind}: {o.error}" for o in outs if o.error][:10],
     }
@@ -475,20 +210,59 @@ async def run_all(
     time_limit: float,
     pace: float,
     ramp: float,
+    abort_share: float = 0.0,
+    n_over: int = 0,
+    over_turns: int = 0,
 ) -> list[Outcome]:
     manifest = json.loads((CORPUS / "manifest.json").read_text())
-    files = [
-        c["file"] for c in manifest["clips"] if c["kind"] == "speech" and "_clean" in c["file"]
-    ]
-    clips = [read_clip(CORPUS / f) for f in files]
+    speech = [c for c in manifest["clips"] if c["kind"] == "speech" and "_clean" in c["file"]]
+    clips = [(c["file"], read_clip(CORPUS / c["file"])) for c in speech]
+    over = {
+        "barge_in": [
+            (name, trim(pcm, c["speech_ms"][0][0]))
+            for c, (name, pcm) in zip(speech, clips, strict=True)
+        ],
+        "backchannel": [
+            (c["file"], trim(read_clip(CORPUS / c["file"]), c["speech_ms"][0][0]))
+            for c in manifest["clips"]
+            if c["kind"] == "backchannel"
+        ],
+    }
     deadline = time.monotonic() + time_limit
     per, extra = divmod(disconnects, n)
     sessions = [
         Session(
-            i, KINDS[i % len(KINDS)], bases, clips[i % len(clips)], per + (i < extra), seed, pace
+            i,
+            KINDS[i % len(KINDS)],
+            bases,
+            clips[i % len(clips)],
+            per + (i < extra),
+            seed,
+            pace,
+            abort_share,
         )
         for i in range(n)
     ]
+    # Speaking over an answer: barge-ins and backchannels on both routes, in turn.
+    for j in range(n_over):
+        what = ("barge_in", "backchannel")[j // len(KINDS) % 2]
+        own = clips[(n + j) % len(clips)]
+        others = [c for c in over[what] if c[0] != own[0]]
+        sessions.append(
+            OverlapSession(
+                n + j,
+                f"{KINDS[j % len(KINDS)]}-long",
+                bases,
+                own,
+                over_turns,
+                seed,
+                1.0,
+                abort_share,
+                what=what,
+                over=others,
+            )
+        )
+    n = len(sessions)
     done = 0
 
     async def one(s: Session) -> Outcome:
@@ -517,6 +291,22 @@ def main() -> int:
         "--pace", type=float, default=1.0, help="audio speed vs real time (0: all at once)"
     )
     ap.add_argument("--ramp-s", type=float, default=3.0, help="clients arrive over this long")
+    ap.add_argument(
+        "--abort-share",
+        type=float,
+        default=0.5,
+        help="share of drops that abort the TCP connection (no close frame; the rest close)",
+    )
+    ap.add_argument(
+        "--overlap-sessions",
+        type=int,
+        default=4,
+        help="more sessions that speak over the answer (barge-in / backchannel) and drop there",
+    )
+    ap.add_argument("--overlap-turns", type=int, default=4, help="each overlap session's turns")
+    ap.add_argument(
+        "--overlap-reply-ms", type=int, default=4000, help="their answers' length (own backends)"
+    )
     ap.add_argument("--time-limit", type=float, default=600.0, help="seconds, for the whole run")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--logs", type=Path, default=None, help="keep the replicas' logs here")
@@ -525,7 +315,8 @@ def main() -> int:
         ap.error("--sessions must be >= 1 and --disconnects >= 0")
     workdir = Path(tempfile.mkdtemp(prefix="dxp-bench-resume-"))
     try:
-        with stack(args.reply_ms, workdir, args.logs) as (bases, _):
+        long_ms = args.overlap_reply_ms if args.overlap_sessions else 0
+        with stack(args.reply_ms, workdir, args.logs, long_ms) as (bases, _):
             t0 = time.monotonic()
             outs = asyncio.run(
                 run_all(
@@ -536,6 +327,9 @@ def main() -> int:
                     args.time_limit,
                     args.pace,
                     args.ramp_s,
+                    args.abort_share,
+                    args.overlap_sessions,
+                    args.overlap_turns,
                 )
             )
             summary = summarize(outs, time.monotonic() - t0)
@@ -548,6 +342,10 @@ def main() -> int:
         "seed": args.seed,
         "pace": args.pace,
         "ramp_s": args.ramp_s,
+        "abort_share": args.abort_share,
+        "overlap_sessions": args.overlap_sessions,
+        "overlap_turns": args.overlap_turns,
+        "overlap_reply_ms": args.overlap_reply_ms,
         "replicas": 2,
         "kinds": list(KINDS),
     }
@@ -557,6 +355,7 @@ def main() -> int:
         and summary["sessions_failed"] == 0
         and summary["client_events"]["applied_twice"] == 0
         and summary["client_events"]["never_applied"] == 0
+        and summary["spoken_over_failures"] == 0
     )
     return 0 if ok else 1
 
