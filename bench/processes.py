@@ -96,6 +96,16 @@ def route(model: str, upstream: str) -> str:
     return f'[[routes]]\nmodel = "{model}"\nupstream = "{upstream}"\n'
 
 
+def resume_event(session_id: str, token: str, last_seq: int) -> dict[str, Any]:
+    """``session.resume`` of session ``session_id`` from ``last_seq`` (docs/protocol.md)."""
+    return {
+        "type": "session.resume",
+        "session_id": session_id,
+        "resume_token": token,
+        "last_received_server_event_seq": last_seq,
+    }
+
+
 def stop_all(procs: list[subprocess.Popen[bytes]]) -> None:
     """SIGTERM every process (newest first), then kill what has not exited."""
     for p in reversed(procs):

@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 import pybase64
+from processes import resume_event
 
 CHUNK_MS = 100
 RATE = 24000
@@ -304,16 +305,7 @@ class Session:
         other = replica != self.replica
         t0 = time.perf_counter()
         self.ws = await self._connect(replica, "")
-        await self.ws.send_str(
-            json.dumps(
-                {
-                    "type": "session.resume",
-                    "session_id": self.sid,
-                    "resume_token": self.token,
-                    "last_received_server_event_seq": self.last,
-                }
-            )
-        )
+        await self.ws.send_str(json.dumps(resume_event(self.sid, self.token, self.last)))
         first = await self.recv()
         if first.get("type") != "session.resumed":
             raise ResumeRefused(json.dumps(first)[:300])

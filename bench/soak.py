@@ -58,6 +58,7 @@ from processes import (
     proxy_replica,
     read_clip,
     redis_argv,
+    resume_event,
     route,
     stop_all,
     wait_port,
@@ -390,16 +391,7 @@ class Client:
             return
         base = self.rng.choice(self.bases)
         self.ws = await self.http.ws_connect(base, max_msg_size=0)
-        await self.ws.send_str(
-            json.dumps(
-                {
-                    "type": "session.resume",
-                    "session_id": self.sid,
-                    "resume_token": self.token,
-                    "last_received_server_event_seq": self.last,
-                }
-            )
-        )
+        await self.ws.send_str(json.dumps(resume_event(self.sid, self.token, self.last)))
         try:
             first = await self._recv()
         except TimeoutError:
