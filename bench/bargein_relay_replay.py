@@ -14,6 +14,8 @@ the client, the answer cancelled), after it a ``speech_started`` all the same. T
 client plays what it gets and stops on ``speech_started``. ``--proxy-stall EVERY,LENGTH``:
 from the answer's first audio the session handles nothing for LENGTH ms out of every
 EVERY, then what came meanwhile in order (as in ``bench/bargein_replay.py``).
+``--vad-lag MS``: the VAD's windows come back MS after their audio was handled (a
+busy VAD thread), from the answer's first audio on.
 
 Per case: whether the client was told ``speech_started`` or its answer cut, what the
 upstream's VAD said, and how much of the answer's echo (the microphone's chunks that
@@ -41,6 +43,7 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--corpus", default=None)
 ap.add_argument("--only", default=None)
 ap.add_argument("--proxy-stall", default=None, help="EVERY,LENGTH ms")
+ap.add_argument("--vad-lag", type=int, default=0, help="ms the VAD's windows come late")
 ap.add_argument("--root", type=Path, default=None, help="another checkout's shim")
 ap.add_argument("--json", action="store_true", help="one JSON summary on stdout")
 ap.add_argument(
@@ -104,9 +107,12 @@ def run(
     vad: VadRunner,
     proxy_stall: tuple[int, int] | None,
     clip_at_ms: int = PLAY_AFTER_MS,
+    vad_lag_ms: int = 0,
 ) -> RelayReplay:
     """One case; its clip begins ``clip_at_ms`` after the answer's first audio (past
-    ``REPLY_MS``: after the answer's end, and the replay goes on one second after it)."""
+    ``REPLY_MS``: after the answer's end, and the replay goes on one second after it).
+    From the answer's first audio on, the VAD's windows reach the session ``vad_lag_ms``
+    after their audio was handled."""
     settings = ShimSettings(vad=VadParams(min_speech_ms=96))
     s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
@@ -121,6 +127,7 @@ def run(
     echo_in: dict[int, bool] = {}  # id of an append -> its chunk carries echo
     proxy = StalledProxy(s, proxy_stall)
     up_run, up_heard_from = 0, prompt.size * 1000 // RATE + 500  # after the question
+    late: list[tuple[float, float, int]] = []  # VAD windows on their way: (due, prob, end)
     t = 0
     while end_ms is None or t * CHUNK_MS < end_ms:
         now = float(t * CHUNK_MS)
@@ -172,8 +179,11 @@ def run(
         actions += proxy.handle(ClientEvent(append, "", now))
         for a in list(actions):
             if isinstance(a, AnalyzeAudio):
-                for prob, end in vad.process_sync(stream, a.samples):
-                    actions += s.handle(VadWindow(prob, end, now))
+                lag = 0 if first_delta is None else vad_lag_ms
+                late += [(now + lag, p, e) for p, e in vad.process_sync(stream, a.samples)]
+        while late and late[0][0] <= now:
+            _, prob, end = late.pop(0)
+            actions += s.handle(VadWindow(prob, end, now))
         actions += [] if proxy.stalled else s.handle(Tick(now))
         # The upstream hears what the proxy forwards, with a VAD and no echo suppression.
         for a in actions:
@@ -268,7 +278,7 @@ def main() -> int:
     vad = VadRunner()
     rows = []
     for case in cases:
-        r = run(case, prompt, vad, stall)
+        r = run(case, prompt, vad, stall, vad_lag_ms=ARGS.vad_lag)
         rows.append(
             {
                 "clip": case.name,
