@@ -43,12 +43,9 @@ Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 
 WINDOW = 512  # Silero's window at 16 kHz
-# Samples kept of each signal (4.1 s): the VAD's results for a window may come back well
-# after its audio (a busy batch, a VAD thread behind under load), and the window must
-# still be there to be measured. One measured on audio no longer kept reads as silence:
-# the user's speech over the answer is then never held, nor cut, and the gate drops it
-# with the answer's echo. Under 1.5 s kept, a VAD 1.5 s behind lost whole barge-ins.
-RING = 65536
+# Samples kept of each signal: the VAD's results for a window may come back well after
+# its audio (a busy batch), and the window must still be there to be measured.
+RING = 24576
 SILENT_DB = -90.0
 LOUD_QUANTILE = 80 / 100  # the loud part of speech: soft consonants and word ends vary
 USER_LEVELS_KEPT = 200  # voiced windows of the user's turns its loud level is taken from
