@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import wave
 from pathlib import Path
@@ -25,7 +26,8 @@ import numpy as np
 import soxr
 
 ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-ap.add_argument("--corpus", type=Path, default=Path(__file__).resolve().parents[2] / "shared")
+DEV = Path(__file__).resolve().parents[2] / "shared" / "corpus" / "dev"
+ap.add_argument("--corpus", type=Path, default=Path(os.environ.get("DUPLEX_PROXY_CORPUS", DEV)))
 ap.add_argument("--cases", type=int, default=1200)
 ap.add_argument("--seed", type=int, default=1)
 ap.add_argument("--root", type=Path, default=None, help="another checkout's shim")
@@ -71,7 +73,7 @@ def run_case(far: np.ndarray, user: np.ndarray, lead: int, at: int) -> dict[str,
 
 
 def main() -> int:
-    dev = ARGS.corpus / "corpus" / "dev" if (ARGS.corpus / "corpus").exists() else ARGS.corpus
+    dev = ARGS.corpus
     clips = json.loads((dev / "manifest.json").read_text())["clips"]
     speech = {c["file"]: load(dev / c["file"]) for c in clips if c["kind"] == "speech"}
     names = sorted(speech)
