@@ -65,6 +65,7 @@ class Outcome:
     resumes_other: int = 0
     aborts: int = 0  # drops that aborted the TCP connection (no close frame)
     resumes_after_abort: int = 0
+    resumes_retried: int = 0  # refused as unavailable right now, and tried again
     resume_ms: list[float] = field(default_factory=list)
     resume_ms_other: list[float] = field(default_factory=list)
     slow: list[dict[str, Any]] = field(default_factory=list)
@@ -81,6 +82,10 @@ class Outcome:
     clip: str = ""
     answers: list[Answer] = field(default_factory=list)
     overlaps: list[dict[str, Any]] = field(default_factory=list)
+
+
+RESUME_TRIES = 5
+RETRY = {"session_resume_unavailable", "server_shutting_down"}  # worth another try
 
 
 class ResumeRefused(Exception):
@@ -150,7 +155,11 @@ class Session:
 
     async def send(self, event: dict[str, Any]) -> None:
         """Send on the current connection; what a dropped connection swallows is lost."""
-        await self.connected.wait()
+        try:
+            async with asyncio.timeout(RECV_TIMEOUT_S * 2):
+                await self.connected.wait()
+        except TimeoutError:
+            raise ConnectionError("never connected again (the resume failed)") from None
         assert self.ws is not None
         with contextlib.suppress(ConnectionError, RuntimeError, aiohttp.ClientError):
             await self.ws.send_str(json.dumps(event))
@@ -304,9 +313,19 @@ class Session:
         replica = self.rng.randrange(len(self.bases))
         other = replica != self.replica
         t0 = time.perf_counter()
-        self.ws = await self._connect(replica, "")
-        await self.ws.send_str(json.dumps(resume_event(self.sid, self.token, self.last)))
-        first = await self.recv()
+        for attempt in range(1, RESUME_TRIES + 1):
+            self.ws = await self._connect(replica, "")
+            await self.ws.send_str(json.dumps(resume_event(self.sid, self.token, self.last)))
+            first = await self.recv()
+            code = (first.get("error") or {}).get("code")
+            if first.get("type") != "error" or code not in RETRY or attempt == RESUME_TRIES:
+                break
+            # "Right now": a store slow under load, a replica draining. A client waits
+            # and tries again, as docs/protocol.md has it; the session is still there.
+            self.out.resumes_retried += 1
+            self.trace.append(f"-- resume refused ({code}), again")
+            await self.ws.close()
+            await asyncio.sleep(0.25 * attempt)
         if first.get("type") != "session.resumed":
             raise ResumeRefused(json.dumps(first)[:300])
         ms = (time.perf_counter() - t0) * 1000

@@ -8,11 +8,13 @@ advantage a generic canceller lacks: it knows exactly what audio it sent (the
 
 Three stages, all on 16 kHz audio in the mic's sample time:
 
-1. Delay and gain. Normalised cross-correlation (by FFT) of the recent mic with
-   the far audio over lags 0..``max_delay_ms`` finds where the echo sits, and the
-   least-squares gain there how loud it is. An estimate is only taken when it
-   explains at least ``lock_ratio`` of the mic energy (echo nearly alone), so the
-   user's voice never retunes it; a short window follows playback-timing jumps
+1. Delay and gain (``shim/echo_lock.py``). Normalised cross-correlation (by FFT) of
+   the recent mic with the far audio over lags 0..``max_delay_ms`` finds where the
+   echo sits, and the least-squares gain there how loud it is. An estimate is only
+   taken when it explains at least ``lock_ratio`` of the mic energy (echo nearly
+   alone) with a gain of at most ``max_gain``, so the user's voice never retunes it,
+   and a new delay only once the next ``confirm_ms`` of mic, which its search never
+   saw, are explained there too; a short window follows playback-timing jumps
    within +-``jitter_ms`` and measures the coupling (echo energy per far energy,
    reverberation included) and the leak (what subtraction leaves of the echo).
 2. Linear subtraction of ``gain * far[t - delay]``: removes a clean echo and
@@ -35,14 +37,11 @@ up to ``max_ahead_s`` (the far reference: ``shim/echo_far.py``).
 
 from __future__ import annotations
 
-import statistics
-from collections import deque
-
 import numpy as np
 import numpy.typing as npt
 
 from shim.echo_far import FRAME, HOP, MAX_FRAMES, WIN, FarReference
-from shim.echo_fit import best_lag
+from shim.echo_lock import EchoLock
 from shim.echo_mic import RecentMic
 from shim.echo_ola import overlap_add, pass_through
 
@@ -64,6 +63,8 @@ class EchoSuppressor:
         jitter_ms: int = 40,
         tail_ms: int = 80,
         lock_ratio: float = 0.5,
+        max_gain: float = 2.0,  # an echo louder than this times what was played: no lock
+        confirm_ms: int = 40,  # new mic a candidate delay must explain before it is used
         coupling_ms: int = 64,
         min_leak_db: float = -20.0,
         over: float = 2.0,
@@ -76,7 +77,6 @@ class EchoSuppressor:
         self.window = rate_hz * window_ms // 1000  # mic span one delay estimate looks at
         self.jitter = rate_hz * jitter_ms // 1000
         self.tail = rate_hz * tail_ms // 1000  # room reverberation after the direct path
-        self.lock_ratio = lock_ratio  # share of mic energy the echo must explain to re-lock
         self.coupling_n = rate_hz * coupling_ms // 1000  # short: reacts before double talk
         self.min_leak = float(10.0 ** (min_leak_db / 10.0))
         self.over = over  # over-suppression: how far the echo estimate is trusted
@@ -92,17 +92,19 @@ class EchoSuppressor:
         )
         self._mic = RecentMic(self.window)  # last `window` mic samples
         self._mic_end = 0  # absolute sample after the newest in self._mic
-        self.delay: int | None = None  # echo delay in samples, once locked
-        self._next_search = 0  # mic sample after which the full-range search runs again
-        self._next_track = 0  # ... and the search around the current delay
-        self._search_gap = rate_hz // 50  # unlocked: back-off between full searches
+        self.lock = EchoLock(
+            self.far,
+            rate_hz=rate_hz,
+            max_delay=self.max_delay,
+            window=self.window,
+            jitter=self.jitter,
+            coupling_n=self.coupling_n,
+            lock_ratio=lock_ratio,
+            min_leak=self.min_leak,
+            max_gain=max_gain,
+            confirm=rate_hz * confirm_ms // 1000,
+        )
         self._playing = False  # far audio in range on the previous call
-        self._far_since = 0  # mic sample where the current playback began
-        self.gain = 0.0  # least-squares gain of the direct path, for subtraction
-        self.coupling = 0.0  # mic/far energy ratio when echo alone: direct path + reverb
-        self._couplings: deque[float] = deque(maxlen=9)  # recent clean measurements
-        self.leak = 1.0  # share of echo energy left after subtraction
-        self._leaks: deque[float] = deque(maxlen=9)
         self.latency = FRAME  # output sample i is mic sample i - latency
         self._out = np.zeros(FRAME - HOP, dtype=np.float32)  # output ready to return
         self._frame_start = 0  # mic sample where the next STFT frame starts
@@ -142,6 +144,23 @@ class EchoSuppressor:
         return None if far is None else far * np.float32(self.gain)
 
     @property
+    def delay(self) -> int | None:
+        """The echo's delay in samples, once locked and confirmed (``shim/echo_lock.py``)."""
+        return self.lock.delay
+
+    @property
+    def gain(self) -> float:
+        return self.lock.gain
+
+    @property
+    def coupling(self) -> float:
+        return self.lock.coupling
+
+    @property
+    def leak(self) -> float:
+        return self.lock.leak
+
+    @property
     def dropped_far_samples(self) -> int:
         return self.far.dropped_samples
 
@@ -172,12 +191,12 @@ class EchoSuppressor:
         active = x.size > 0 and self.far_active(start_sample, end)
         if active:
             if not self._playing:
-                self._playing, self._far_since = True, start_sample
-            self._estimate(end)
+                self._playing = True
+                self.lock.playing(start_sample)
+            self.lock.update(self._mic, end)
         else:
             self._playing = False
-            self._search_gap = self.rate_hz // 50  # next playback: search at once
-            self._next_search = 0
+            self.lock.silent()
         r = x
         if active and self.delay is not None:
             r = x - self.gain * self.far.samples(start_sample - self.delay, end - self.delay)
@@ -237,64 +256,3 @@ class EchoSuppressor:
         gain = 1.0 - self.over * p_echo / (np.minimum(px, pr) + 1e-12)
         y: Float64Array = np.fft.irfft(spec * np.clip(gain, self.floor, 1.0), FRAME, axis=1) * WIN
         return y
-
-    def _estimate(self, end: int) -> None:
-        """Lock (or follow) the echo delay and gain; measure coupling and leak.
-
-        A long window finds the delay anywhere in 0..max_delay without being fooled by
-        a pitch period; a short one follows a jump in playback timing within
-        +-jitter quickly, and measures the coupling before double talk creeps in.
-        """
-        if end >= self._next_search and self._mic.full:  # (echo_mic.py: a whole window)
-            fit = self._fit(self._mic.samples.astype(np.float64), end)
-            if fit is not None and fit[1] >= self.lock_ratio:
-                self.delay, _, self.gain = fit
-                self._search_gap = self.rate_hz // 50
-            elif self.delay is None and end - self._far_since > self.max_delay + self.window:
-                # Far audio has played long enough for its echo to arrive, and none
-                # did (a client with echo cancellation): search less and less often
-                # while this playback lasts, as each search is costly.
-                self._search_gap = min(2 * self._search_gap, self.rate_hz // 5)
-            self._next_search = end + (
-                self._search_gap if self.delay is None else self.rate_hz // 2
-            )
-        if self.delay is None:
-            return
-        short = self._mic.samples[-self.coupling_n :].astype(np.float64)
-        far = self.far.samples(end - short.size - self.delay, end - self.delay).astype(np.float64)
-        e_m, e_f, c = (
-            float(np.dot(short, short)),
-            float(np.dot(far, far)),
-            float(np.dot(short, far)),
-        )
-        if e_f <= e_m * 1e-4 or c * c <= self.lock_ratio * e_m * e_f or end >= self._next_track:
-            # The lock no longer explains the mic (`<=`: nor a silent one, e_m == 0) or it
-            # is time to refine it, for clock drift: search +-jitter around it.
-            self._next_track = end + self.rate_hz // 10
-            lo = max(0, self.delay - self.jitter)
-            fit = self._fit(short, end, lo, min(self.max_delay, self.delay + self.jitter))
-            if fit is None or fit[1] < self.lock_ratio:
-                return  # double talk, silence, or a jump not yet explained: hold
-            if fit[0] != self.delay:
-                self.delay = fit[0]
-                far = self.far.samples(end - short.size - self.delay, end - self.delay).astype(
-                    np.float64
-                )
-                e_f, c = float(np.dot(far, far)), float(np.dot(short, far))
-        self.gain = c / e_f
-        # The median of recent measurements: the few taken just as the user starts
-        # talking must not inflate the coupling and mute the rest of the turn.
-        self._couplings.append(e_m / e_f)
-        self.coupling = statistics.median(self._couplings)
-        # What subtraction leaves of the echo: ~0 for a clean delayed copy, more with
-        # reverberation, which a single gain and delay cannot model.
-        res = short - self.gain * far
-        self._leaks.append(max(self.min_leak, float(np.dot(res, res)) / e_m))
-        self.leak = statistics.median(self._leaks)
-
-    def _fit(
-        self, m: Float64Array, end: int, lo: int = 0, hi: int | None = None
-    ) -> tuple[int, float, float] | None:
-        """Best lag in [lo, hi] for mic ``m`` ending at ``end`` (``shim/echo_fit.py``)."""
-        hi = self.max_delay if hi is None else hi
-        return best_lag(m, self.far.samples(end - m.size - hi, end - lo).astype(np.float64), lo, hi)

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.corpus import needs_corpus
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -126,6 +128,16 @@ def test_sessions_bench_runs_every_mode_with_real_speech() -> None:
 def test_store_writes_bench_measures_redis_input() -> None:
     result = run_bench("store_writes.py", "--instructions-kb", "16", "--reply-ms", "1000", "--json")
     assert result["audio_deltas"] > 0 and result["redis_input_bytes"] > 0
+
+
+@needs_corpus
+def test_echo_coincidence_bench_counts_locks_with_no_echo() -> None:
+    result = run_bench("echo_coincidence.py", "--cases", "60", "--seed", "5", "--json")
+    assert result["cases"] == 60
+    locks = result["locks"]
+    assert isinstance(locks, list) and len(locks) == result["locked_cases"]
+    assert result["locked_ms_total"] == sum(k["locked_ms"] for k in locks)
+    assert all(0 < k["longest_ms"] <= k["locked_ms"] for k in locks)
 
 
 @pytest.mark.slow

@@ -47,6 +47,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo_ola",
             "shim.echo_fit",
             "shim.echo_mic",
+            "shim.echo_lock",
             "shim.echo",
             "shim.overlap_directness",
             "shim.overlap_voicing",
