@@ -18,7 +18,7 @@ from shim import wire
 from shim.actions import Action, SendClient
 from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
-from shim.overlap import Cue, Episode, Overlap, Step
+from shim.overlap import Cue, Episode, Step
 from shim.overlap_decision import (
     HOLD_WINDOWS,
     RELEASE_REASONS,
@@ -33,7 +33,7 @@ from shim.overlap_decision import (
 from shim.overlap_hold import HoldClock, carried, dismisses, opening_tally
 from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE
-from shim.turn_host import TurnHost, echo_span, far_at
+from shim.turn_host import TurnHost, echo_span, far_at, told_resumed, told_started
 from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
@@ -145,7 +145,7 @@ class Turns:
             # the speech is simply the next turn.
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
             self._becomes_turn(step)
-            return self._told(step) + s.overlap_ended(step, now)
+            return told_started(s, step) + s.overlap_ended(step, now)
         expired = self._clock.expired(now, s.gate.speaking, s.settings.max_hold_ms)
         if s.overlap.holding and expired is not None:
             return self._release(*expired, now)
@@ -211,21 +211,13 @@ class Turns:
         s = self._s
         step = s.overlap.decide(cue)
         self._run_user_ms = 0
-        return self._resumed(step, reason) + s.overlap_ended(step, now) + s.release_output(now)
-
-    def _resumed(self, step: Step, reason: str) -> list[Action]:
-        s = self._s
-        if not (step.tell_resumed and s.config.turn.overlap_events):
-            return []
-        resp = s.output.response
-        rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
-        return [SendClient(wire.output_resumed(rid, iid, reason))]
+        return told_resumed(s, step, reason) + s.overlap_ended(step, now) + s.release_output(now)
 
     def _barge_in(self, now: float) -> list[Action]:
         s = self._s
         self._carry = None
         step = s.overlap.decide(Cue.BARGE_IN)
-        out = self._told(step)
+        out = told_started(s, step)
         resp = s.output.response
         if resp is not None and not resp.cancelled:
             out += s.cancel_response(now, reason="turn_detected")
@@ -236,15 +228,6 @@ class Turns:
     def _becomes_turn(self, step: Step) -> None:
         """The overlapping speech goes on as the user's turn."""
         self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
-
-    def _told(self, step: Step) -> list[Action]:
-        """speech_started for the overlap's speech, if the table says now is the time.
-
-        Where the upstream takes turns itself, only a barge-in is the proxy's to tell.
-        """
-        if not step.tell_started or (step.outcome is Overlap.TURN and not self._s.announce_turns):
-            return []
-        return [SendClient(wire.speech_started(step.episode.item_id, step.episode.onset_ms))]
 
     # ------------------------------------------------------------ the VAD's runs
     def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:
