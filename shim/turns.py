@@ -16,6 +16,7 @@ from collections import deque
 
 from shim import wire
 from shim.actions import Action, SendClient
+from shim.answer_ahead import AnswerAhead
 from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
 from shim.overlap import Cue, Episode, Step
@@ -57,6 +58,7 @@ class Turns:
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
         self._params = TurnParams()  # kept while the settings stay the same
         self._floor_ms = 0  # no overlap is told as begun before this input ms
+        self._ahead = AnswerAhead()  # an answer begun ahead of the VAD's windows
 
     @property
     def in_progress(self) -> bool:
@@ -76,6 +78,8 @@ class Turns:
         td = s.config.turn
         if td.vad is None:
             return []
+        at = self._ahead.reached(s.evidence, s.output.response, win.end_sample)
+        ahead = [] if at is None else self._over_answer(win.now_ms, at)
         params = self.decision_params()
         playing = s.output.active(win.now_ms)
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
@@ -98,7 +102,7 @@ class Turns:
         want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
-        out: list[Action] = []
+        out: list[Action] = ahead
         for event in s.gate.push(win.prob, win.end_sample):
             if isinstance(event, SpeechStarted):
                 out += self._speech_started(event, win.now_ms)
@@ -168,13 +172,19 @@ class Turns:
         """A new answer began while the user's turn goes on (an upstream that takes turns
         committed a pause of it): the rest is speech over that answer, an overlap like any
         other (held from the answer's start if the voice is heard now, else once it comes
-        back in this run), told, if at all, after the turn's end."""
+        back in this run), told, if at all, after the turn's end. Only from the answer's
+        start on: audio the VAD has still to judge before it is the turn being answered
+        (``shim/answer_ahead.py``)."""
+        at = self._ahead.began(self._s.evidence, self._s.output.response)
+        return [] if at is None else self._over_answer(now, at)
+
+    def _over_answer(self, now: float, at: int) -> list[Action]:
         s, td = self._s, self._s.config.turn
         speaking = self.run_is_turn and s.gate.speaking and not s.overlap.holding
         if not (speaking and td.interrupt_response and td.vad is not None and self._recent):
             return []
         self.run_is_turn, self._run_user_ms = False, 0
-        self._floor_ms = s.history.end_ms
+        self._floor_ms = at * 1000 // VAD_RATE
         p, level = self.decision_params(), s.evidence.user_level_db
         run = user_run(self._recent, self._dismissed, level, p)
         return self._hold(now, run) if run else []

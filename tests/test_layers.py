@@ -81,6 +81,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "shim: the session's parts",
         [
             "shim.output",
+            "shim.answer_ahead",
             "shim.response_close",
             "shim.turn_host",
             "shim.turns",
