@@ -22,6 +22,11 @@ class AnswerAhead:
         self._judged = 0  # the end of the last window the VAD judged
         self._at: tuple[int, str] | None = None  # an answer's start ahead of it, its id
 
+    @property
+    def pending(self) -> bool:
+        """An answer began that the VAD's windows have not reached yet."""
+        return self._at is not None
+
     def began(self, evidence: OverlapEvidence, resp: ActiveResponse | None) -> int | None:
         """``resp`` began: its start if the VAD has reached it, else None (kept)."""
         if resp is None:

@@ -81,7 +81,8 @@ class Turns:
         at = self._ahead.reached(s.evidence, s.output.response, win.end_sample)
         ahead = [] if at is None else self._over_answer(win.now_ms, at)
         params = self.decision_params()
-        playing = s.output.active(win.now_ms)
+        # Audio from before an answer the VAD has yet to reach is not spoken over it.
+        playing = s.output.active(win.now_ms) and not self._ahead.pending
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         speech = win.prob >= td.vad.threshold  # decay measurable only for speech over the answer
         decay = playing and speech
