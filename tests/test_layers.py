@@ -50,6 +50,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo",
             "shim.overlap_directness",
             "shim.overlap_voicing",
+            "shim.sample_ring",
             "shim.overlap_evidence",
             "shim.overlap_decision",
             "shim.overlap_onset",
