@@ -70,6 +70,9 @@ class WindowEvidence:
     # The window's echo-suppressed audio: its voicing is measured when first read, as
     # only a loud speech window's class needs it (most windows are silence).
     clean: Float32Array = field(repr=False, compare=False)
+    # Its audio was still kept when it was measured (``keep``): a window the VAD judged
+    # later than that reads as silence, and tells nothing of the user's level.
+    kept: bool = True
     # What ``decay_db`` from a start sample on is measured from, when first read (speech
     # over the assistant that a decision asks about); None where it is not asked for (0 dB).
     _decay: SpanLevels | None = field(default=None, repr=False, compare=False)
@@ -181,6 +184,7 @@ class OverlapEvidence:
             kept_db=min(0.0, kept),
             coherence=coherence,
             clean=clean32,
+            kept=lo >= self._clean.end - self.keep,
             _decay=self._span_levels(end, echo) if decay else None,
         )
 

@@ -94,7 +94,7 @@ class Turns:
             echo_span(s, win.end_sample) if decay else None,
         )
         judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
-        if not playing and s.gate.speaking and speech:
+        if not playing and s.gate.speaking and speech and ev.kept:
             s.evidence.learn_user(ev)  # the user's own level, from turns with nothing playing
         self._recent.append(judged)
         episode = s.overlap.episode

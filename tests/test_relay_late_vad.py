@@ -13,6 +13,7 @@ import sys
 from types import SimpleNamespace
 from typing import Any, cast
 
+import numpy as np
 import pytest
 
 from tests.servers import ROOT
@@ -26,7 +27,11 @@ from proxy.config_vad import VadConfig
 from proxy.emulated.shim_setup import shim_settings
 from proxy.vad import VadRunner
 from shim.dialects.ga_relay import GaRelaySession
+from shim.inputs import VadWindow
 from shim.settings import ShimSettings
+from tests.shim_script import Script
+from tests.test_overlap_evidence import clip16
+from tests.test_shim_relay_burst_turn import append_at_once
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
 
@@ -56,3 +61,22 @@ def test_how_much_audio_is_kept_is_the_operators() -> None:
     session = GaRelaySession("sess_0123456789abcdef", "m", settings, {"supports_barge_in": True})
     assert session.evidence.keep == 8192 * 16
     assert ShimSettings().overlap_keep == 65536, "4.1 s unless configured"
+
+
+def test_windows_judged_after_their_audio_is_gone_teach_nothing_of_the_users_level() -> None:
+    """A long turn with nothing playing, all its windows judged once 1 s of it is left
+    kept (``overlap_keep_ms``): the windows measured on audio no longer kept read as
+    silence, and the user's level is learnt from the others alone."""
+    session = GaRelaySession("sess_0123456789abcdef", "m", ShimSettings(overlap_keep_ms=1024), {})
+    session.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
+    sc = Script(session)
+    sc.client({"type": "session.update", "session": {"type": "realtime"}})
+    vad = VadRunner()
+    stream = vad.new_stream()
+    speech = np.concatenate([clip16("utt05_clean.wav"), clip16("utt03_clean.wav")])
+    windows = [w for a in append_at_once(sc, speech) for w in vad.process_sync(stream, a.samples)]
+    for prob, end in windows:
+        sc.now += 8
+        sc.s.handle(VadWindow(prob, end, sc.now))
+    level = session.evidence.user_level_db
+    assert level is not None and level > -40, level

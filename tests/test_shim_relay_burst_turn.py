@@ -34,7 +34,7 @@ def _pcm24(x16: np.ndarray) -> np.ndarray:
     return np.interp(t, np.arange(x16.size), x16.astype(np.float64)).astype("<i2")
 
 
-def _appended(sc: Script, audio: np.ndarray) -> list[AnalyzeAudio]:
+def append_at_once(sc: Script, audio: np.ndarray) -> list[AnalyzeAudio]:
     """``audio`` (16 kHz) appended at once in 20 ms chunks; what goes to the VAD."""
     pcm = _pcm24(audio)
     chunk = 24 * CHUNK_MS
@@ -130,14 +130,14 @@ def test_the_onset_of_a_burst_turn_judged_after_its_answer_began_holds_nothing()
     clip = clip16("utt05_clean.wav")
     pause = np.zeros(16 * 900, np.int16)
     out: list[Action] = []
-    for a in _appended(sc, np.concatenate([(clip * 0.5).astype(np.int16), pause])):
+    for a in append_at_once(sc, np.concatenate([(clip * 0.5).astype(np.int16), pause])):
         for prob, end in vad.process_sync(stream, a.samples):  # on time
             sc.now += 8
             out += sc.s.handle(VadWindow(prob, end, sc.now))
     assert sc.s.evidence.user_level_db is not None
     windows = [
         w
-        for a in _appended(sc, np.concatenate([clip, pause]))
+        for a in append_at_once(sc, np.concatenate([clip, pause]))
         for w in vad.process_sync(stream, a.samples)
     ]
     upstream: list[dict[str, Any]] = [{"type": "response.created", "response": {"id": RID}}]
