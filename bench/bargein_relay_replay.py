@@ -14,8 +14,8 @@ the client, the answer cancelled), after it a ``speech_started`` all the same. T
 client plays what it gets and stops on ``speech_started``. ``--proxy-stall EVERY,LENGTH``:
 from the answer's first audio the session handles nothing for LENGTH ms out of every
 EVERY, then what came meanwhile in order (as in ``bench/bargein_replay.py``).
-``--vad-lag MS``: the VAD's windows come back MS after their audio was handled (a
-busy VAD thread), from the answer's first audio on.
+``--vad-lag MS[,MS...]``: the VAD's windows come back MS after their audio was handled
+(a busy VAD thread), from the answer's first audio on; one run per lag, a summary each.
 
 Per case: whether the client was told ``speech_started`` or its answer cut, what the
 upstream's VAD said, and how much of the answer's echo (the microphone's chunks that
@@ -43,7 +43,9 @@ ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--corpus", default=None)
 ap.add_argument("--only", default=None)
 ap.add_argument("--proxy-stall", default=None, help="EVERY,LENGTH ms")
-ap.add_argument("--vad-lag", type=int, default=0, help="ms the VAD's windows come late")
+ap.add_argument(
+    "--vad-lag", default="0", help="MS[,MS...]: ms the VAD's windows come late (one run each)"
+)
 ap.add_argument("--root", type=Path, default=None, help="another checkout's shim")
 ap.add_argument("--json", action="store_true", help="one JSON summary on stdout")
 ap.add_argument(
@@ -276,13 +278,28 @@ def main() -> int:
         every, length = (int(v) for v in ARGS.proxy_stall.split(","))
         stall = (every, length)
     vad = VadRunner()
+    for lag in (int(v) for v in ARGS.vad_lag.split(",")):
+        summary = lagged(cases, prompt, vad, stall, lag)
+        print(json.dumps(summary) if ARGS.json else json.dumps(summary, indent=1))
+    return 0
+
+
+def lagged(
+    cases: list[Case],
+    prompt: np.ndarray,
+    vad: VadRunner,
+    stall: tuple[int, int] | None,
+    lag: int,
+) -> dict[str, Any]:
+    """Every case with the VAD ``lag`` ms late; its rows on stderr, the summary."""
     rows = []
     for case in cases:
-        r = run(case, prompt, vad, stall, vad_lag_ms=ARGS.vad_lag)
+        r = run(case, prompt, vad, stall, vad_lag_ms=lag)
         rows.append(
             {
                 "clip": case.name,
                 "kind": case.kind,
+                "vad_lag_ms": lag,
                 "interrupted": r.interrupted,
                 "cut": r.cut,
                 "upstream_speech": r.upstream_speech,
@@ -291,18 +308,21 @@ def main() -> int:
             }
         )
         print(json.dumps(rows[-1]), file=sys.stderr)
-    summary = {
+    return {
+        "vad_lag_ms": lag,
         "cases": len(rows),
         "interrupted": sum(r["interrupted"] for r in rows),
         "cut": sum(r["cut"] for r in rows),
+        "cut_by_kind": {
+            k: sum(r["cut"] for r in rows if r["kind"] == k)
+            for k in sorted({c.kind for c in cases})
+        },
         "upstream_speech_cases": sum(r["upstream_speech"] > 0 for r in rows),
         "told_speech_started_cases": sum(r["told_speech_started"] > 0 for r in rows),
         "echo_forwarded_cases": sum(r["echo_ms"] > 0 for r in rows),
         "echo_forwarded_ms": sum(r["echo_ms"] for r in rows),
         "echo_forwarded_max_ms": max((r["echo_ms"] for r in rows), default=0),
     }
-    print(json.dumps(summary) if ARGS.json else json.dumps(summary, indent=1))
-    return 0
 
 
 if __name__ == "__main__":

@@ -51,6 +51,15 @@ class VadConfig:
     echo_suppression: bool = Field(
         default=True, description="Remove the assistant's own audio from the mic before VAD."
     )
+    # Measured in docs/benchmarks.md ("A separate loss path found on the way").
+    overlap_keep_ms: int = Field(
+        default=4096,
+        ge=1024,
+        le=16384,
+        description="Audio kept per session to judge speech over the answer by (8 bytes a"
+        " sample at 16 kHz): a VAD result that comes back later than this after its audio"
+        " (a VAD behind under load) cannot be judged, and a barge-in in it is lost.",
+    )
     max_batch: int = Field(
         default=64, ge=1, description="Most 512-sample windows per VAD inference."
     )

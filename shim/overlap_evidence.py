@@ -38,14 +38,16 @@ import numpy.typing as npt
 
 from shim.overlap_directness import SPAN, SpanLevels
 from shim.overlap_voicing import voicing
+from shim.sample_ring import SampleRing
 
 Int16Array = npt.NDArray[np.int16]
 Float32Array = npt.NDArray[np.float32]
 
 WINDOW = 512  # Silero's window at 16 kHz
-# Samples kept of each signal: the VAD's results for a window may come back well after
-# its audio (a busy batch), and the window must still be there to be measured.
-RING = 24576
+# Audio kept of each signal by default (4.1 s, ``ShimSettings.overlap_keep_ms``): the
+# VAD's results for a window may come back well after its audio (a busy batch, a VAD
+# thread behind under load), and the window must still be there to be measured.
+KEEP = 65536
 SILENT_DB = -90.0
 LOUD_QUANTILE = 80 / 100  # the loud part of speech: soft consonants and word ends vary
 USER_LEVELS_KEPT = 200  # voiced windows of the user's turns its loud level is taken from
@@ -68,6 +70,9 @@ class WindowEvidence:
     # The window's echo-suppressed audio: its voicing is measured when first read, as
     # only a loud speech window's class needs it (most windows are silence).
     clean: Float32Array = field(repr=False, compare=False)
+    # Its audio was still kept when it was measured (``keep``): a window the VAD judged
+    # later than that reads as silence, and tells nothing of the user's level.
+    kept: bool = True
     # What ``decay_db`` from a start sample on is measured from, when first read (speech
     # over the assistant that a decision asks about); None where it is not asked for (0 dB).
     _decay: SpanLevels | None = field(default=None, repr=False, compare=False)
@@ -119,44 +124,6 @@ def loud_level(levels: list[float]) -> float:
     return b - (b - a) * (1 - t) if t >= 0.5 else a + (b - a) * t
 
 
-class _Ring:
-    """The last RING samples of a signal, by absolute sample index.
-
-    Sample ``i`` lives at ``i % RING``: adding writes in place, with no copy of the
-    whole ring per chunk (this runs for every microphone frame of every session)."""
-
-    def __init__(self) -> None:
-        self._buf = np.zeros(RING, dtype=np.float32)
-        self.end = 0  # absolute index after the newest sample
-
-    def add(self, x: Float32Array, start: int) -> None:
-        if start != self.end:  # a gap or a restart: what was kept no longer lines up
-            self._buf[:] = 0.0
-        end = start + x.size
-        x = x[-RING:]
-        self._write(end - x.size, x)
-        self.end = end
-
-    def _write(self, at: int, x: Float32Array) -> None:
-        pos = at % RING
-        first = min(x.size, RING - pos)
-        self._buf[pos : pos + first] = x[:first]
-        self._buf[: x.size - first] = x[first:]
-
-    def get(self, start: int, end: int) -> Float32Array:
-        lo, hi = max(start, self.end - RING), min(end, self.end)
-        pos = lo % RING
-        if lo == start and hi == end and pos + hi - lo <= RING:  # most reads: one slice
-            return self._buf[pos : pos + hi - lo].copy()
-        out = np.zeros(max(0, end - start), dtype=np.float32)
-        if hi > lo:
-            pos = lo % RING
-            first = min(hi - lo, RING - pos)
-            out[lo - start : lo - start + first] = self._buf[pos : pos + first]
-            out[lo - start + first : hi - start] = self._buf[: hi - lo - first]
-        return out
-
-
 class OverlapEvidence:
     """Aligned microphone and echo-suppressed audio, measured window by window.
 
@@ -165,10 +132,11 @@ class OverlapEvidence:
     ``i - latency``.
     """
 
-    def __init__(self, latency: int = 0) -> None:
+    def __init__(self, latency: int = 0, keep: int = KEEP) -> None:
         self.latency = latency
-        self._mic = _Ring()  # on the VAD's timeline (shifted by latency)
-        self._clean = _Ring()
+        self.keep = keep  # samples kept of each signal
+        self._mic = SampleRing(keep)  # on the VAD's timeline (shifted by latency)
+        self._clean = SampleRing(keep)
         self._user: deque[float] = deque(maxlen=USER_LEVELS_KEPT)
         self._user_level: float | None = None  # cached: read per window, changed per turn
 
@@ -216,6 +184,7 @@ class OverlapEvidence:
             kept_db=min(0.0, kept),
             coherence=coherence,
             clean=clean32,
+            kept=lo >= self._clean.end - self.keep,
             _decay=self._span_levels(end, echo) if decay else None,
         )
 
@@ -274,5 +243,5 @@ class OverlapEvidence:
 
     def restart(self) -> None:
         """The input timeline restarts (the VAD's stream was reset); the user's level stays."""
-        self._mic = _Ring()
-        self._clean = _Ring()
+        self._mic = SampleRing(self.keep)
+        self._clean = SampleRing(self.keep)

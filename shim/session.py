@@ -75,11 +75,11 @@ class EmulatedSession:
         self.config = ClientSessionConfig(turn=TurnDetection(settings.vad))
         self.vad_enabled = vad_enabled
         self.gate = VadGate(settings.vad)
-        self.history = InputHistory()
-        self.overlap = OverlapMachine()
+        self.history, self.overlap = InputHistory(), OverlapMachine()
         self.ledger = PlaybackLedger()
         self.echo = EchoSuppressor() if settings.echo_suppression else None
-        self.evidence = OverlapEvidence(self.echo.latency if self.echo is not None else 0)
+        latency = self.echo.latency if self.echo is not None else 0
+        self.evidence = OverlapEvidence(latency, settings.overlap_keep)
         self.output = AssistantOutput(self.ledger, self.echo, self.history, self.overlap)
         self.turns = Turns(self)
         self.assistant_audio = AssistantAudio()

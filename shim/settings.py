@@ -26,8 +26,17 @@ class ShimSettings:
     max_hold_ms: int = 3000
     # Longest input kept for one user turn (bounded memory per session).
     max_turn_ms: int = 60_000
+    # Audio the overlap evidence keeps to measure the VAD's windows on (each signal, per
+    # session, 4 bytes a sample): a window whose result comes back later than this after
+    # its audio (a VAD behind under load) cannot be measured, and reads as silence.
+    overlap_keep_ms: int = 4096
     echo_suppression: bool = True
     # Speech needed to *hold* the assistant's audio while it plays. Shorter than a
     # turn's min_speech_ms: a hold costs nothing if the speech turns out to be short
     # (the audio resumes), and it is what the listener hears as "it stopped".
     hold_min_speech_ms: int = 64
+
+    @property
+    def overlap_keep(self) -> int:
+        """``overlap_keep_ms`` in samples of the input timeline."""
+        return self.overlap_keep_ms * VAD_RATE // 1000

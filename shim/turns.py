@@ -16,9 +16,10 @@ from collections import deque
 
 from shim import wire
 from shim.actions import Action, SendClient
+from shim.answer_ahead import AnswerAhead
 from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
-from shim.overlap import Cue, Episode, Overlap, Step
+from shim.overlap import Cue, Episode, Step
 from shim.overlap_decision import (
     HOLD_WINDOWS,
     RELEASE_REASONS,
@@ -33,7 +34,7 @@ from shim.overlap_decision import (
 from shim.overlap_hold import HoldClock, carried, dismisses, opening_tally
 from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE
-from shim.turn_host import TurnHost, echo_span, far_at
+from shim.turn_host import TurnHost, echo_span, far_at, told_resumed, told_started
 from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
@@ -57,6 +58,7 @@ class Turns:
         self.echo_run = EchoRun()  # speech judged echo over the answer's end (echo_run.py)
         self._params = TurnParams()  # kept while the settings stay the same
         self._floor_ms = 0  # no overlap is told as begun before this input ms
+        self._ahead = AnswerAhead()  # an answer begun ahead of the VAD's windows
 
     @property
     def in_progress(self) -> bool:
@@ -76,8 +78,11 @@ class Turns:
         td = s.config.turn
         if td.vad is None:
             return []
+        at = self._ahead.reached(s.evidence, s.output.response, win.end_sample)
+        ahead = [] if at is None else self._over_answer(win.now_ms, at)
         params = self.decision_params()
-        playing = s.output.active(win.now_ms)
+        # Audio from before an answer the VAD has yet to reach is not spoken over it.
+        playing = s.output.active(win.now_ms) and not self._ahead.pending
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         speech = win.prob >= td.vad.threshold  # decay measurable only for speech over the answer
         decay = playing and speech
@@ -89,7 +94,7 @@ class Turns:
             echo_span(s, win.end_sample) if decay else None,
         )
         judged = Judged(ev, s.evidence.user_level_db, params)  # classified when read
-        if not playing and s.gate.speaking and speech:
+        if not playing and s.gate.speaking and speech and ev.kept:
             s.evidence.learn_user(ev)  # the user's own level, from turns with nothing playing
         self._recent.append(judged)
         episode = s.overlap.episode
@@ -98,7 +103,7 @@ class Turns:
         want = self._params.gate(td.vad, s.settings, td.interrupt_response and playing)
         if s.gate.params != want:
             s.gate.update(want)
-        out: list[Action] = []
+        out: list[Action] = ahead
         for event in s.gate.push(win.prob, win.end_sample):
             if isinstance(event, SpeechStarted):
                 out += self._speech_started(event, win.now_ms)
@@ -145,7 +150,7 @@ class Turns:
             # the speech is simply the next turn.
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
             self._becomes_turn(step)
-            return self._told(step) + s.overlap_ended(step, now)
+            return told_started(s, step) + s.overlap_ended(step, now)
         expired = self._clock.expired(now, s.gate.speaking, s.settings.max_hold_ms)
         if s.overlap.holding and expired is not None:
             return self._release(*expired, now)
@@ -168,13 +173,19 @@ class Turns:
         """A new answer began while the user's turn goes on (an upstream that takes turns
         committed a pause of it): the rest is speech over that answer, an overlap like any
         other (held from the answer's start if the voice is heard now, else once it comes
-        back in this run), told, if at all, after the turn's end."""
+        back in this run), told, if at all, after the turn's end. Only from the answer's
+        start on: audio the VAD has still to judge before it is the turn being answered
+        (``shim/answer_ahead.py``)."""
+        at = self._ahead.began(self._s.evidence, self._s.output.response)
+        return [] if at is None else self._over_answer(now, at)
+
+    def _over_answer(self, now: float, at: int) -> list[Action]:
         s, td = self._s, self._s.config.turn
         speaking = self.run_is_turn and s.gate.speaking and not s.overlap.holding
         if not (speaking and td.interrupt_response and td.vad is not None and self._recent):
             return []
         self.run_is_turn, self._run_user_ms = False, 0
-        self._floor_ms = s.history.end_ms
+        self._floor_ms = at * 1000 // VAD_RATE
         p, level = self.decision_params(), s.evidence.user_level_db
         run = user_run(self._recent, self._dismissed, level, p)
         return self._hold(now, run) if run else []
@@ -211,21 +222,13 @@ class Turns:
         s = self._s
         step = s.overlap.decide(cue)
         self._run_user_ms = 0
-        return self._resumed(step, reason) + s.overlap_ended(step, now) + s.release_output(now)
-
-    def _resumed(self, step: Step, reason: str) -> list[Action]:
-        s = self._s
-        if not (step.tell_resumed and s.config.turn.overlap_events):
-            return []
-        resp = s.output.response
-        rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
-        return [SendClient(wire.output_resumed(rid, iid, reason))]
+        return told_resumed(s, step, reason) + s.overlap_ended(step, now) + s.release_output(now)
 
     def _barge_in(self, now: float) -> list[Action]:
         s = self._s
         self._carry = None
         step = s.overlap.decide(Cue.BARGE_IN)
-        out = self._told(step)
+        out = told_started(s, step)
         resp = s.output.response
         if resp is not None and not resp.cancelled:
             out += s.cancel_response(now, reason="turn_detected")
@@ -236,15 +239,6 @@ class Turns:
     def _becomes_turn(self, step: Step) -> None:
         """The overlapping speech goes on as the user's turn."""
         self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
-
-    def _told(self, step: Step) -> list[Action]:
-        """speech_started for the overlap's speech, if the table says now is the time.
-
-        Where the upstream takes turns itself, only a barge-in is the proxy's to tell.
-        """
-        if not step.tell_started or (step.outcome is Overlap.TURN and not self._s.announce_turns):
-            return []
-        return [SendClient(wire.speech_started(step.episode.item_id, step.episode.onset_ms))]
 
     # ------------------------------------------------------------ the VAD's runs
     def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:

@@ -51,6 +51,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.echo",
             "shim.overlap_directness",
             "shim.overlap_voicing",
+            "shim.sample_ring",
             "shim.overlap_evidence",
             "shim.overlap_decision",
             "shim.overlap_onset",
@@ -82,6 +83,7 @@ LAYERS: list[tuple[str, list[str]]] = [
         "shim: the session's parts",
         [
             "shim.output",
+            "shim.answer_ahead",
             "shim.response_close",
             "shim.turn_host",
             "shim.turns",

@@ -35,6 +35,7 @@ def shim_settings(state: ProxyState) -> ShimSettings:
         min_barge_in_ms=v.min_barge_in_ms,
         hold_min_speech_ms=v.hold_min_speech_ms,
         echo_suppression=v.echo_suppression,
+        overlap_keep_ms=v.overlap_keep_ms,
     )
 
 
