@@ -74,8 +74,8 @@ class ActionRunner:
             self.upstream.settle()
 
     async def _run(self, actions: list[Action]) -> None:
-        # The clock itself: ``loop.time()`` needs the running loop looked up (a getpid
-        # system call in Python 3.11) and, under uvloop, is the time the loop's turn began.
+        # The clock itself: ``loop.time()`` needs the running loop looked up first (in
+        # Python 3.11 a getpid system call), per input with actions.
         for action in actions:
             if self.standing_down:
                 return
