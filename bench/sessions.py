@@ -65,6 +65,7 @@ def start_stack(
     root: Path = ROOT,
     gather_ms: float | None = None,
     quiet_dbfs: float | None = None,
+    inline_rows: int | None = None,
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
     """Redis (for N > 1 workers), the reference backend and the proxy; the proxy runs
     from ``root`` (another checkout, to compare versions side by side)."""
@@ -87,14 +88,14 @@ def start_stack(
     )
     wait_port(up_port, procs[-1], 30, "reference backend")
     conf = tmp / f"proxy-{kind}-{workers}.toml"
+    vad = {"gather_ms": gather_ms, "quiet_gate_dbfs": quiet_dbfs, "inline_rows": inline_rows}
+    vad_lines = "".join(f"{k} = {v}\n" for k, v in vad.items() if v is not None)
     conf.write_text(
         '[server]\nmax_sessions = 5000\nlog_level = "warning"\n'
         # (a checkout from before server.event_loop runs asyncio and knows no such key)
         + (f'event_loop = "{loop}"\n' if root == ROOT or loop != "asyncio" else "")
         + '[auth]\nmode = "none"\n'
-        + ("" if gather_ms is None and quiet_dbfs is None else "[vad]\n")
-        + ("" if gather_ms is None else f"gather_ms = {gather_ms}\n")
-        + ("" if quiet_dbfs is None else f"quiet_gate_dbfs = {quiet_dbfs}\n")
+        + (f"[vad]\n{vad_lines}" if vad_lines else "")
         + f'{store}[[routes]]\nmodel = "m"\nupstream = "ws://127.0.0.1:{up_port}/v1/realtime"\n'
         "max_sessions = 5000\n"
     )
@@ -346,6 +347,9 @@ def main() -> None:
         "--quiet-gate-dbfs", type=float, help="the proxy's [vad] quiet_gate_dbfs (unset: off)"
     )
     parser.add_argument(
+        "--vad-inline-rows", type=int, help="the proxy's [vad] inline_rows (unset: its default)"
+    )
+    parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
     parser.add_argument(
@@ -379,6 +383,7 @@ def main() -> None:
                         args.root.resolve(),
                         args.gather_ms,
                         args.quiet_gate_dbfs,
+                        args.vad_inline_rows,
                     )
                     try:
                         result = asyncio.run(

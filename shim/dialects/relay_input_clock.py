@@ -43,8 +43,10 @@ class InputClock:
         """When input sample ``sample`` was, in ms."""
         if not self._starts:
             return 0.0
-        first = self._starts[0]
-        at, ms = next(((s, t) for s, t in reversed(self._starts) if sample >= s), first)
+        at, ms = self._starts[-1]  # the usual case: the newest audio, since the last start
+        if sample < at:
+            first = self._starts[0]
+            at, ms = next(((s, t) for s, t in reversed(self._starts) if sample >= s), first)
         return ms + (sample - at) * 1000 / VAD_RATE
 
     def sample_at(self, ms: float) -> int:
