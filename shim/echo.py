@@ -145,7 +145,8 @@ class EchoSuppressor:
 
     @property
     def delay(self) -> int | None:
-        """The echo's delay in samples, once locked and confirmed (``shim/echo_lock.py``)."""
+        """The echo's delay in samples once locked (on trial for its first 40 ms or so: a
+        delay not confirmed goes back to what was before, ``shim/echo_lock.py``)."""
         return self.lock.delay
 
     @property

@@ -73,7 +73,7 @@ class EchoLock:
         self.lock_ratio, self.min_leak, self.max_gain = lock_ratio, min_leak, max_gain
         self.confirm = confirm  # new mic samples a candidate lag must explain
         self.confirm_tol = rate_hz // 500  # ... within 2 ms of it (the search window moved on)
-        self.delay: int | None = None  # echo delay in samples, once locked (and confirmed)
+        self.delay: int | None = None  # echo delay in samples, once locked (maybe on trial)
         self.gain = 0.0  # least-squares gain of the direct path, for subtraction
         self.coupling = 0.0  # mic/far energy ratio when echo alone: direct path + reverb
         self._couplings: deque[float] = deque(maxlen=9)  # recent clean measurements
