@@ -12,11 +12,12 @@ Three stages, all on 16 kHz audio in the mic's sample time:
    the recent mic with the far audio over lags 0..``max_delay_ms`` finds where the
    echo sits, and the least-squares gain there how loud it is. An estimate is only
    taken when it explains at least ``lock_ratio`` of the mic energy (echo nearly
-   alone) with a gain of at most ``max_gain``, so the user's voice never retunes it,
-   and a new delay only once the next ``confirm_ms`` of mic, which its search never
-   saw, are explained there too; a short window follows playback-timing jumps
-   within +-``jitter_ms`` and measures the coupling (echo energy per far energy,
-   reverberation included) and the leak (what subtraction leaves of the echo).
+   alone) with a gain of at most ``max_gain``, so the user's voice never retunes it;
+   a new delay is used at once but kept only once the next ``confirm_ms`` of mic,
+   which its search never saw, are explained there too; a short window follows
+   playback-timing jumps within +-``jitter_ms`` and measures the coupling (echo
+   energy per far energy, reverberation included) and the leak (what subtraction
+   leaves of the echo).
 2. Linear subtraction of ``gain * far[t - delay]``: removes a clean echo and
    leaves the user's speech untouched.
 3. Residual suppression per frequency bin, on 16 ms STFT frames (what an AEC
@@ -64,7 +65,7 @@ class EchoSuppressor:
         tail_ms: int = 80,
         lock_ratio: float = 0.5,
         max_gain: float = 2.0,  # an echo louder than this times what was played: no lock
-        confirm_ms: int = 40,  # new mic a candidate delay must explain before it is used
+        confirm_ms: int = 40,  # new mic a new delay must explain to be kept (used at once)
         coupling_ms: int = 64,
         min_leak_db: float = -20.0,
         over: float = 2.0,
