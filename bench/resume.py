@@ -153,6 +153,7 @@ def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
         "aborted_drops": sum(o.aborts for o in outs),
         "resumes_after_abort": sum(o.resumes_after_abort for o in outs),
         "resumes_retried": sum(o.resumes_retried for o in outs),
+        "resumes_token_given": sum(o.resumes_token_given for o in outs),
         "server_events": sum(o.events for o in outs),
         "audio_deltas": sum(o.audio_deltas for o in outs),
         "lost": sum(o.lost for o in outs),

@@ -66,6 +66,7 @@ class Outcome:
     aborts: int = 0  # drops that aborted the TCP connection (no close frame)
     resumes_after_abort: int = 0
     resumes_retried: int = 0  # refused as unavailable right now, and tried again
+    resumes_token_given: int = 0  # ... refused during the token's rotation
     resume_ms: list[float] = field(default_factory=list)
     resume_ms_other: list[float] = field(default_factory=list)
     slow: list[dict[str, Any]] = field(default_factory=list)
@@ -313,17 +314,26 @@ class Session:
         replica = self.rng.randrange(len(self.bases))
         other = replica != self.replica
         t0 = time.perf_counter()
+        tokens = [self.token]  # to try in turn: the store holds one of them
         for attempt in range(1, RESUME_TRIES + 1):
             self.ws = await self._connect(replica, "")
-            await self.ws.send_str(json.dumps(resume_event(self.sid, self.token, self.last)))
+            await self.ws.send_str(json.dumps(resume_event(self.sid, tokens[0], self.last)))
             first = await self.recv()
             code = (first.get("error") or {}).get("code")
-            if first.get("type") != "error" or code not in RETRY or attempt == RESUME_TRIES:
+            if code == "session_resume_denied" and len(tokens) > 1:
+                tokens.pop(0)  # the rotation a refusal told of never landed
+            elif first.get("type") != "error" or code not in RETRY or attempt == RESUME_TRIES:
                 break
-            # "Right now": a store slow under load, a replica draining. A client waits
-            # and tries again, as docs/protocol.md has it; the session is still there.
-            self.out.resumes_retried += 1
-            self.trace.append(f"-- resume refused ({code}), again")
+            else:
+                # "Right now": a store slow under load, a replica draining. A client
+                # waits and tries again, as docs/protocol.md has it; the session is
+                # still there. A refusal in the middle of the token's rotation names the
+                # new token: the store holds it or the one just sent.
+                if isinstance(given := first.get("resume_token"), str):
+                    tokens = [given, tokens[0]]
+                    self.out.resumes_token_given += 1
+                self.out.resumes_retried += 1
+                self.trace.append(f"-- resume refused ({code}), again")
             await self.ws.close()
             await asyncio.sleep(0.25 * attempt)
         if first.get("type") != "session.resumed":

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 from functools import partial
+from typing import Any
 
 import aiohttp
 from aiohttp import web
@@ -192,10 +193,17 @@ class ClientChannel(ClientOutbox):
         self.closed.set()
 
     def send_error(
-        self, code: str, message: str, event_id: str | None = None, param: str | None = None
+        self,
+        code: str,
+        message: str,
+        event_id: str | None = None,
+        param: str | None = None,
+        *,
+        extra: dict[str, Any] | None = None,
     ) -> None:
+        """An ``error`` event; ``extra``: more top-level fields (a proxy extension)."""
         self.metrics.client_errors.labels(code).inc()
-        event = wire.error(code, message, event_id=event_id, param=param)
+        event = wire.error(code, message, event_id=event_id, param=param) | (extra or {})
         self.send_event(native_error(event) if self.native else event)
 
     async def close(self, code: int, reason: str) -> None:

@@ -24,6 +24,7 @@ from proxy.store.base import SessionRecord
 from tests.redis_server import RedisServer
 from tests.servers import (
     Client,
+    closed,
     connect,
     host_port,
     load_clip,
@@ -652,10 +653,13 @@ async def test_frozen_redis_never_stalls_a_session(redis_server: RedisServer) ->
                 await resumed(c1b, s1)
                 await answered(c1b)
                 s1.take(c1b)
-            # One the replica does not hold cannot be found: it says so.
-            async with connect(ws_url(a)) as c3:
+            # One the replica does not hold cannot be found: it says so, and a
+            # connection that only came to resume is told to try again later.
+            async with connect(ws_url(a, model=None)) as c3:
                 ev = await send_resume(c3, Tracked("sess_" + secrets.token_hex(16), "t"))
                 assert error_code(ev) == "session_resume_unavailable"
+                assert "resume_token" not in ev, "nothing was rotated"
+                assert await closed(c3) == 1013, "try again later"
         finally:
             redis_server.resume()
         # Once Redis answers, the rotated token is saved and the session moves on.

@@ -148,8 +148,9 @@ async def test_a_commit_the_dead_owner_sent_after_its_checkpoint_is_not_sent_aga
     owner sends the turn upstream once the answer ends, and is killed at once, before
     it checkpoints again. The stored snapshot still holds the waiting turn: the
     replica that takes the session over must not send it to the upstream session
-    that had it already."""
-    async with tapped_replicas(tmp_path, redis_url) as (tap, a, b):
+    that had it already. The answer is long (8 s), so that the owner has checkpointed
+    the waiting turn, as its client left, well before the answer ends."""
+    async with tapped_replicas(tmp_path, redis_url, reply_ms=8000) as (tap, a, b):
         killed = asyncio.Event()
 
         def kill_after_second_commit(no: int, ev: dict[str, Any]) -> None:
@@ -170,6 +171,13 @@ async def test_a_commit_the_dead_owner_sent_after_its_checkpoint_is_not_sent_aga
             await asyncio.sleep(0.05)
             s.take(c1)
             link.cut()  # the client's connection drops
+        async with asyncio.timeout(10):  # the owner checkpoints as its client leaves
+            while not killed.is_set():
+                record = await load_record(redis_url, s.sid)
+                if record is not None and waiting(checkpoint_of(record).shim):
+                    break
+                await asyncio.sleep(0.05)
+        assert not killed.is_set(), "the answer ended before the waiting turn was stored"
         async with asyncio.timeout(20):
             await killed.wait()
         record = await load_record(redis_url, s.sid)

@@ -131,13 +131,14 @@ class ClientSession:
             if first is not None:
                 self.pending.remove(first)
                 first = None
-            if await self._try_resume(event, raw):
+            failed = await self._try_resume(event, raw)
+            if failed is None:
                 return
             if state.draining:  # told server_shutting_down (proxy/resume/takeover.py)
                 await self.client.close(1012, "draining")
                 return
             if model is None:
-                await self.client.close(1008, "resume failed")
+                await self.client.close(*failed.close())
                 return
         if first is not None and model is None:
             model = model_from(first.event)
@@ -202,16 +203,18 @@ class ClientSession:
         self.client.send_error("server_shutting_down", "this replica is draining; reconnect")
         await self.client.close(1012, "draining")
 
-    async def _try_resume(self, event: dict[str, Any], raw: str) -> bool:
-        """Resume; on failure tell the client why (it may start fresh) and return False."""
+    async def _try_resume(self, event: dict[str, Any], raw: str) -> ResumeFailed | None:
+        """Resume; on failure tell the client why (it may start fresh or try again) and
+        return the failure."""
         try:
             await resume(self, parse_resume(event, raw))
         except ResumeFailed as exc:
-            self.log.info("resume_failed", code=exc.code)
-            self.settled.set()  # nothing rotated: a drain from here refuses the client
-            self.client.send_error(exc.code, str(exc))
-            return False
-        return True
+            self.log.info("resume_failed", code=exc.code, token_given=bool(exc.resume_token))
+            self.settled.set()  # nothing more to write: a drain from here refuses the client
+            token = {"resume_token": exc.resume_token} if exc.resume_token else None
+            self.client.send_error(exc.code, str(exc), extra=token)
+            return exc
+        return None
 
     async def _run_emulated(
         self, link: UpstreamLink, cls: Classification, model: str, upstream_model: str

@@ -103,7 +103,7 @@ async def take_from_store(
             final.append((current, logged))
             return current
 
-        epoch = await acquire(store, sid, state.replica_id, record.epoch, rotated)
+        epoch = await acquire(store, sid, state.replica_id, record.epoch, token, rotated)
         record, logged = final[-1]
         if last < record.acked_seq:
             raise gap()

@@ -24,16 +24,18 @@ async def acquire(
     session_id: str,
     owner: str,
     epoch: int,
+    token: str,
     rotated: Callable[[int], Awaitable[SessionRecord]],
 ) -> int:
-    """Move the lease to this connection and rotate the token; the new epoch."""
+    """Move the lease to this connection and rotate the token to ``token``; the new
+    epoch."""
     try:
         first = await store.take_over(session_id, owner, epoch)
     except LeaseLost:
         raise conflict() from None
     except StoreUnavailable:
         raise unavailable() from None
-    return await rotate(store, session_id, owner, first, rotated)
+    return await rotate(store, session_id, owner, first, token, rotated)
 
 
 async def rotate(
@@ -41,21 +43,33 @@ async def rotate(
     session_id: str,
     owner: str,
     first: int,
+    token: str,
     rotated: Callable[[int], Awaitable[SessionRecord]],
 ) -> int:
-    """Save the new token hash at epoch ``first``, then bump the epoch again.
+    """Save the new token's hash at epoch ``first``, then bump the epoch again.
 
     The double bump makes exactly one of several racing resumes win: a racer that
     loaded the record between the first bump and the save (so its old token still
     matched) must bump it too, and then one of the two second bumps fails.
+
+    A write that times out may still have landed: once the save was sent, the store
+    holds the old token's hash or ``token``'s, and the client, refused as
+    ``unavailable``, is given ``token`` to try besides its own. Without it a save that
+    landed unanswered would leave the client with a token that is denied for good.
     """
     try:
-        await store.save(await rotated(first))
+        record = await rotated(first)
+    except LeaseLost:
+        raise conflict() from None
+    except StoreUnavailable:
+        raise unavailable() from None  # nothing written past the first bump
+    try:
+        await store.save(record)
         return await store.take_over(session_id, owner, first)
     except LeaseLost:
         raise conflict() from None
     except StoreUnavailable:
-        raise unavailable() from None
+        raise unavailable(token) from None
 
 
 async def moved_away(store: SessionStore, session_id: str, epoch: int) -> bool:

@@ -86,7 +86,7 @@ async def take_local(
                 written.append(runner.journal.seq)  # what that record holds, no further
                 return record
 
-            epoch = await rotate(store, sid, owner, first, rotated)
+            epoch = await rotate(store, sid, owner, first, token, rotated)
             p.adopt(epoch, token, saved=written[-1] if written else None)
     if degraded is not None:
         # No one else can resume it meanwhile (the store cannot hand it out): carry

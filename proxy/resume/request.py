@@ -33,9 +33,20 @@ class ResumeRequest:
 
 
 class ResumeFailed(Exception):
-    def __init__(self, code: str, message: str) -> None:
+    """``code`` and ``message`` for the client's ``error``; ``resume_token``, where the
+    store may hold a new token the client was never told (``unavailable``)."""
+
+    def __init__(self, code: str, message: str, resume_token: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.resume_token = resume_token
+
+    def close(self) -> tuple[int, str]:
+        """The close code and reason for a connection that only came to resume: 1013
+        (try again later) while the store cannot answer, 1008 (policy) otherwise."""
+        if self.code == "session_resume_unavailable":
+            return 1013, "resume unavailable: try again"
+        return 1008, "resume failed"
 
 
 def expired() -> ResumeFailed:
@@ -63,9 +74,23 @@ def shutting_down() -> ResumeFailed:
     return ResumeFailed("server_shutting_down", "this replica is draining; resume elsewhere")
 
 
-def unavailable() -> ResumeFailed:
+def unavailable(token: str | None = None) -> ResumeFailed:
+    """The store is down or did not answer in time: the session is not lost, try again.
+
+    With ``token``: the store stopped answering while the resume token was rotated to
+    it, so the store holds either it or the client's previous one; the client is given
+    both to try (docs/protocol.md, "Resume")."""
+    if token is None:
+        return ResumeFailed(
+            "session_resume_unavailable",
+            "resume is unavailable right now: the session store is down or did not "
+            "answer in time; try again",
+        )
     return ResumeFailed(
-        "session_resume_unavailable", "resume is unavailable right now: the session store is down"
+        "session_resume_unavailable",
+        "the session store did not answer while the resume token was rotated; try "
+        "again with this resume_token, and with the previous one if it is denied",
+        resume_token=token,
     )
 
 
