@@ -225,8 +225,10 @@ class Turns:
     def _finished(self, now: float) -> list[Action]:
         """The answer ended under the user's speech over it: the speech is the next turn."""
         step = self._s.overlap.decide(Cue.ASSISTANT_FINISHED)
-        self._becomes_turn(step)
-        return told_started(self._s, step) + self._s.overlap_ended(step, now)
+        told = told_started(self._s, step)
+        if told or self._s.announce_turns:  # else the upstream's turn: no speech_stopped
+            self._becomes_turn(step)
+        return told + self._s.overlap_ended(step, now)
 
     def _barge_in(self, now: float) -> list[Action]:
         s = self._s

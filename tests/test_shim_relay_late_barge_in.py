@@ -108,6 +108,10 @@ def test_a_barge_in_judged_after_the_answer_played_out_still_reaches_the_upstrea
         done = [e["response"]["status"] for e in events if e["type"] == "response.done"]
         assert done == ["completed"], (clip, done)
         assert not [e for e in events if e["type"] == "conversation.item.truncated"], clip
+        # The upstream takes that turn itself: the proxy tells no speech_stopped of its own
+        # for speech it never told the client had started.
+        told = [e["type"] for e in events if e["type"].startswith("input_audio_buffer.speech")]
+        assert told == [], (clip, told)
 
 
 def test_a_barge_in_judged_in_time_is_cut_as_before() -> None:
