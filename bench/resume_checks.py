@@ -210,17 +210,27 @@ def overlaps(outs: list[Outcome]) -> dict[str, Any]:
 
 def overlap_odd(outs: list[Outcome]) -> list[dict[str, Any]]:
     """Overlap turns that did not end as one with no move would: a barge-in cut once and
-    answered, a backchannel released."""
+    answered, a backchannel released. Failures (``overlap_violations``) first, e.g. a
+    barge-in cut once whose turn was never answered."""
     plain = {("barge_in", "cut once"), ("backchannel", "released")}
     odd = [
         {**ov, "verdict": _verdict(ov)}
         for o in outs
         for ov in o.overlaps
-        if not any((ov["what"], t) in plain for t in _verdict(ov))
+        if not any((ov["what"], t) in plain for t in _verdict(ov)) or _fails(ov)
     ]
     # Those README explains last (a turn-based upstream's answer ends at a move).
-    odd.sort(key=lambda ov: ov["kind"].startswith("turn") and ov["status"] == "incomplete")
+    odd.sort(
+        key=lambda ov: (
+            not _fails(ov),
+            ov["kind"].startswith("turn") and ov["status"] == "incomplete",
+        )
+    )
     return odd[:10]
+
+
+def _fails(ov: dict[str, Any]) -> bool:
+    return any(t.startswith("VIOLATION") or t == "turn NOT answered" for t in _verdict(ov))
 
 
 def overlap_violations(outs: list[Outcome]) -> int:

@@ -116,6 +116,7 @@ class OverlapSession(Session):
                 "what": self.what,
                 "kind": self.kind,
                 "clip": name,
+                "response_id": a.response_id,  # the answer spoken over (the replicas' logs)
                 "drop_s": None if self.drop_at is None else round(self.drop_at - onset, 2),
                 "aborted": self.drop_at is not None and self.aborted,
                 "status": a.status,

@@ -65,6 +65,9 @@ class AssistantOutput:
         self._history = history
         self._overlap = overlap
         self.response: ActiveResponse | None = None
+        # Where the answer's sound ends on the input timeline, for a dialect that maps it
+        # there (the GA relay's gate, ``shim/dialects/ga_relay_gate.py``); else None.
+        self.heard_until: int | None = None
 
     def start(self, response_id: str, item_id: str) -> ActiveResponse:
         self.response = ActiveResponse(response_id, item_id, started_at_sample=self._history.end)
@@ -75,6 +78,16 @@ class AssistantOutput:
         if self.response is not None and self.response.live:
             return True
         return self.ledger.playing(now) is not None
+
+    def heard(self, end_sample: int) -> bool:
+        """The microphone's audio up to input sample ``end_sample`` was heard while the
+        answer sounded, though it may have played out since (``heard_until``)."""
+        return self.heard_until is not None and end_sample <= self.heard_until
+
+    def over(self, now: float, end_sample: int) -> bool:
+        """Audio up to ``end_sample`` is over the answer: it is active now, or that audio
+        was heard while it sounded (judged later than what was left of it)."""
+        return self.active(now) or self.heard(end_sample)
 
     def sounding(self, now: float) -> bool:
         """The assistant is heard: its response is live or its audio has not ended at

@@ -59,6 +59,7 @@ class Turns:
         self._params = TurnParams()  # kept while the settings stay the same
         self._floor_ms = 0  # no overlap is told as begun before this input ms
         self._ahead = AnswerAhead()  # an answer begun ahead of the VAD's windows
+        self._judged = 0  # the end of the VAD's last window (input samples)
 
     @property
     def in_progress(self) -> bool:
@@ -81,8 +82,9 @@ class Turns:
         at = self._ahead.reached(s.evidence, s.output.response, win.end_sample)
         ahead = [] if at is None else self._over_answer(win.now_ms, at)
         params = self.decision_params()
-        # Audio from before an answer the VAD has yet to reach is not spoken over it.
-        playing = s.output.active(win.now_ms) and not self._ahead.pending
+        # Not audio from before an answer the VAD has yet to reach (``answer_ahead.py``).
+        over, self._judged = s.output.over(win.now_ms, win.end_sample), win.end_sample
+        playing = over and not self._ahead.pending
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         speech = win.prob >= td.vad.threshold  # decay measurable only for speech over the answer
         decay = playing and speech
@@ -106,7 +108,7 @@ class Turns:
         out: list[Action] = ahead
         for event in s.gate.push(win.prob, win.end_sample):
             if isinstance(event, SpeechStarted):
-                out += self._speech_started(event, win.now_ms)
+                out += self._speech_started(event, over)
             else:
                 out += self._speech_stopped(event, win.now_ms)
         if self.item is None and s.overlap.episode is None and not self.run_is_turn:
@@ -143,14 +145,10 @@ class Turns:
         s = self._s
         resp = s.output.response
         self.echo_run.follow(s.output.active(now), s.history.end + s.evidence.latency)
-        if s.overlap.episode is not None and not s.output.active(now):
+        if s.overlap.episode is not None and not s.output.over(now, self._judged):
             if not s.gate.speaking:  # held on a window no speech run followed: nothing
                 return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
-            # The assistant finished while the user was talking over its last words:
-            # the speech is simply the next turn.
-            step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
-            self._becomes_turn(step)
-            return told_started(s, step) + s.overlap_ended(step, now)
+            return self._finished(now)
         expired = self._clock.expired(now, s.gate.speaking, s.settings.max_hold_ms)
         if s.overlap.holding and expired is not None:
             return self._release(*expired, now)
@@ -224,9 +222,19 @@ class Turns:
         self._run_user_ms = 0
         return told_resumed(s, step, reason) + s.overlap_ended(step, now) + s.release_output(now)
 
+    def _finished(self, now: float) -> list[Action]:
+        """The answer ended under the user's speech over it: the speech is the next turn."""
+        step = self._s.overlap.decide(Cue.ASSISTANT_FINISHED)
+        told = told_started(self._s, step)
+        if told or self._s.announce_turns:  # else the upstream's turn: no speech_stopped
+            self._becomes_turn(step)
+        return told + self._s.overlap_ended(step, now)
+
     def _barge_in(self, now: float) -> list[Action]:
         s = self._s
         self._carry = None
+        if not s.output.active(now) and s.output.heard(self._judged):  # it played out
+            return self._finished(now)  # before the VAD judged the speech over it
         step = s.overlap.decide(Cue.BARGE_IN)
         out = told_started(s, step)
         resp = s.output.response
@@ -241,7 +249,7 @@ class Turns:
         self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
 
     # ------------------------------------------------------------ the VAD's runs
-    def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:
+    def _speech_started(self, ev: SpeechStarted, over: bool) -> list[Action]:
         s = self._s
         resp = s.output.response
         onset = ev.audio_start_ms * VAD_RATE // 1000
@@ -250,7 +258,7 @@ class Turns:
         if self.item is not None:  # decided a barge-in on its first windows: told already
             self.run_is_turn = True
             return []
-        if s.config.turn.interrupt_response and after_start and s.output.active(now):
+        if s.config.turn.interrupt_response and after_start and over:
             # Over the assistant: nothing is told; the windows decide (on_vad).
             self.run_is_turn = False
             self.echo_run.begin(ev)

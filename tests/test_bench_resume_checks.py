@@ -77,3 +77,28 @@ def test_an_answer_completed_and_cut_is_a_failure() -> None:
         turn("cancelled", 1, []),
     ):
         assert resume_checks.overlap_violations([Outcome("turn", overlaps=[bad])]) == 1
+
+
+def test_a_barge_in_cut_once_but_never_answered_is_listed_first() -> None:
+    def turn(what: str, status: str, later: list[str], truncated: int = 1) -> dict[str, Any]:
+        return {
+            "what": what,
+            "kind": "turn-long",
+            "drop_s": -0.2,
+            "aborted": False,
+            "other_replica": False,
+            "status": status,
+            "truncated": truncated,
+            "later": later,
+        }
+
+    # A backchannel that became a turn is odd but no failure; a barge-in cut once whose
+    # turn never came is a failure, though "cut once" alone reads as the plain outcome.
+    odd = turn("backchannel", "completed", ["completed"], truncated=0)
+    unanswered = turn("barge_in", "cancelled", [])
+    fine = turn("barge_in", "cancelled", ["completed"])
+    listed = resume_checks.overlap_odd([Outcome("turn", overlaps=[odd, fine, unanswered])])
+    assert [ov["verdict"] for ov in listed] == [
+        ["cut once", "turn NOT answered"],
+        ["became a turn (answered)"],
+    ]

@@ -96,6 +96,13 @@ class GatedRelaySession(BargeInRelaySession):
         live = self.response is not None and self.response.live
         latest = self.ledger.latest()
         self.audio_gate.follow_answer(live, latest, now)
+        # Where the answer's sound ends on the input timeline, as the gate judges held
+        # audio (its echo tail aside): speech before it the VAD judges only after the
+        # answer played out is still judged as over it (``Turns.on_vad``); else it is
+        # neither decided the user's nor let past the gate, and the user's words are lost.
+        gate = self.audio_gate
+        tail = ms_to_sample(ECHO_TAIL_MS)
+        self.output.heard_until = None if gate.answer_until_ms is None else gate.answer_end() - tail
         echo, clock = self.echo, self.audio_gate.clock
         # Where the suppressor finds the echo: the audio sent, placed on the
         # microphone's timeline, its locked delay later (then the tail), while the
