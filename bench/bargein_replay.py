@@ -50,6 +50,7 @@ class Replay:
     stop_ms: float | None = None  # last delta of the cut response
     windows: list[dict[str, Any]] = field(default_factory=list)
     played: list[int] = field(default_factory=list)  # sample each delta began playing at
+    after: int = 0  # speech_started after the clip began, the answer over and played out
 
 
 def run(
@@ -187,6 +188,8 @@ def run(
                         out.interrupted_ms = now - clip_t0
                     speaker[p0:] = 0.0
                     play_end = p0
+                elif kind_ == "input_audio_buffer.speech_started" and clip_t0 is not None:
+                    out.after += 1  # a new turn once the answer has played out
                 elif kind_ == "response.done" and a.event["response"]["id"] == playing_rid:
                     answer_done = True
                     if a.event["response"]["status"] == "cancelled" and clip_t0 is not None:
@@ -261,6 +264,7 @@ def main() -> int:
                 "cut": r.cut_ms is not None,
                 "detect_ms": detect,
                 "stop_ms": stop,
+                "turn_after": r.after,
             }
         )
         print(json.dumps(rows[-1]), file=sys.stderr)
@@ -275,6 +279,12 @@ def main() -> int:
             "n": len(v),
             "interrupted": sum(r["interrupted"] for r in v),
             "cut": sum(r["cut"] for r in v),
+            "turn_after": sum(r["turn_after"] > 0 for r in v),
+            "detect_p50": float(
+                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 50)
+            )
+            if any(r["detect_ms"] is not None for r in v)
+            else None,
             "detect_p95": float(
                 np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 95)
             )

@@ -6,8 +6,9 @@ Speech while nothing of the assistant's plays is a user turn, announced at once
 judged from its evidence (``shim/overlap_evidence.py``, ``shim/overlap_decision.py``):
 two user-like windows in a row begin an overlap (``shim/overlap.py``), which
 holds the assistant's audio until the overlap is decided. Speech that is not user-like
-(echo, distant voices, noise) never holds anything. The dialect commits a turn and
-cancels a response in its own way (``commit_turn``, ``cancel_response``).
+(echo, distant voices, noise) never holds anything, and someone else's voice stays theirs
+after the answer (``shim/background_run.py``). The dialect commits a turn and cancels a
+response in its own way (``commit_turn``, ``cancel_response``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections import deque
 from shim import wire
 from shim.actions import Action, SendClient
 from shim.answer_ahead import AnswerAhead
+from shim.background_run import BackgroundRun
 from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
 from shim.overlap import Cue, Episode, Step
@@ -59,11 +61,11 @@ class Turns:
         self._params = TurnParams()  # kept while the settings stay the same
         self._floor_ms = 0  # no overlap is told as begun before this input ms
         self._ahead = AnswerAhead()  # an answer begun ahead of the VAD's windows
+        self.background = BackgroundRun()  # someone else's speech after the answer
 
     @property
     def in_progress(self) -> bool:
-        """A user turn, an overlap or a run that may yet be one is under way (its audio
-        must be kept)."""
+        """A turn, an overlap or a run that may yet be one is under way (keep its audio)."""
         return self.item is not None or self._s.overlap.episode is not None or self.echo_run.pending
 
     def user_speaking(self) -> bool:
@@ -109,7 +111,12 @@ class Turns:
                 out += self._speech_started(event, win.now_ms)
             else:
                 out += self._speech_stopped(event, win.now_ms)
-        if self.item is None and s.overlap.episode is None and not self.run_is_turn:
+        theirs = self.background.window(speech, s.gate.speaking, win.end_sample, s.settings)
+        idle = self.item is None and s.overlap.episode is None and not self.run_is_turn
+        if idle and theirs and not playing:  # someone else's run after the answer
+            voice = self.background.user_voice(self._recent, s.evidence, params, s.gate.speaking)
+            out += [] if voice is None else self._turn_starts(voice)
+        elif idle:
             speaking, ms = s.gate.speaking and speech, td.vad.min_speech_ms
             onset = self.echo_run.window(playing, is_echo(ev, params), speaking, win.end_sample, ms)
             out += self._turn_starts(onset) if onset is not None else []
@@ -136,6 +143,7 @@ class Turns:
                 other = tally.main_other(user_level, params)
                 self._carry = carried(tally, other, params)
                 self._dismissed = s.gate.speaking and dismisses(tally, other, self._lone)
+                self.background.dismissed(self._dismissed, win.end_sample)
                 out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
@@ -146,8 +154,7 @@ class Turns:
         if s.overlap.episode is not None and not s.output.active(now):
             if not s.gate.speaking:  # held on a window no speech run followed: nothing
                 return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
-            # The assistant finished while the user was talking over its last words:
-            # the speech is simply the next turn.
+            # The assistant finished while the user talked over its last words: the next turn.
             step = s.overlap.decide(Cue.ASSISTANT_FINISHED)
             self._becomes_turn(step)
             return told_started(s, step) + s.overlap_ended(step, now)
@@ -161,21 +168,20 @@ class Turns:
         return []
 
     def cleared(self, now: float) -> list[Action]:
-        """The client cleared its input buffer: no turn, no overlap, in progress (held
-        output goes on)."""
+        """The client cleared its input: no turn, no overlap in progress (held output goes on)."""
         self.item = None
         self.echo_run.end()
+        self.background.end()
         if not self._s.overlap.holding:
             return []
         return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
 
     def answer_began(self, now: float) -> list[Action]:
         """A new answer began while the user's turn goes on (an upstream that takes turns
-        committed a pause of it): the rest is speech over that answer, an overlap like any
-        other (held from the answer's start if the voice is heard now, else once it comes
-        back in this run), told, if at all, after the turn's end. Only from the answer's
-        start on: audio the VAD has still to judge before it is the turn being answered
-        (``shim/answer_ahead.py``)."""
+        committed a pause of it): the rest is speech over that answer, an overlap like any other
+        (held from the answer's start if the voice is heard now, else once it comes back in
+        this run), told, if at all, after the turn's end. Only from the answer's start on:
+        audio the VAD has still to judge before it is the turn being answered (answer_ahead.py)."""
         at = self._ahead.began(self._s.evidence, self._s.output.response)
         return [] if at is None else self._over_answer(now, at)
 
@@ -191,16 +197,15 @@ class Turns:
         return self._hold(now, run) if run else []
 
     def detection_changed(self, now: float) -> list[Action]:
-        """After a session.update: with turn detection off (push-to-talk) no VAD window
-        can decide an undecided overlap, so it is no interruption: held output goes on."""
+        """After a session.update with turn detection off (push-to-talk) no VAD window can
+        decide an undecided overlap: it is no interruption, held output goes on."""
         if self._s.config.turn.vad is not None or not self._s.overlap.holding:
             return []
         return self._release(Cue.NOT_AN_INTERRUPTION, "turn_detection_off", now)
 
     # ------------------------------------------------------------ overlaps
     def _hold(self, now: float, windows: int = HOLD_WINDOWS) -> list[Action]:
-        """Begin an overlap at the first of the last ``windows`` (user-like): hold the
-        output."""
+        """Begin an overlap at the first of the last ``windows`` (user-like): hold output."""
         s = self._s
         self._lone = windows == 1
         carry, self._carry = self._carry, None
@@ -239,6 +244,7 @@ class Turns:
     def _becomes_turn(self, step: Step) -> None:
         """The overlapping speech goes on as the user's turn."""
         self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
+        self.background.end()
 
     # ------------------------------------------------------------ the VAD's runs
     def _speech_started(self, ev: SpeechStarted, now: float) -> list[Action]:
@@ -250,16 +256,18 @@ class Turns:
         if self.item is not None:  # decided a barge-in on its first windows: told already
             self.run_is_turn = True
             return []
-        if s.config.turn.interrupt_response and after_start and s.output.active(now):
-            # Over the assistant: nothing is told; the windows decide (on_vad).
+        over = s.config.turn.interrupt_response and after_start and s.output.active(now)
+        if over or self.background.active:
+            # Over the assistant, or someone else's voice after it: the windows decide (on_vad).
             self.run_is_turn = False
             self.echo_run.begin(ev)
             return []
         return self._turn_starts(ev)
 
     def _turn_starts(self, ev: SpeechStarted) -> list[Action]:
-        """The run is the user's turn from its onset, told at once (GA semantics): it
-        began with nothing playing, or outlasted the answer it was judged the echo of."""
+        """The run is the user's turn from its onset, told at once (GA semantics): it began
+        with nothing playing, outlasted the answer it was judged the echo of, or is the
+        user's own voice in someone else's run after the answer (``background_run.py``)."""
         s = self._s
         self.run_is_turn = True
         self.echo_run.end()
@@ -279,8 +287,7 @@ class Turns:
             # start was never told, so neither is its end), unless the user's voice may
             # yet come back as more of it: then the windows go on deciding (``judge``).
             p, end = self.decision_params(), ev.detected_ms * VAD_RATE // 1000
-            level = s.evidence.user_level_db
-            if judge(episode.tally, end, p, level) is not Verdict.WAIT:
+            if judge(episode.tally, end, p, s.evidence.user_level_db) is not Verdict.WAIT:
                 return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
             return []
         if self.item is None:
