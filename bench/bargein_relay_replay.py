@@ -61,6 +61,12 @@ ap.add_argument(
     " over its echo (--reply-echo); how much of each reply's onset the upstream missed",
 )
 ap.add_argument("--reply-echo", default="350,-10", help="DELAY_MS,GAIN_DB of that echo")
+ap.add_argument(
+    "--background-pause-ms",
+    type=int,
+    default=None,
+    help="[vad] background_pause_ms (not given: the code's default)",
+)
 ARGS = ap.parse_args() if __name__ == "__main__" else None
 if ARGS is not None and ARGS.root is not None:
     sys.path.insert(0, str(ARGS.root.resolve()))
@@ -78,6 +84,7 @@ from shim.settings import ShimSettings  # noqa: E402
 from shim.vad_gate import VadParams  # noqa: E402
 
 CHUNK_MS = 20
+SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 RATE_IN = 16000  # the input timeline's (the VAD's) rate
 REPLY_MS = 8000
@@ -122,7 +129,7 @@ def run(
     ``REPLY_MS``: after the answer's end, and the replay goes on one second after it).
     From the answer's first audio on, the VAD's windows reach the session ``vad_lag_ms``
     after their audio was handled."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96))
+    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
     s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
     stream, up_stream = vad.new_stream(), vad.new_stream()
@@ -132,7 +139,7 @@ def run(
     reply = np.resize(prompt, RATE * REPLY_MS // 1000).astype(np.int16)
     reply_pos, reply_from, answering = 0, float(prompt.size * 1000 // RATE + FIRST_DELTA_MS), True
     first_delta = clip_t0 = end_ms = None
-    done = False
+    completed = False  # the answer's response.done (completed) reached the client
     clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
     echo_in: dict[int, bool] = {}  # id of an append -> its chunk carries echo
     proxy = StalledProxy(s, proxy_stall)
@@ -228,13 +235,13 @@ def run(
                 if kind == "input_audio_buffer.speech_started" and first_delta is not None:
                     out.told += 1
                     out.interrupted |= play_end > p0 or answering
-                    out.after += done and not out.cut and play_end <= p0
+                    out.after += completed and not out.cut and play_end <= p0
                     speaker[p0:] = 0.0
                     play_end = min(play_end, p0)
                 elif kind == "response.done" and a.event["response"].get("status") == "cancelled":
                     out.cut = True
                 elif kind == "response.done":
-                    done = True  # the answer completed: what the client hears next is a turn
+                    completed = True  # what the client is told of next is a new turn
         t += 1
         if t * CHUNK_MS > 60_000:
             break
@@ -279,6 +286,8 @@ def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner) -> int:
 
 def main() -> int:
     assert ARGS is not None
+    if ARGS.background_pause_ms is not None:
+        SHIM_EXTRA["background_pause_ms"] = ARGS.background_pause_ms
     corpus = Path(ARGS.corpus or ROOT.parent / "shared" / "corpus" / "dev")
     prompt = read_wav(corpus / prompt_clip(corpus))
     if ARGS.reply_after:

@@ -36,6 +36,7 @@ from shim.settings import ShimSettings
 from shim.vad_gate import VadParams
 
 CHUNK_MS = 20
+SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 REPLY_MS = 8000
 PLAY_AFTER_MS = 1000
@@ -75,7 +76,7 @@ def run(
     then (as the edge stamps them when it handles them) and with when they arrived
     (the edge's read time), the upstream's with when they arrived, and what it sends
     reaches the client then."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96))
+    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
     td: dict[str, Any] = {"type": "server_vad"}
@@ -227,7 +228,15 @@ def main() -> int:
         help="EVERY,LENGTH ms: the proxy handles nothing for LENGTH ms out of every EVERY"
         " during the answer, then all that arrived meanwhile, in order",
     )
+    ap.add_argument(
+        "--background-pause-ms",
+        type=int,
+        default=None,
+        help="[vad] background_pause_ms (not given: the code's default)",
+    )
     args = ap.parse_args()
+    if args.background_pause_ms is not None:
+        SHIM_EXTRA["background_pause_ms"] = args.background_pause_ms
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, ["replay"])

@@ -10,8 +10,11 @@ just judged background. So such a run stays background after the answer:
 * until it pauses: the VAD stops the run and no speech follows within
   ``background_pause_ms`` of its last speech window (0: the VAD's stop alone); a run
   that starts after that is judged as usual, a turn at once;
-* or until the user's own voice is heard in it: speech at the user's level, as begins an
-  overlap in a dismissed run (``user_run``), is the user's turn from those windows.
+* or until the user's own voice is heard in it, judged as over the answer: speech at the
+  user's level, as begins an overlap in a dismissed run (``user_run``), then judged a
+  barge-in on its windows (``judge``, ``decision_ms`` after its onset), is the user's
+  turn from its onset. A television's louder words reach the user's level now and then;
+  judged on the whole of them they are background again.
 
 Sans-I/O: VAD-timeline samples in, no clock.
 """
@@ -21,21 +24,24 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shim.input_history import ms_to_sample
-from shim.overlap_decision import DecisionParams, Judged
+from shim.overlap_decision import DecisionParams, Judged, Kind, Tally, Verdict, judge
 from shim.overlap_evidence import OverlapEvidence
-from shim.overlap_onset import user_run
+from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE, ShimSettings
 from shim.vad_gate import WINDOW_MS, SpeechStarted
 
+WINDOW = ms_to_sample(WINDOW_MS)
+
 
 class BackgroundRun:
-    __slots__ = ("_last", "active", "user_onset")
+    __slots__ = ("_last", "_tally", "active", "user_onset")
 
     def __init__(self) -> None:
         self.active = False  # someone else's speech goes on (or paused, not yet long)
         self._last = 0  # VAD sample where its last speech window ended
         # Where the user's voice was heard in it (VAD sample), until the session takes it.
         self.user_onset: int | None = None
+        self._tally: Tally | None = None  # speech in it that may be the user's, undecided
 
     def dismissed(self, theirs: bool, end_sample: int) -> None:
         """An overlap was released at the window ending at ``end_sample``; ``theirs``: its
@@ -45,20 +51,34 @@ class BackgroundRun:
 
     def end(self) -> None:
         """It is over, or was the user's after all (a barge-in, a turn)."""
-        self.active = False
+        self.active, self._tally = False, None
 
     def user_voice(
         self, recent: Sequence[Judged], evidence: OverlapEvidence, p: DecisionParams, run: bool
     ) -> SpeechStarted | None:
-        """After the answer, in a ``run`` of the VAD's: the user's own voice in the last
-        windows of ``recent`` (at the user's level, as begins an overlap in a dismissed
-        run), the run's turn from those windows on; it is no longer someone else's."""
-        n = user_run(recent, True, evidence.user_level_db, p) if run else 0
-        if not n:
+        """After the answer, in a ``run`` of the VAD's, the window last in ``recent``: the
+        user's own voice's start, once its windows are judged a barge-in (then the run is
+        the user's turn from that onset, no longer someone else's)."""
+        level, tally = evidence.user_level_db, self._tally
+        if tally is None:
+            n = user_run(recent, True, level, p) if run else 0
+            if not n:
+                return None
+            tally = self._tally = Tally.starting(recent[-n].ev.end_sample - WINDOW)
+            for j in list(recent)[-n:-1]:
+                tally.add(_kind(j, level, p), j.ev, p)
+        last = recent[-1].ev
+        tally.add(_kind(recent[-1], level, p), last, p)
+        verdict = judge(tally, last.end_sample, p, level) if run else Verdict.RELEASE
+        if verdict is not Verdict.WAIT:
+            self._tally = None
+        if verdict is not Verdict.BARGE_IN:
             return None
-        first, last = recent[-n].ev.end_sample, recent[-1].ev.end_sample
-        self.active, self.user_onset = False, first - WINDOW_MS * VAD_RATE // 1000
-        return SpeechStarted(self.user_onset * 1000 // VAD_RATE, last * 1000 // VAD_RATE)
+        self.end()
+        self.user_onset = tally.onset_sample
+        return SpeechStarted(
+            tally.onset_sample * 1000 // VAD_RATE, last.end_sample * 1000 // VAD_RATE
+        )
 
     def window(self, speech: bool, speaking: bool, end_sample: int, s: ShimSettings) -> bool:
         """One VAD window (``speech``: the VAD calls it speech; ``speaking``: within a run
@@ -68,5 +88,14 @@ class BackgroundRun:
         if speech:
             self._last = max(self._last, end_sample)
         elif not speaking and end_sample - self._last >= ms_to_sample(s.background_pause_ms):
-            self.active = False
+            self.end()
         return self.active
+
+
+def _kind(j: Judged, user_level_db: float | None, p: DecisionParams) -> Kind:
+    """A window of someone else's run counts as the user's only at the user's own level
+    (``backstop_counts``): a television's louder words are still the television's."""
+    kind = j.kind
+    if kind is Kind.USER and not backstop_counts(j.ev, kind, True, user_level_db, p):
+        return Kind.BACKGROUND
+    return kind
