@@ -14,7 +14,9 @@ just judged background. So such a run stays background after the answer:
   user's level, as begins an overlap in a dismissed run (``user_run``), then judged a
   barge-in on its windows (``judge``, ``decision_ms`` after its onset), is the user's
   turn from its onset. A television's louder words reach the user's level now and then;
-  judged on the whole of them they are background again.
+  judged on the whole of them they are mostly background again. As over the answer, the user's
+  words that resume after a dip are judged on from where they began
+  (``shim/overlap_hold.py``, ``carries``).
 
 Sans-I/O: VAD-timeline samples in, no clock.
 """
@@ -24,9 +26,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from shim.input_history import ms_to_sample
-from shim.overlap_decision import DecisionParams, Judged, Kind, Tally, Verdict, judge
+from shim.overlap_decision import DecisionParams, Judged, Tally, Verdict, judge
 from shim.overlap_evidence import OverlapEvidence
-from shim.overlap_onset import backstop_counts, user_run
+from shim.overlap_hold import carried, carries
+from shim.overlap_onset import user_run
 from shim.settings import VAD_RATE, ShimSettings
 from shim.vad_gate import WINDOW_MS, SpeechStarted
 
@@ -34,7 +37,7 @@ WINDOW = ms_to_sample(WINDOW_MS)
 
 
 class BackgroundRun:
-    __slots__ = ("_last", "_tally", "active", "user_onset")
+    __slots__ = ("_carry", "_last", "_tally", "active", "user_onset")
 
     def __init__(self) -> None:
         self.active = False  # someone else's speech goes on (or paused, not yet long)
@@ -42,6 +45,7 @@ class BackgroundRun:
         # Where the user's voice was heard in it (VAD sample), until the session takes it.
         self.user_onset: int | None = None
         self._tally: Tally | None = None  # speech in it that may be the user's, undecided
+        self._carry: Tally | None = None  # the last such speech released, if the user's
 
     def dismissed(self, theirs: bool, end_sample: int) -> None:
         """An overlap was released at the window ending at ``end_sample``; ``theirs``: its
@@ -51,7 +55,7 @@ class BackgroundRun:
 
     def end(self) -> None:
         """It is over, or was the user's after all (a barge-in, a turn)."""
-        self.active, self._tally = False, None
+        self.active, self._tally, self._carry = False, None, None
 
     def user_voice(
         self, recent: Sequence[Judged], evidence: OverlapEvidence, p: DecisionParams, run: bool
@@ -64,12 +68,17 @@ class BackgroundRun:
             n = user_run(recent, True, level, p) if run else 0
             if not n:
                 return None
-            tally = self._tally = Tally.starting(recent[-n].ev.end_sample - WINDOW)
+            tally = Tally.starting(recent[-n].ev.end_sample - WINDOW)
+            if self._carry is not None and carries(self._carry, tally.onset_sample, p):
+                tally = self._carry  # the same words after a dip: judged on, from its onset
+            self._tally, self._carry = tally, None
             for j in list(recent)[-n:-1]:
-                tally.add(_kind(j, level, p), j.ev, p)
+                tally.add(j.kind, j.ev, p)
         last = recent[-1].ev
-        tally.add(_kind(recent[-1], level, p), last, p)
+        tally.add(recent[-1].kind, last, p)
         verdict = judge(tally, last.end_sample, p, level) if run else Verdict.RELEASE
+        if verdict is Verdict.RELEASE:
+            self._carry = carried(tally, tally.main_other(level, p), p)
         if verdict is not Verdict.WAIT:
             self._tally = None
         if verdict is not Verdict.BARGE_IN:
@@ -90,12 +99,3 @@ class BackgroundRun:
         elif not speaking and end_sample - self._last >= ms_to_sample(s.background_pause_ms):
             self.end()
         return self.active
-
-
-def _kind(j: Judged, user_level_db: float | None, p: DecisionParams) -> Kind:
-    """A window of someone else's run counts as the user's only at the user's own level
-    (``backstop_counts``): a television's louder words are still the television's."""
-    kind = j.kind
-    if kind is Kind.USER and not backstop_counts(j.ev, kind, True, user_level_db, p):
-        return Kind.BACKGROUND
-    return kind
