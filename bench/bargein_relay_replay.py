@@ -46,6 +46,12 @@ ap.add_argument("--proxy-stall", default=None, help="EVERY,LENGTH ms")
 ap.add_argument(
     "--vad-lag", default="0", help="MS[,MS...]: ms the VAD's windows come late (one run each)"
 )
+ap.add_argument(
+    "--play-after-ms",
+    default="1000",
+    help="MS[,MS...]: where each clip starts in the (8 s) answer, each case at each: later"
+    " ones go on past the answer's end (a turn after it: turn_after)",
+)
 ap.add_argument("--root", type=Path, default=None, help="another checkout's shim")
 ap.add_argument("--json", action="store_true", help="one JSON summary on stdout")
 ap.add_argument(
@@ -55,6 +61,12 @@ ap.add_argument(
     " over its echo (--reply-echo); how much of each reply's onset the upstream missed",
 )
 ap.add_argument("--reply-echo", default="350,-10", help="DELAY_MS,GAIN_DB of that echo")
+ap.add_argument(
+    "--background-pause-ms",
+    type=int,
+    default=None,
+    help="[vad] background_pause_ms (not given: the code's default)",
+)
 ARGS = ap.parse_args() if __name__ == "__main__" else None
 if ARGS is not None and ARGS.root is not None:
     sys.path.insert(0, str(ARGS.root.resolve()))
@@ -72,6 +84,7 @@ from shim.settings import ShimSettings  # noqa: E402
 from shim.vad_gate import VadParams  # noqa: E402
 
 CHUNK_MS = 20
+SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 RATE_IN = 16000  # the input timeline's (the VAD's) rate
 REPLY_MS = 8000
@@ -90,6 +103,7 @@ class RelayReplay:
     cut: bool = False  # the answer cancelled
     upstream_speech: int = 0  # runs of speech the upstream's VAD heard after the question
     told: int = 0  # speech_started the client was told after the answer began
+    after: int = 0  # of those, with the answer completed (not cut) and played out: a new turn
     echo_ms: int = 0  # microphone audio carrying the answer's echo forwarded upstream
     clip_at: int | None = None  # where the clip begins on the input timeline (16 kHz)
     # The microphone audio forwarded upstream, as input spans ([start, end), 16 kHz).
@@ -115,7 +129,7 @@ def run(
     ``REPLY_MS``: after the answer's end, and the replay goes on one second after it).
     From the answer's first audio on, the VAD's windows reach the session ``vad_lag_ms``
     after their audio was handled."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96))
+    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
     s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
     stream, up_stream = vad.new_stream(), vad.new_stream()
@@ -125,6 +139,7 @@ def run(
     reply = np.resize(prompt, RATE * REPLY_MS // 1000).astype(np.int16)
     reply_pos, reply_from, answering = 0, float(prompt.size * 1000 // RATE + FIRST_DELTA_MS), True
     first_delta = clip_t0 = end_ms = None
+    completed = False  # the answer's response.done (completed) reached the client
     clip = case.clip if case.clip is not None else np.zeros(RATE * 4, np.float32)
     echo_in: dict[int, bool] = {}  # id of an append -> its chunk carries echo
     proxy = StalledProxy(s, proxy_stall)
@@ -220,10 +235,13 @@ def run(
                 if kind == "input_audio_buffer.speech_started" and first_delta is not None:
                     out.told += 1
                     out.interrupted |= play_end > p0 or answering
+                    out.after += completed and not out.cut and play_end <= p0
                     speaker[p0:] = 0.0
                     play_end = min(play_end, p0)
                 elif kind == "response.done" and a.event["response"].get("status") == "cancelled":
                     out.cut = True
+                elif kind == "response.done":
+                    completed = True  # what the client is told of next is a new turn
         t += 1
         if t * CHUNK_MS > 60_000:
             break
@@ -268,6 +286,8 @@ def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner) -> int:
 
 def main() -> int:
     assert ARGS is not None
+    if ARGS.background_pause_ms is not None:
+        SHIM_EXTRA["background_pause_ms"] = ARGS.background_pause_ms
     corpus = Path(ARGS.corpus or ROOT.parent / "shared" / "corpus" / "dev")
     prompt = read_wav(corpus / prompt_clip(corpus))
     if ARGS.reply_after:
@@ -278,8 +298,9 @@ def main() -> int:
         every, length = (int(v) for v in ARGS.proxy_stall.split(","))
         stall = (every, length)
     vad = VadRunner()
+    at = [int(v) for v in ARGS.play_after_ms.split(",")]
     for lag in (int(v) for v in ARGS.vad_lag.split(",")):
-        summary = lagged(cases, prompt, vad, stall, lag)
+        summary = lagged(cases, prompt, vad, stall, lag, at)
         print(json.dumps(summary) if ARGS.json else json.dumps(summary, indent=1))
     return 0
 
@@ -290,20 +311,23 @@ def lagged(
     vad: VadRunner,
     stall: tuple[int, int] | None,
     lag: int,
+    at: list[int],
 ) -> dict[str, Any]:
-    """Every case with the VAD ``lag`` ms late; its rows on stderr, the summary."""
+    """Every case with the VAD ``lag`` ms late, its clip at each of ``at`` ms into the
+    answer; its rows on stderr, the summary."""
     rows = []
-    for case in cases:
-        r = run(case, prompt, vad, stall, vad_lag_ms=lag)
+    for case, clip_at in ((c, ms) for c in cases for ms in at):
+        r = run(case, prompt, vad, stall, clip_at, vad_lag_ms=lag)
         rows.append(
             {
-                "clip": case.name,
+                "clip": case.name if len(at) == 1 else f"{case.name}@{clip_at}",
                 "kind": case.kind,
                 "vad_lag_ms": lag,
                 "interrupted": r.interrupted,
                 "cut": r.cut,
                 "upstream_speech": r.upstream_speech,
                 "told_speech_started": r.told,
+                "turn_after": r.after,
                 "echo_ms": r.echo_ms,
             }
         )
@@ -319,6 +343,12 @@ def lagged(
         },
         "upstream_speech_cases": sum(r["upstream_speech"] > 0 for r in rows),
         "told_speech_started_cases": sum(r["told_speech_started"] > 0 for r in rows),
+        # A new turn once the answer had played out (for a television, babble, noise,
+        # echo or a backchannel: one the assistant answers wrongly).
+        "turn_after_by_kind": {
+            k: sum(r["turn_after"] > 0 for r in rows if r["kind"] == k)
+            for k in sorted({c.kind for c in cases})
+        },
         "echo_forwarded_cases": sum(r["echo_ms"] > 0 for r in rows),
         "echo_forwarded_ms": sum(r["echo_ms"] for r in rows),
         "echo_forwarded_max_ms": max((r["echo_ms"] for r in rows), default=0),

@@ -36,6 +36,7 @@ from shim.settings import ShimSettings
 from shim.vad_gate import VadParams
 
 CHUNK_MS = 20
+SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 REPLY_MS = 8000
 PLAY_AFTER_MS = 1000
@@ -50,6 +51,7 @@ class Replay:
     stop_ms: float | None = None  # last delta of the cut response
     windows: list[dict[str, Any]] = field(default_factory=list)
     played: list[int] = field(default_factory=list)  # sample each delta began playing at
+    after: int = 0  # speech_started after the clip began, the answer over and played out
 
 
 def run(
@@ -74,7 +76,7 @@ def run(
     then (as the edge stamps them when it handles them) and with when they arrived
     (the edge's read time), the upstream's with when they arrived, and what it sends
     reaches the client then."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96))
+    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
     td: dict[str, Any] = {"type": "server_vad"}
@@ -187,6 +189,8 @@ def run(
                         out.interrupted_ms = now - clip_t0
                     speaker[p0:] = 0.0
                     play_end = p0
+                elif kind_ == "input_audio_buffer.speech_started" and clip_t0 is not None:
+                    out.after += 1  # a new turn once the answer has played out
                 elif kind_ == "response.done" and a.event["response"]["id"] == playing_rid:
                     answer_done = True
                     if a.event["response"]["status"] == "cancelled" and clip_t0 is not None:
@@ -224,7 +228,15 @@ def main() -> int:
         help="EVERY,LENGTH ms: the proxy handles nothing for LENGTH ms out of every EVERY"
         " during the answer, then all that arrived meanwhile, in order",
     )
+    ap.add_argument(
+        "--background-pause-ms",
+        type=int,
+        default=None,
+        help="[vad] background_pause_ms (not given: the code's default)",
+    )
     args = ap.parse_args()
+    if args.background_pause_ms is not None:
+        SHIM_EXTRA["background_pause_ms"] = args.background_pause_ms
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, ["replay"])
@@ -261,6 +273,7 @@ def main() -> int:
                 "cut": r.cut_ms is not None,
                 "detect_ms": detect,
                 "stop_ms": stop,
+                "turn_after": r.after,
             }
         )
         print(json.dumps(rows[-1]), file=sys.stderr)
@@ -275,6 +288,12 @@ def main() -> int:
             "n": len(v),
             "interrupted": sum(r["interrupted"] for r in v),
             "cut": sum(r["cut"] for r in v),
+            "turn_after": sum(r["turn_after"] > 0 for r in v),
+            "detect_p50": float(
+                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 50)
+            )
+            if any(r["detect_ms"] is not None for r in v)
+            else None,
             "detect_p95": float(
                 np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 95)
             )

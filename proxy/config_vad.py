@@ -45,6 +45,16 @@ class VadConfig:
             " the run was judged someone else's (then only windows at the user's own level count)."
         ),
     )
+    # Measured in docs/benchmarks.md ("A television still talking after the answer").
+    background_pause_ms: int = Field(
+        default=0,
+        ge=0,
+        le=5000,
+        description="A run of speech judged someone else's over the answer (a television,"
+        " babble) stays theirs after the answer, no turn, until the VAD stops it and this"
+        " much more passes with no speech (0: the VAD's stop); the user's own voice in it,"
+        " judged as over the answer, is a turn.",
+    )
     target_barge_in_latency_ms: int = Field(
         default=300, gt=0, description="Declared in capabilities: speech onset to last cut delta."
     )

@@ -35,6 +35,10 @@ class ShimSettings:
     # turn's min_speech_ms: a hold costs nothing if the speech turns out to be short
     # (the audio resumes), and it is what the listener hears as "it stopped".
     hold_min_speech_ms: int = 64
+    # A run of speech judged someone else's over the answer stays theirs after the answer
+    # until the VAD stops it and this much more passes with no speech (0: the VAD's stop);
+    # shim/background_run.py.
+    background_pause_ms: int = 0
 
     @property
     def overlap_keep(self) -> int:

@@ -77,3 +77,12 @@ def told_resumed(host: TurnHost, step: Step, reason: str) -> list[Action]:
     resp = host.output.response
     rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
     return [SendClient(wire.output_resumed(rid, iid, reason))]
+
+
+def told_paused(host: TurnHost, step: Step, onset_ms: int) -> list[Action]:
+    """output_paused for an overlap begun, if the table and the client ask for it."""
+    if not (step.tell_paused and host.config.turn.overlap_events):
+        return []
+    resp = host.output.response
+    rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
+    return [SendClient(wire.output_paused(rid, iid, "user_speech_suspected", onset_ms))]

@@ -1,13 +1,12 @@
 """Turn decisions from the VAD: user turns, and what speech over the assistant does.
 
-Speech while nothing of the assistant's plays is a user turn, announced at once
-(GA semantics) and committed when it stops (where the proxy takes turns:
-``announce_turns``). While the assistant's audio plays, every VAD window is
-judged from its evidence (``shim/overlap_evidence.py``, ``shim/overlap_decision.py``):
-two user-like windows in a row begin an overlap (``shim/overlap.py``), which
-holds the assistant's audio until the overlap is decided. Speech that is not user-like
-(echo, distant voices, noise) never holds anything. The dialect commits a turn and
-cancels a response in its own way (``commit_turn``, ``cancel_response``).
+Speech while nothing of the assistant's plays is a user turn, told at once (GA semantics)
+and committed when it stops (where the proxy takes turns: ``announce_turns``). While the
+assistant's audio plays, each VAD window is judged on its evidence (``overlap_evidence.py``,
+``overlap_decision.py``): two user-like windows in a row begin an overlap (``overlap.py``),
+which holds the assistant's audio until it is decided. Speech that is not user-like (echo,
+distant voices, noise) holds nothing, and someone else's voice stays theirs after the answer
+(``background_run.py``). The dialect commits turns and cancels responses its own way.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from collections import deque
 from shim import wire
 from shim.actions import Action, SendClient
 from shim.answer_ahead import AnswerAhead
+from shim.background_run import BackgroundRun
 from shim.echo_run import EchoRun
 from shim.inputs import VadWindow
 from shim.overlap import Cue, Episode, Step
@@ -34,7 +34,7 @@ from shim.overlap_decision import (
 from shim.overlap_hold import HoldClock, carried, dismisses, opening_tally
 from shim.overlap_onset import backstop_counts, user_run
 from shim.settings import VAD_RATE
-from shim.turn_host import TurnHost, echo_span, far_at, told_resumed, told_started
+from shim.turn_host import TurnHost, echo_span, far_at, told_paused, told_resumed, told_started
 from shim.turn_params import TurnParams
 from shim.vad_gate import WINDOW_MS, SpeechStarted, SpeechStopped
 
@@ -60,11 +60,11 @@ class Turns:
         self._floor_ms = 0  # no overlap is told as begun before this input ms
         self._ahead = AnswerAhead()  # an answer begun ahead of the VAD's windows
         self._judged = 0  # the end of the VAD's last window (input samples)
+        self.background = BackgroundRun()  # someone else's speech after the answer
 
     @property
     def in_progress(self) -> bool:
-        """A user turn, an overlap or a run that may yet be one is under way (its audio
-        must be kept)."""
+        """A turn, an overlap or a run that may yet be one is under way (keep its audio)."""
         return self.item is not None or self._s.overlap.episode is not None or self.echo_run.pending
 
     def user_speaking(self) -> bool:
@@ -111,7 +111,12 @@ class Turns:
                 out += self._speech_started(event, over)
             else:
                 out += self._speech_stopped(event, win.now_ms)
-        if self.item is None and s.overlap.episode is None and not self.run_is_turn:
+        theirs = self.background.window(speech, s.gate.speaking, win.end_sample, s.settings)
+        idle = self.item is None and s.overlap.episode is None and not self.run_is_turn
+        if idle and theirs and not playing:  # someone else's run after the answer
+            voice = self.background.user_voice(self._recent, s.evidence, params, s.gate.speaking)
+            out += [] if voice is None else self._turn_starts(voice)
+        elif idle:
             speaking, ms = s.gate.speaking and speech, td.vad.min_speech_ms
             onset = self.echo_run.window(playing, is_echo(ev, params), speaking, win.end_sample, ms)
             out += self._turn_starts(onset) if onset is not None else []
@@ -129,15 +134,15 @@ class Turns:
             self._clock.heard(tally, ev.end_sample, win.now_ms)
             verdict = judge(tally, win.end_sample, params, user_level)
             backstop = self._run_user_ms >= s.settings.min_barge_in_ms
-            cut = verdict is Verdict.BARGE_IN or (
-                backstop and not tally.background(user_level, params)
-            )
+            backstop = backstop and not tally.background(user_level, params)
+            cut = verdict is Verdict.BARGE_IN or backstop
             if cut and s.gate.speaking:  # over a run of the VAD's (its stop told), not a burst
                 out += self._barge_in(win.now_ms)
             elif verdict is Verdict.RELEASE:
                 other = tally.main_other(user_level, params)
                 self._carry = carried(tally, other, params)
                 self._dismissed = s.gate.speaking and dismisses(tally, other, self._lone)
+                self.background.dismissed(self._dismissed, win.end_sample)
                 out += self._release(Cue.NOT_AN_INTERRUPTION, RELEASE_REASONS[other], win.now_ms)
         return out
 
@@ -159,21 +164,20 @@ class Turns:
         return []
 
     def cleared(self, now: float) -> list[Action]:
-        """The client cleared its input buffer: no turn, no overlap, in progress (held
-        output goes on)."""
+        """The client cleared its input: no turn, no overlap in progress (held output goes on)."""
         self.item = None
         self.echo_run.end()
+        self.background.end()
         if not self._s.overlap.holding:
             return []
         return self._release(Cue.INPUT_CLEARED, "input_cleared", now)
 
     def answer_began(self, now: float) -> list[Action]:
         """A new answer began while the user's turn goes on (an upstream that takes turns
-        committed a pause of it): the rest is speech over that answer, an overlap like any
-        other (held from the answer's start if the voice is heard now, else once it comes
-        back in this run), told, if at all, after the turn's end. Only from the answer's
-        start on: audio the VAD has still to judge before it is the turn being answered
-        (``shim/answer_ahead.py``)."""
+        committed a pause of it): the rest is speech over that answer, an overlap like any other
+        (held from the answer's start if the voice is heard now, else once it comes back in
+        this run), told, if at all, after the turn's end. Only from the answer's start on:
+        audio the VAD has still to judge before it is the turn being answered (answer_ahead.py)."""
         at = self._ahead.began(self._s.evidence, self._s.output.response)
         return [] if at is None else self._over_answer(now, at)
 
@@ -189,16 +193,14 @@ class Turns:
         return self._hold(now, run) if run else []
 
     def detection_changed(self, now: float) -> list[Action]:
-        """After a session.update: with turn detection off (push-to-talk) no VAD window
-        can decide an undecided overlap, so it is no interruption: held output goes on."""
+        """Turn detection turned off (push-to-talk): a held overlap is no interruption."""
         if self._s.config.turn.vad is not None or not self._s.overlap.holding:
             return []
         return self._release(Cue.NOT_AN_INTERRUPTION, "turn_detection_off", now)
 
     # ------------------------------------------------------------ overlaps
     def _hold(self, now: float, windows: int = HOLD_WINDOWS) -> list[Action]:
-        """Begin an overlap at the first of the last ``windows`` (user-like): hold the
-        output."""
+        """Begin an overlap at the first of the last ``windows`` (user-like): hold output."""
         s = self._s
         self._lone = windows == 1
         carry, self._carry = self._carry, None
@@ -209,11 +211,7 @@ class Turns:
         start_ms = max(self._floor_ms, onset_ms - padding)
         step = s.overlap.begin(Episode(s.new_id("item"), start_ms, tally))
         self._clock.began(now)
-        if not (step.tell_paused and s.config.turn.overlap_events):
-            return []
-        resp = s.output.response
-        rid, iid = (resp.response_id, resp.item_id) if resp is not None else (None, None)
-        return [SendClient(wire.output_paused(rid, iid, "user_speech_suspected", onset_ms))]
+        return told_paused(s, step, onset_ms)
 
     def _release(self, cue: Cue, reason: str, now: float) -> list[Action]:
         """Not a barge-in: the held output goes on; the client never heard of it."""
@@ -247,6 +245,7 @@ class Turns:
     def _becomes_turn(self, step: Step) -> None:
         """The overlapping speech goes on as the user's turn."""
         self.item, self.start_ms = step.episode.item_id, step.episode.onset_ms
+        self.background.end()
 
     # ------------------------------------------------------------ the VAD's runs
     def _speech_started(self, ev: SpeechStarted, over: bool) -> list[Action]:
@@ -258,16 +257,18 @@ class Turns:
         if self.item is not None:  # decided a barge-in on its first windows: told already
             self.run_is_turn = True
             return []
-        if s.config.turn.interrupt_response and after_start and over:
-            # Over the assistant: nothing is told; the windows decide (on_vad).
+        over = s.config.turn.interrupt_response and after_start and over
+        if over or self.background.active:
+            # Over the assistant, or someone else's voice after it: the windows decide (on_vad).
             self.run_is_turn = False
             self.echo_run.begin(ev)
             return []
         return self._turn_starts(ev)
 
     def _turn_starts(self, ev: SpeechStarted) -> list[Action]:
-        """The run is the user's turn from its onset, told at once (GA semantics): it
-        began with nothing playing, or outlasted the answer it was judged the echo of."""
+        """The run is the user's turn from its onset, told at once (GA semantics): it began
+        with nothing playing, outlasted the answer it was judged the echo of, or is the
+        user's own voice in someone else's run after the answer (``background_run.py``)."""
         s = self._s
         self.run_is_turn = True
         self.echo_run.end()
@@ -287,8 +288,7 @@ class Turns:
             # start was never told, so neither is its end), unless the user's voice may
             # yet come back as more of it: then the windows go on deciding (``judge``).
             p, end = self.decision_params(), ev.detected_ms * VAD_RATE // 1000
-            level = s.evidence.user_level_db
-            if judge(episode.tally, end, p, level) is not Verdict.WAIT:
+            if judge(episode.tally, end, p, s.evidence.user_level_db) is not Verdict.WAIT:
                 return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
             return []
         if self.item is None:

@@ -58,6 +58,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.overlap_hold",
             "shim.overlap",
             "shim.echo_run",
+            "shim.background_run",
             "shim.snapshot_split",
             "shim.snapshot",
             "shim.input_history",

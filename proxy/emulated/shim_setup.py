@@ -36,6 +36,7 @@ def shim_settings(state: ProxyState) -> ShimSettings:
         hold_min_speech_ms=v.hold_min_speech_ms,
         echo_suppression=v.echo_suppression,
         overlap_keep_ms=v.overlap_keep_ms,
+        background_pause_ms=v.background_pause_ms,
     )
 
 

@@ -61,6 +61,8 @@ class GatedRelaySession(BargeInRelaySession):
             return in_progress
         if in_progress or self.overlap.holding or self.output.active(now):
             return True
+        if self.turns.background.active:
+            return True  # someone else's voice goes on after the answer (background_run.py)
         latest = self.ledger.latest()
         at = now if heard_ms is None else heard_ms
         if latest is None or latest.truncated_ms is not None:
@@ -128,6 +130,12 @@ class GatedRelaySession(BargeInRelaySession):
         speech = speaking and inp.prob >= self.gate.params.deactivation
         onset = self.gate.onset_sample - lag
         relay_keep.follow(self, onset)  # GA interrupt_response false: speech is a turn
+        background = self.turns.background
+        if background.user_onset is not None:  # the user's voice in someone else's run
+            self.audio_gate.keep(end - lag - (inp.end_sample - background.user_onset))
+            background.user_onset = None
+        elif background.active:
+            self.audio_gate.skip(end - lag)
         starting = self.gate.starting
         self.audio_gate.heard(end - lag, speech, speaking, onset, self._min_speech(), starting)
         return self._gate_opens(inp.now_ms) if self.audio_gate.held else []

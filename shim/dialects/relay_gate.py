@@ -83,6 +83,10 @@ class AudioGate:
         # The onset (input sample) of the first run of the user's speech over the answer
         # kept as a turn (``relay_keep.py``), until the held audio goes or is dropped.
         self.kept: int | None = None
+        # Held audio before this input sample is someone else's voice, still heard after
+        # the answer (``shim/background_run.py``): it never goes on (the user's kept turn
+        # aside).
+        self._skip = 0
 
     def follow_answer(self, live: bool, latest: ItemPlayback | None, now: float) -> None:
         """Until when the answer, as the client plays it, or its echo may sound: while
@@ -150,7 +154,7 @@ class AudioGate:
         if not vad:
             return end_of_answer
         if self._decided_for == end_of_answer:
-            return self._from
+            return self._start()
         heard_all = bool(self.held) and self._heard + slack >= self.held[-1][1]
         if self._heard >= end_of_answer + min_speech or (
             heard_all
@@ -158,8 +162,18 @@ class AudioGate:
             and not self._vad_unsure(end_of_answer, min_speech, slack, now)
         ):
             self._decide(end_of_answer)
-            return self._from
+            return self._start()
         return None
+
+    def skip(self, upto: int) -> None:
+        """Input before sample ``upto`` is someone else's voice: it does not go on."""
+        self._skip = max(self._skip, upto)
+
+    def _start(self) -> int:
+        """Where the held audio that goes on begins: as decided, past someone else's
+        voice, from the user's kept turn's onset if earlier."""
+        start = max(self._from, self._skip)
+        return start if self.kept is None else min(start, self.kept - ms_to_sample(PREFIX_MS))
 
     def _vad_unsure(self, end_of_answer: int, min_speech: int, slack: int, now: float) -> bool:
         """The VAD has yet to say whether a run begins before the answer's end: it has
@@ -211,7 +225,7 @@ class AudioGate:
         end_of_answer = self.answer_end()
         if self._decided_for != end_of_answer:
             self._decide(end_of_answer)
-        return self.release_from(self._from)
+        return self.release_from(self._start())
 
     def release(self, onset_ms: int | None) -> list[Action]:
         """Send what was held from ``onset_ms`` (input time) on; drop the rest.
