@@ -23,6 +23,11 @@ class AnswerAhead:
         self._at: tuple[int, str] | None = None  # an answer's start ahead of it, its id
 
     @property
+    def judged(self) -> int:
+        """The end (input sample) of the last window the VAD judged."""
+        return self._judged
+
+    @property
     def pending(self) -> bool:
         """An answer began that the VAD's windows have not reached yet."""
         return self._at is not None

@@ -59,7 +59,6 @@ class Turns:
         self._params = TurnParams()  # kept while the settings stay the same
         self._floor_ms = 0  # no overlap is told as begun before this input ms
         self._ahead = AnswerAhead()  # an answer begun ahead of the VAD's windows
-        self._judged = 0  # the end of the VAD's last window (input samples)
         self.background = BackgroundRun()  # someone else's speech after the answer
 
     @property
@@ -83,7 +82,7 @@ class Turns:
         ahead = [] if at is None else self._over_answer(win.now_ms, at)
         params = self.decision_params()
         # Not audio from before an answer the VAD has yet to reach (``answer_ahead.py``).
-        over, self._judged = s.output.over(win.now_ms, win.end_sample), win.end_sample
+        over = s.output.over(win.now_ms, win.end_sample)
         playing = over and not self._ahead.pending
         self.echo_run.follow(playing, s.history.end + s.evidence.latency)
         speech = win.prob >= td.vad.threshold  # decay measurable only for speech over the answer
@@ -150,7 +149,7 @@ class Turns:
         s = self._s
         resp = s.output.response
         self.echo_run.follow(s.output.active(now), s.history.end + s.evidence.latency)
-        if s.overlap.episode is not None and not s.output.over(now, self._judged):
+        if s.overlap.episode is not None and not s.output.over(now, self._ahead.judged):
             if not s.gate.speaking:  # held on a window no speech run followed: nothing
                 return self._release(Cue.SPEECH_STOPPED, "backchannel", now)
             return self._finished(now)
@@ -231,7 +230,7 @@ class Turns:
     def _barge_in(self, now: float) -> list[Action]:
         s = self._s
         self._carry = None
-        if not s.output.active(now) and s.output.heard(self._judged):  # it played out
+        if not s.output.active(now) and s.output.heard(self._ahead.judged):  # it played out
             return self._finished(now)  # before the VAD judged the speech over it
         step = s.overlap.decide(Cue.BARGE_IN)
         out = told_started(s, step)
