@@ -44,8 +44,8 @@ from proxy.reference.personaplex_frames import (
 from proxy.reference.server import DUPLEX_BACKEND, build_reference_app
 from shim.audio import PCM_F32, AudioFormat
 from shim.upstream_input import AppendConverter, unit_samples
+from tests.openai_sdk_client import pcm_session
 from tests.servers import ROOT, load_clip, proxy, serve_app, silence
-from tests.test_openai_sdk import pcm_session
 from tests.vllm_omni_client import VERSION, WHEEL, fetch_client_sources
 
 pytestmark = pytest.mark.timeout(120)
