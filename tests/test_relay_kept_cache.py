@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 from shim.dialects.relay_kept_update import folded
+from tests.relay_kept_updates import updated
 from tests.test_relay_kept_opening import OPENED
 from tests.test_shim_duplex_relay import make
-from tests.test_shim_relay_kept_update import updated
 
 
 def _fresh(s: Any) -> dict[str, Any] | None:
