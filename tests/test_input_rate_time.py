@@ -15,7 +15,7 @@ from proxy.client_limits import AUDIO_BYTES_PER_S, InputClock
 from shim.audio import PCMU as ULAW
 from shim.audio import AudioFormat
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
-from tests.test_cli import Procs
+from tests.cli_processes import Procs
 from tests.test_input_flood import served
 from tests.test_native_relay import NATIVE, opening
 
