@@ -15,9 +15,9 @@ import pytest
 
 from tests.cli_processes import Procs
 from tests.input_rate_events import PCMU, append
+from tests.native_client_session import NATIVE, opening
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
 from tests.test_input_flood import served
-from tests.test_native_relay import NATIVE, opening
 
 
 @pytest.fixture

@@ -17,14 +17,11 @@ import soxr
 
 from proxy.reference import ReferenceOptions
 from shim.g711 import ULAW, int16_to_g711
+from tests.native_client_session import native_session, opening
 from tests.native_g711_sessions import b64, update
 from tests.servers import Client, connect, load_clip, reference, silence
-from tests.test_native_relay import native_session, opening
 
 pytestmark = pytest.mark.timeout(120)
-
-
-# ---- on real speech, through the proxy and straight to the stand-in ----
 
 
 def ulaw(pcm24: bytes, rate: int) -> bytes:

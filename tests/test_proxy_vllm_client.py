@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 
+from tests.native_client_session import pcm16k
 from tests.servers import load_clip, silence
 from tests.vllm_client_through_proxy import (
     IDS,
@@ -33,7 +34,6 @@ from tests.vllm_client_through_proxy import (
     heard_s,
     next_response,
     of,
-    pcm16k,
     play,
     through_proxy,
 )

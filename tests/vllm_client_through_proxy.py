@@ -14,9 +14,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import numpy as np
-import soxr
-
 from proxy.reference import ReferenceOptions
 from tests.servers import proxy, proxy_config, reference
 
@@ -27,13 +24,6 @@ MODES = [
 ]
 IDS = [mode for _, mode in MODES]
 REPLY_MS = 2000
-
-
-def pcm16k(pcm24: bytes) -> bytes:
-    """24 kHz corpus PCM16 as the client's 16 kHz PCM16."""
-    samples = np.frombuffer(pcm24, dtype="<i2")
-    out: np.ndarray = soxr.resample(samples, 24000, 16000)
-    return out.astype("<i2").tobytes()
 
 
 def heard_s(transcript: str) -> float:
