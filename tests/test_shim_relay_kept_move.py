@@ -18,8 +18,8 @@ from unittest import mock
 from proxy.config import Route
 from proxy.upstream import opening_update
 from shim import snapshot
+from tests.duplex_relay_script import make
 from tests.shim_script import upstream_events
-from tests.test_shim_duplex_relay import make
 from tests.test_shim_relay_kept_update import (
     Wheel,
     lost,

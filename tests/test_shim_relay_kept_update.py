@@ -21,10 +21,10 @@ from shim.actions import Action
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.relay_kept_update import folded
 from shim.inputs import UpstreamLost
+from tests.duplex_relay_script import make
 from tests.shim_script import Script, client_events, upstream_events
 from tests.test_native_g711_rates import wheel_session
 from tests.test_native_resume_object import wheel_turns
-from tests.test_shim_duplex_relay import make
 from tests.test_shim_ga_relay import make as make_ga
 from tests.vllm_omni_client import VERSION, WHEEL
 
