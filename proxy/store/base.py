@@ -80,6 +80,17 @@ class SessionStore(abc.ABC):
         """
 
     @abc.abstractmethod
+    async def rebind(self, session_id: str, owner: str, old_hash: str, new_hash: str) -> int:
+        """Move the lease to ``owner`` (the epoch bumped) and the token hash from
+        ``old_hash`` to ``new_hash``, in one write; return the epoch.
+
+        Idempotent: a hash already ``new_hash`` is this call's own write answered late
+        (only its caller knows that token), and the epoch is returned as it stands.
+        LeaseLost where the hash is neither (another resume rotated it) or the session
+        is gone.
+        """
+
+    @abc.abstractmethod
     async def save(self, record: SessionRecord) -> None:
         """Write the record if its epoch is still current (else LeaseLost)."""
 
