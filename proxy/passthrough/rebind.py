@@ -12,11 +12,18 @@ and past that in the background until it lands or ``disconnect_grace_s`` has pas
 answered late (a timeout) finds its own hash when retried, and is done. Only the
 relay's own record follows the epoch it moved to (``follows_rebind``): a connection
 that the resume replaced holds the old hash and stops writing.
+
+Before the resume is relayed at all, the binding is marked (``mark_rebinding``): up
+to ``rebind_until_ms`` its hash may be about to move to a token the store does not
+know yet, so a resume meanwhile whose token does not match is told to try again
+(``session_resume_unavailable``), not denied; the rebind clears the mark. A store
+that does not take the mark refuses the resume before the upstream rotates anything.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 from proxy.logging import Logger
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
@@ -78,7 +85,7 @@ async def _retried(
         except LeaseLost as exc:
             log.warning("passthrough_rebind_failed", tries=tries, error=str(exc))
             return
-        record.epoch, record.owner = epoch, owner
+        record.epoch, record.owner, record.rebind_until_ms = epoch, owner, 0
         if tries > 1:
             log.info("passthrough_rebind_landed", tries=tries)
         return
@@ -94,3 +101,18 @@ async def follows_rebind(store: SessionStore, record: SessionRecord) -> bool:
         return False
     record.epoch = current.epoch
     return True
+
+
+async def mark_rebinding(store: SessionStore, record: SessionRecord, hold_s: float) -> None:
+    """Mark ``record``'s binding as possibly moving for ``hold_s``, fenced by its epoch
+    (StoreUnavailable, LeaseLost: nothing was relayed, the client's token still
+    resumes)."""
+    until = round((time.time() + hold_s) * 1000)
+    await store.update(record.session_id, record.epoch, {"rebind_until_ms": until})
+    record.rebind_until_ms = until
+
+
+def rebinding(record: SessionRecord) -> bool:
+    """Whether a resume of ``record`` relayed to its upstream may not have bound the
+    token the upstream rotated to yet."""
+    return record.rebind_until_ms > time.time() * 1000

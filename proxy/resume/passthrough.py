@@ -13,19 +13,21 @@ from typing import Any
 
 from proxy.connection import ClientConnection
 from proxy.passthrough.binding import keep_binding
-from proxy.passthrough.rebind import rebind
+from proxy.passthrough.rebind import mark_rebinding, rebind
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
 from proxy.resume.reach import reach_upstream
 from proxy.resume.request import (
     ResumeFailed,
     ResumeRequest,
+    conflict,
     denied,
     expired,
     gap,
     shutting_down,
+    unavailable,
 )
-from proxy.store.base import SessionRecord
+from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable
 from proxy.upstream import UpstreamUnavailable, ask, with_query
 from shim.wire import error_code
 
@@ -52,6 +54,14 @@ async def take_passthrough(
     if state.draining:  # before the upstream rotates its token: the client keeps its own
         await ws.close()
         raise shutting_down()
+    scfg = state.config.store
+    try:
+        # Its new token may reach the client before the store: a resume meanwhile is
+        # told to try again, not denied.
+        await mark_rebinding(store, record, scfg.disconnect_grace_s + cfg.classify_timeout_s)
+    except (StoreUnavailable, LeaseLost) as exc:
+        await ws.close()
+        raise (unavailable() if isinstance(exc, StoreUnavailable) else conflict()) from None
     conn.committing()
     try:
         # Relayed as the client sent it: the upstream's own session.resume.
@@ -66,7 +76,6 @@ async def take_passthrough(
     token = first.get("resume_token")
     if isinstance(token, str):
         # Before the client is told the new token: the store should know it first.
-        scfg = state.config.store
         wait_s, grace_s = scfg.rebind_wait_s, scfg.disconnect_grace_s
         await rebind(store, record, state.replica_id, token, wait_s, grace_s, conn.log)
     conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")

@@ -56,6 +56,9 @@ class SessionRecord:
     recent_event_ids: list[str] = field(default_factory=list)
     # The API key (or token subject) that opened it: only it may resume (proxy/auth/).
     key_id: str = ""
+    # Passthrough: until when (wall clock, ms) a resume relayed to the upstream may
+    # still bind the token it rotated to; 0 once bound (proxy/passthrough/rebind.py).
+    rebind_until_ms: int = 0
 
 
 class SessionStore(abc.ABC):
@@ -82,7 +85,8 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     async def rebind(self, session_id: str, owner: str, old_hash: str, new_hash: str) -> int:
         """Move the lease to ``owner`` (the epoch bumped) and the token hash from
-        ``old_hash`` to ``new_hash``, in one write; return the epoch.
+        ``old_hash`` to ``new_hash``, ``rebind_until_ms`` cleared, in one write;
+        return the epoch.
 
         Idempotent: a hash already ``new_hash`` is this call's own write answered late
         (only its caller knows that token), and the epoch is returned as it stands.

@@ -96,7 +96,7 @@ class MemoryStore(SessionStore):
             raise LeaseLost(f"session {session_id}: its resume token was rotated elsewhere")
         if record.token_hash == old_hash:
             record.epoch += 1
-            record.owner, record.token_hash = owner, new_hash
+            record.owner, record.token_hash, record.rebind_until_ms = owner, new_hash, 0
         session.expires_at = self._clock() + self._config.disconnect_grace_s
         return record.epoch
 

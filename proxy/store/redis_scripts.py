@@ -63,8 +63,9 @@ return epoch
 # Not fenced by the epoch but by the token hash. ARGV[2] = new owner, ARGV[3] = the
 # hash the resume matched, ARGV[4] = the rotated token's (all JSON). The hash moves
 # from the one to the other with the lease (the epoch bumped, which fences the
-# replaced connection's writes out); one already moved (this write, answered late) is
-# left as it is. Any other hash: another resume rotated it.
+# replaced connection's writes out), and the pending rebind's mark is cleared; one
+# already moved (this write, answered late) is left as it is. Any other hash:
+# another resume rotated it.
 REBIND = """
 local cur = redis.call('HGET', KEYS[1], 'token_hash')
 if not cur then return -2 end
@@ -74,7 +75,7 @@ if cur == ARGV[4] then
 end
 if cur ~= ARGV[3] then return -1 end
 local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
-redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'token_hash', ARGV[4])
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'token_hash', ARGV[4], 'rebind_until_ms', '0')
 touch()
 return epoch
 """
