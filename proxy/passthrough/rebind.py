@@ -56,7 +56,7 @@ async def rebind(
     task.add_done_callback(_pending.discard)
     # Not cancelled with the resume (nor past ``wait_s``): the client may hold the token.
     done, _ = await asyncio.wait({task}, timeout=wait_s)
-    if not done:
+    if not done and wait_s > 0:
         log.warning("passthrough_rebind_pending", waited_ms=round((loop.time() - started) * 1000))
 
 
