@@ -27,12 +27,13 @@ from typing import Any
 import pytest
 
 from proxy.app import build_app
-from proxy.config import config_from_dict
+from proxy.config import StoreConfig, config_from_dict
 from proxy.state import ProxyState
-from proxy.store.base import SessionStore, StoreUnavailable, hash_token
+from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable, hash_token
 from tests.proxy_process import backend_process
 from tests.redis_server import RedisServer
 from tests.servers import Client, closed, connect, serve_app, ws_url
+from tests.stores import new_record, opened_store
 
 # The writes that move a passthrough session's lease or token hash.
 REBIND_WRITES = ("take_over", "update", "rebind")
@@ -219,3 +220,26 @@ async def test_a_store_that_takes_no_rebind_for_a_while_loses_no_session(
             1008,
         )
         await resumed(a, sid, token)
+
+
+async def test_the_store_rebinds_only_from_the_hash_matched_and_once(store_url: str) -> None:
+    """``SessionStore.rebind``: the lease and the hash move together and clear the mark;
+    a retry of a write that landed finds it landed; any other hash is another resume's."""
+    async with opened_store(StoreConfig(url=store_url)) as store:
+        old, new, other = (hash_token(secrets.token_urlsafe(16)) for _ in range(3))
+        record = new_record(token_hash=old, mode="passthrough", epoch=1)
+        await store.create(record)
+        sid = record.session_id
+        await store.update(sid, 1, {"rebind_until_ms": 2**52})
+        assert await store.rebind(sid, "b", old, new) == 2
+        stored = await store.load(sid)
+        assert stored is not None
+        assert (stored.epoch, stored.owner, stored.token_hash) == (2, "b", new)
+        assert stored.rebind_until_ms == 0, "the mark is cleared"
+        assert await store.rebind(sid, "b", old, new) == 2, "landed already: unchanged"
+        with pytest.raises(LeaseLost):
+            await store.rebind(sid, "c", other, hash_token("x"))
+        with pytest.raises(LeaseLost):
+            await store.append_events(sid, 1, [], 0)  # the replaced relay is fenced out
+        with pytest.raises(LeaseLost):
+            await store.rebind("sess_" + secrets.token_hex(8), "b", old, new)
