@@ -19,10 +19,10 @@ import pytest
 from proxy.reference import ReferenceOptions
 from shim.actions import Action, SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.resume_client import reattached
 from tests.servers import connect, host_port, proxy, proxy_config, reference, tcp_link, ws_url
 from tests.shim_script import Script, upstream_events
 from tests.test_native_relay import NATIVE, opening
-from tests.test_resume import reattached
 from tests.test_shim_duplex_relay import make
 from tests.test_shim_relay_kept_update import updated
 
