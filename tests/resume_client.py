@@ -23,8 +23,6 @@ from tests.servers import Client, load_clip, silence
 from tests.stores import opened_store
 
 CLIP = "utt05_clean.wav"
-
-
 GONE_OR_LOST = ("session_resume_conflict", "session_resume_denied")
 
 
