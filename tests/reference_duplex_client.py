@@ -2,6 +2,11 @@
 reads, a duplex reference ``backend`` on the lenient preset unless a test brings its own
 options, an opened session (``after_turn`` has just said ``TURN``), and the readers of
 what it sends (``session_of``, ``pcm``, ``resume_request``).
+
+The backends stand in for vLLM-Omni 0.30.0's ``OmniDuplexSessionHandler`` (MiniCPM-o 4.5
+profile for kind "duplex", Nemotron VoiceChat for "duplex-no-barge-in"); the behaviours
+the tests expect are those ``docs/fidelity.md`` lists. The strict preset, the default,
+is tested in ``tests/test_reference_strict_*.py``.
 """
 
 from __future__ import annotations

@@ -2,10 +2,7 @@
 (``docs/fidelity.md`` rows 1c, 1d): what each does to the answer and what it is
 answered, refusals included.
 
-They stand in for vLLM-Omni 0.30.0's ``OmniDuplexSessionHandler`` (MiniCPM-o 4.5 profile
-for kind "duplex", Nemotron VoiceChat for "duplex-no-barge-in") on the lenient preset
-(``tests/reference_duplex_client.py``, ``backend``); the strict preset, the default, is
-tested in ``tests/test_reference_strict_*.py``.
+On the lenient preset (``tests/reference_duplex_client.py``, ``backend``).
 """
 
 from __future__ import annotations

@@ -2,10 +2,7 @@
 answer paced, in order, with its transcript; explicit commits at a declared input rate
 are answered only when asked.
 
-They stand in for vLLM-Omni 0.30.0's ``OmniDuplexSessionHandler`` (MiniCPM-o 4.5 profile
-for kind "duplex", Nemotron VoiceChat for "duplex-no-barge-in") on the lenient preset
-(``tests/reference_duplex_client.py``, ``backend``); the strict preset, the default, is
-tested in ``tests/test_reference_strict_*.py``.
+On the lenient preset (``tests/reference_duplex_client.py``, ``backend``).
 """
 
 from __future__ import annotations
