@@ -30,6 +30,7 @@ import soxr
 
 from proxy.reference import ReferenceOptions
 from tests.redis_server import RedisServer
+from tests.resume_client import wait_persisted
 from tests.servers import (
     host_port,
     load_clip,
@@ -40,7 +41,6 @@ from tests.servers import (
     silence,
     tcp_link,
 )
-from tests.test_resume import wait_persisted
 from tests.vllm_omni_client import recording_connect
 
 pytestmark = pytest.mark.timeout(180)

@@ -23,8 +23,7 @@ from proxy.persist.checkpoint import checkpoint_of
 from proxy.reference.options import ReferenceOptions
 from tests.proxy_process import ProxyProcess
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, replica_pair, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     Tracked,
     created,
     load_record,
@@ -32,6 +31,7 @@ from tests.test_resume import (
     speak,
     wait_persisted,
 )
+from tests.servers import connect, reference, replica_pair, ws_url
 from tests.test_resume_held_turns import slow_replicas
 from tests.upstream_tap import upstream_tap
 

@@ -32,8 +32,8 @@ from shim.dialects import relay_keep_snapshot
 from shim.dialects.relay_wait_snapshot import waiting
 from tests.proxy_process import ProxyProcess, proxy_process
 from tests.redis_server import RedisServer
+from tests.resume_client import Tracked, created, load_record, resumed, until_deltas
 from tests.servers import Client, connect, load_clip, reference, silence, tcp_link, ws_url
-from tests.test_resume import Tracked, created, load_record, resumed, until_deltas
 from tests.upstream_tap import UpstreamTap, upstream_tap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

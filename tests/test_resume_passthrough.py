@@ -16,8 +16,7 @@ import redis.asyncio as aioredis
 from proxy.reference.options import ReferenceOptions
 from proxy.store.redis_scripts import FENCE, REBIND
 from tests.redis_server import RedisServer
-from tests.servers import connect, replica_pair, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     GONE_OR_LOST,
     created,
     error_code,
@@ -25,6 +24,7 @@ from tests.test_resume import (
     resumed,
     send_resume,
 )
+from tests.servers import connect, replica_pair, ws_url
 
 pytestmark = [pytest.mark.redis]
 
