@@ -93,6 +93,14 @@ class StoreConfig:
     timeout_s: float = Field(
         default=0.25, gt=0, description="No request ever blocks on the store longer than this."
     )
+    rebind_wait_s: float = Field(
+        default=1.0,
+        ge=0,
+        description="How long a passthrough resume waits, retrying, for the hash of the "
+        "upstream's rotated resume token to be written before it answers the client; past "
+        "it the client is answered and the write retried until it lands or "
+        "disconnect_grace_s has passed.",
+    )
     held_max_frames: int = Field(
         default=1024,
         gt=0,

@@ -26,68 +26,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import aiohttp
-import pybase64
 from aiohttp import web
 
 from proxy.reference.wire import VAD_NOT_ENABLED
+from tests.fuzz_upstream_frames import duplex_response, turn_answer
+from tests.fuzz_upstream_script import Counter, Script
 from tests.servers import serve_app
-
-DIALECTS = ("duplex", "duplex-no-barge-in", "turn")
-OPENINGS = ("valid", "event_first", "garbage_first", "binary_first", "close_first", "silent")
-ENDINGS = ("stay", "close", "abort")
-SEQ = '"@SEQ@"'  # placeholder for server_event_seq in a scripted duplex event
-
-
-class Send:
-    """One frame the upstream sends: text (any, valid or not) or binary.
-
-    Duplex dialect: ``seq`` says how the "@SEQ@" placeholder in ``text`` becomes
-    server_event_seq: "next" (the next one), "gap" (skip ``k`` first), "repeat" (the
-    last one again), "back" (``k`` before the last one). A plain class, not a
-    dataclass, so that hypothesis prints a failing example through ``__repr__``
-    (short) rather than field by field (a huge delta would be printed whole).
-    """
-
-    def __init__(
-        self,
-        label: str,
-        text: str | None = None,
-        binary: bytes | None = None,
-        seq: str = "next",
-        k: int = 0,
-    ) -> None:
-        self.label, self.text, self.binary, self.seq, self.k = label, text, binary, seq, k
-
-    def render(self, counter: Counter | None) -> str:
-        assert self.text is not None
-        if counter is None or SEQ not in self.text:
-            return self.text
-        if self.seq == "gap":
-            counter.seq += self.k
-        if self.seq in ("next", "gap"):
-            counter.seq += 1
-            value = counter.seq
-        elif self.seq == "repeat":
-            value = counter.seq
-        else:
-            value = max(1, counter.seq - self.k)
-        return self.text.replace(SEQ, str(value))
-
-    def __repr__(self) -> str:
-        body = self.text if self.text is not None else repr(self.binary)
-        if body is not None and len(body) > 200:
-            body = body[:200] + f"...({len(body)} chars)"
-        return f"Send({self.label}: {body})"
-
-
-@dataclass(frozen=True)
-class Script:
-    opening: str = "valid"
-    steps: tuple[Send, ...] = ()
-    ending: str = "stay"
-    # After a close or abort, refuse new connections (HTTP 503) this long: an upstream
-    # restarting.
-    down_s: float = 0.0
 
 
 @dataclass
@@ -290,63 +234,6 @@ class FuzzUpstream:
                 continue
             for frame in turn_answer():
                 await ws.send_str(frame)
-
-
-class Counter:
-    """The duplex dialect's server_event_seq, strictly increasing per session."""
-
-    def __init__(self) -> None:
-        self.seq = 0
-
-    def stamp(self, event: dict[str, Any], sid: str) -> dict[str, Any]:
-        self.seq += 1
-        return {**event, "event_id": f"event_{uuid.uuid4().hex}", "server_event_seq": self.seq}
-
-
-def pcm_b64(ms: int, rate: int) -> str:
-    return pybase64.b64encode(b"\x10\x00" * (rate * ms // 1000)).decode()
-
-
-def duplex_response(seq: Counter, sid: str, rid: str | None = None) -> list[str]:
-    """One complete, valid duplex response (two audio deltas)."""
-    rid = rid or f"resp-{uuid.uuid4().hex[:8]}"
-    iid = f"item_{rid}"
-    ids = {"response_id": rid, "item_id": iid, "output_index": 0, "content_index": 0}
-    item = {"id": iid, "object": "realtime.item", "type": "message", "role": "assistant"}
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {"id": rid, "status": "in_progress"}},
-        {"type": "response.output_item.added", "response_id": rid, "output_index": 0, "item": item},
-        {"type": "response.content_part.added", **ids, "part": {"type": "audio"}},
-        {"type": "response.output_audio.delta", **ids, "delta": pcm_b64(40, 24000)},
-        {"type": "response.output_audio_transcript.delta", **ids, "delta": "hello"},
-        {"type": "response.output_audio.delta", **ids, "delta": pcm_b64(40, 24000)},
-        {"type": "response.output_audio.done", **ids},
-        {"type": "response.output_audio_transcript.done", **ids, "transcript": "hello"},
-        {"type": "response.content_part.done", **ids, "part": {"type": "audio"}},
-        {"type": "response.output_item.done", "response_id": rid, "output_index": 0, "item": item},
-        {
-            "type": "response.done",
-            "response": {"id": rid, "status": "completed", "output": [item]},
-        },
-    ]
-    return [json.dumps(seq.stamp(e, sid)) for e in events]
-
-
-def turn_answer(rate: int = 24000) -> list[str]:
-    """One complete, valid turn-based answer."""
-    return [
-        json.dumps({"type": "transcription.delta", "delta": "hello"}),
-        json.dumps(
-            {
-                "type": "response.output_audio.delta",
-                "audio": pcm_b64(40, rate),
-                "format": "pcm16",
-                "sample_rate_hz": rate,
-            }
-        ),
-        json.dumps({"type": "transcription.done", "text": "hello"}),
-        json.dumps({"type": "response.output_audio.done", "has_audio": True}),
-    ]
 
 
 @asynccontextmanager

@@ -6,7 +6,6 @@ client holds over an answer, for the resume tests of held turns
 killed with SIGKILL) at the longest checkpoint interval, the strict duplex reference
 backend behind a tap that sees what each of its sessions was sent
 (``tests/upstream_tap.py``); the readers say what the upstream heard and answered.
-The ``redis_url`` fixture: a test module imports it and names it in ``__all__``.
 """
 
 from __future__ import annotations
@@ -19,13 +18,10 @@ from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from proxy.reference.options import ReferenceOptions
 from tests.proxy_process import ProxyProcess, proxy_process
-from tests.redis_server import RedisServer
+from tests.resume_client import Tracked, created, until_deltas
 from tests.servers import Client, load_clip, reference, silence
-from tests.test_resume import Tracked, created, until_deltas
 from tests.upstream_tap import UpstreamTap, upstream_tap
 
 TURN = "utt05_clean.wav"
@@ -115,11 +111,6 @@ async def kept_over_the_answer(c1: Client, drop: Callable[[], None]) -> tuple[Tr
     assert not c1.of("response.done"), "the answer still plays"
     drop()
     return s, first
-
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
 
 
 KEEP = {

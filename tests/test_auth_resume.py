@@ -23,8 +23,8 @@ from tests.auth_helpers import KEY_A, KEY_B, api_keys, auth_config, bearer, conn
 from tests.auth_helpers import key_subprotocols as subprotocols
 from tests.ports import free_port
 from tests.redis_server import RedisServer
+from tests.resume_client import load_record
 from tests.servers import ROOT, Client, load_clip, proxy, silence, ws_url
-from tests.test_resume import load_record
 
 ROUTES = {"a-demo": "embedded://turn", "b-demo": "embedded://turn"}
 CLIP = "utt05_clean.wav"

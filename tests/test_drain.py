@@ -21,8 +21,8 @@ import pytest
 
 from tests.proxy_process import backend_process, proxy_process
 from tests.redis_server import RedisServer
+from tests.resume_client import created, resumed, speak
 from tests.servers import connect, reference, ws_url
-from tests.test_resume import created, resumed, speak
 
 pytestmark = [pytest.mark.slow]
 

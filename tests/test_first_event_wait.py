@@ -20,8 +20,8 @@ import time
 import pytest
 
 from proxy.reference.options import ReferenceOptions
+from tests.resume_client import created, send_resume
 from tests.servers import connect, proxy, proxy_config, proxy_with_state, reference, ws_url
-from tests.test_resume import created, send_resume
 
 
 async def test_a_resume_sent_at_once_is_a_resume_though_the_loop_ran_late() -> None:

@@ -14,8 +14,8 @@ import pytest
 
 from proxy.config import ConfigError, config_from_dict
 from tests.redis_server import RedisServer
+from tests.resume_client import created, speak, wait_persisted
 from tests.servers import connect, proxy_config, reference, replica, ws_url
-from tests.test_resume import created, speak, wait_persisted
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

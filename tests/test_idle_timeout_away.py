@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.resume_client import created, resumed, speak
 from tests.servers import connect, reference, replica, store_config, tcp_link, ws_url
-from tests.test_resume import created, resumed, speak
 
 pytestmark = pytest.mark.timeout(90)
 

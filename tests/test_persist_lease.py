@@ -30,8 +30,8 @@ from proxy.persist.port import StoredFacts
 from proxy.state import ProxyState
 from proxy.store import open_store
 from shim.journal import Journal, RecentIds
+from tests.resume_client import created
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
-from tests.test_resume import created
 
 PROBE_S = 0.02
 

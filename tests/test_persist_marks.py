@@ -22,8 +22,8 @@ from structlog.testing import capture_logs
 
 from proxy.emulated.runner import live_runner
 from tests.redis_server import RedisServer
+from tests.resume_client import created, resumed, wait_persisted
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
-from tests.test_resume import created, resumed, wait_persisted
 
 pytestmark = [pytest.mark.redis]
 

@@ -20,9 +20,9 @@ from openai import AsyncOpenAI
 
 from proxy.config import config_from_dict
 from proxy.reference.personaplex_frames import UNIT_SAMPLES
+from tests.openai_sdk_client import pcm_session
 from tests.personaplex_standin import standin
 from tests.servers import ROOT, load_clip, proxy, silence
-from tests.test_openai_sdk import pcm_session
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -14,8 +14,8 @@ import pytest
 from proxy.reference import ReferenceOptions
 from tests.native_client_session import pcm16k
 from tests.redis_server import RedisServer
+from tests.resume_client import wait_persisted
 from tests.servers import host_port, load_clip, replica_pair, silence, tcp_link
-from tests.test_resume import wait_persisted
 from tests.vllm_client_through_proxy import IDS, MODES, next_response, of, play, through_proxy
 from tests.vllm_omni_client import recording_connect
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from proxy.reference import ReferenceOptions
-from tests.test_reference_strict import SPEECH, Peer, ack_all, answered, backend, session
+from tests.reference_strict_client import SPEECH, Peer, ack_all, answered, backend, session
 from tests.testaudio import silence
 
 pytestmark = pytest.mark.timeout(60)

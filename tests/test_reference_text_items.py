@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.test_reference_strict import Peer, backend, session
+from tests.reference_strict_client import Peer, backend, session
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 

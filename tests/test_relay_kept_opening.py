@@ -21,11 +21,11 @@ from shim import snapshot
 from shim.actions import AbortUpstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamLost
+from tests.duplex_relay_script import make
 from tests.native_client_session import NATIVE, opening
 from tests.relay_kept_updates import updated
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
 from tests.shim_script import upstream_events
-from tests.test_shim_duplex_relay import make
 
 pytestmark = pytest.mark.timeout(60)
 

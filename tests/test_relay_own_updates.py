@@ -19,12 +19,12 @@ import pytest
 from proxy.reference import ReferenceOptions
 from shim.actions import Action, SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.duplex_relay_script import make
 from tests.native_client_session import NATIVE, opening
 from tests.relay_kept_updates import updated
+from tests.resume_client import reattached
 from tests.servers import connect, host_port, proxy, proxy_config, reference, tcp_link, ws_url
 from tests.shim_script import Script, upstream_events
-from tests.test_resume import reattached
-from tests.test_shim_duplex_relay import make
 
 pytestmark = pytest.mark.timeout(60)
 

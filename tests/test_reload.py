@@ -18,8 +18,8 @@ import pytest
 
 from proxy.reference.options import ReferenceOptions
 from tests.proxy_process import ProxyProcess, proxy_process
+from tests.resume_client import speak
 from tests.servers import ROOT, Client, connect, reference, ws_url
-from tests.test_resume import speak
 
 pytestmark = [pytest.mark.slow]
 

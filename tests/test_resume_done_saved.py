@@ -24,8 +24,7 @@ from proxy.reference.options import ReferenceOptions
 from tests.held_turn_replicas import slow_replicas
 from tests.proxy_process import ProxyProcess
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, replica_pair, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     Tracked,
     created,
     load_record,
@@ -33,6 +32,7 @@ from tests.test_resume import (
     speak,
     wait_persisted,
 )
+from tests.servers import connect, reference, replica_pair, ws_url
 from tests.upstream_tap import upstream_tap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

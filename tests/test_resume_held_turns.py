@@ -27,12 +27,11 @@ from tests.held_turn_replicas import (
     ended,
     heard_seconds,
     press,
-    redis_url,
     said,
     tapped_replicas,
 )
+from tests.resume_client import Tracked, created, load_record, redis_url, resumed, until_deltas
 from tests.servers import connect, load_clip, tcp_link, ws_url
-from tests.test_resume import Tracked, created, load_record, resumed, until_deltas
 
 __all__ = ["redis_url"]
 

@@ -27,13 +27,12 @@ from tests.held_turn_replicas import (
     heard_seconds,
     heard_twice,
     kept_over_the_answer,
-    redis_url,
     said,
     spoken,
     tapped_replicas,
 )
+from tests.resume_client import load_record, redis_url, resumed
 from tests.servers import connect, tcp_link, ws_url
-from tests.test_resume import load_record, resumed
 
 __all__ = ["redis_url"]
 

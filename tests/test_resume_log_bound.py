@@ -16,9 +16,9 @@ import pytest
 
 from proxy.config import StoreConfig
 from tests.redis_server import RedisServer
+from tests.resume_client import mid_answer, resumed
 from tests.servers import connect, replica_pair, ws_url
 from tests.stores import opened_store
-from tests.test_resume import mid_answer, resumed
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

@@ -6,6 +6,7 @@ event ids it applied reach the store as they are applied."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import secrets
 from contextlib import AsyncExitStack
 
@@ -13,9 +14,9 @@ import pytest
 import redis.asyncio as aioredis
 
 from proxy.reference.options import ReferenceOptions
+from proxy.store.redis_scripts import FENCE, REBIND
 from tests.redis_server import RedisServer
-from tests.servers import connect, replica_pair, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     GONE_OR_LOST,
     created,
     error_code,
@@ -23,8 +24,12 @@ from tests.test_resume import (
     resumed,
     send_resume,
 )
+from tests.servers import connect, replica_pair, ws_url
 
 pytestmark = [pytest.mark.redis]
+
+# A resume writes the rotated token's hash with this script (proxy/store/redis.py).
+REBIND_SHA = hashlib.sha1((FENCE + REBIND).encode()).hexdigest()
 
 
 @pytest.fixture
@@ -33,13 +38,14 @@ def redis_url(redis_server_session: RedisServer) -> str:
 
 
 async def _count_token_writes(url: str, writes: list[str]) -> None:
-    """Every command Redis runs that writes a record's ``token_hash`` field."""
+    """Every command Redis runs that writes a record's ``token_hash`` field (a create,
+    or a rebind)."""
     client = aioredis.Redis.from_url(url)
     try:
         async with client.monitor() as m:
             async for cmd in m.listen():
                 text = str(cmd.get("command", ""))
-                if text.startswith("EVALSHA") and "token_hash" in text:
+                if text.startswith("EVALSHA") and ("token_hash" in text or REBIND_SHA in text):
                     writes.append(text)
     finally:
         await client.aclose()

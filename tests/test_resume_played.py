@@ -11,8 +11,8 @@ import secrets
 import pytest
 
 from tests.redis_server import RedisServer
+from tests.resume_client import answered, created, resumed, wait_persisted
 from tests.servers import Client, connect, replica_pair, ws_url
-from tests.test_resume import answered, created, resumed, wait_persisted
 
 pytestmark = [pytest.mark.redis]
 

@@ -17,8 +17,7 @@ import pytest
 
 from tests.proxy_process import ProxyProcess, proxy_process
 from tests.redis_server import RedisServer
-from tests.servers import Client, connect, reference, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     Tracked,
     answered,
     cut_answer_ends,
@@ -26,6 +25,7 @@ from tests.test_resume import (
     resumed,
     wait_persisted,
 )
+from tests.servers import Client, connect, reference, ws_url
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

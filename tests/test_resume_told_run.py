@@ -15,7 +15,7 @@ from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_script import Script, client_events
-from tests.test_shim_turn_based import SILENCE, SPEECH, make, respond
+from tests.turn_based_script import SILENCE, SPEECH, make, respond
 
 SPEECH_EVENTS = ("input_audio_buffer.speech_started", "input_audio_buffer.speech_stopped")
 

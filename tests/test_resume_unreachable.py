@@ -13,8 +13,7 @@ import pytest
 
 from tests.ports import closed_port
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, replica, store_config, tcp_link, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     Tracked,
     answered,
     created,
@@ -23,6 +22,7 @@ from tests.test_resume import (
     resumed,
     send_resume,
 )
+from tests.servers import connect, reference, replica, store_config, tcp_link, ws_url
 
 pytestmark = [pytest.mark.redis]
 

@@ -12,8 +12,8 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from shim.actions import Action
+from tests.shim_edge_scripts import TURN, errors, start_turn, the, turn_based
 from tests.shim_script import client_events, types
-from tests.test_shim_edges import TURN, errors, start_turn, the, turn_based
 from tests.test_shim_ga_relay import answer, make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)

@@ -16,9 +16,9 @@ from shim.dialects.turn_based import TurnBasedSession
 from shim.native_client import native_error
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.duplex_relay_script import make as native_relay
+from tests.duplex_relay_script import start_response
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_duplex_relay import make as native_relay
-from tests.test_shim_duplex_relay import start_response
 from tests.test_shim_ga_relay import AID, answer, make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)

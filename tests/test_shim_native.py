@@ -15,9 +15,9 @@ from shim.dialects.relay_client_acks import in_upstream_measure
 from shim.native_client import InputRates, NativeOptions, append_format
 from shim.output import ActiveResponse
 from shim.playback import ItemPlayback
+from tests.duplex_relay_script import AID, RID, start_response
+from tests.duplex_relay_script import make as make_relay
 from tests.shim_script import client_events, upstream_events
-from tests.test_shim_duplex_relay import AID, RID, start_response
-from tests.test_shim_duplex_relay import make as make_relay
 
 DECLARED = AudioFormat(PCM16, 24000)
 

@@ -14,9 +14,9 @@ from shim.dialects.turn_based import TurnBasedSession
 from shim.native_client import native_error
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.duplex_relay_script import AID, start_response
+from tests.duplex_relay_script import make as relay
 from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
-from tests.test_shim_duplex_relay import AID, start_response
-from tests.test_shim_duplex_relay import make as relay
 
 SETTINGS = ShimSettings(vad=VadParams(), echo_suppression=False)
 NEGATIVE = ("bad_event", "conversation.item.truncate requires non-negative audio_end_ms")

@@ -6,10 +6,10 @@ never add up to a cut."""
 from __future__ import annotations
 
 from shim.actions import Action
-from tests.shim_script import Script, client_events, types
-from tests.test_shim_duplex_relay import AID, RID, start_response
+from tests.duplex_relay_script import AID, RID, start_response
+from tests.shim_script import Script, client_events, pcm_b64, types
 from tests.test_shim_overlap_protocol import STARTED, STOPPED, relay, turn_based
-from tests.test_shim_turn_based import pcm_b64, respond, run_turn
+from tests.turn_based_script import respond, run_turn
 
 OPENER = [0.97] * 12 + [0.05] * 17  # "Sorry." and a pause past the VAD's silence
 

@@ -13,9 +13,9 @@ from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.duplex_relay_script import RID, start_response
 from tests.shim_script import Script, client_events, types
-from tests.test_shim_duplex_relay import RID, start_response
-from tests.test_shim_turn_based import SILENCE, respond, run_turn
+from tests.turn_based_script import SILENCE, respond, run_turn
 
 STARTED = "input_audio_buffer.speech_started"
 STOPPED = "input_audio_buffer.speech_stopped"

@@ -8,8 +8,8 @@ from typing import Any
 import orjson
 
 from shim import played_snapshot
+from tests.shim_edge_scripts import start_turn, turn_based
 from tests.shim_script import client_events
-from tests.test_shim_edges import start_turn, turn_based
 from tests.test_shim_ga_items import truncate
 
 

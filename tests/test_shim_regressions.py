@@ -1,4 +1,5 @@
-"""Bugs the stateful properties (``tests/test_shim_stateful.py``) found, as explicit cases.
+"""Bugs the stateful properties found, as explicit cases
+(``tests/test_shim_stateful_turn_based.py``, ``tests/test_shim_stateful_relay.py``).
 
 Each was found failing; kept so it stays fixed. Driven only through ``handle`` and its
 actions.

@@ -12,8 +12,7 @@ import json
 from proxy.emulated.upstream_redial import Outbox
 from shim.actions import NoteUpstreamError, SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
-from tests.shim_script import Script, upstream_events
-from tests.test_shim_duplex_relay import (
+from tests.duplex_relay_script import (
     AID,
     RID,
     UP,
@@ -23,6 +22,7 @@ from tests.test_shim_duplex_relay import (
     relay,
     start_response,
 )
+from tests.shim_script import Script, upstream_events
 
 
 def refusal(code: str, message: str) -> dict:  # type: ignore[type-arg]

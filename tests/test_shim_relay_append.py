@@ -12,7 +12,7 @@ import pytest
 from shim.actions import SendClient, SendUpstream
 from shim.audio import AudioFormat
 from shim.native_client import as_upstream_reads
-from tests.test_shim_duplex_relay import make
+from tests.duplex_relay_script import make
 
 PCM = (np.sin(np.arange(4800) / 10) * 8000).astype("<i2").tobytes()  # 200 ms at 24 kHz
 CLEAN = base64.b64encode(PCM).decode()

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.duplex_relay_script import AID, RID, make, play_response, start_response
 from tests.shim_script import Script, client_events, types, upstream_events
-from tests.test_shim_duplex_relay import AID, RID, make, play_response, start_response
 
 SENT_MS = 1000  # the answer start_response streams: 10 x 100 ms
 

@@ -18,10 +18,10 @@ from unittest import mock
 from proxy.config import Route
 from proxy.upstream import opening_update
 from shim import snapshot
+from tests.duplex_relay_script import make
 from tests.relay_kept_updates import lost, updated
 from tests.shim_script import upstream_events
 from tests.test_native_resume_object import wheel_turns
-from tests.test_shim_duplex_relay import make
 from tests.wheel_duplex_config import Wheel, wheel_config
 from tests.wheel_realtime_session import wheel_session
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from shim import snapshot
 from shim.dialects.duplex_relay import BargeInRelaySession
+from tests.duplex_relay_script import make
 from tests.relay_kept_updates import VAD, lost, updated
-from tests.test_shim_duplex_relay import make
 from tests.test_shim_ga_relay import make as make_ga
 
 

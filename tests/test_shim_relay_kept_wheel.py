@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from tests.duplex_relay_script import make
 from tests.relay_kept_updates import BARGE_IN, SEQUENCES, lost, updated
 from tests.test_native_resume_object import wheel_turns
-from tests.test_shim_duplex_relay import make
 from tests.wheel_duplex_config import Wheel, read_by_wheel, wheel_config
 from tests.wheel_realtime_session import wheel_session
 

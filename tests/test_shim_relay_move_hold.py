@@ -15,8 +15,8 @@ from shim.audio import b64encode, float_to_int16
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.duplex_relay_script import AID, RID, UP, relay
 from tests.shim_script import Script, types, upstream_events
-from tests.test_shim_duplex_relay import AID, RID, UP, relay
 
 RATE = 24000
 # The answer: voice-band noise (what the correlation search sees of a voice), 24 kHz.

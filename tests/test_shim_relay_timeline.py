@@ -8,8 +8,8 @@ from typing import Any
 from proxy.emulated.shim_setup import keep_opened_with
 from shim.actions import SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.duplex_relay_script import make, relay
 from tests.shim_script import Script, upstream_events
-from tests.test_shim_duplex_relay import make, relay
 
 STARTED = "input_audio_buffer.speech_started"
 FRESH = {"type": "session.created", "session": {"id": "up-2"}, "resume_token": "t2"}

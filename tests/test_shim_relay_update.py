@@ -16,8 +16,8 @@ from shim.inputs import UpstreamLost
 from shim.native_client import native_error
 from shim.session import ShimSettings
 from shim.settings import VadParams
+from tests.duplex_relay_script import make, relay
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_duplex_relay import make, relay
 
 
 @pytest.mark.parametrize(

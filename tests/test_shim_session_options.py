@@ -13,8 +13,8 @@ from pydantic import TypeAdapter
 
 from shim.actions import Action
 from shim.vad_gate import VadParams
+from tests.shim_edge_scripts import errors, turn_based
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_edges import errors, turn_based
 from tests.test_shim_ga_relay import make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)

@@ -13,8 +13,8 @@ from shim.dialects.turn_answer import TOO_LONG
 from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.shim_edge_scripts import TURN, start_turn
 from tests.shim_script import Script, client_events, types, upstream_events
-from tests.test_shim_edges import TURN, start_turn
 
 
 def make(max_turn_ms: int = 60_000) -> Script:

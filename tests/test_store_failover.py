@@ -24,9 +24,7 @@ from proxy.store import open_store
 from proxy.store.redis_scripts import session_keys
 from tests.redis_cluster import Cluster, SentinelSet, cli, redis_cluster, redis_sentinel
 from tests.redis_server import RedisServer, redis_server
-from tests.servers import Client, connect, ws_url
-from tests.stores import new_session, opened_store
-from tests.test_resume import (
+from tests.resume_client import (
     answered,
     created,
     cut_answer_ends,
@@ -36,6 +34,8 @@ from tests.test_resume import (
     until_deltas,
     wait_persisted,
 )
+from tests.servers import Client, connect, ws_url
+from tests.stores import new_session, opened_store
 from tests.test_resume_replicas import lose_owner, replica_processes
 
 __all__ = ["redis_cluster", "redis_sentinel", "redis_server"]  # fixtures, used by name

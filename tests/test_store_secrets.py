@@ -15,14 +15,14 @@ import redis.asyncio as aioredis
 from proxy.config import ConfigError, config_from_dict
 from proxy.store.secret_box import SecretBox
 from tests.redis_server import RedisServer
-from tests.servers import connect, reference, replica, store_config, ws_url
-from tests.test_resume import (
+from tests.resume_client import (
     answered,
     mid_answer,
     reattached,
     resumed,
     wait_persisted,
 )
+from tests.servers import connect, reference, replica, store_config, ws_url
 
 pytestmark = [pytest.mark.redis]
 

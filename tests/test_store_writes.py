@@ -10,8 +10,8 @@ import redis.asyncio as aioredis
 
 from proxy.config import Config
 from tests.redis_server import RedisServer
+from tests.resume_client import created, speak, wait_persisted
 from tests.servers import connect, proxy_config, reference, replica, ws_url
-from tests.test_resume import created, speak, wait_persisted
 
 pytestmark = [pytest.mark.redis]
 

@@ -16,7 +16,8 @@ import aiohttp
 import pybase64
 from aiohttp import web
 
-from tests.fuzz_upstream import FuzzUpstream, Script, Send, fuzz_upstream
+from tests.fuzz_upstream import FuzzUpstream, fuzz_upstream
+from tests.fuzz_upstream_script import Script, Send
 from tests.proxy_process import proxy_process
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
 from tests.test_input_flood import rss_mb

@@ -12,8 +12,8 @@ from proxy.emulated.upstream_frames import upstream_input
 from proxy.logging import get_logger
 from proxy.state import ProxyState
 from shim.actions import AbortUpstream, ResumeUpstream
+from tests.duplex_relay_script import AID, RID, make, relay, start_response
 from tests.shim_script import client_events
-from tests.test_shim_duplex_relay import AID, RID, make, relay, start_response
 
 
 def _state() -> ProxyState:

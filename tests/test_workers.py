@@ -24,8 +24,8 @@ import pytest
 from proxy.reference.options import ReferenceOptions
 from tests.proxy_process import free_port
 from tests.redis_server import RedisServer
+from tests.resume_client import Tracked, created, resumed, speak
 from tests.servers import ROOT, Client, connect, reference, ws_url
-from tests.test_resume import Tracked, created, resumed, speak
 
 pytestmark = [pytest.mark.slow]
 

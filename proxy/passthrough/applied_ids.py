@@ -18,7 +18,8 @@ import contextlib
 
 from proxy.connection import ClientConnection
 from proxy.logging import Logger
-from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable
+from proxy.passthrough.rebind import follows_rebind
+from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable
 from shim.journal import RecentIds
 
 # After a failed write (store down), wait this long before trying again.
@@ -51,34 +52,33 @@ async def applied_ids(session: ClientConnection) -> RecentIds | None:
     return ids
 
 
-def ids_writer(session: ClientConnection, epoch: int | None) -> IdsWriter | None:
-    """A writer for the relay holding the binding at ``epoch`` (None: not bound)."""
+def ids_writer(session: ClientConnection, binding: SessionRecord | None) -> IdsWriter | None:
+    """A writer for the relay holding ``binding`` (None: not bound)."""
     store, sid = session.state.store, session.passthrough_sid
-    if store is None or sid is None or epoch is None:
+    if store is None or sid is None or binding is None:
         return None
     cfg = session.state.config.store
-    return IdsWriter(
-        store, sid, epoch, cfg.recent_event_ids, session.log, cfg.checkpoint_interval_s
-    )
+    return IdsWriter(store, binding, cfg.recent_event_ids, session.log, cfg.checkpoint_interval_s)
 
 
 class IdsWriter:
     """Adds the ids a relay applies to the store, in batches, one write in flight.
 
     Bounded: at most ``limit`` ids wait (older ones would be trimmed from the record
-    anyway). Stops once the lease moved on (LeaseLost): the session is elsewhere.
+    anyway). Written at ``binding``'s epoch, which follows the relay's own rebind
+    (``proxy/passthrough/rebind.py``); stops once the lease moved on to another
+    connection (LeaseLost): the session is elsewhere.
     """
 
     def __init__(
         self,
         store: SessionStore,
-        session_id: str,
-        epoch: int,
+        binding: SessionRecord,
         limit: int,
         log: Logger,
         interval_s: float = 0.0,
     ) -> None:
-        self.store, self.session_id, self.epoch = store, session_id, epoch
+        self.store, self.binding = store, binding
         self.limit, self.log, self.interval_s = limit, log, interval_s
         self._pending: list[str] = []
         self._wake = asyncio.Event()
@@ -110,7 +110,10 @@ class IdsWriter:
             except StoreUnavailable:
                 await asyncio.sleep(RETRY_S)
                 self._wake.set()
-            except (LeaseLost, ValueError):
+            except (LeaseLost, ValueError) as exc:
+                if isinstance(exc, LeaseLost) and await self._follows():
+                    self._wake.set()
+                    continue
                 self._stopped = True
                 self.log.info("passthrough_ids_stopped", reason="the session moved on")
             else:
@@ -118,9 +121,19 @@ class IdsWriter:
 
     async def _write(self) -> None:
         batch, self._pending = self._pending, []
+        binding = self.binding
         try:
-            await self.store.add_event_ids(self.session_id, self.epoch, batch)
-        except (StoreUnavailable, asyncio.CancelledError):
+            await self.store.add_event_ids(binding.session_id, binding.epoch, batch)
+        except (StoreUnavailable, LeaseLost, asyncio.CancelledError):
             self._pending[:0] = batch  # in order, before what came meanwhile
             del self._pending[: -self.limit]
             raise
+
+    async def _follows(self) -> bool:
+        """Whether the LeaseLost was this relay's own rebind landing (written again at
+        its epoch), not the session moving on; a store that does not answer: retried."""
+        try:
+            return await follows_rebind(self.store, self.binding)
+        except StoreUnavailable:
+            await asyncio.sleep(RETRY_S)
+            return True

@@ -10,6 +10,7 @@ import asyncio
 
 from proxy.connection import ClientConnection
 from proxy.logging import Logger
+from proxy.passthrough.rebind import follows_rebind
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 from proxy.upstream import UpstreamLink
 
@@ -71,6 +72,8 @@ async def keep_binding(
             continue
         except LeaseLost:
             try:
+                if await follows_rebind(store, record):
+                    continue  # this relay's own rebind landed: its epoch taken on
                 if await store.load(record.session_id) is not None:
                     return  # resumed through another connection: its relay keeps it
                 await store.create(record)

@@ -16,6 +16,7 @@ from proxy.connection import ClientConnection
 from proxy.metrics import FrameTally
 from proxy.passthrough.applied_ids import applied_ids, ids_writer
 from proxy.passthrough.binding import bind, keep_binding
+from proxy.store.base import SessionRecord
 from proxy.upstream import UpstreamLink, close_within, send_within
 from proxy.ws_direct import (
     DIRECT_ANY_TEXT,
@@ -51,8 +52,7 @@ async def run_passthrough(
         grace = session.state.config.store.disconnect_grace_s
         keeper = asyncio.create_task(keep_binding(store, record, grace, session.log))
     try:
-        epoch = record.epoch if record is not None else None
-        await relay(session, link.ws, skip=link.opening_event, epoch=epoch)
+        await relay(session, link.ws, skip=link.opening_event, binding=record)
     finally:
         if keeper is not None:
             keeper.cancel()
@@ -73,15 +73,15 @@ async def relay(
     session: ClientConnection,
     up: aiohttp.ClientWebSocketResponse,
     skip: ClientFrame | None = None,
-    epoch: int | None = None,
+    binding: SessionRecord | None = None,
 ) -> None:
-    """Relay until either side ends; ``epoch``: the binding's lease, if it has one
-    (the applied client event ids are added to the store under it)."""
+    """Relay until either side ends; ``binding``: the session's store record, if it has
+    one (the applied client event ids are added to the store under its lease)."""
     client = session.client
     metrics = session.state.metrics
     to_client = FrameTally(metrics, "upstream_to_client")
     applied = await applied_ids(session)
-    writer = ids_writer(session, epoch)
+    writer = ids_writer(session, binding)
     send_timeout = session.state.config.server.upstream_send_timeout_s
     stalled = False
     # A send that failed in the client's reader (the sink), for the relay to act on.

@@ -1,7 +1,9 @@
 """Resume a passthrough session: the upstream keeps its own session and journal.
 
 The proxy finds the upstream from the store, relays the client's ``session.resume``
-to it as sent, and maps a refusal to the codes this proxy documents.
+to it as sent, and maps a refusal to the codes this proxy documents. The upstream's
+rotated token is bound in the store before the client is told it, where the store
+answers in time (``proxy/passthrough/rebind.py``).
 """
 
 from __future__ import annotations
@@ -11,18 +13,21 @@ from typing import Any
 
 from proxy.connection import ClientConnection
 from proxy.passthrough.binding import keep_binding
+from proxy.passthrough.rebind import mark_rebinding, rebind
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
 from proxy.resume.reach import reach_upstream
 from proxy.resume.request import (
     ResumeFailed,
     ResumeRequest,
+    conflict,
     denied,
     expired,
     gap,
     shutting_down,
+    unavailable,
 )
-from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
+from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable
 from proxy.upstream import UpstreamUnavailable, ask, with_query
 from shim.wire import error_code
 
@@ -49,6 +54,14 @@ async def take_passthrough(
     if state.draining:  # before the upstream rotates its token: the client keeps its own
         await ws.close()
         raise shutting_down()
+    scfg = state.config.store
+    try:
+        # Its new token may reach the client before the store: a resume meanwhile is
+        # told to try again, not denied.
+        await mark_rebinding(store, record, scfg.disconnect_grace_s + cfg.classify_timeout_s)
+    except (StoreUnavailable, LeaseLost) as exc:
+        await ws.close()
+        raise (unavailable() if isinstance(exc, StoreUnavailable) else conflict()) from None
     conn.committing()
     try:
         # Relayed as the client sent it: the upstream's own session.resume.
@@ -62,7 +75,9 @@ async def take_passthrough(
         raise _upstream_refusal(first)
     token = first.get("resume_token")
     if isinstance(token, str):
-        await _rebind(conn, store, record, token)
+        # Before the client is told the new token: the store should know it first.
+        wait_s, grace_s = scfg.rebind_wait_s, scfg.disconnect_grace_s
+        await rebind(store, record, state.replica_id, token, wait_s, grace_s, conn.log)
     conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")
     conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
 
@@ -78,7 +93,7 @@ async def take_passthrough(
         active = state.metrics.sessions_active.labels(*labels)
         active.inc()  # the resumed session is live on this connection
         try:
-            await relay(conn, ws, epoch=record.epoch)
+            await relay(conn, ws, binding=record)
         finally:
             active.dec()
             keeper.cancel()
@@ -97,20 +112,3 @@ def _upstream_refusal(event: dict[str, Any]) -> ResumeFailed:
     if mapped == "session_resume_denied":
         return denied()
     return ResumeFailed(mapped, f"the upstream refused the resume ({code})")
-
-
-async def _rebind(
-    conn: ClientConnection, store: SessionStore, record: SessionRecord, token: str
-) -> None:
-    """The upstream rotated its resume token: remember the new one (hashed), fenced.
-
-    Only the token hash is written, at the epoch this resume took: a connection it
-    replaced writes nothing but its applied event ids, fenced by its older epoch.
-    """
-    try:
-        record.epoch = await store.take_over(record.session_id, conn.state.replica_id, record.epoch)
-        record.token_hash = hash_token(token)
-        record.owner = conn.state.replica_id
-        await store.update(record.session_id, record.epoch, {"token_hash": record.token_hash})
-    except (LeaseLost, StoreUnavailable) as exc:
-        conn.log.warning("passthrough_rebind_failed", error=type(exc).__name__)

@@ -94,6 +94,15 @@ def unavailable(token: str | None = None) -> ResumeFailed:
     )
 
 
+def rotating() -> ResumeFailed:
+    """A passthrough session's token is being rotated: its hash may not be stored yet."""
+    return ResumeFailed(
+        "session_resume_unavailable",
+        "the session's resume token is being rotated and the session store does not "
+        "hold the new one yet; try again",
+    )
+
+
 def parse_resume(event: dict[str, Any], raw: str) -> ResumeRequest:
     sid, token = event.get("session_id"), event.get("resume_token")
     seq = event.get("last_received_server_event_seq", 0)

@@ -7,12 +7,20 @@ import time
 
 from proxy.connection import ClientConnection
 from proxy.emulated.runner import live_runner
+from proxy.passthrough.rebind import rebinding
 from proxy.resume.client_attach import Attacher
 from proxy.resume.from_store import take_from_store
 from proxy.resume.lease import load_record
 from proxy.resume.local import take_local
 from proxy.resume.passthrough import take_passthrough
-from proxy.resume.request import ResumeFailed, ResumeRequest, denied, expired, shutting_down
+from proxy.resume.request import (
+    ResumeFailed,
+    ResumeRequest,
+    denied,
+    expired,
+    rotating,
+    shutting_down,
+)
 from proxy.store.base import token_matches
 
 
@@ -52,8 +60,12 @@ async def _take(conn: ClientConnection, req: ResumeRequest) -> Attacher:
     record = await load_record(store, req.session_id)
     if record is None:
         raise expired()
-    if not token_matches(req.resume_token, record.token_hash) or record.key_id != conn.key_id:
+    if record.key_id != conn.key_id:
         raise denied()
+    if not token_matches(req.resume_token, record.token_hash):
+        # A passthrough resume relayed meanwhile may not have bound the token its
+        # upstream rotated to yet (proxy/passthrough/rebind.py): try again.
+        raise rotating() if rebinding(record) else denied()
     if record.mode == "passthrough":
         return await take_passthrough(conn, record, req)
     return await take_from_store(conn, store, record, req)

@@ -56,6 +56,9 @@ class SessionRecord:
     recent_event_ids: list[str] = field(default_factory=list)
     # The API key (or token subject) that opened it: only it may resume (proxy/auth/).
     key_id: str = ""
+    # Passthrough: until when (wall clock, ms) a resume relayed to the upstream may
+    # still bind the token it rotated to; 0 once bound (proxy/passthrough/rebind.py).
+    rebind_until_ms: int = 0
 
 
 class SessionStore(abc.ABC):
@@ -77,6 +80,18 @@ class SessionStore(abc.ABC):
         """Bump the epoch if it is still ``expected_epoch``; return the new epoch.
 
         Raises LeaseLost when someone else moved it first: exactly one resume wins.
+        """
+
+    @abc.abstractmethod
+    async def rebind(self, session_id: str, owner: str, old_hash: str, new_hash: str) -> int:
+        """Move the lease to ``owner`` (the epoch bumped) and the token hash from
+        ``old_hash`` to ``new_hash``, ``rebind_until_ms`` cleared, in one write;
+        return the epoch.
+
+        Idempotent: a hash already ``new_hash`` is this call's own write answered late
+        (only its caller knows that token), and the epoch is returned as it stands.
+        LeaseLost where the hash is neither (another resume rotated it) or the session
+        is gone.
         """
 
     @abc.abstractmethod

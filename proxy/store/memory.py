@@ -87,6 +87,19 @@ class MemoryStore(SessionStore):
         session.record.owner = owner
         return session.record.epoch
 
+    async def rebind(self, session_id: str, owner: str, old_hash: str, new_hash: str) -> int:
+        session = self._get(session_id)
+        if session is None:
+            raise LeaseLost(f"session {session_id} expired or unknown")
+        record = session.record
+        if record.token_hash not in (old_hash, new_hash):
+            raise LeaseLost(f"session {session_id}: its resume token was rotated elsewhere")
+        if record.token_hash == old_hash:
+            record.epoch += 1
+            record.owner, record.token_hash, record.rebind_until_ms = owner, new_hash, 0
+        session.expires_at = self._clock() + self._config.disconnect_grace_s
+        return record.epoch
+
     async def save(self, record: SessionRecord) -> None:
         session = self._fenced(record.session_id, record.epoch)
         stored = session.record

@@ -45,6 +45,7 @@ from proxy.store.redis_scripts import (
     GONE,
     LOST,
     READ,
+    REBIND,
     SAVE,
     TAKE_OVER,
     UPDATE,
@@ -76,6 +77,7 @@ class RedisStore(SessionStore):
             for name, body in (
                 ("create", CREATE),
                 ("take_over", TAKE_OVER),
+                ("rebind", REBIND),
                 ("save", SAVE),
                 ("append", APPEND),
                 ("delete", DELETE),
@@ -118,6 +120,11 @@ class RedisStore(SessionStore):
     async def take_over(self, session_id: str, owner: str, expected_epoch: int) -> int:
         check_session_id(session_id)
         return await self._script("take_over", session_id, [expected_epoch, _dumps(owner)])
+
+    async def rebind(self, session_id: str, owner: str, old_hash: str, new_hash: str) -> int:
+        check_session_id(session_id)
+        args = [_dumps(owner), _dumps(old_hash), _dumps(new_hash)]
+        return await self._script("rebind", session_id, args, "resume token rotated elsewhere")
 
     async def save(self, record: SessionRecord) -> None:
         check_session_id(record.session_id)

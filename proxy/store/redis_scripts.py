@@ -60,6 +60,26 @@ touch()
 return epoch
 """
 
+# Not fenced by the epoch but by the token hash. ARGV[2] = new owner, ARGV[3] = the
+# hash the resume matched, ARGV[4] = the rotated token's (all JSON). The hash moves
+# from the one to the other with the lease (the epoch bumped, which fences the
+# replaced connection's writes out), and the pending rebind's mark is cleared; one
+# already moved (this write, answered late) is left as it is. Any other hash:
+# another resume rotated it.
+REBIND = """
+local cur = redis.call('HGET', KEYS[1], 'token_hash')
+if not cur then return -2 end
+if cur == ARGV[4] then
+  touch()
+  return tonumber(redis.call('HGET', KEYS[1], 'epoch'))
+end
+if cur ~= ARGV[3] then return -1 end
+local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
+redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'token_hash', ARGV[4], 'rebind_until_ms', '0')
+touch()
+return epoch
+"""
+
 # ARGV[3] = acked_seq, ARGV[4] = last_seq, ARGV[5..] = other field/value pairs.
 # Sequence numbers only move forward, whatever a stale snapshot says.
 SAVE = """

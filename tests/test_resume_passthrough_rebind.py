@@ -1,0 +1,245 @@
+"""A passthrough resume whose rebind the store did not answer (docs/protocol.md,
+"Resume"; ``proxy/passthrough/rebind.py``).
+
+The upstream rotates its resume token on every resume; the proxy lets a resume
+through only if its token matches the hash in the store. Where the write of the
+rotated token's hash went unanswered, the client was left holding a token the store
+did not know (denied) while the upstream refused its previous one: the session was
+lost. Now the write is retried, before the client is told the token and after, and a
+resume meanwhile is told to try again (``session_resume_unavailable``), not denied;
+a token that is not the session's is never let through.
+
+Real parts on loopback: the proxy (replicas "a" and "b" sharing a redis-server, or
+one replica on the memory store) in front of the duplex reference backend run as its
+own process, on a route set to ``passthrough``. One store write is made to go
+unanswered, applied or not, as in tests/test_resume_rotate_unanswered.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from proxy.app import build_app
+from proxy.config import StoreConfig, config_from_dict
+from proxy.state import ProxyState
+from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable, hash_token
+from tests.proxy_process import backend_process
+from tests.redis_server import RedisServer
+from tests.servers import Client, closed, connect, serve_app, ws_url
+from tests.stores import new_record, opened_store
+
+# The writes that move a passthrough session's lease or token hash.
+REBIND_WRITES = ("take_over", "update", "rebind")
+
+
+class Fault:
+    """The store's rebind writes go unanswered: the next ``once`` of them, or all of
+    them until ``heal``; taking effect first if ``applied``."""
+
+    def __init__(self, store: SessionStore, *, applied: bool, once: int = 0) -> None:
+        self.applied, self.left, self.down = applied, once, once == 0
+        self.refused = 0
+        for name in REBIND_WRITES:
+            setattr(store, name, self._wrapped(name, getattr(store, name)))
+
+    def heal(self) -> None:
+        self.down = False
+
+    def _wrapped(self, name: str, real: Any) -> Any:
+        async def write(*args: Any) -> Any:
+            # A mark (``rebind_until_ms``) or a checkpoint is not a rebind.
+            if name == "update" and "token_hash" not in args[2]:
+                return await real(*args)
+            if not self.down and self.left <= 0:
+                return await real(*args)
+            self.left -= 1
+            self.refused += 1
+            if self.applied:
+                await real(*args)
+            raise StoreUnavailable(f"{name}: no answer in time")
+
+        return write
+
+
+@asynccontextmanager
+async def replicas(
+    tmp_path: Path, store_url: str, names: tuple[str, ...], **store: Any
+) -> AsyncIterator[list[tuple[str, ProxyState]]]:
+    """Replicas ``names`` on one store, a passthrough route to a reference backend
+    process; each one's base URL and state."""
+    async with AsyncExitStack() as stack:
+        _, port = await stack.enter_async_context(backend_process(tmp_path, "up", "duplex"))
+        route = {"model": "m", "upstream": f"ws://127.0.0.1:{port}/v1/realtime"}
+        config = config_from_dict(
+            {
+                "routes": [{**route, "mode": "passthrough"}],
+                "auth": {"mode": "none"},
+                # Timeouts only where the test makes them, not from a loaded machine.
+                "store": {"url": store_url, "timeout_s": 1.0, **store},
+            }
+        )
+        out = []
+        for name in names:
+            state = ProxyState(config=config, replica_id=name)
+            base = await stack.enter_async_context(serve_app(build_app(config, state)))
+            out.append((base, state))
+        yield out
+
+
+@pytest.fixture(params=["memory", "redis"])
+def store_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "memory":
+        return "memory://"
+    request.applymarker(pytest.mark.redis)
+    server: RedisServer = request.getfixturevalue("redis_server_session")
+    return server.url
+
+
+async def opened(base: str) -> tuple[str, str]:
+    """A passthrough session opened and left (its client hung up); its id and token."""
+    async with connect(ws_url(base, duplex="1")) as c:
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
+        return created["session"]["id"], created["resume_token"]
+
+
+async def resume(c: Client, sid: str, token: str) -> dict[str, Any]:
+    """``session.resume`` as the first event; the first event back."""
+    await c.send(
+        {
+            "type": "session.resume",
+            "session_id": sid,
+            "resume_token": token,
+            "last_received_server_event_seq": 0,
+        }
+    )
+    return await c.recv()
+
+
+async def refused(base: str, sid: str, token: str) -> tuple[str, int | None]:
+    """A resume that fails; its code and the connection's close code."""
+    async with connect(ws_url(base, model=None)) as c:
+        first = await resume(c, sid, token)
+        assert first["type"] == "error", first
+        return first["error"]["code"], await closed(c)
+
+
+async def resumed(base: str, sid: str, token: str) -> str:
+    """A resume that succeeds, its client then hanging up; the rotated token."""
+    async with connect(ws_url(base, model=None)) as c:
+        first = await resume(c, sid, token)
+        assert first["type"] == "session.resumed", first
+        assert first["resume_token"] != token
+        new: str = first["resume_token"]
+        return new
+
+
+async def stored_hash(store: SessionStore, sid: str) -> str:
+    record = await store.load(sid)
+    assert record is not None
+    return record.token_hash
+
+
+async def has_id(store: SessionStore, sid: str, event_id: str) -> bool:
+    record = await store.load(sid)
+    assert record is not None
+    return event_id in record.recent_event_ids
+
+
+async def until(read: Callable[[], Awaitable[object]], value: object) -> None:
+    """Until ``read()`` gives ``value`` (within 10 s)."""
+    async with asyncio.timeout(10):
+        while True:
+            if await read() == value:
+                return
+            await asyncio.sleep(0.02)
+
+
+@pytest.mark.parametrize("applied", [False, True], ids=["lost", "applied"])
+async def test_a_rebind_left_unanswered_once_still_binds_the_token_the_client_holds(
+    tmp_path: Path, store_url: str, applied: bool
+) -> None:
+    names = ("a",) if store_url.startswith("memory") else ("a", "b")
+    async with replicas(tmp_path, store_url, names) as group:
+        (a, state), (b, _) = group[0], group[-1]
+        assert state.store is not None
+        sid, first = await opened(a)
+        fault = Fault(state.store, applied=applied, once=1)
+        token = await resumed(a, sid, first)
+        assert fault.refused == 1, "the rebind went unanswered"
+        # The token the client was told resumes the session, on any replica: the
+        # store knew its hash before the client knew the token.
+        latest = await resumed(b, sid, token)
+        # The tokens the upstream rotated away from, and anyone else's, do not.
+        for stale in (first, token, secrets.token_urlsafe(32)):
+            assert await refused(a, sid, stale) == ("session_resume_denied", 1008)
+        await resumed(a, sid, latest)
+
+
+async def test_a_store_that_takes_no_rebind_for_a_while_loses_no_session(
+    tmp_path: Path, store_url: str
+) -> None:
+    names = ("a",) if store_url.startswith("memory") else ("a", "b")
+    async with replicas(tmp_path, store_url, names, rebind_wait_s=0.2) as group:
+        (a, state), (b, _) = group[0], group[-1]
+        store = state.store
+        assert store is not None
+        sid, first = await opened(a)
+        fault = Fault(store, applied=False)
+        async with connect(ws_url(a, model=None)) as c2:
+            answer = await resume(c2, sid, first)
+            # Answered past rebind_wait_s, the store still taking no rebind.
+            assert answer["type"] == "session.resumed", answer
+            token = answer["resume_token"]
+            assert fault.refused >= 1
+            assert await stored_hash(store, sid) != hash_token(token)
+            # A resume meanwhile is told to try again: neither the client's token
+            # nor anyone else's is let through, and none is told it is lost.
+            try_again = ("session_resume_unavailable", 1013)
+            assert await refused(b, sid, token) == try_again
+            assert await refused(b, sid, secrets.token_urlsafe(32)) == try_again
+            assert await refused(b, sid, first) == ("session_resume_denied", 1008)
+            fault.heal()
+            await until(lambda: stored_hash(store, sid), hash_token(token))
+            # The live relay writes on at the epoch its rebind moved to.
+            event_id = "evt_" + secrets.token_hex(6)
+            await c2.send({"type": "session.update", "event_id": event_id, "session": {}})
+            await c2.until("session.updated")
+            await until(lambda: has_id(store, sid, event_id), True)
+        # The client, trying again as told, resumes with the token it holds.
+        token = await resumed(b, sid, token)
+        assert await refused(a, sid, secrets.token_urlsafe(32)) == (
+            "session_resume_denied",
+            1008,
+        )
+        await resumed(a, sid, token)
+
+
+async def test_the_store_rebinds_only_from_the_hash_matched_and_once(store_url: str) -> None:
+    """``SessionStore.rebind``: the lease and the hash move together and clear the mark;
+    a retry of a write that landed finds it landed; any other hash is another resume's."""
+    async with opened_store(StoreConfig(url=store_url)) as store:
+        old, new, other = (hash_token(secrets.token_urlsafe(16)) for _ in range(3))
+        record = new_record(token_hash=old, mode="passthrough", epoch=1)
+        await store.create(record)
+        sid = record.session_id
+        await store.update(sid, 1, {"rebind_until_ms": 2**52})
+        assert await store.rebind(sid, "b", old, new) == 2
+        stored = await store.load(sid)
+        assert stored is not None
+        assert (stored.epoch, stored.owner, stored.token_hash) == (2, "b", new)
+        assert stored.rebind_until_ms == 0, "the mark is cleared"
+        assert await store.rebind(sid, "b", old, new) == 2, "landed already: unchanged"
+        with pytest.raises(LeaseLost):
+            await store.rebind(sid, "c", other, hash_token("x"))
+        with pytest.raises(LeaseLost):
+            await store.append_events(sid, 1, [], 0)  # the replaced relay is fenced out
+        with pytest.raises(LeaseLost):
+            await store.rebind("sess_" + secrets.token_hex(8), "b", old, new)
