@@ -28,18 +28,8 @@ from tests.fuzz_servers import (
     run_bounded,
     servers_thread,
 )
+from tests.fuzz_upstream_client import MODES, native
 from tests.servers import proxy_config, reference, ws_url
-
-MODES = {
-    "passthrough": "duplex",
-    "barge_in_emulated": "duplex-no-barge-in",
-    "duplex_emulated": "turn",
-}
-
-
-def native(mode: str) -> dict[str, str]:
-    """A GA client over a duplex upstream is emulated; passthrough is for native clients."""
-    return {"duplex": "1"} if mode == "passthrough" else {}
 
 
 class Stack:
