@@ -16,17 +16,17 @@ from pydantic import TypeAdapter
 from proxy.reference.options import ReferenceOptions
 from shim.audio import StreamResampler
 from shim.g711 import ALAW, ULAW, g711_to_int16, int16_to_g711
-from tests.servers import load_clip, proxy, proxy_config, reference
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     GA_EVENTS,
     MODES,
     as_dict,
     events_until_response_done,
     first_session_created,
-    heard_seconds,
     refusal,
     sdk_connection,
 )
+from tests.openai_sdk_turns import heard_seconds
+from tests.servers import load_clip, proxy, proxy_config, reference
 
 G711_RATE = 8000
 CHUNK = G711_RATE * 20 // 1000  # 20 ms appends, one byte a sample

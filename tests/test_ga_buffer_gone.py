@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import load_clip, silence
-from tests.test_ga_conformance import events_for, until
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     MODES,
     append_audio,
     assert_completed_with_audio,
+    events_for,
     events_until_response_done,
     first_session_created,
     pcm_session,
     sdk_connection,
+    until,
 )
+from tests.servers import load_clip, silence
 
 SPEECH = load_clip("utt04_clean.wav")[: 24000 * 2 * 2]  # its first 2 s: speech from 0.71 s
 

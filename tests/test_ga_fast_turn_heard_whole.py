@@ -12,18 +12,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import load_clip, silence
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     MODES,
     append_audio,
     assert_completed_with_audio,
     events_until_response_done,
     first_session_created,
-    heard_seconds,
     pcm_session,
     sdk_connection,
-    speech_seconds,
 )
+from tests.openai_sdk_turns import heard_seconds, speech_seconds
+from tests.servers import load_clip, silence
 
 CLIP = "utt04_clean.wav"  # speech from 0.71 s to 3.27 s of 3.97 s
 

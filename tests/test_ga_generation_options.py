@@ -14,17 +14,18 @@ from typing import Any
 
 import pytest
 
-from tests.servers import load_clip
-from tests.test_ga_conformance import events_for, until
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     MODES,
     append_audio,
     assert_completed_with_audio,
+    events_for,
     events_until_response_done,
     first_session_created,
-    push_to_talk,
     sdk_connection,
+    until,
 )
+from tests.openai_sdk_turns import push_to_talk
+from tests.servers import load_clip
 
 ASKING = [
     ({"instructions": "Answer in French."}, "response.instructions"),

@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from openai.types.realtime import InputAudioBufferTimeoutTriggered
 
-from tests.servers import load_clip, silence
-from tests.test_ga_conformance import until
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     MODES,
     append_audio,
     assert_completed_with_audio,
@@ -26,7 +24,9 @@ from tests.test_openai_sdk import (
     first_session_created,
     pcm_session,
     sdk_connection,
+    until,
 )
+from tests.servers import load_clip, silence
 
 # Past the ticks that follow the last upstream event (``MIN_KEEP_MS``, 5 s).
 IDLE_MS = 6500

@@ -13,15 +13,15 @@ from typing import Any
 
 import pytest
 
-from tests.servers import load_clip
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     MODES,
     append_audio,
     events_until_response_done,
     first_session_created,
-    push_to_talk,
     sdk_connection,
 )
+from tests.openai_sdk_turns import push_to_talk
+from tests.servers import load_clip
 
 OPENING = [
     "response.created",

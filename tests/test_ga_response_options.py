@@ -14,16 +14,16 @@ from openai.resources.realtime.realtime import AsyncRealtimeConnection
 from shim.dialects.ga_response_create import Refusal, screened
 from shim.session_config import ClientSessionConfig, apply_session_update
 from shim.vad_gate import VadParams
-from tests.servers import load_clip
-from tests.test_ga_conformance import events_for
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     append_audio,
+    events_for,
     events_until_response_done,
     first_session_created,
-    push_to_talk,
     refusal,
     sdk_connection,
 )
+from tests.openai_sdk_turns import push_to_talk
+from tests.servers import load_clip
 
 # Over a turn-based upstream (duplex_emulated) the same options are refused too.
 KINDS = ["duplex", "duplex-no-barge-in", "turn"]

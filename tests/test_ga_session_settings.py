@@ -19,9 +19,8 @@ from openai.types.realtime import SessionUpdatedEvent
 from openai.types.realtime.session_update_event import SessionUpdateEvent
 
 from proxy.reference.options import ReferenceOptions
+from tests.openai_sdk_client import events_for, first_session_created, sdk_connection, until
 from tests.servers import proxy, proxy_config, reference
-from tests.test_ga_conformance import events_for, until
-from tests.test_openai_sdk import first_session_created, sdk_connection
 from tests.upstream_tap import upstream_tap
 
 RELAYS = ["duplex", "duplex-no-barge-in"]

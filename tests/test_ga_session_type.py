@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import load_clip, silence
-from tests.test_ga_conformance import events_for, until
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     MODES,
     append_audio,
     assert_completed_with_audio,
+    events_for,
     events_until_response_done,
     first_session_created,
     sdk_connection,
+    until,
 )
+from tests.servers import load_clip, silence
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)

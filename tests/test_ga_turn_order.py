@@ -15,9 +15,16 @@ from typing import Any
 
 import pytest
 
+from tests.openai_sdk_client import (
+    MODES,
+    events_for,
+    first_session_created,
+    pcm_session,
+    sdk_connection,
+    until,
+)
+from tests.openai_sdk_turns import answer_playing, speak_at_pace
 from tests.servers import load_clip, silence
-from tests.test_ga_conformance import answer_playing, events_for, speak_at_pace, until
-from tests.test_openai_sdk import MODES, first_session_created, pcm_session, sdk_connection
 
 STARTED = "input_audio_buffer.speech_started"
 STOPPED = "input_audio_buffer.speech_stopped"

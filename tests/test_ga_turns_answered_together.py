@@ -15,19 +15,19 @@ from typing import Any
 
 import pytest
 
-from tests.servers import load_clip, silence
-from tests.test_ga_conformance import events_for, until
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     RATE,
     append_audio,
     assert_completed_with_audio,
+    events_for,
     events_until_response_done,
     first_session_created,
-    heard_seconds,
     pcm_session,
     sdk_connection,
-    speech_seconds,
+    until,
 )
+from tests.openai_sdk_turns import heard_seconds, speech_seconds
+from tests.servers import load_clip, silence
 
 FIRST, SECOND = load_clip("utt04_clean.wav"), load_clip("utt05_clean.wav")
 

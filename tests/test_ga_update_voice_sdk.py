@@ -19,8 +19,7 @@ from openai import AsyncOpenAI
 from openai.resources.realtime.realtime import AsyncRealtimeConnection
 
 from proxy.reference.options import ReferenceOptions
-from tests.servers import load_clip, proxy, proxy_config, reference, silence, ws_url
-from tests.test_openai_sdk import (
+from tests.openai_sdk_client import (
     GA_EVENTS,
     append_audio,
     as_dict,
@@ -28,6 +27,7 @@ from tests.test_openai_sdk import (
     first_session_created,
     pcm_session,
 )
+from tests.servers import load_clip, proxy, proxy_config, reference, silence, ws_url
 from tests.upstream_tap import upstream_tap
 
 ANSWERS = ("session.updated", "error")

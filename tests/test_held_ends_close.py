@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from proxy.reference.options import ReferenceOptions
+from tests.held_turn_replicas import slow_replicas
 from tests.redis_server import RedisServer
 from tests.resume_client import created, resumed, speak, wait_persisted
 from tests.servers import Client, closed, connect, proxy_config, reference, replica, ws_url
-from tests.test_resume_held_turns import slow_replicas
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

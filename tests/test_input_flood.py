@@ -14,8 +14,9 @@ import pybase64
 import pytest
 
 from proxy.reference.options import ReferenceOptions
+from tests.cli_processes import Proc, Procs, wait_http_ok
+from tests.ports import free_port
 from tests.servers import Client, connect, reference, silence, ws_url
-from tests.test_cli import Proc, Procs, free_port, wait_http_ok
 
 RSS_BOUND_MB = 300  # generous: unbounded queues grew by gigabytes within seconds
 

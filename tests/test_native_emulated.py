@@ -19,6 +19,7 @@ from proxy.emulated.client_side import ClientSide
 from proxy.metrics import Metrics
 from proxy.reference import ReferenceOptions
 from shim.journal import Journal
+from tests.native_client_session import native_session, opening, pcm16k, say
 from tests.servers import (
     Client,
     connect,
@@ -26,7 +27,6 @@ from tests.servers import (
     reference,
     silence,
 )
-from tests.test_native_relay import native_session, opening, pcm16k, say
 
 pytestmark = pytest.mark.timeout(120)
 

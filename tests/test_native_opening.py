@@ -18,8 +18,8 @@ import pytest
 from aiohttp import web
 
 from proxy.reference import ReferenceOptions
+from tests.native_client_session import NATIVE, opening
 from tests.servers import closed, connect, proxy, proxy_config, reference, serve_app, ws_url
-from tests.test_native_relay import NATIVE, opening
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
+from tests.native_client_session import NATIVE, opening
 from tests.servers import connect, proxy_config, reference, replica, ws_url
-from tests.test_native_g711_rates import wheel_session
-from tests.test_native_relay import NATIVE, opening
 from tests.vllm_omni_client import VERSION, WHEEL, fetch_client_sources
+from tests.wheel_realtime_session import wheel_session
 
 __all__ = ["wheel_session"]
 

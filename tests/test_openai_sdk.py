@@ -2,112 +2,36 @@
 
 A GA client waits for ``session.created`` before it sends anything, and the SDK
 parses server events into its generated types (leniently: unknown types and extra
-fields survive). These tests drive the SDK exactly as an application would.
+fields survive). These tests drive the SDK exactly as an application would: spoken
+and pressed turns, and turns over an answer still playing. The SDK connection and its
+readers: tests/openai_sdk_client.py; the turns: tests/openai_sdk_turns.py.
 """
 
 from __future__ import annotations
 
-import asyncio
-import base64
-import json
-import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
-
 import pytest
-from openai import AsyncOpenAI
-from openai.resources.realtime.realtime import AsyncRealtimeConnection
-from openai.types.realtime import RealtimeServerEvent
-from pydantic import TypeAdapter
 
-from proxy.reference.options import ReferenceOptions
-from tests.corpus import CORPUS
-from tests.servers import load_clip, proxy, proxy_config, reference, silence
-
-RATE = 24000
-CHUNK_MS = 40
-GA_EVENTS: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
-
-
-def as_dict(event: Any) -> dict[str, Any]:
-    """An SDK event (a model, or a plain dict for types it does not know) as a dict."""
-    if isinstance(event, dict):
-        return event
-    # warnings=False: the SDK constructs events without validation, so a value outside
-    # its Literal types (a passthrough upstream declaring 16 kHz input, where GA types
-    # say 24000) survives parsing but makes pydantic warn when serialising it back.
-    data: dict[str, Any] = event.to_dict(warnings=False)
-    return data
-
-
-@asynccontextmanager
-async def sdk_connection(kind: str, reply_ms: int = 800) -> AsyncIterator[AsyncRealtimeConnection]:
-    """The proxy in front of a ``kind`` reference backend, reached through the SDK."""
-    strict = ReferenceOptions(fidelity="strict")  # behaves like vLLM-Omni 0.30.0
-    async with reference(kind, reply_ms=reply_ms, options=strict) as upstream:
-        async with proxy(proxy_config({"m": upstream})) as base:
-            port = int(base.rsplit(":", 1)[1])
-            async with AsyncOpenAI(
-                api_key="test", websocket_base_url=f"ws://127.0.0.1:{port}/v1"
-            ) as client:
-                async with client.realtime.connect(model="m") as conn:
-                    yield conn
-
-
-def pcm_session(**input_settings: Any) -> dict[str, Any]:
-    """A GA ``session.update``'s session: 24 kHz PCM input, with ``input_settings``."""
-    pcm = {"type": "audio/pcm", "rate": RATE}
-    return {"type": "realtime", "audio": {"input": {"format": pcm, **input_settings}}}
-
-
-async def append_audio(conn: AsyncRealtimeConnection, pcm: bytes) -> None:
-    step = RATE * 2 * CHUNK_MS // 1000
-    for i in range(0, len(pcm), step):
-        await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[i : i + step]).decode())
-
-
-async def events_until_response_done(conn: AsyncRealtimeConnection) -> list[dict[str, Any]]:
-    events: list[dict[str, Any]] = []
-    async for event in conn:
-        events.append(as_dict(event))
-        GA_EVENTS.validate_python(events[-1])  # the GA type, values included
-        assert event.type != "error", f"unexpected error event: {as_dict(event)}"
-        if event.type == "response.done":
-            return events
-    raise AssertionError(
-        f"connection ended before response.done; got {[e['type'] for e in events]}"
-    )
-
-
-async def first_session_created(conn: AsyncRealtimeConnection) -> dict[str, Any]:
-    """A GA client waits: the proxy must send session.created unprompted."""
-    event = await conn.recv()
-    assert event.type == "session.created", as_dict(event)
-    return as_dict(event)
-
-
-def assert_completed_with_audio(events: list[dict[str, Any]]) -> None:
-    deltas = [e for e in events if e["type"] == "response.output_audio.delta"]
-    assert deltas, f"no audio deltas in {[e['type'] for e in events]}"
-    total = 0
-    for delta in deltas:
-        pcm = base64.b64decode(delta["delta"], validate=True)
-        assert pcm and len(pcm) % 2 == 0, "PCM16 deltas hold whole 16-bit samples"
-        total += len(pcm)
-    assert total >= RATE * 2 // 10, "at least 100 ms of reply audio"
-    done = events[-1]
-    assert done["type"] == "response.done"
-    assert done["response"]["status"] == "completed", done["response"]
-
-
-# A GA client gets barge_in_emulated even over a duplex upstream that can barge in
-# (shim/capabilities.py): the proxy decides barge-in and acknowledges playback.
-MODES = [
-    ("duplex", "barge_in_emulated"),
-    ("duplex-no-barge-in", "barge_in_emulated"),
-    ("turn", "duplex_emulated"),
-]
+from tests.openai_sdk_client import (
+    MODES,
+    RATE,
+    append_audio,
+    assert_completed_with_audio,
+    events_until_answered,
+    events_until_response_done,
+    first_session_created,
+    pcm_session,
+    refusal,
+    sdk_connection,
+    until_answer_streams,
+)
+from tests.openai_sdk_turns import (
+    heard_seconds,
+    pressed_turn,
+    push_to_talk,
+    speak,
+    speech_seconds,
+)
+from tests.servers import load_clip, silence
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)
@@ -121,28 +45,6 @@ async def test_sdk_spoken_turn_with_server_vad(kind: str, mode: str) -> None:
         kinds = [e["type"] for e in events]
         assert "session.updated" in kinds
         assert_completed_with_audio(events)
-
-
-async def push_to_talk(conn: AsyncRealtimeConnection) -> dict[str, Any]:
-    """Server VAD off; the session.updated that answers it."""
-    await conn.session.update(session=pcm_session(turn_detection=None))
-    return as_dict(await conn.recv())
-
-
-async def pressed_turn(conn: AsyncRealtimeConnection, clip: str = "utt04_clean.wav") -> None:
-    """Push-to-talk on, then one turn pressed whole: appended, committed, answer asked."""
-    assert (await push_to_talk(conn))["type"] == "session.updated"
-    await append_audio(conn, load_clip(clip))
-    await conn.input_audio_buffer.commit()
-    await conn.response.create()
-
-
-def heard_seconds(events: list[dict[str, Any]]) -> float:
-    """How much of the turn the reference backend got (its answer's transcript says)."""
-    [done] = [e for e in events if e["type"] == "response.output_audio_transcript.done"]
-    found = re.search(r"I heard about ([0-9.]+) seconds", done["transcript"])
-    assert found, done["transcript"]
-    return float(found.group(1))
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)
@@ -185,41 +87,6 @@ async def test_sdk_push_to_talk_while_the_answer_still_plays(kind: str, mode: st
         assert "input_audio_buffer.committed" in [e["type"] for e in second]
         assert_completed_with_audio(second)
         assert abs(heard_seconds(second) - len(clip) / (2 * RATE)) <= 0.15
-
-
-async def until_answer_streams(conn: AsyncRealtimeConnection, deltas: int = 3) -> dict[str, Any]:
-    """Events until the answer's ``deltas``-th audio delta, which is returned: the
-    stand-in still generates the rest in real time."""
-    async for event in conn:
-        ev = as_dict(event)
-        GA_EVENTS.validate_python(ev)
-        assert event.type != "error", ev
-        if event.type == "response.output_audio.delta":
-            deltas -= 1
-            if deltas == 0:
-                return ev
-    raise AssertionError("connection ended before the answer streamed")
-
-
-async def events_until_answered(
-    conn: AsyncRealtimeConnection, previous: str
-) -> list[dict[str, Any]]:
-    """Events (GA, no error) until the ``response.done`` of a response after ``previous``."""
-    events: list[dict[str, Any]] = []
-    while True:
-        events += await events_until_response_done(conn)
-        if events[-1]["response"]["id"] != previous:
-            return events
-
-
-async def refusal(conn: AsyncRealtimeConnection) -> dict[str, Any]:
-    """The next error event (GA, like every event before it)."""
-    async for event in conn:
-        ev = as_dict(event)
-        GA_EVENTS.validate_python(ev)
-        if event.type == "error":
-            return ev
-    raise AssertionError("connection ended before the error")
 
 
 # The turn pressed over the answer: while the upstream still generates it, the client
@@ -271,22 +138,7 @@ async def test_sdk_push_to_talk_over_an_answer(
         assert abs(heard_seconds(events[last:]) - len(clip) / (2 * RATE)) <= 0.15, kinds
 
 
-async def speak(conn: AsyncRealtimeConnection, pcm: bytes) -> None:
-    """``pcm`` as a microphone sends it: in real time."""
-    step = RATE * 2 * CHUNK_MS // 1000
-    for i in range(0, len(pcm), step):
-        await conn.input_audio_buffer.append(audio=base64.b64encode(pcm[i : i + step]).decode())
-        await asyncio.sleep(CHUNK_MS / 1000)
-
-
 TOLD = ("speech_started", "speech_stopped", "committed")
-
-
-def speech_seconds(name: str) -> float:
-    """From the first labelled speech of a corpus clip to its last (its manifest)."""
-    clips = json.loads((CORPUS / "manifest.json").read_text())["clips"]
-    [spans] = [c["speech_ms"] for c in clips if c["file"] == name]
-    return float(spans[-1][1] - spans[0][0]) / 1000
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)

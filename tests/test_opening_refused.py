@@ -24,6 +24,7 @@ import pytest
 from aiohttp import web
 from openai.types.realtime import RealtimeErrorEvent
 
+from tests.native_client_session import NATIVE, opening
 from tests.servers import (
     closed,
     connect,
@@ -33,7 +34,6 @@ from tests.servers import (
     serve_app,
     ws_url,
 )
-from tests.test_native_relay import NATIVE, opening
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,8 +16,8 @@ import aiohttp
 import pytest
 
 from proxy.app import STATE, build_app
+from tests.openai_sdk_client import GA_EVENTS
 from tests.servers import closed, connect, proxy, proxy_config, reference, serve_app, ws_url
-from tests.test_openai_sdk import GA_EVENTS
 
 # kind, the route's ga_passthrough
 ROUTES = [("duplex", False), ("duplex-no-barge-in", False), ("turn", False), ("duplex", True)]

@@ -22,10 +22,10 @@ from shim.actions import AbortUpstream
 from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamLost
 from tests.duplex_relay_script import make
+from tests.native_client_session import NATIVE, opening
+from tests.relay_kept_updates import updated
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
 from tests.shim_script import upstream_events
-from tests.test_native_relay import NATIVE, opening
-from tests.test_shim_relay_kept_update import updated
 
 pytestmark = pytest.mark.timeout(60)
 

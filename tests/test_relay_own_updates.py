@@ -20,11 +20,11 @@ from proxy.reference import ReferenceOptions
 from shim.actions import Action, SendClient
 from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.duplex_relay_script import make
+from tests.native_client_session import NATIVE, opening
+from tests.relay_kept_updates import updated
 from tests.resume_client import reattached
 from tests.servers import connect, host_port, proxy, proxy_config, reference, tcp_link, ws_url
 from tests.shim_script import Script, upstream_events
-from tests.test_native_relay import NATIVE, opening
-from tests.test_shim_relay_kept_update import updated
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -21,6 +21,7 @@ import pytest
 
 from proxy.persist.checkpoint import checkpoint_of
 from proxy.reference.options import ReferenceOptions
+from tests.held_turn_replicas import slow_replicas
 from tests.proxy_process import ProxyProcess
 from tests.redis_server import RedisServer
 from tests.resume_client import (
@@ -32,7 +33,6 @@ from tests.resume_client import (
     wait_persisted,
 )
 from tests.servers import connect, reference, replica_pair, ws_url
-from tests.test_resume_held_turns import slow_replicas
 from tests.upstream_tap import upstream_tap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

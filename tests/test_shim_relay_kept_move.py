@@ -19,15 +19,11 @@ from proxy.config import Route
 from proxy.upstream import opening_update
 from shim import snapshot
 from tests.duplex_relay_script import make
+from tests.relay_kept_updates import lost, updated
 from tests.shim_script import upstream_events
-from tests.test_shim_relay_kept_update import (
-    Wheel,
-    lost,
-    updated,
-    wheel_config,
-    wheel_session,
-    wheel_turns,
-)
+from tests.test_native_resume_object import wheel_turns
+from tests.wheel_duplex_config import Wheel, wheel_config
+from tests.wheel_realtime_session import wheel_session
 
 __all__ = ["wheel_config", "wheel_session", "wheel_turns"]
 

@@ -25,6 +25,7 @@ from openai.types.realtime import RealtimeServerEvent
 from pydantic import TypeAdapter
 
 from proxy.reference import ReferenceOptions
+from tests.native_client_session import NATIVE, opening, pcm16k
 from tests.servers import (
     Client,
     connect,
@@ -37,7 +38,6 @@ from tests.servers import (
     tcp_link,
     ws_url,
 )
-from tests.test_native_relay import NATIVE, opening, pcm16k
 from tests.test_relay_own_updates import _fresh
 
 pytestmark = pytest.mark.timeout(120)

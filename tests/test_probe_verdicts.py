@@ -1,178 +1,21 @@
-"""The probe's pure parts: stimulus, response tracking, the verdict rules, the report."""
+"""The probe's verdict rules (``proxy/probe/checks/``), on traces built by hand: resume's
+sequence problems, truncation's characters heard, barge-in timed by the report or by
+the audio running out, full-duplex input, backpressure; and the ``--checks`` it takes.
+"""
 
 from __future__ import annotations
 
-import wave
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
 from proxy.probe.checks import backpressure, barge_in, full_duplex_input
 from proxy.probe.checks.resume import seq_problems
 from proxy.probe.checks.truncation import chars_heard
-from proxy.probe.client import Event, error_event_id
-from proxy.probe.handshake import realtime_session, session_info
+from proxy.probe.client import Event
 from proxy.probe.runner import parse_checks
 from proxy.probe.scenarios import OverlapTrace
-from proxy.probe.stimulus import StimulusError, load_stimulus, split_utterances
-from proxy.probe.tracks import ResponseTrack, Tracker, b64_size
-from shim.audio import PCM_F32, AudioFormat, b64encode
-from shim.wire import error_code
-
-# ---- stimulus ----
-
-
-def _write_wav(
-    path: Path, samples: np.ndarray, rate: int, channels: int = 1, width: int = 2
-) -> None:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(channels)
-        w.setsampwidth(width)
-        w.setframerate(rate)
-        w.writeframes(samples.tobytes())
-
-
-def _tone(ms: int, rate: int) -> np.ndarray:
-    t = np.arange(rate * ms // 1000) / rate
-    return (0.3 * 32767 * np.sin(2 * np.pi * 220 * t)).astype(np.int16)
-
-
-def test_bundled_stimulus_is_two_utterances_at_both_rates() -> None:
-    stimulus = load_stimulus()
-    assert stimulus.utterances == 2
-    for utterance in (stimulus.turn, stimulus.overlap):
-        assert 1000 <= utterance.duration_ms <= 2500
-        assert abs(utterance.pcm16.size * 3 - utterance.pcm24.size * 2) <= 3
-    assert not np.array_equal(stimulus.turn.pcm24[:4800], stimulus.overlap.pcm24[:4800])
-    with wave.open(stimulus.source) as w:
-        assert (w.getframerate(), w.getsampwidth(), w.getnchannels()) == (24000, 2, 1)
-
-
-def test_split_needs_300_ms_of_quiet_and_of_speech() -> None:
-    rate = 24000
-    silence = np.zeros(rate // 2, dtype=np.int16)
-    short_gap = np.zeros(rate // 10, dtype=np.int16)
-    click = _tone(100, rate)
-    audio = np.concatenate(
-        [
-            silence,
-            _tone(500, rate),
-            short_gap,
-            _tone(500, rate),
-            silence,
-            click,
-            silence,
-            _tone(400, rate),
-        ]
-    )
-    parts = split_utterances(audio, rate)
-    assert [round(p.size / rate, 2) for p in parts] == [
-        1.14,
-        0.42,
-    ]  # 20 ms padding each side (none past the end)
-
-
-def test_speech_file_stereo_48k_is_mixed_and_resampled(tmp_path: Path) -> None:
-    mono = _tone(800, 48000)
-    stereo = np.stack([mono, mono], axis=1).reshape(-1)
-    path = tmp_path / "s.wav"
-    _write_wav(path, stereo, 48000, channels=2)
-    stimulus = load_stimulus(path)
-    assert stimulus.utterances == 1 and stimulus.overlap is stimulus.turn
-    assert abs(stimulus.turn.duration_ms - 840) <= 40
-
-
-@pytest.mark.parametrize("width", [1, 3])
-def test_speech_file_must_be_16_bit(tmp_path: Path, width: int) -> None:
-    path = tmp_path / "s.wav"
-    _write_wav(path, np.zeros(1000 * width, dtype=np.uint8), 16000, width=width)
-    with pytest.raises(StimulusError, match="16-bit"):
-        load_stimulus(path)
-
-
-def test_silent_speech_file_is_refused(tmp_path: Path) -> None:
-    path = tmp_path / "s.wav"
-    _write_wav(path, np.zeros(24000, dtype=np.int16), 24000)
-    with pytest.raises(StimulusError, match="no speech"):
-        load_stimulus(path)
-
-
-# ---- tracking ----
-
-
-def test_b64_size_matches_decoding() -> None:
-    for n in range(7):
-        assert b64_size(b64encode(b"x" * n)) == n
-
-
-def test_realtime_tracker_follows_ids_audio_text_and_the_end() -> None:
-    tracker = Tracker("realtime", output_rate=24000)
-    ids = {"response_id": "r1", "item_id": "i1", "output_index": 0, "content_index": 0}
-    audio = b64encode(b"\0\0" * 4800)  # 200 ms at 24 kHz
-    tracker.feed(1.0, "response.created", {"response": {"id": "r1"}})
-    tracker.feed(1.1, "response.output_audio.delta", {**ids, "delta": audio})
-    tracker.feed(1.1, "response.output_audio_transcript.delta", {**ids, "delta": "Hi "})
-    marks = {"audio_text_marks": [{"text_chars": 3, "audio_end_ms": 200}]}
-    tracker.feed(
-        1.3,
-        "response.output_audio.delta",
-        {**ids, "delta": audio, "sample_rate_hz": 48000, "metadata": marks},
-    )
-    done = {
-        "response": {
-            "id": "r1",
-            "status": "cancelled",
-            "status_details": {"reason": "turn_detected"},
-        }
-    }
-    tracker.feed(1.4, "response.done", done)
-    tracker.feed(1.5, "response.output_audio.delta", {**ids, "delta": audio})
-    track = tracker.responses["r1"]
-    assert track.item_id == "i1" and track.transcript == "Hi "
-    assert track.audio_ms == pytest.approx(200 + 100 + 200)
-    assert track.marks == [(200, 3)]
-    assert (track.status, track.reason, track.done_count) == ("cancelled", "turn_detected", 1)
-    assert track.deltas_after_done == 1 and track.audio_after_done_ms == pytest.approx(200)
-    assert track.audio_ms_at(1.2) == pytest.approx(200)
-
-
-def test_turn_tracker_numbers_generations() -> None:
-    tracker = Tracker("turn")
-    audio = b64encode(b"\0\0" * 2400)
-    for t in (1.0, 5.0):
-        tracker.feed(t, "transcription.delta", {"delta": "ok"})
-        tracker.feed(t, "response.output_audio.delta", {"audio": audio, "sample_rate_hz": 24000})
-        tracker.feed(t + 1, "transcription.done", {"text": "ok"})
-        tracker.feed(t + 1, "response.output_audio.done", {"has_audio": True})
-    assert tracker.order == ["turn-1", "turn-2"]
-    assert all(
-        t.status == "completed" and t.audio_ms == pytest.approx(100) for t in tracker.tracks()
-    )
-
-
-@pytest.mark.parametrize(
-    ("event", "code", "event_id"),
-    [
-        ({"type": "error", "error": {"code": "x", "event_id": "e1"}}, "x", "e1"),
-        (
-            {"type": "error", "error": "Unknown event type: y", "code": "unknown_event"},
-            "unknown_event",
-            None,
-        ),
-        (
-            {"type": "error", "code": "unsupported", "error": "VAD realtime is not enabled"},
-            "unsupported",
-            None,
-        ),
-    ],
-)
-def test_both_error_shapes(event: dict[str, Any], code: str, event_id: str | None) -> None:
-    assert error_code(event) == code and error_event_id(event) == event_id
-
-
-# ---- verdict rules ----
+from proxy.probe.tracks import ResponseTrack
 
 
 def test_seq_problems() -> None:
@@ -345,19 +188,3 @@ def test_barge_in_whose_audio_ran_out_before_the_report_is_timed_by_the_audio() 
     assert result.verdict == "pass", result.summary
     assert result.data["latency_ms"] == 63 and result.data["stopped_by"] == "audio ran out"
     assert result.summary.startswith("audio stopped 63 ms after speech onset")
-
-
-def test_a_session_opened_with_float_input_is_spoken_to_in_it() -> None:
-    """A PersonaPlex route opens its session with pcm_f32le at 24 kHz: the probe keeps it."""
-    created = {
-        "type": "session.created",
-        "session": {"id": "s", "input_audio_format": "pcm_f32le", "sample_rate_hz": 24000},
-    }
-    info = session_info(created, "ws://x")
-    assert info.input_format == AudioFormat(PCM_F32, 24000)
-    update = realtime_session("m", True, info.input_format)
-    assert update["input_audio_format"] == "pcm_f32le" and update["sample_rate_hz"] == 24000
-    assert update["audio"]["input"]["format"] == {"type": "audio/pcm_f32le", "rate": 24000}
-    plain = session_info({"type": "session.created", "session": {"id": "s"}}, "ws://x")
-    assert plain.input_format is None
-    assert realtime_session("m", True)["audio"]["input"]["format"]["type"] == "audio/pcm"
