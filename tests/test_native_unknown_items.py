@@ -1,6 +1,6 @@
 """A native client's retrieve or truncate of an unknown item: vLLM-Omni's
 ``item_not_found``, "Conversation item not found: <id>", in every mode, where a GA
-client gets GA's code for the request (``tests/test_ga_conformance.py``)."""
+client gets GA's code for the request (``tests/test_ga_conformance_items.py``)."""
 
 from __future__ import annotations
 

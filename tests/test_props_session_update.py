@@ -38,7 +38,7 @@ from tests.session_update_props import (
 def test_a_valid_update_applies_and_round_trips(dialect: str, event: dict[str, Any]) -> None:
     session = MAKERS[dialect]()
     if dialect == "turn" and isinstance(event.get("session"), dict):
-        # Refused over a turn-based upstream (tests/test_shim_turn_based.py).
+        # Refused over a turn-based upstream (tests/test_shim_turn_based_cannot_carry.py).
         event = {**event, "session": {**event["session"], "instructions": None}}
     out = send(session, event)
     assert not errors(out), out
