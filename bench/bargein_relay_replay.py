@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from replay_settings import add_settings_flags, replay_settings
 
 ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
 ap.add_argument("--corpus", default=None)
@@ -61,12 +62,7 @@ ap.add_argument(
     " over its echo (--reply-echo); how much of each reply's onset the upstream missed",
 )
 ap.add_argument("--reply-echo", default="350,-10", help="DELAY_MS,GAIN_DB of that echo")
-ap.add_argument(
-    "--background-pause-ms",
-    type=int,
-    default=None,
-    help="[vad] background_pause_ms (not given: the code's default)",
-)
+add_settings_flags(ap)
 ARGS = ap.parse_args() if __name__ == "__main__" else None
 if ARGS is not None and ARGS.root is not None:
     sys.path.insert(0, str(ARGS.root.resolve()))
@@ -81,10 +77,8 @@ from shim.audio import b64decode, b64encode  # noqa: E402
 from shim.dialects.ga_relay import GaRelaySession  # noqa: E402
 from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow  # noqa: E402
 from shim.settings import ShimSettings  # noqa: E402
-from shim.vad_gate import VadParams  # noqa: E402
 
 CHUNK_MS = 20
-SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 RATE_IN = 16000  # the input timeline's (the VAD's) rate
 REPLY_MS = 8000
@@ -124,12 +118,15 @@ def run(
     proxy_stall: tuple[int, int] | None,
     clip_at_ms: int = PLAY_AFTER_MS,
     vad_lag_ms: int = 0,
+    settings: ShimSettings | None = None,
 ) -> RelayReplay:
     """One case; its clip begins ``clip_at_ms`` after the answer's first audio (past
     ``REPLY_MS``: after the answer's end, and the replay goes on one second after it).
     From the answer's first audio on, the VAD's windows reach the session ``vad_lag_ms``
-    after their audio was handled."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
+    after their audio was handled. ``settings``: the session's (``replay_settings()``
+    unless given)."""
+    if settings is None:
+        settings = replay_settings()
     s = GaRelaySession("sess_replay000000", "m", settings, {"supports_barge_in": True})
     s.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
     stream, up_stream = vad.new_stream(), vad.new_stream()
@@ -258,7 +255,7 @@ def onset_lost_ms(r: RelayReplay, onset_ms: int) -> int:
     return max(0, sent[0] - (r.clip_at + onset_ms * RATE_IN // 1000)) * 1000 // RATE_IN
 
 
-def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner) -> int:
+def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner, settings: ShimSettings) -> int:
     """``--reply-after``: each speech clip as a reply after the answer, over its echo."""
     assert ARGS is not None
     delay, gain_db = (int(v) for v in ARGS.reply_echo.split(","))
@@ -268,7 +265,7 @@ def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner) -> int:
             continue
         case.echo_gain, case.echo_delay_ms = 10 ** (gain_db / 20), delay
         for after in (int(v) for v in ARGS.reply_after.split(",")):
-            r = run(case, prompt, vad, None, REPLY_MS + after)
+            r = run(case, prompt, vad, None, REPLY_MS + after, settings=settings)
             lost = onset_lost_ms(r, case.onset_ms)
             row = {"clip": case.name, "after_ms": after, "onset_lost_ms": lost}
             rows.append(row | {"upstream_speech": r.upstream_speech, "echo_ms": r.echo_ms})
@@ -286,12 +283,11 @@ def replies(corpus: Path, prompt: np.ndarray, vad: VadRunner) -> int:
 
 def main() -> int:
     assert ARGS is not None
-    if ARGS.background_pause_ms is not None:
-        SHIM_EXTRA["background_pause_ms"] = ARGS.background_pause_ms
+    settings = replay_settings(ARGS.background_pause_ms)
     corpus = Path(ARGS.corpus or ROOT.parent / "shared" / "corpus" / "dev")
     prompt = read_wav(corpus / prompt_clip(corpus))
     if ARGS.reply_after:
-        return replies(corpus, prompt, VadRunner())
+        return replies(corpus, prompt, VadRunner(), settings)
     cases = [c for c in build_cases(corpus, ["replay"]) if not ARGS.only or ARGS.only in c.name]
     stall = None
     if ARGS.proxy_stall:
@@ -300,7 +296,7 @@ def main() -> int:
     vad = VadRunner()
     at = [int(v) for v in ARGS.play_after_ms.split(",")]
     for lag in (int(v) for v in ARGS.vad_lag.split(",")):
-        summary = lagged(cases, prompt, vad, stall, lag, at)
+        summary = lagged(cases, prompt, vad, stall, lag, at, settings)
         print(json.dumps(summary) if ARGS.json else json.dumps(summary, indent=1))
     return 0
 
@@ -312,12 +308,13 @@ def lagged(
     stall: tuple[int, int] | None,
     lag: int,
     at: list[int],
+    settings: ShimSettings,
 ) -> dict[str, Any]:
     """Every case with the VAD ``lag`` ms late, its clip at each of ``at`` ms into the
     answer; its rows on stderr, the summary."""
     rows = []
     for case, clip_at in ((c, ms) for c in cases for ms in at):
-        r = run(case, prompt, vad, stall, clip_at, vad_lag_ms=lag)
+        r = run(case, prompt, vad, stall, clip_at, lag, settings)
         rows.append(
             {
                 "clip": case.name if len(at) == 1 else f"{case.name}@{clip_at}",

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
 from processes import ROOT
+from replay_settings import add_settings_flags, replay_settings
 from replay_stall import StalledProxy
 
 from proxy.vad import VadRunner
@@ -33,10 +34,8 @@ from shim.audio import b64decode, b64encode
 from shim.dialects.turn_based import TurnBasedSession
 from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
 from shim.settings import ShimSettings
-from shim.vad_gate import VadParams
 
 CHUNK_MS = 20
-SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 REPLY_MS = 8000
 PLAY_AFTER_MS = 1000
@@ -63,6 +62,7 @@ def run(
     uplink_stall: tuple[int, int] | None = None,
     backlog: tuple[int, int] | None = None,
     proxy_stall: tuple[int, int] | None = None,
+    settings: ShimSettings | None = None,
 ) -> Replay:
     """One case. ``uplink_stall`` (every, length ms): from the answer's first audio on,
     the microphone's chunks are captured on time but sent ``length`` ms late out of every
@@ -75,8 +75,10 @@ def run(
     meanwhile is handled in order once it runs again, the client's events stamped
     then (as the edge stamps them when it handles them) and with when they arrived
     (the edge's read time), the upstream's with when they arrived, and what it sends
-    reaches the client then."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
+    reaches the client then. ``settings``: the session's (``replay_settings()`` unless
+    given)."""
+    if settings is None:
+        settings = replay_settings()
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
     td: dict[str, Any] = {"type": "server_vad"}
@@ -228,15 +230,9 @@ def main() -> int:
         help="EVERY,LENGTH ms: the proxy handles nothing for LENGTH ms out of every EVERY"
         " during the answer, then all that arrived meanwhile, in order",
     )
-    ap.add_argument(
-        "--background-pause-ms",
-        type=int,
-        default=None,
-        help="[vad] background_pause_ms (not given: the code's default)",
-    )
+    add_settings_flags(ap)
     args = ap.parse_args()
-    if args.background_pause_ms is not None:
-        SHIM_EXTRA["background_pause_ms"] = args.background_pause_ms
+    settings = replay_settings(args.background_pause_ms)
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, ["replay"])
@@ -260,7 +256,7 @@ def main() -> int:
         every, length = (int(v) for v in args.proxy_stall.split(","))
         proxy_stall = (every, length)
     for case, phase in ((c, ph) for c in cases for ph in phases):
-        r = run(case, prompt, vad, args.decision_ms, phase, stall, proxy_stall=proxy_stall)
+        r = run(case, prompt, vad, args.decision_ms, phase, stall, None, proxy_stall, settings)
         onset = case.onset_ms
         detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
         cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None
