@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
+from bargein_replay_report import case_row, summarize
 from processes import ROOT
 from replay_settings import add_settings_flags, replay_settings
 from replay_stall import StalledProxy
@@ -257,52 +258,13 @@ def main() -> int:
         proxy_stall = (every, length)
     for case, phase in ((c, ph) for c in cases for ph in phases):
         r = run(case, prompt, vad, args.decision_ms, phase, stall, None, proxy_stall, settings)
-        onset = case.onset_ms
-        detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
-        cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None
-        stop = r.stop_ms - onset if cut and r.stop_ms is not None and onset is not None else None
-        rows.append(
-            {
-                "clip": case.name if len(phases) == 1 else f"{case.name}@{phase}",
-                "kind": case.kind,
-                "interrupted": r.interrupted_ms is not None,
-                "cut": r.cut_ms is not None,
-                "detect_ms": detect,
-                "stop_ms": stop,
-                "turn_after": r.after,
-            }
-        )
+        label = case.name if len(phases) == 1 else f"{case.name}@{phase}"
+        rows.append(case_row(r, label))
         print(json.dumps(rows[-1]), file=sys.stderr)
         if sink is not None:
             for w in r.windows:
                 sink.write(json.dumps({"clip": case.name, "kind": case.kind, **w}) + "\n")
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_kind.setdefault(row["kind"], []).append(row)
-    summary = {
-        k: {
-            "n": len(v),
-            "interrupted": sum(r["interrupted"] for r in v),
-            "cut": sum(r["cut"] for r in v),
-            "turn_after": sum(r["turn_after"] > 0 for r in v),
-            "detect_p50": float(
-                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 50)
-            )
-            if any(r["detect_ms"] is not None for r in v)
-            else None,
-            "detect_p95": float(
-                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 95)
-            )
-            if any(r["detect_ms"] is not None for r in v)
-            else None,
-            "stop_p95": float(
-                np.percentile([r["stop_ms"] for r in v if r["stop_ms"] is not None], 95)
-            )
-            if any(r["stop_ms"] is not None for r in v)
-            else None,
-        }
-        for k, v in by_kind.items()
-    }
+    summary = summarize(rows)
     print(json.dumps(summary, indent=1))
     return 0
 
