@@ -71,7 +71,8 @@ from processes import (
 )
 from resume_checks import audio_seams, overlap_odd, overlap_violations, overlaps
 from resume_overlap import OverlapSession, trim
-from resume_session import Outcome, Session
+from resume_records import Outcome
+from resume_session import Session
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
 KINDS = ("turn", "duplex-no-barge-in")
