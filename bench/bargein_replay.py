@@ -24,7 +24,9 @@ from typing import Any
 
 import numpy as np
 from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
+from bargein_replay_report import case_row, summarize
 from processes import ROOT
+from replay_settings import add_settings_flags, replay_settings
 from replay_stall import StalledProxy
 
 from proxy.vad import VadRunner
@@ -33,10 +35,8 @@ from shim.audio import b64decode, b64encode
 from shim.dialects.turn_based import TurnBasedSession
 from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
 from shim.settings import ShimSettings
-from shim.vad_gate import VadParams
 
 CHUNK_MS = 20
-SHIM_EXTRA: dict[str, Any] = {}  # more ShimSettings fields, from the command line
 CHUNK = RATE * CHUNK_MS // 1000
 REPLY_MS = 8000
 PLAY_AFTER_MS = 1000
@@ -63,6 +63,7 @@ def run(
     uplink_stall: tuple[int, int] | None = None,
     backlog: tuple[int, int] | None = None,
     proxy_stall: tuple[int, int] | None = None,
+    settings: ShimSettings | None = None,
 ) -> Replay:
     """One case. ``uplink_stall`` (every, length ms): from the answer's first audio on,
     the microphone's chunks are captured on time but sent ``length`` ms late out of every
@@ -75,8 +76,10 @@ def run(
     meanwhile is handled in order once it runs again, the client's events stamped
     then (as the edge stamps them when it handles them) and with when they arrived
     (the edge's read time), the upstream's with when they arrived, and what it sends
-    reaches the client then."""
-    settings = ShimSettings(vad=VadParams(min_speech_ms=96), **SHIM_EXTRA)
+    reaches the client then. ``settings``: the session's (``replay_settings()`` unless
+    given)."""
+    if settings is None:
+        settings = replay_settings()
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
     stream = vad.new_stream()
     td: dict[str, Any] = {"type": "server_vad"}
@@ -228,15 +231,9 @@ def main() -> int:
         help="EVERY,LENGTH ms: the proxy handles nothing for LENGTH ms out of every EVERY"
         " during the answer, then all that arrived meanwhile, in order",
     )
-    ap.add_argument(
-        "--background-pause-ms",
-        type=int,
-        default=None,
-        help="[vad] background_pause_ms (not given: the code's default)",
-    )
+    add_settings_flags(ap)
     args = ap.parse_args()
-    if args.background_pause_ms is not None:
-        SHIM_EXTRA["background_pause_ms"] = args.background_pause_ms
+    settings = replay_settings(args.background_pause_ms)
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
     cases = build_cases(corpus, ["replay"])
@@ -260,53 +257,14 @@ def main() -> int:
         every, length = (int(v) for v in args.proxy_stall.split(","))
         proxy_stall = (every, length)
     for case, phase in ((c, ph) for c in cases for ph in phases):
-        r = run(case, prompt, vad, args.decision_ms, phase, stall, proxy_stall=proxy_stall)
-        onset = case.onset_ms
-        detect = None if r.interrupted_ms is None or onset is None else r.interrupted_ms - onset
-        cut = r.cut_ms is not None and onset is not None and r.stop_ms is not None
-        stop = r.stop_ms - onset if cut and r.stop_ms is not None and onset is not None else None
-        rows.append(
-            {
-                "clip": case.name if len(phases) == 1 else f"{case.name}@{phase}",
-                "kind": case.kind,
-                "interrupted": r.interrupted_ms is not None,
-                "cut": r.cut_ms is not None,
-                "detect_ms": detect,
-                "stop_ms": stop,
-                "turn_after": r.after,
-            }
-        )
+        r = run(case, prompt, vad, args.decision_ms, phase, stall, None, proxy_stall, settings)
+        label = case.name if len(phases) == 1 else f"{case.name}@{phase}"
+        rows.append(case_row(r, label))
         print(json.dumps(rows[-1]), file=sys.stderr)
         if sink is not None:
             for w in r.windows:
                 sink.write(json.dumps({"clip": case.name, "kind": case.kind, **w}) + "\n")
-    by_kind: dict[str, list[dict[str, Any]]] = {}
-    for row in rows:
-        by_kind.setdefault(row["kind"], []).append(row)
-    summary = {
-        k: {
-            "n": len(v),
-            "interrupted": sum(r["interrupted"] for r in v),
-            "cut": sum(r["cut"] for r in v),
-            "turn_after": sum(r["turn_after"] > 0 for r in v),
-            "detect_p50": float(
-                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 50)
-            )
-            if any(r["detect_ms"] is not None for r in v)
-            else None,
-            "detect_p95": float(
-                np.percentile([r["detect_ms"] for r in v if r["detect_ms"] is not None], 95)
-            )
-            if any(r["detect_ms"] is not None for r in v)
-            else None,
-            "stop_p95": float(
-                np.percentile([r["stop_ms"] for r in v if r["stop_ms"] is not None], 95)
-            )
-            if any(r["stop_ms"] is not None for r in v)
-            else None,
-        }
-        for k, v in by_kind.items()
-    }
+    summary = summarize(rows)
     print(json.dumps(summary, indent=1))
     return 0
 

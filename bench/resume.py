@@ -48,160 +48,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import base64
-import contextlib
 import json
-import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-from processes import (
-    proxy_replica,
-    read_clip,
-    reference_backend,
-    route,
-    start_redis,
-    stop_all,
-)
-from resume_checks import audio_seams, overlap_odd, overlap_violations, overlaps
+from processes import read_clip
 from resume_overlap import OverlapSession, trim
-from resume_session import Outcome, Session
+from resume_records import Outcome
+from resume_report import render, summarize
+from resume_session import Session
+from resume_stack import KINDS, stack
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared/corpus/dev"
-KINDS = ("turn", "duplex-no-barge-in")
-
-
-# ---------------------------------------------------------------------- processes
-
-
-@contextlib.contextmanager
-def stack(
-    reply_ms: int, workdir: Path, logs: Path | None = None, long_reply_ms: int = 0
-) -> Iterator[tuple[list[str], str]]:
-    """redis-server, reference backends, two proxy replicas; yields their ws bases.
-
-    ``long_reply_ms``: two more backends with longer replies, routed as ``<kind>-long``
-    (for the clients that speak over an answer)."""
-    procs: list[subprocess.Popen[bytes]] = []
-    env = {**os.environ, "DUPLEX_PROXY__SERVER__LOG_LEVEL": "warning"}
-    try:
-        redis, redis_url = start_redis("--appendonly", "no", "--dir", str(workdir))
-        procs.append(redis)
-        routes = []
-        for kind in KINDS:
-            proc, url = reference_backend(kind, reply_ms, env)
-            procs.append(proc)
-            routes.append(route(kind, url))
-            if long_reply_ms:
-                proc, url = reference_backend(kind, long_reply_ms, env)
-                procs.append(proc)
-                routes.append(route(f"{kind}-long", url))
-        config = workdir / "proxy.toml"
-        # One key for both replicas: the upstream's own session moves along sealed.
-        key = base64.b64encode(os.urandom(32)).decode()
-        config.write_text(
-            f'[server]\nlog_level = "{"info" if logs else "warning"}"\n'
-            f'[store]\nurl = "{redis_url}"\nsecret_key = "{key}"\n[auth]\nmode = "none"\n\n'
-            + "\n".join(routes)
-        )
-        bases = []
-        replica_env = {k: v for k, v in env.items() if k != "DUPLEX_PROXY__SERVER__LOG_LEVEL"}
-        for i in range(2):
-            out: Any = subprocess.DEVNULL
-            if logs is not None:
-                logs.mkdir(parents=True, exist_ok=True)
-                out = (logs / f"replica-{i}.log").open("wb")
-            proc, url = proxy_replica(config, replica_env, out)
-            procs.append(proc)
-            bases.append(url)
-        yield bases, redis_url
-    finally:
-        stop_all(procs)
-
-
-# ---------------------------------------------------------------------- report
-
-
-def pct(values: list[float], q: float) -> float | None:
-    if not values:
-        return None
-    s = sorted(values)
-    return round(s[min(len(s) - 1, int(q * len(s)))], 1)
-
-
-def summarize(outs: list[Outcome], elapsed: float) -> dict[str, Any]:
-    lat = [ms for o in outs for ms in o.resume_ms]
-    lat_other = [ms for o in outs for ms in o.resume_ms_other]
-    sent = sum(o.updates_sent for o in outs)
-    once = sum(1 for o in outs for n in o.applied.values() if n == 1)
-    twice = sum(1 for o in outs for n in o.applied.values() if n > 1)
-    never = sum(o.updates_sent - len(o.applied) for o in outs)
-    return {
-        "sessions": len(outs),
-        "overlap_sessions": sum(1 for o in outs if o.overlaps),
-        "sessions_failed": sum(1 for o in outs if o.error),
-        "turns": sum(o.turns for o in outs),
-        "disconnects": sum(o.disconnects for o in outs),
-        "resumes": sum(o.resumes for o in outs),
-        "resumes_other_replica": sum(o.resumes_other for o in outs),
-        "aborted_drops": sum(o.aborts for o in outs),
-        "resumes_after_abort": sum(o.resumes_after_abort for o in outs),
-        "resumes_retried": sum(o.resumes_retried for o in outs),
-        "resumes_token_given": sum(o.resumes_token_given for o in outs),
-        "server_events": sum(o.events for o in outs),
-        "audio_deltas": sum(o.audio_deltas for o in outs),
-        "lost": sum(o.lost for o in outs),
-        "duplicated": sum(o.duplicated for o in outs),
-        "out_of_order": sum(o.out_of_order for o in outs),
-        "conflicting": sum(o.conflicting for o in outs),
-        "client_events": {
-            "checked_sessions": len(outs),
-            "sent": sent,
-            "resent": sum(o.updates_resent for o in outs),
-            "applied_once": once,
-            "applied_twice": twice,
-            "never_applied": never,
-        },
-        "resume_ms": {
-            "p50": pct(lat, 0.5),
-            "p99": pct(lat, 0.99),
-            "max": round(max(lat), 1) if lat else None,
-            "other_replica_p50": pct(lat_other, 0.5),
-            "other_replica_p99": pct(lat_other, 0.99),
-        },
-        "slowest_resumes": sorted((x for o in outs for x in o.slow), key=lambda x: -float(x["ms"]))[
-            :5
-        ],
-        "audio_at_the_seam": audio_seams(outs),
-        "spoken_over": overlaps(outs),
-        "spoken_over_failures": overlap_violations(outs),
-        "spoken_over_unlike_unmoved": overlap_odd(outs),
-        "elapsed_s": round(elapsed, 1),
-        "errors": [f"{o.kind}: {o.error}" for o in outs if o.error][:10],
-    }
-
-
-def render(s: dict[str, Any]) -> str:
-    c, r = s["client_events"], s["resume_ms"]
-    return "\n".join(
-        [
-            "| sessions | disconnects | resumes (other replica) | lost | duplicated "
-            "| out of order | client events once/twice/never | resume p50 / p99 ms |",
-            "|---|---|---|---|---|---|---|---|",
-            f"| {s['sessions']} ({s['sessions_failed']} failed) | {s['disconnects']} "
-            f"| {s['resumes']} ({s['resumes_other_replica']}) | {s['lost']} | {s['duplicated']} "
-            f"| {s['out_of_order']} | {c['applied_once']}/{c['applied_twice']}/"
-            f"{c['never_applied']} of {c['sent']} | {r['p50']} / {r['p99']} |",
-            f"\n{s['server_events']} server events ({s['audio_deltas']} audio deltas), "
-            f"{s['turns']} turns in {s['elapsed_s']} s",
-        ]
-    )
 
 
 async def run_all(

@@ -7,7 +7,7 @@ from collections import Counter
 from typing import Any
 
 import numpy as np
-from resume_session import Answer, Outcome
+from resume_records import Answer, Outcome
 
 # ---------------------------------------------------------------------- audio at the seam
 

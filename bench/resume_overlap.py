@@ -18,7 +18,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pybase64
-from resume_session import CHUNK_MS, RATE, Answer, Session
+from resume_records import Answer
+from resume_session import CHUNK_MS, RATE, Session
 
 LEAD_MS = 100  # what an overlap clip keeps before its speech
 SETTLE_S = 3.0  # after the overlap clip: how long a turn it started may take to come

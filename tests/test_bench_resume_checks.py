@@ -13,7 +13,7 @@ from tests.servers import ROOT
 if str(ROOT / "bench") not in sys.path:
     sys.path.append(str(ROOT / "bench"))  # after the project's own modules
 import resume_checks
-from resume_session import Answer, Outcome
+from resume_records import Answer, Outcome
 
 RATE = 24000
 
