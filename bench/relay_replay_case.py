@@ -39,7 +39,7 @@ AID = f"item_{RID}"
 @dataclass
 class RelayReplay:
     case: Case
-    interrupted: bool = False  # speech_started while the answer played
+    interrupted: bool = False  # speech_started before the answer was done or played out
     cut: bool = False  # the answer cancelled
     upstream_speech: int = 0  # runs of speech the upstream's VAD heard after the question
     told: int = 0  # speech_started the client was told after the answer began
@@ -177,7 +177,9 @@ def run(
                 kind = a.event.get("type")
                 if kind == "input_audio_buffer.speech_started" and first_delta is not None:
                     out.told += 1
-                    out.interrupted |= play_end > p0 or answering
+                    # The answer is the client's until it is done: playing, held or
+                    # still streaming, a speech_started stops it (a GA client).
+                    out.interrupted |= play_end > p0 or answering or not completed
                     out.after += completed and not out.cut and play_end <= p0
                     speaker[p0:] = 0.0
                     play_end = min(play_end, p0)
