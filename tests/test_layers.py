@@ -87,6 +87,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.answer_ahead",
             "shim.response_close",
             "shim.turn_host",
+            "shim.vad_runs",
+            "shim.barge_in",
             "shim.turns",
             "shim.native_truncate",
             "shim.client_events",
