@@ -98,7 +98,10 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.snapshot_clock",
         ],
     ),
-    ("shim: the emulated session", ["shim.session"]),
+    (
+        "shim: the emulated session",
+        ["shim.session_parts", "shim.session_durable", "shim.session"],
+    ),
     ("shim: dialects", ["shim.dialects.*"]),
     (
         "proxy: foundations",
