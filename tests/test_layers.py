@@ -141,6 +141,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.vad_stream",
             "proxy.vad_thread",
             "proxy.vad_model",
+            "proxy.vad_batches",
             "proxy.vad",
             "proxy.ws_heartbeat",
             "proxy.ws_raw",
