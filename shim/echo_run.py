@@ -10,7 +10,7 @@ once the answer, and its echo tail, are over on the input timeline:
 
 * speech of the run past that point (``min_speech_ms`` of it, as any speech start
   needs) is the user's: the run is the user's turn, from its onset, so the turn's
-  audio keeps what was said over the answer's end (``shim/turns.py`` announces it
+  audio keeps what was said over the answer's end (``shim/vad_runs.py`` announces it
   then: outside assistant playback ``speech_started`` is immediate,
   ``docs/protocol.md``);
 * echo that ends with the answer and its tail never is.

@@ -21,7 +21,7 @@ KEY = "speech_run"
 
 
 def wire(turns: Turns) -> dict[str, Any]:
-    return {KEY: {"item_id": turns.item}} if turns.item is not None else {}
+    return {KEY: {"item_id": turns.runs.item}} if turns.runs.item is not None else {}
 
 
 def restore(turns: Turns, gate: VadGate, vad_on: bool, snap: Mapping[str, Any]) -> None:
@@ -29,5 +29,6 @@ def restore(turns: Turns, gate: VadGate, vad_on: bool, snap: Mapping[str, Any]) 
     item = run.get("item_id") if isinstance(run, dict) else None
     if not vad_on or not isinstance(item, str) or not item:
         return
-    turns.item, turns.start_ms, turns.run_is_turn = item, 0, True
+    runs = turns.runs
+    runs.item, runs.start_ms, runs.is_turn = item, 0, True
     gate.resume_speaking()

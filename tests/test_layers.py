@@ -87,6 +87,8 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.answer_ahead",
             "shim.response_close",
             "shim.turn_host",
+            "shim.vad_runs",
+            "shim.barge_in",
             "shim.turns",
             "shim.native_truncate",
             "shim.client_events",
@@ -96,7 +98,10 @@ LAYERS: list[tuple[str, list[str]]] = [
             "shim.snapshot_clock",
         ],
     ),
-    ("shim: the emulated session", ["shim.session"]),
+    (
+        "shim: the emulated session",
+        ["shim.session_parts", "shim.session_durable", "shim.session"],
+    ),
     ("shim: dialects", ["shim.dialects.*"]),
     (
         "proxy: foundations",
@@ -136,6 +141,7 @@ LAYERS: list[tuple[str, list[str]]] = [
             "proxy.vad_stream",
             "proxy.vad_thread",
             "proxy.vad_model",
+            "proxy.vad_batches",
             "proxy.vad",
             "proxy.ws_heartbeat",
             "proxy.ws_raw",

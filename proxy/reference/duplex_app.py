@@ -10,7 +10,8 @@ autostarts unless ``autostart`` is off or ``resume`` is on; otherwise the first
 text frame (within ``config_timeout_s``) decides: ``session.update`` opens with
 its session object, ``session.resume`` resumes, anything else opens a default
 session and runs as its first command.  Handshake and resume failures send one
-frame; the real handler then just returns, the stand-in closes with 1000.
+frame; the real handler then just returns, the stand-in closes with 1000. The live
+session's frames after it are ``duplex_live.py``'s.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ import weakref
 
 from aiohttp import WSMsgType, web
 
-from proxy.reference.duplex_commands import dispatch
 from proxy.reference.duplex_config import ConfigError, SessionSettings
 from proxy.reference.duplex_formats import InputDefaults
-from proxy.reference.duplex_input import CommandError
+from proxy.reference.duplex_live import BINARY_MESSAGE, read_loop, run_event
 from proxy.reference.duplex_registry import ResumeRefused, SessionRegistry
 from proxy.reference.duplex_session import DuplexSession
 from proxy.reference.gate import AudioGate
@@ -40,12 +40,8 @@ from proxy.reference.wire import (
     query_in,
 )
 
-#: ``websocket.py::MAX_EVENT_BYTES``: larger text frames get ``event_too_large``.
-MAX_EVENT_BYTES = 15 * 1024 * 1024
 #: The ASGI server's frame cap (uvicorn ``ws_max_size``); beyond it the socket closes 1009.
 MAX_FRAME_BYTES = 16 * 1024 * 1024
-#: Starlette's ``receive_text`` on a binary frame raises ``KeyError('text')``.
-_BINARY_MESSAGE = "'text'"
 
 
 class DuplexBackend:
@@ -86,7 +82,7 @@ class DuplexBackend:
         try:
             session = await self._handshake(request, ws, out)
             if session is not None:
-                await self._read_loop(ws, out, session)
+                await read_loop(ws, out, session)
         finally:
             if session is not None and session.is_current(out):
                 session.detach(out)
@@ -120,7 +116,7 @@ class DuplexBackend:
             return self._open(payload, defaults, out)
         session = self._open({"model": model}, defaults, out)
         if session is not None:
-            self._run(session, out, first)
+            run_event(session, out, first)
         return session
 
     async def _first_message(
@@ -133,7 +129,7 @@ class DuplexBackend:
                 out, duplex_error("config_timeout", "Timeout waiting for session.update")
             )
         if msg.type == WSMsgType.BINARY:
-            return self._refuse(out, duplex_error("realtime_input_failed", _BINARY_MESSAGE))
+            return self._refuse(out, duplex_error("realtime_input_failed", BINARY_MESSAGE))
         if msg.type != WSMsgType.TEXT:
             return None
         try:
@@ -204,76 +200,6 @@ class DuplexBackend:
         except ResumeRefused as refused:
             return self._refuse(out, refused.payload)
         return session
-
-    # ---- live session ----
-
-    async def _read_loop(
-        self, ws: web.WebSocketResponse, out: Outbound, session: DuplexSession
-    ) -> None:
-        while session.is_current(out):
-            try:
-                msg = await ws.receive(timeout=session.settings.idle_timeout_s)
-            except TimeoutError:
-                # Receive idle: same as a disconnect (grace for a resumable session).
-                session.detach(out)
-                out.close(1000)
-                return
-            if not session.is_current(out):
-                return
-            if msg.type == WSMsgType.TEXT:
-                self._on_text(session, out, msg.data)
-            elif msg.type == WSMsgType.BINARY:
-                out.send(duplex_error("realtime_input_failed", _BINARY_MESSAGE))
-                session.close("transport_error")
-                return
-            else:
-                return
-
-    def _on_text(self, session: DuplexSession, out: Outbound, raw: str) -> None:
-        if len(raw.encode("utf-8")) > MAX_EVENT_BYTES:
-            out.send(duplex_error("event_too_large", "Duplex event too large"))
-            return
-        try:
-            event = json.loads(raw)
-        except ValueError:
-            out.send(duplex_error("invalid_json", "Invalid JSON event"))
-            return
-        if not isinstance(event, dict) or not isinstance(event.get("type"), str):
-            out.send(duplex_error("bad_event", "Duplex event must be a JSON object with a type"))
-            return
-        event_id = event.get("event_id")
-        if event["type"] == "session.event_ack":
-            seq = event.get("server_event_seq")
-            if not isinstance(seq, int) or seq < 0:
-                message = "session.event_ack requires a non-negative server_event_seq"
-                out.send(duplex_error("invalid_event_ack", message, event_id=event_id))
-                return
-            try:
-                session.acknowledge(seq)
-            except ValueError as exc:
-                out.send(duplex_error("invalid_event_ack", str(exc), event_id=event_id))
-            return
-        if event["type"] == "session.resume":
-            message = "session.resume must be the first message of a new connection"
-            out.send(duplex_error("unsupported_session_resume", message, event_id=event_id))
-            return
-        self._run(session, out, event)
-
-    @staticmethod
-    def _run(session: DuplexSession, out: Outbound, event: dict[str, object]) -> None:
-        if not isinstance(event.get("type"), str):
-            out.send(
-                duplex_error(
-                    "bad_event", "Duplex event missing string type", event_id=event.get("event_id")
-                )
-            )
-            return
-        try:
-            dispatch(session, event)
-        except CommandError as exc:
-            out.send(
-                duplex_error(exc.code, exc.message, event_id=event.get("event_id"), param=exc.param)
-            )
 
     # ---- lifecycle ----
 

@@ -1,10 +1,11 @@
-"""A duplex session as the transport sees it: journal, attachment, resume, grace.
+"""A duplex session as the transport sees it: its attachment, resume, grace, settings.
 
 Mirrors ``entrypoints/duplex/serving.py`` + ``session_attachment.py``
 (``docs/fidelity.md``): the session outlives its socket.  Every event goes through
-:meth:`DuplexSession.emit`, which journals it (``server_event_seq`` last, from 1)
-and writes it to whichever socket is attached -- or to none while detached,
-when the model keeps talking into the journal for ``disconnect_grace_s``.
+:meth:`DuplexSession.emit` (``duplex_journaled.py``), which journals it
+(``server_event_seq`` last, from 1) and writes it to whichever socket is attached --
+or to none while detached, when the model keeps talking into the journal for
+``disconnect_grace_s``.
 ``session.created`` is the one unjournaled session event; transport errors,
 ``session.resumed``/``session.replaced`` and resume-time ``resync_required``
 bypass the journal too.
@@ -19,13 +20,14 @@ import uuid
 from collections.abc import Awaitable
 
 from proxy.reference.duplex_config import ConfigError, SessionSettings
-from proxy.reference.duplex_formats import InputDefaults, output_delta
+from proxy.reference.duplex_formats import InputDefaults
 from proxy.reference.duplex_input import AppendDecoder
+from proxy.reference.duplex_journaled import JournaledPort
 from proxy.reference.duplex_model import DuplexModel
 from proxy.reference.duplex_profile import capabilities, realtime_session_payload
 from proxy.reference.duplex_registry import ResumeRefused, SessionRegistry, token_digest
 from proxy.reference.duplex_turn_detection import names_turn_detection
-from proxy.reference.journal import EventJournal, JournalGap, JournalOverflow
+from proxy.reference.journal import EventJournal, JournalGap
 from proxy.reference.options import (
     FAULT_REPLAY_DROPS,
     FAULT_REPLAY_DUPLICATES,
@@ -33,10 +35,10 @@ from proxy.reference.options import (
 )
 from proxy.reference.outbound import Outbound
 from proxy.reference.personaplex_frames import PersonaPlexFrames
-from proxy.reference.wire import dumps, duplex_error, new_event_id
+from proxy.reference.wire import duplex_error, new_event_id
 
 
-class DuplexSession:
+class DuplexSession(JournaledPort):
     def __init__(
         self,
         *,
@@ -74,83 +76,12 @@ class DuplexSession:
         self._loop = asyncio.get_running_loop()
         registry.add(self)
 
-    # ---- SessionPort for the model ----
-
-    @property
-    def modalities(self) -> list[object]:
-        return self.settings.modalities
-
-    @property
-    def overlap_policy(self) -> str:
-        return self.settings.overlap_policy
-
-    @property
-    def server_vad(self) -> bool:
-        return self.settings.server_vad
-
-    @property
-    def vad_create_response(self) -> bool:
-        td = self.settings.client.get("turn_detection")
-        return not isinstance(td, dict) or td.get("create_response", True) is not False
-
-    @property
-    def auto_response(self) -> bool:
-        return self.settings.auto_response
-
-    @property
-    def overlap_short_ack_ms(self) -> int:
-        return self.settings.overlap_short_ack_ms
-
-    @property
-    def resumable(self) -> bool:
-        return self.options.model_profile.session_resume
-
-    def emit(self, event_type: str, fields: dict[str, object]) -> None:
-        if self.frames is not None:
-            if event_type == "input_audio_buffer.committed":
-                self.frames.commit()  # the commit's unit goes to the model
-            elif event_type == "input_audio_buffer.cleared":
-                self.frames.clear()
-        if event_type == "response.output_audio.delta":
-            fields = output_delta(fields, self.defaults)  # the wheel's projection does it
-        self._pump({"type": event_type, "event_id": new_event_id(), **fields})
-
-    def emit_error(
-        self, code: str, message: str, *, event_id: object = None, param: str | None = None
-    ) -> None:
-        """An engine-side error: journaled, unlike the transport errors the app sends."""
-        self._pump(duplex_error(code, message, event_id=event_id, param=param))
+    # ---- SessionPort for the model (the rest: duplex_journaled.py) ----
 
     def audio_turn(self) -> Awaitable[float]:
         return self.registry.gate.wait_turn(self)
 
-    # ---- outbound ----
-
-    def _pump(self, payload: dict[str, object]) -> None:
-        if self.journal.overflowed:
-            self._send(dumps(payload))
-            return
-        try:
-            text = self.journal.record(payload, self._loop.time()).text
-        except JournalOverflow:
-            # Sticky: one unjournaled notice, then every event goes out without a seq.
-            if not self._overflow_noticed:
-                self._overflow_noticed = True
-                self._send(dumps(self._resync("journal_overflow")))
-            text = dumps(payload)
-        self._send(text)
-
-    def _send(self, text: str) -> None:
-        if self.outbound is not None:
-            self.outbound.send_text(text)
-
-    def _resync(self, reason: str) -> dict[str, object]:
-        return {
-            "type": "session.resync_required",
-            "event_id": new_event_id(),
-            "session_id": self.id,
-            "reason": reason,
-        }
+    # ---- what the session says of itself ----
 
     def public(self) -> dict[str, object]:
         model = self.model

@@ -61,7 +61,7 @@ class GatedRelaySession(BargeInRelaySession):
             return in_progress
         if in_progress or self.overlap.holding or self.output.active(now):
             return True
-        if self.turns.background.active:
+        if self.turns.runs.background.active:
             return True  # someone else's voice goes on after the answer (background_run.py)
         latest = self.ledger.latest()
         at = now if heard_ms is None else heard_ms
@@ -130,7 +130,7 @@ class GatedRelaySession(BargeInRelaySession):
         speech = speaking and inp.prob >= self.gate.params.deactivation
         onset = self.gate.onset_sample - lag
         relay_keep.follow(self, onset)  # GA interrupt_response false: speech is a turn
-        background = self.turns.background
+        background = self.turns.runs.background
         if background.user_onset is not None:  # the user's voice in someone else's run
             self.audio_gate.keep(end - lag - (inp.end_sample - background.user_onset))
             background.user_onset = None

@@ -6,7 +6,7 @@ then the response; clients (the Agents SDK, the realtime console) correlate thes
 by item id. Over a duplex upstream two things break that (``docs/protocol.md``,
 "One user turn, one item id"):
 
-* a barge-in is told by the proxy (``shim/turns.py``), under an item id of its own,
+* a barge-in is told by the proxy (``shim/barge_in.py``), under an item id of its own,
   while the upstream commits that same speech under its id, maybe before the
   proxy's VAD has heard the speech stop;
 * vLLM-Omni adds the user item before it says the buffer was committed.

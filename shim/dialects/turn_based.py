@@ -112,9 +112,9 @@ class TurnBasedSession(EmulatedSession):
 
     def _client_commit(self, ev: dict[str, Any], now: float) -> list[Action]:
         end_ms = self.history.end_ms
-        if self.turns.item is not None:
-            item_id, start = self.turns.item, self.turns.start_ms
-            self.turns.item = None
+        if self.turns.runs.item is not None:
+            item_id, start = self.turns.runs.item, self.turns.runs.start_ms
+            self.turns.runs.item = None
         else:
             item_id, start = self.new_id("item"), self.commit_from_ms
         audio = self.history.between(start, end_ms)
