@@ -18,13 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
-from bargein_replay_report import case_row, summarize
+from bargein_replay_report import Replay, case_row, summarize
 from processes import ROOT
 from replay_settings import add_settings_flags, replay_settings
 from replay_stall import StalledProxy
@@ -41,17 +40,6 @@ CHUNK = RATE * CHUNK_MS // 1000
 REPLY_MS = 8000
 PLAY_AFTER_MS = 1000
 FIRST_DELTA_MS = 300  # the upstream's first audio after the turn is committed
-
-
-@dataclass
-class Replay:
-    case: Case
-    interrupted_ms: float | None = None  # speech_started while assistant audio played
-    cut_ms: float | None = None  # response.done cancelled
-    stop_ms: float | None = None  # last delta of the cut response
-    windows: list[dict[str, Any]] = field(default_factory=list)
-    played: list[int] = field(default_factory=list)  # sample each delta began playing at
-    after: int = 0  # speech_started after the clip began, the answer over and played out
 
 
 def run(

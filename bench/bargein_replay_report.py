@@ -1,15 +1,25 @@
-"""``bench/bargein_replay.py``'s figures: one row per case replayed, and the summary by
-kind of clip (how many interrupted, cut, answered by a turn after the answer; detection
-and stop times from the labelled onset)."""
+"""``bench/bargein_replay.py``'s figures: what one case replayed came to (``Replay``), one
+row per case, and the summary by kind of clip (how many interrupted, cut, answered by a
+turn after the answer; detection and stop times from the labelled onset)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from bargein_cases import Case
 
-if TYPE_CHECKING:
-    from bargein_replay import Replay
+
+@dataclass
+class Replay:
+    case: Case
+    interrupted_ms: float | None = None  # speech_started while assistant audio played
+    cut_ms: float | None = None  # response.done cancelled
+    stop_ms: float | None = None  # last delta of the cut response
+    windows: list[dict[str, Any]] = field(default_factory=list)
+    played: list[int] = field(default_factory=list)  # sample each delta began playing at
+    after: int = 0  # speech_started after the clip began, the answer over and played out
 
 
 def case_row(r: Replay, label: str) -> dict[str, Any]:
