@@ -32,11 +32,11 @@ CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
 
 
 @asynccontextmanager
-async def serve_app(app: web.Application) -> AsyncIterator[str]:
-    """Run ``app`` on a free loopback port; yields ``http://127.0.0.1:PORT``."""
+async def serve_app(app: web.Application, port: int = 0) -> AsyncIterator[str]:
+    """Run ``app`` on loopback (``port``, or a free one); yields ``http://127.0.0.1:PORT``."""
     runner = web.AppRunner(app, access_log=None, shutdown_timeout=2.0)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     port = runner.addresses[0][1]
     try:

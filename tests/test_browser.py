@@ -13,52 +13,22 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import wave
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import aiohttp
 import pytest
 from aiohttp import web
 
 from proxy.web import add_web_routes
+from tests.browser_page import CHROMIUM, WAIT_MS, chromium_args, needs_chromium, state, write_wav
 from tests.servers import load_clip, proxy, proxy_config, serve_app, silence
 
-CHROMIUM = Path("/usr/bin/chromium")
-needs_chromium = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="needs Debian's chromium at /usr/bin/chromium (apt-get install chromium)",
-)
 ROUTES = {
     "demo": "embedded://turn",
     "relay": "embedded://duplex-no-barge-in",
     "native": "embedded://duplex",
 }
-WAIT_MS = 45_000
-
-
-def write_wav(path: Path, pcm: bytes, rate: int = 24000) -> Path:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(rate)
-        w.writeframes(pcm)
-    return path
-
-
-def chromium_args(clip: Path) -> list[str]:
-    return [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--use-fake-ui-for-media-stream",
-        "--use-fake-device-for-media-stream",
-        f"--use-file-for-fake-audio-capture={clip}",
-    ]
 
 
 @pytest.fixture
@@ -75,7 +45,13 @@ async def test_routes_endpoint_names_models_not_upstreams(base: str) -> None:
         async with http.get(f"{base}/") as resp:
             assert resp.status == 200
             assert "duplex-proxy" in await resp.text()
-        for name in ("app.js", "capture-worklet.js", "playback-worklet.js"):
+        for name in (
+            "app.js",
+            "session.js",
+            "events.js",
+            "capture-worklet.js",
+            "playback-worklet.js",
+        ):
             async with http.get(f"{base}/web/{name}") as resp:
                 assert resp.status == 200
                 assert resp.content_type == "text/javascript"
@@ -93,18 +69,6 @@ async def test_page_can_be_turned_off() -> None:
         for path in ("/", "/v1/routes", "/web/app.js"):
             async with http.get(url + path) as resp:
                 assert resp.status == 404
-
-
-async def state(page: Any) -> dict[str, Any]:
-    got: dict[str, Any] = await page.evaluate(
-        """() => ({mode: talk.mode, lastSeq: talk.lastSeq, lost: talk.lost,
-        duplicated: talk.duplicated, playedMs: talk.playedMs, receivedMs: talk.receivedMs,
-        speechStarted: talk.speechStarted, bargeIns: talk.bargeIns,
-        truncations: talk.truncations, played: Object.fromEntries(talk.played),
-        resumes: talk.resumes.map(r => ({afterSeq: r.afterSeq, firstSeq: r.firstSeq, ok: r.ok})),
-        errors: talk.errors, sentMs: talk.sentMs})"""
-    )
-    return got
 
 
 @needs_chromium

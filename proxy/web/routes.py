@@ -24,6 +24,8 @@ CONTENT_TYPES = {
 # Served under /web/NAME; anything else is a 404 (no directory listing, no traversal).
 STATIC_FILES = (
     "app.js",
+    "session.js",
+    "events.js",
     "audio.js",
     "view.js",
     "capture-worklet.js",
