@@ -12,17 +12,18 @@ import contextlib
 from typing import Any
 
 import aiohttp
-import orjson
 import pybase64
 
 from proxy.talk.audio import FRAME_MS, Speaker, write_wav
+from proxy.talk.link import TalkLink
 from proxy.talk.options import Source, TalkOptions
 from proxy.talk.player import Player
-from proxy.talk.timeline import Answer, BargeIn, Resume, Summary, Timeline
-from proxy.talk.wire import AUDIO_DELTAS, FORMATS, QUIET, append, resume_event, with_model
+from proxy.talk.resume_tokens import ResumeTokens
+from proxy.talk.timeline import Answer, BargeIn, Summary
+from proxy.talk.wire import AUDIO_DELTAS, QUIET, append
 
 
-class Talk:
+class Talk(TalkLink):
     def __init__(
         self,
         opts: TalkOptions,
@@ -30,80 +31,21 @@ class Talk:
         http: aiohttp.ClientSession,
         speaker: Speaker | None = None,
     ) -> None:
-        self.opts, self.source, self.http, self.speaker = opts, source, http, speaker
-        self.loop = asyncio.get_running_loop()
-        self.t0 = self.loop.time()
-        self.timeline = Timeline(self.t0)
-        self.summary = Summary()
+        super().__init__(opts, http)
+        self.source, self.speaker = source, speaker
         self.player = Player()
-        self.ws: aiohttp.ClientWebSocketResponse | None = None
-        self.ready = self.closing = self.dropped = self.gave_up = False
         self.pending: list[bytes] = []
         self.frame_times: list[float] = []  # loop time each 20 ms input frame was captured
-        self.session_id: str | None = None
-        self.token: str | None = None
         self.padding_ms = 0
         self.answer: Answer | None = None
         # An answer the upstream cancelled before it told of the speech that cut it.
         self.cut: Answer | None = None
         self.speech_stopped_at: float | None = None
         self.last_event_at = self.t0
-        self.drop_started: float | None = None
-        self.tasks: set[asyncio.Task[None]] = set()
-
-    def line(self, kind: str, detail: str = "") -> None:
-        self.timeline.line(self.loop.time(), kind, detail)
-
-    async def send(self, event: dict[str, Any]) -> None:
-        if self.ws is not None and not self.ws.closed:
-            with contextlib.suppress(ConnectionError):
-                await self.ws.send_str(orjson.dumps(event).decode())
 
     async def send_audio(self, frame: bytes) -> None:
         await self.send(append(frame))
         self.summary.sent_ms += FRAME_MS
-
-    async def connect(self, resume: bool) -> None:
-        ws = await self.http.ws_connect(with_model(self.opts.url, self.opts.model), max_msg_size=0)
-        self.ws, self.ready = ws, False
-        if not resume:
-            await self.send(FORMATS)
-        else:
-            await self.send(resume_event(self.session_id, self.token, self.summary.last_seq))
-            self.summary.resumes.append(Resume(after_seq=self.summary.last_seq))
-            self.line("session.resume", f"after seq {self.summary.last_seq}")
-        self._spawn(self.receive(ws))
-
-    def _spawn(self, coro: Any) -> None:
-        task = self.loop.create_task(coro)
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
-
-    async def receive(self, ws: aiohttp.ClientWebSocketResponse) -> None:
-        async for msg in ws:
-            if msg.type == aiohttp.WSMsgType.TEXT and ws is self.ws:
-                await self.on_event(orjson.loads(msg.data))
-        if ws is self.ws and not self.closing:
-            self.ready = False
-            self.line("socket.closed", f"code {ws.close_code}")
-            if self.session_id is not None:
-                await asyncio.sleep(0.3)
-                self.drop_started = self.loop.time()
-                try:
-                    await self.connect(resume=True)
-                except (OSError, aiohttp.ClientError) as exc:
-                    self.give_up("connection_lost", f"cannot reconnect: {exc}")
-
-    async def drop(self) -> None:
-        """Drop the connection (as a network would) and resume on a new one."""
-        self.dropped = True
-        self.line("drop", f"closing the socket after seq {self.summary.last_seq}")
-        old, self.ws, self.ready = self.ws, None, False
-        self.drop_started = self.loop.time()
-        if old is not None:
-            with contextlib.suppress(TimeoutError, ConnectionError):
-                await asyncio.wait_for(old.close(code=4000, message=b"dropped"), 2.0)
-        await self.connect(resume=True)
 
     async def became_ready(self) -> None:
         self.ready = True
@@ -135,7 +77,7 @@ class Talk:
         session = ev.get("session") or {}
         caps = session.get("capabilities") or {}
         proxy = caps.get("proxy") or {}
-        self.session_id, self.token = session.get("id"), ev.get("resume_token")
+        self.session_id, self.tokens = session.get("id"), ResumeTokens(ev.get("resume_token"))
         self.summary.session_id, self.summary.mode = self.session_id, proxy.get("mode")
         self.summary.upstream = proxy.get("upstream")
         audio = session.get("audio") or {}
@@ -150,7 +92,7 @@ class Talk:
         await self.became_ready()
 
     async def on_session_resumed(self, ev: dict[str, Any], now: float) -> None:
-        self.token = ev.get("resume_token") or self.token
+        self.tokens.given(ev.get("resume_token"))
         resume = self.summary.resumes[-1] if self.summary.resumes else None
         if resume is not None and self.drop_started is not None:
             resume.took_ms = round((now - self.drop_started) * 1000)
@@ -239,15 +181,9 @@ class Talk:
         err = ev.get("error") if isinstance(ev.get("error"), dict) else {"message": ev.get("error")}
         self.summary.errors.append(err or {})
         self.line("error", f"{(err or {}).get('code')}: {(err or {}).get('message')}")
-        if str((err or {}).get("code")).startswith("session_resume"):
-            self.give_up(None, "the session cannot be resumed")
-
-    def give_up(self, code: str | None, why: str) -> None:
-        """End the talk: the session is gone (the error, if new, goes in the summary)."""
-        self.session_id, self.gave_up = None, True
-        if code is not None:
-            self.summary.errors.append({"code": code, "message": why})
-        self.line("end", why)
+        code = str((err or {}).get("code"))
+        if code.startswith("session_resume"):
+            self.resume_refused(code, ev.get("resume_token"))
 
     def finished(self, now: float) -> bool:
         if now - self.t0 >= self.opts.max_s or self.gave_up:
