@@ -140,3 +140,18 @@ def derived_background(corpus: Path, mode: str, seed: int = 0) -> list[Case]:
         talk *= user * 10 ** (-12 / 20) / (np.sqrt(np.mean(talk**2)) + 1e-12)
         cases.append(Case(mode, "tv", f"dev_tv{i}", talk * 32768.0, None))
     return cases
+
+
+def echo_chunk(case: Case, speaker: np.ndarray, p0: int, n: int) -> np.ndarray:
+    """The answer's echo in the ``n`` microphone samples from ``p0``: what the speaker
+    played ``case.echo_delay_ms`` before, at ``case.echo_gain``, through the case's room
+    (``case.echo_path``) if it has one; zeros without echo or before it begins."""
+    lo = p0 - RATE * case.echo_delay_ms // 1000
+    if not case.echo_gain or lo < 0:
+        return np.zeros(n, dtype=np.float32)
+    if case.echo_path is None:
+        return np.asarray(case.echo_gain * speaker[lo : lo + n])
+    h = case.echo_path.history  # a loudspeaker in a room: its filters' memory
+    head = np.zeros(max(0, h - lo), np.float32)
+    dry = np.concatenate([head, speaker[max(0, lo - h) : lo + n]])
+    return np.asarray(case.echo_gain * case.echo_path.render(dry, n))

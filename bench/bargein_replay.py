@@ -22,7 +22,15 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from bargein_cases import RATE, Case, build_cases, derived_background, prompt_clip, read_wav
+from bargein_cases import (
+    RATE,
+    Case,
+    build_cases,
+    derived_background,
+    echo_chunk,
+    prompt_clip,
+    read_wav,
+)
 from bargein_replay_report import Replay, case_row, summarize
 from processes import ROOT
 from replay_settings import add_settings_flags, replay_settings
@@ -123,15 +131,7 @@ def run(
             c0 = int((now - clip_t0) * RATE / 1000)
             seg = clip[c0 : c0 + CHUNK]
             mic[: seg.size] += seg
-        if case.echo_gain:
-            lo = p0 - RATE * case.echo_delay_ms // 1000
-            if lo >= 0 and case.echo_path is not None:
-                h = case.echo_path.history  # a loudspeaker in a room: its filters' memory
-                head = np.zeros(max(0, h - lo), np.float32)
-                dry = np.concatenate([head, speaker[max(0, lo - h) : lo + CHUNK]])
-                mic += case.echo_gain * case.echo_path.render(dry, CHUNK)
-            elif lo >= 0:
-                mic += case.echo_gain * speaker[lo : lo + CHUNK]
+        mic += echo_chunk(case, speaker, p0, CHUNK)
         unsent.append(np.clip(mic, -32768, 32767).astype("<i2").tobytes())
         if uplink_stall is None or since is None or since % uplink_stall[0] >= uplink_stall[1]:
             for pcm in unsent:

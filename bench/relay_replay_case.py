@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from bargein_cases import RATE, Case
+from bargein_cases import RATE, Case, echo_chunk
 from replay_settings import replay_settings
 from replay_stall import StalledProxy
 
@@ -123,16 +123,7 @@ def run(
             c0 = int((now - clip_t0) * RATE / 1000)
             seg = clip[c0 : c0 + CHUNK]
             mic[: seg.size] += seg
-        echo = np.zeros(CHUNK, dtype=np.float32)
-        lo = p0 - RATE * case.echo_delay_ms // 1000
-        if case.echo_gain and lo >= 0:
-            if case.echo_path is not None:
-                h = case.echo_path.history
-                head = np.zeros(max(0, h - lo), np.float32)
-                dry = np.concatenate([head, speaker[max(0, lo - h) : lo + CHUNK]])
-                echo = case.echo_gain * case.echo_path.render(dry, CHUNK)
-            else:
-                echo = case.echo_gain * speaker[lo : lo + CHUNK]
+        echo = echo_chunk(case, speaker, p0, CHUNK)
         pcm = np.clip(mic + echo, -32768, 32767).astype("<i2").tobytes()
         append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
         echo_in[id(append)] = float(np.sqrt(np.mean(echo.astype(np.float64) ** 2))) > ECHO_FLOOR
