@@ -67,6 +67,12 @@ def main() -> None:
         "--vad-inline-rows", type=int, help="the proxy's [vad] inline_rows (unset: its default)"
     )
     parser.add_argument(
+        "--store",
+        choices=("auto", "redis"),
+        default="auto",
+        help="the proxy's store (auto: in memory for 1 worker, Redis for more)",
+    )
+    parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
     parser.add_argument(
@@ -101,6 +107,7 @@ def main() -> None:
                         args.gather_ms,
                         args.quiet_gate_dbfs,
                         args.vad_inline_rows,
+                        args.store == "redis",
                     )
                     try:
                         result = asyncio.run(
@@ -108,7 +115,10 @@ def main() -> None:
                         )
                     finally:
                         stop_all(procs)
-                    results.append({"workers": workers, "event_loop": loop, **result})
+                    store = "redis" if workers > 1 or args.store == "redis" else "memory"
+                    results.append(
+                        {"workers": workers, "store": store, "event_loop": loop, **result}
+                    )
                     if not args.json:
                         print_row(results[-1])
     out = {

@@ -21,12 +21,13 @@ def start_stack(
     gather_ms: float | None = None,
     quiet_dbfs: float | None = None,
     inline_rows: int | None = None,
+    redis_store: bool = False,
 ) -> tuple[list[subprocess.Popen[bytes]], str]:
-    """Redis (for N > 1 workers), the reference backend and the proxy; the proxy runs
-    from ``root`` (another checkout, to compare versions side by side)."""
+    """Redis (for N > 1 workers, or asked for), the reference backend and the proxy; the
+    proxy runs from ``root`` (another checkout, to compare versions side by side)."""
     procs: list[subprocess.Popen[bytes]] = []
     store = ""
-    if workers > 1:
+    if workers > 1 or redis_store:
         redis, url = start_redis()
         procs.append(redis)
         store = f'[store]\nurl = "{url}"\n'
