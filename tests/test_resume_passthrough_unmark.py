@@ -29,7 +29,7 @@ from aiohttp import web
 from proxy.app import build_app
 from proxy.config import StoreConfig, config_from_dict
 from proxy.state import ProxyState
-from proxy.store.base import LeaseLost, SessionStore, hash_token
+from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable, hash_token
 from tests.servers import (
     connect,
     host_port,
@@ -39,7 +39,7 @@ from tests.servers import (
     ws_url,
 )
 from tests.stores import new_record, opened_store
-from tests.test_resume_passthrough_rebind import opened, refused, resumed, store_url
+from tests.test_resume_passthrough_rebind import opened, refused, resumed, store_url, until
 
 __all__ = ["store_url"]  # the fixture, shared with tests/test_resume_passthrough_rebind.py
 
@@ -99,18 +99,8 @@ async def test_a_resume_the_upstream_refused_takes_its_mark_away(
         if other:  # another resume, relayed meanwhile (another replica's), still out
             now = round(time.time() * 1000)
             assert await store.rebind_mark(sid, 1, "theirs", FAR, now) == FAR
-        async with connect(ws_url(b, model=None)) as c:
-            await c.send(
-                {
-                    "type": "session.resume",
-                    "session_id": sid,
-                    "resume_token": token,
-                    "last_received_server_event_seq": 0,
-                }
-            )
-            first = await c.recv()
-        # The upstream ended the session: it refused the resume, rotating nothing.
-        assert first["error"]["code"] == "session_resume_expired", first
+        # The upstream ended the session: it refuses the resume, rotating nothing.
+        assert (await refused(b, sid, token))[0] == "session_resume_expired"
         wrong = secrets.token_urlsafe(32)
         if not other:
             assert await marks(store, sid) == (0, {}), "no rebind in flight"
@@ -122,6 +112,29 @@ async def test_a_resume_the_upstream_refused_takes_its_mark_away(
         now = round(time.time() * 1000)
         assert await store.rebind_mark(sid, 1, "theirs", 0, now) == 0
         assert await refused(a, sid, wrong) == DENIED
+
+
+async def test_a_mark_the_store_did_not_take_away_at_once_goes_when_it_does(
+    store_url: str,
+) -> None:
+    async with reference("duplex") as up, replicas(up, store_url) as group:
+        (a, state), (b, _) = group[0], group[-1]
+        store = state.store
+        assert store is not None
+        sid, token = await closed_upstream(a)
+        real, refusals = store.rebind_mark, []
+
+        async def slow(sid: str, epoch: int, mark: str, until_ms: int, now_ms: int) -> int:
+            if until_ms == 0 and not refusals:  # the first try to take a mark away
+                refusals.append(mark)
+                raise StoreUnavailable("rebind_mark: no answer in time")
+            return await real(sid, epoch, mark, until_ms, now_ms)
+
+        store.rebind_mark = slow  # type: ignore[method-assign]
+        assert (await refused(a, sid, token))[0] == "session_resume_expired"
+        assert len(refusals) == 1
+        await until(lambda: marks(store, sid), (0, {}))
+        assert await refused(b, sid, secrets.token_urlsafe(32)) == DENIED
 
 
 async def silent_upstream(drops: bool) -> web.Application:

@@ -120,24 +120,52 @@ async def mark_rebinding(store: SessionStore, record: SessionRecord, hold_s: flo
     return mark
 
 
-async def unmark(store: SessionStore, record: SessionRecord, mark: str, log: Logger) -> None:
+async def unmark(
+    store: SessionStore, record: SessionRecord, mark: str, retry_s: float, log: Logger
+) -> None:
     """Take ``mark`` away: the resume that wrote it rotated no token. Fenced by the
-    epoch (a rebind since has cleared it); written to the end even if the resume is
-    cancelled; a store that refuses it leaves it to expire."""
-    task = asyncio.create_task(_unmarked(store, record, mark, log))
+    epoch (a rebind since has cleared it). Returns once the store answered the first
+    try; one it refused is tried again in the background, up to ``retry_s`` (the
+    mark's own hold: past it the mark is gone anyway), the resume cancelled or not."""
+    loop = asyncio.get_running_loop()
+    tried = asyncio.Event()
+    deadline = loop.time() + retry_s
+    task = loop.create_task(_unmarked(store, record, mark, deadline, tried, log))
     _pending.add(task)
     task.add_done_callback(_pending.discard)
-    await asyncio.shield(task)
+    await tried.wait()
 
 
-async def _unmarked(store: SessionStore, record: SessionRecord, mark: str, log: Logger) -> None:
-    now_ms = round(time.time() * 1000)
+async def _unmarked(
+    store: SessionStore,
+    record: SessionRecord,
+    mark: str,
+    deadline: float,
+    tried: asyncio.Event,
+    log: Logger,
+) -> None:
+    loop = asyncio.get_running_loop()
+    delay, tries = FIRST_RETRY_S, 0
     try:
-        left = await store.rebind_mark(record.session_id, record.epoch, mark, 0, now_ms)
-    except (StoreUnavailable, LeaseLost) as exc:
-        log.warning("passthrough_unmark_failed", error=str(exc))
-        return
-    record.rebind_until_ms = left
+        while True:
+            tries += 1
+            now_ms = round(time.time() * 1000)
+            try:
+                left = await store.rebind_mark(record.session_id, record.epoch, mark, 0, now_ms)
+            except StoreUnavailable as exc:
+                tried.set()
+                if loop.time() + delay >= deadline:  # it holds to its end: resumes retry
+                    log.warning("passthrough_unmark_failed", tries=tries, error=str(exc))
+                    return
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, MAX_RETRY_S)
+                continue
+            except LeaseLost:  # another resume's rebind cleared every mark, or it expired
+                return
+            record.rebind_until_ms = left
+            return
+    finally:
+        tried.set()
 
 
 def rebinding(record: SessionRecord) -> bool:

@@ -83,7 +83,7 @@ async def take_passthrough(
         ) from None
     finally:
         if not rotated:  # no token the store does not know: the mark is done with
-            await unmark(store, record, mark, conn.log)
+            await unmark(store, record, mark, hold_s, conn.log)
     conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")
     conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
 
