@@ -50,7 +50,7 @@ FAR = 2**50  # a mark's end (ms) no test outlives
 
 @asynccontextmanager
 async def replicas(
-    upstream: str, store_url: str, **server: Any
+    upstream: str, store_url: str, server: dict[str, Any] | None = None, **store: Any
 ) -> AsyncIterator[list[tuple[str, ProxyState]]]:
     """Replica "a" (and "b" on Redis) on one store, a passthrough route to ``upstream``."""
     names = ("a",) if store_url.startswith("memory") else ("a", "b")
@@ -58,8 +58,9 @@ async def replicas(
         {
             "routes": [{"model": "m", "upstream": upstream, "mode": "passthrough"}],
             "auth": {"mode": "none"},
-            "server": server,
-            "store": {"url": store_url, "timeout_s": 1.0},
+            "server": server or {},
+            # Timeouts only where the test makes them, not from a loaded machine.
+            "store": {"url": store_url, "timeout_s": 1.0, **store},
         }
     )
     async with AsyncExitStack() as stack:
@@ -162,7 +163,7 @@ async def test_a_resume_the_upstream_did_not_answer_takes_its_mark_away(
         reference("duplex") as up,
         tcp_link(up) as link,
         serve_app(await silent_upstream(drops)) as silent,
-        replicas(link.url(up), store_url, classify_timeout_s=1.0) as group,
+        replicas(link.url(up), store_url, {"classify_timeout_s": 1.0}) as group,
     ):
         (a, state), (b, _) = group[0], group[-1]
         store = state.store
