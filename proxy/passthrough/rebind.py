@@ -18,11 +18,16 @@ to ``rebind_until_ms`` its hash may be about to move to a token the store does n
 know yet, so a resume meanwhile whose token does not match is told to try again
 (``session_resume_unavailable``), not denied; the rebind clears the mark. A store
 that does not take the mark refuses the resume before the upstream rotates anything.
+A resume that ends with no token rotated (the upstream refused it, or did not
+answer it) takes its own mark away (``unmark``); each resume's mark is its own
+(``SessionStore.rebind_mark``), so that of another resume relayed meanwhile, on
+any replica, stands until that one ends too.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 import time
 
 from proxy.logging import Logger
@@ -103,13 +108,64 @@ async def follows_rebind(store: SessionStore, record: SessionRecord) -> bool:
     return True
 
 
-async def mark_rebinding(store: SessionStore, record: SessionRecord, hold_s: float) -> None:
+async def mark_rebinding(store: SessionStore, record: SessionRecord, hold_s: float) -> str:
     """Mark ``record``'s binding as possibly moving for ``hold_s``, fenced by its epoch
     (StoreUnavailable, LeaseLost: nothing was relayed, the client's token still
-    resumes)."""
-    until = round((time.time() + hold_s) * 1000)
-    await store.update(record.session_id, record.epoch, {"rebind_until_ms": until})
-    record.rebind_until_ms = until
+    resumes); the mark's id, for ``unmark``."""
+    mark, now = secrets.token_hex(8), time.time()
+    until = round((now + hold_s) * 1000)
+    now_ms = round(now * 1000)
+    sid = record.session_id
+    record.rebind_until_ms = await store.rebind_mark(sid, record.epoch, mark, until, now_ms)
+    return mark
+
+
+async def unmark(
+    store: SessionStore, record: SessionRecord, mark: str, retry_s: float, log: Logger
+) -> None:
+    """Take ``mark`` away: the resume that wrote it rotated no token. Fenced by the
+    epoch (a rebind since has cleared it). Returns once the store answered the first
+    try; one it refused is tried again in the background, up to ``retry_s`` (the
+    mark's own hold: past it the mark is gone anyway), the resume cancelled or not."""
+    loop = asyncio.get_running_loop()
+    tried = asyncio.Event()
+    deadline = loop.time() + retry_s
+    task = loop.create_task(_unmarked(store, record, mark, deadline, tried, log))
+    _pending.add(task)
+    task.add_done_callback(_pending.discard)
+    await tried.wait()
+
+
+async def _unmarked(
+    store: SessionStore,
+    record: SessionRecord,
+    mark: str,
+    deadline: float,
+    tried: asyncio.Event,
+    log: Logger,
+) -> None:
+    loop = asyncio.get_running_loop()
+    delay, tries = FIRST_RETRY_S, 0
+    try:
+        while True:
+            tries += 1
+            now_ms = round(time.time() * 1000)
+            try:
+                left = await store.rebind_mark(record.session_id, record.epoch, mark, 0, now_ms)
+            except StoreUnavailable as exc:
+                tried.set()
+                if loop.time() + delay >= deadline:  # it holds to its end: resumes retry
+                    log.warning("passthrough_unmark_failed", tries=tries, error=str(exc))
+                    return
+                await asyncio.sleep(delay)
+                delay = min(2 * delay, MAX_RETRY_S)
+                continue
+            except LeaseLost:  # another resume's rebind cleared every mark, or it expired
+                return
+            record.rebind_until_ms = left
+            return
+    finally:
+        tried.set()
 
 
 def rebinding(record: SessionRecord) -> bool:

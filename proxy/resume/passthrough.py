@@ -13,7 +13,7 @@ from typing import Any
 
 from proxy.connection import ClientConnection
 from proxy.passthrough.binding import keep_binding
-from proxy.passthrough.rebind import mark_rebinding, rebind
+from proxy.passthrough.rebind import mark_rebinding, rebind, unmark
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
 from proxy.resume.reach import reach_upstream
@@ -58,26 +58,32 @@ async def take_passthrough(
     try:
         # Its new token may reach the client before the store: a resume meanwhile is
         # told to try again, not denied.
-        await mark_rebinding(store, record, scfg.disconnect_grace_s + cfg.classify_timeout_s)
+        hold_s = scfg.disconnect_grace_s + cfg.classify_timeout_s
+        mark = await mark_rebinding(store, record, hold_s)
     except (StoreUnavailable, LeaseLost) as exc:
         await ws.close()
         raise (unavailable() if isinstance(exc, StoreUnavailable) else conflict()) from None
     conn.committing()
+    rotated = False
     try:
         # Relayed as the client sent it: the upstream's own session.resume.
         first, answer = await ask(ws, req.raw, cfg.classify_timeout_s)
+        if first.get("type") != "session.resumed":
+            await ws.close()
+            raise _upstream_refusal(first)
+        token = first.get("resume_token")
+        if isinstance(token, str):
+            # Before the client is told the new token: the store should know it first.
+            rotated = True
+            wait_s, grace_s = scfg.rebind_wait_s, scfg.disconnect_grace_s
+            await rebind(store, record, state.replica_id, token, wait_s, grace_s, conn.log)
     except UpstreamUnavailable:
         raise ResumeFailed(
             "upstream_unavailable", "the upstream did not answer the resume"
         ) from None
-    if first.get("type") != "session.resumed":
-        await ws.close()
-        raise _upstream_refusal(first)
-    token = first.get("resume_token")
-    if isinstance(token, str):
-        # Before the client is told the new token: the store should know it first.
-        wait_s, grace_s = scfg.rebind_wait_s, scfg.disconnect_grace_s
-        await rebind(store, record, state.replica_id, token, wait_s, grace_s, conn.log)
+    finally:
+        if not rotated:  # no token the store does not know: the mark is done with
+            await unmark(store, record, mark, hold_s, conn.log)
     conn.log = conn.log.bind(session_id=req.session_id, mode="passthrough")
     conn.log.info("session_resumed", where="upstream", last_seq=req.last_seq, took_ms=req.took_ms())
 

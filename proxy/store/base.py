@@ -58,7 +58,10 @@ class SessionRecord:
     key_id: str = ""
     # Passthrough: until when (wall clock, ms) a resume relayed to the upstream may
     # still bind the token it rotated to; 0 once bound (proxy/passthrough/rebind.py).
+    # The latest of ``rebind_marks``: each resume relayed at this epoch and not
+    # answered yet, by its own mark's id (``SessionStore.rebind_mark``).
     rebind_until_ms: int = 0
+    rebind_marks: dict[str, int] = field(default_factory=dict)
 
 
 class SessionStore(abc.ABC):
@@ -85,13 +88,24 @@ class SessionStore(abc.ABC):
     @abc.abstractmethod
     async def rebind(self, session_id: str, owner: str, old_hash: str, new_hash: str) -> int:
         """Move the lease to ``owner`` (the epoch bumped) and the token hash from
-        ``old_hash`` to ``new_hash``, ``rebind_until_ms`` cleared, in one write;
+        ``old_hash`` to ``new_hash``, every rebind mark cleared, in one write;
         return the epoch.
 
         Idempotent: a hash already ``new_hash`` is this call's own write answered late
         (only its caller knows that token), and the epoch is returned as it stands.
         LeaseLost where the hash is neither (another resume rotated it) or the session
         is gone.
+        """
+
+    @abc.abstractmethod
+    async def rebind_mark(
+        self, session_id: str, epoch: int, mark: str, until_ms: int, now_ms: int
+    ) -> int:
+        """Set the pending rebind ``mark`` to hold until ``until_ms``, or take it away
+        (``until_ms`` 0), if ``epoch`` is still current (else LeaseLost); return the
+        ``rebind_until_ms`` it leaves: the latest mark not past ``now_ms`` (wall clock),
+        0 if none. The other marks (other resumes relayed meanwhile) stay as they are;
+        ``rebind`` clears them all.
         """
 
     @abc.abstractmethod

@@ -96,9 +96,20 @@ class MemoryStore(SessionStore):
             raise LeaseLost(f"session {session_id}: its resume token was rotated elsewhere")
         if record.token_hash == old_hash:
             record.epoch += 1
-            record.owner, record.token_hash, record.rebind_until_ms = owner, new_hash, 0
+            record.owner, record.token_hash = owner, new_hash
+            record.rebind_until_ms, record.rebind_marks = 0, {}
         session.expires_at = self._clock() + self._config.disconnect_grace_s
         return record.epoch
+
+    async def rebind_mark(
+        self, session_id: str, epoch: int, mark: str, until_ms: int, now_ms: int
+    ) -> int:
+        record = self._fenced(session_id, epoch).record
+        marks = {k: v for k, v in record.rebind_marks.items() if k != mark and v > now_ms}
+        if until_ms > now_ms:
+            marks[mark] = until_ms
+        record.rebind_marks, record.rebind_until_ms = marks, max(marks.values(), default=0)
+        return record.rebind_until_ms
 
     async def save(self, record: SessionRecord) -> None:
         session = self._fenced(record.session_id, record.epoch)
@@ -213,4 +224,4 @@ class MemoryStore(SessionStore):
 
 
 # The record's fields that hold containers (the rest are strings and integers).
-_DEEP = ("state", "static", "conversation", "upstream", "recent_event_ids")
+_DEEP = ("state", "static", "conversation", "upstream", "recent_event_ids", "rebind_marks")

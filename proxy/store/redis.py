@@ -44,6 +44,7 @@ from proxy.store.redis_scripts import (
     FENCE,
     GONE,
     LOST,
+    MARK,
     READ,
     REBIND,
     SAVE,
@@ -78,6 +79,7 @@ class RedisStore(SessionStore):
                 ("create", CREATE),
                 ("take_over", TAKE_OVER),
                 ("rebind", REBIND),
+                ("mark", MARK),
                 ("save", SAVE),
                 ("append", APPEND),
                 ("delete", DELETE),
@@ -125,6 +127,12 @@ class RedisStore(SessionStore):
         check_session_id(session_id)
         args = [_dumps(owner), _dumps(old_hash), _dumps(new_hash)]
         return await self._script("rebind", session_id, args, "resume token rotated elsewhere")
+
+    async def rebind_mark(
+        self, session_id: str, epoch: int, mark: str, until_ms: int, now_ms: int
+    ) -> int:
+        check_session_id(session_id)
+        return await self._script("mark", session_id, [epoch, mark, until_ms, now_ms])
 
     async def save(self, record: SessionRecord) -> None:
         check_session_id(record.session_id)

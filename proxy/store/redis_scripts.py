@@ -63,7 +63,7 @@ return epoch
 # Not fenced by the epoch but by the token hash. ARGV[2] = new owner, ARGV[3] = the
 # hash the resume matched, ARGV[4] = the rotated token's (all JSON). The hash moves
 # from the one to the other with the lease (the epoch bumped, which fences the
-# replaced connection's writes out), and the pending rebind's mark is cleared; one
+# replaced connection's writes out), and the pending rebinds' marks are cleared; one
 # already moved (this write, answered late) is left as it is. Any other hash:
 # another resume rotated it.
 REBIND = """
@@ -76,8 +76,34 @@ end
 if cur ~= ARGV[3] then return -1 end
 local epoch = redis.call('HINCRBY', KEYS[1], 'epoch', 1)
 redis.call('HSET', KEYS[1], 'owner', ARGV[2], 'token_hash', ARGV[4], 'rebind_until_ms', '0')
+redis.call('HSET', KEYS[1], 'rebind_marks', '{}')
 touch()
 return epoch
+"""
+
+# ARGV[3] = a pending rebind's mark id, ARGV[4] = until when it holds (ms; 0 takes it
+# away), ARGV[5] = now (ms, the caller's clock, which wrote the marks). The other
+# marks stay (those past now go); ``rebind_until_ms`` becomes the latest, returned.
+# Written as integers (cjson would round a number to 14 digits).
+MARK = """
+local f = fence()
+if f ~= 0 then return f end
+local raw = redis.call('HGET', KEYS[1], 'rebind_marks')
+local marks = {}
+if raw then marks = cjson.decode(raw) end
+local now = tonumber(ARGV[5])
+marks[ARGV[3]] = tonumber(ARGV[4])
+local kept, latest = {}, 0
+for id, at in pairs(marks) do
+  if at > now then
+    table.insert(kept, cjson.encode(id) .. ':' .. string.format('%d', at))
+    if at > latest then latest = at end
+  end
+end
+local text = '{' .. table.concat(kept, ',') .. '}'
+redis.call('HSET', KEYS[1], 'rebind_marks', text, 'rebind_until_ms', string.format('%d', latest))
+touch()
+return latest
 """
 
 # ARGV[3] = acked_seq, ARGV[4] = last_seq, ARGV[5..] = other field/value pairs.
