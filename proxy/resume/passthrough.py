@@ -28,6 +28,7 @@ from proxy.resume.request import (
     gap,
     shutting_down,
     unavailable,
+    upstream_unavailable,
 )
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable
 from proxy.upstream import UpstreamUnavailable, ask, with_query
@@ -82,8 +83,10 @@ async def take_passthrough(
                 store, record, state.replica_id, token, mark, wait_s, grace_s, conn.log
             )
     except UpstreamUnavailable:
-        raise ResumeFailed(
-            "upstream_unavailable", "the upstream did not answer the resume"
+        # Nothing bound: the client's token still resumes, unless the upstream rotated
+        # it unanswered (it then denies it: docs/fidelity.md, "Known gaps").
+        raise upstream_unavailable(
+            "the upstream did not answer the resume; try again or start a new session"
         ) from None
     finally:
         if not rotated:  # no token the store does not know: the mark is done with
