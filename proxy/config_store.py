@@ -98,8 +98,8 @@ class StoreConfig:
         ge=0,
         description="How long a passthrough resume waits, retrying, for the hash of the "
         "upstream's rotated resume token to be written before it answers the client; past "
-        "it the client is answered and the write retried until it lands or "
-        "disconnect_grace_s has passed.",
+        "it the client is answered and the write retried until it lands, while the "
+        "resumed connection lasts and disconnect_grace_s after it ends.",
     )
     held_max_frames: int = Field(
         default=1024,

@@ -4,10 +4,10 @@ told (docs/fidelity.md, "Known gaps"; ``proxy/passthrough/rebind.py``).
 A replica relayed a resume, the upstream rotated the token, and the store would not
 take the new token's hash within ``[store] rebind_wait_s``: the client was told the
 new token, and the write went on in the background. If that write never lands (the
-replica died, or the store refused it until ``disconnect_grace_s`` had passed; the
-store and the other replicas cannot tell the two apart), the store keeps the old
-hash, which the upstream no longer takes, and the client holds a token the store
-does not know. The proxy cannot tell that token from a guess, and never lets a token
+replica died, or the store refused it until ``disconnect_grace_s`` after the client
+left that replica; the store and the other replicas cannot tell the two apart), the
+store keeps the old hash, which the upstream no longer takes, and the client holds a
+token the store does not know. The proxy cannot tell that token from a guess, and never lets a token
 through unmatched: the session is lost through the proxy. What this pins down: the
 client is told to try again (``session_resume_unavailable``) while the resume's mark
 stands, then that the session expired; never denied, never let in, on any replica;

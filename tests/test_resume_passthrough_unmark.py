@@ -170,7 +170,8 @@ async def test_a_resume_the_upstream_did_not_answer_takes_its_mark_away(
         assert store is not None
         sid, token = await opened(a)
         backend, link.target = link.target, host_port(silent)
-        assert (await refused(b, sid, token))[0] == "upstream_unavailable"
+        # Told to try again later (close 1013): the session is where it was.
+        assert await refused(b, sid, token) == ("upstream_unavailable", 1013)
         assert await marks(store, sid) == (0, {}), "no rebind in flight"
         assert await refused(a, sid, secrets.token_urlsafe(32)) == DENIED
         # The upstream never saw the resume: the client's token still resumes there.

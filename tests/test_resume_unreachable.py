@@ -1,7 +1,10 @@
-"""A resume while the upstream cannot be reached (``proxy/resume/reach.py``): the
-client is told ``upstream_unavailable``, the session stays where it was, and a
-resume once the upstream is back gets every event exactly once. Real Redis, two
-replicas, the reference backend behind a TCP relay that can point at a closed port.
+"""A resume while the upstream cannot be reached (``proxy/resume/reach.py``, or a
+fresh upstream session that cannot open before the lease moves,
+``proxy/resume/upstream_reopen.py``): the client is told ``upstream_unavailable``, a
+connection that came only to resume is closed 1013 (try again later, docs/protocol.md),
+the session stays where it was, and a resume once the upstream is back gets every
+event exactly once. Real Redis, two replicas, the reference backend behind a TCP relay
+that can point at a closed port.
 """
 
 from __future__ import annotations
@@ -22,16 +25,28 @@ from tests.resume_client import (
     resumed,
     send_resume,
 )
-from tests.servers import connect, reference, replica, store_config, tcp_link, ws_url
+from tests.servers import (
+    closed,
+    connect,
+    reference,
+    replica,
+    store_config,
+    tcp_link,
+    ws_url,
+)
 
 pytestmark = [pytest.mark.redis]
 
-# (backend kind, client query, the mode the session runs in)
+# (backend kind, client query, the mode the session runs in, whether the store keeps
+# the upstream's resume token: without it an emulated session's upstream session is
+# replaced by a fresh one, opened before the lease moves)
 CASES = [
-    ("duplex", {"duplex": "1"}, "passthrough"),
-    ("duplex", {}, "barge_in_emulated"),
-    ("turn", {}, "duplex_emulated"),
+    ("duplex", {"duplex": "1"}, "passthrough", True),
+    ("duplex", {}, "barge_in_emulated", True),
+    ("duplex", {}, "barge_in_emulated", False),
+    ("turn", {}, "duplex_emulated", True),
 ]
+IDS = [f"{c[2]}{'' if c[3] else '_fresh'}" for c in CASES]
 
 
 @pytest.fixture
@@ -39,15 +54,15 @@ def redis_url(redis_server_session: RedisServer) -> str:
     return redis_server_session.url
 
 
-@pytest.mark.parametrize(("kind", "query", "mode"), CASES, ids=[c[2] for c in CASES])
+@pytest.mark.parametrize(("kind", "query", "mode", "keyed"), CASES, ids=IDS)
 async def test_a_resume_while_the_upstream_is_unreachable_fails_and_leaves_the_session(
-    redis_url: str, kind: str, query: dict[str, str], mode: str
+    redis_url: str, kind: str, query: dict[str, str], mode: str, keyed: bool
 ) -> None:
     # With the key the store keeps the upstream's own resume token (sealed): an
     # emulated session's upstream session is resumed, not replaced by a fresh one.
-    key = base64.b64encode(secrets.token_bytes(32)).decode()
+    keys = {"secret_key": base64.b64encode(secrets.token_bytes(32)).decode()} if keyed else {}
     async with reference(kind, reply_ms=500) as up, tcp_link(up) as link:
-        config = store_config(link.url(up), redis_url, secret_key=key)
+        config = store_config(link.url(up), redis_url, **keys)
         async with replica(config, "a") as a, replica(config, "b") as b:
             async with connect(ws_url(a, **query)) as c1:
                 s: Tracked = await created(c1)
@@ -64,6 +79,11 @@ async def test_a_resume_while_the_upstream_is_unreachable_fails_and_leaves_the_s
             async with connect(ws_url(b, **query)) as c2:
                 ev = await send_resume(c2, s)
                 assert error_code(ev) == "upstream_unavailable", ev
+            # A connection that came only to resume: told to try again later.
+            async with connect(ws_url(b, model=None, **query)) as c2:
+                ev = await send_resume(c2, s)
+                assert error_code(ev) == "upstream_unavailable", ev
+                assert await closed(c2) == 1013, "the session is where it was: try again"
             after = await load_record(redis_url, s.sid)
             assert after is not None
             assert (after.epoch, after.owner, after.token_hash) == (

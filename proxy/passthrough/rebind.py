@@ -7,37 +7,55 @@ token is one the store does not know, and its old one one the upstream refuses.
 
 So the write (``SessionStore.rebind``: the lease and the hash in one, idempotent) is
 retried with backoff: up to ``[store] rebind_wait_s`` before the client is answered,
-and past that in the background until it lands or ``disconnect_grace_s`` has passed
-(the binding, unwritten that long, has expired by then). A write that landed but was
-answered late (a timeout) finds its own hash when retried, and is done. Only the
+and past that in the background until it lands, another resume is found to have
+rotated the token since (LeaseLost), or it is given up. It is not given up while the
+relay that resumed the session runs (``Rebinding.held``): that relay keeps the
+binding alive (``proxy/passthrough/binding.py``, at the epoch before the rebind), so
+a store that refuses only this write for a while must still get it once it heals.
+It is given up ``disconnect_grace_s`` after that relay ended (or after the resume,
+if no relay ran): the binding, unwritten that long, has expired by then. Meanwhile
+the resume's mark is held on (``proxy/passthrough/rebind_mark.py``), so a resume with
+the token not bound yet is told to try again, not denied. A write that landed but
+was answered late (a timeout) finds its own hash when retried, and is done. Only the
 relay's own record follows the epoch it moved to (``follows_rebind``): a connection
 that the resume replaced holds the old hash and stops writing.
-
-Before the resume is relayed at all, the binding is marked (``mark_rebinding``): up
-to ``rebind_until_ms`` its hash may be about to move to a token the store does not
-know yet, so a resume meanwhile whose token does not match is told to try again
-(``session_resume_unavailable``), not denied; the rebind clears the mark. A store
-that does not take the mark refuses the resume before the upstream rotates anything.
-A resume that ends with no token rotated (the upstream refused it, or did not
-answer it) takes its own mark away (``unmark``); each resume's mark is its own
-(``SessionStore.rebind_mark``), so that of another resume relayed meanwhile, on
-any replica, stands until that one ends too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
-import time
+import contextlib
+from collections.abc import Iterator
 
 from proxy.logging import Logger
+from proxy.passthrough.rebind_mark import FIRST_RETRY_S, MAX_RETRY_S, Mark, hold, pending_writes
 from proxy.store.base import LeaseLost, SessionRecord, SessionStore, StoreUnavailable, hash_token
 
-# Backoff between tries: from the first, doubling, up to the last.
-FIRST_RETRY_S = 0.05
-MAX_RETRY_S = 1.0
 
-_pending: set[asyncio.Task[None]] = set()
+class Rebinding:
+    """A rebind's write in the background: tried while the relay it belongs to runs
+    (``held``), and up to ``grace_s`` after it ended, or after the resume."""
+
+    __slots__ = ("grace_s", "relaying", "until")
+
+    def __init__(self, grace_s: float) -> None:
+        self.grace_s = grace_s
+        self.relaying = False
+        self.until = asyncio.get_running_loop().time() + grace_s  # loop time
+
+    @contextlib.contextmanager
+    def held(self) -> Iterator[None]:
+        """While the relay runs: the write goes on, and ``grace_s`` after it ends."""
+        self.relaying = True
+        try:
+            yield
+        finally:
+            self.relaying = False
+            self.until = max(self.until, asyncio.get_running_loop().time() + self.grace_s)
+
+    def lapsed(self, delay: float) -> bool:
+        """Whether a try ``delay`` from now would come too late."""
+        return not self.relaying and asyncio.get_running_loop().time() + delay >= self.until
 
 
 async def rebind(
@@ -45,24 +63,28 @@ async def rebind(
     record: SessionRecord,
     owner: str,
     token: str,
+    mark: Mark,
     wait_s: float,
     grace_s: float,
     log: Logger,
-) -> None:
-    """Bind ``record`` to the upstream's new ``token``, waiting up to ``wait_s`` for it.
+) -> Rebinding:
+    """Bind ``record`` to the upstream's new ``token``, waiting up to ``wait_s`` for it;
+    the write, to hold while the resumed session's relay runs.
 
     ``record`` takes the new hash at once and the new epoch once the write lands.
     """
     old_hash, record.token_hash = record.token_hash, hash_token(token)
     loop = asyncio.get_running_loop()
     started = loop.time()
-    task = loop.create_task(_retried(store, record, owner, old_hash, started + grace_s, log))
-    _pending.add(task)
-    task.add_done_callback(_pending.discard)
+    pending = Rebinding(grace_s)
+    task = loop.create_task(_retried(store, record, owner, old_hash, mark, pending, log))
+    pending_writes.add(task)
+    task.add_done_callback(pending_writes.discard)
     # Not cancelled with the resume (nor past ``wait_s``): the client may hold the token.
     done, _ = await asyncio.wait({task}, timeout=wait_s)
     if not done and wait_s > 0:
         log.warning("passthrough_rebind_pending", waited_ms=round((loop.time() - started) * 1000))
+    return pending
 
 
 async def _retried(
@@ -70,20 +92,21 @@ async def _retried(
     record: SessionRecord,
     owner: str,
     old_hash: str,
-    deadline: float,
+    mark: Mark,
+    pending: Rebinding,
     log: Logger,
 ) -> None:
-    loop = asyncio.get_running_loop()
     delay, tries = FIRST_RETRY_S, 0
     while True:
         tries += 1
         try:
             epoch = await store.rebind(record.session_id, owner, old_hash, record.token_hash)
         except StoreUnavailable as exc:
-            if loop.time() + delay >= deadline:
+            if pending.lapsed(delay):
                 # The session cannot be resumed through the proxy any more.
                 log.error("passthrough_rebind_failed", tries=tries, error=str(exc))
                 return
+            await hold(store, record, mark, delay)
             await asyncio.sleep(delay)
             delay = min(2 * delay, MAX_RETRY_S)
             continue
@@ -106,69 +129,3 @@ async def follows_rebind(store: SessionStore, record: SessionRecord) -> bool:
         return False
     record.epoch = current.epoch
     return True
-
-
-async def mark_rebinding(store: SessionStore, record: SessionRecord, hold_s: float) -> str:
-    """Mark ``record``'s binding as possibly moving for ``hold_s``, fenced by its epoch
-    (StoreUnavailable, LeaseLost: nothing was relayed, the client's token still
-    resumes); the mark's id, for ``unmark``."""
-    mark, now = secrets.token_hex(8), time.time()
-    until = round((now + hold_s) * 1000)
-    now_ms = round(now * 1000)
-    sid = record.session_id
-    record.rebind_until_ms = await store.rebind_mark(sid, record.epoch, mark, until, now_ms)
-    return mark
-
-
-async def unmark(
-    store: SessionStore, record: SessionRecord, mark: str, retry_s: float, log: Logger
-) -> None:
-    """Take ``mark`` away: the resume that wrote it rotated no token. Fenced by the
-    epoch (a rebind since has cleared it). Returns once the store answered the first
-    try; one it refused is tried again in the background, up to ``retry_s`` (the
-    mark's own hold: past it the mark is gone anyway), the resume cancelled or not."""
-    loop = asyncio.get_running_loop()
-    tried = asyncio.Event()
-    deadline = loop.time() + retry_s
-    task = loop.create_task(_unmarked(store, record, mark, deadline, tried, log))
-    _pending.add(task)
-    task.add_done_callback(_pending.discard)
-    await tried.wait()
-
-
-async def _unmarked(
-    store: SessionStore,
-    record: SessionRecord,
-    mark: str,
-    deadline: float,
-    tried: asyncio.Event,
-    log: Logger,
-) -> None:
-    loop = asyncio.get_running_loop()
-    delay, tries = FIRST_RETRY_S, 0
-    try:
-        while True:
-            tries += 1
-            now_ms = round(time.time() * 1000)
-            try:
-                left = await store.rebind_mark(record.session_id, record.epoch, mark, 0, now_ms)
-            except StoreUnavailable as exc:
-                tried.set()
-                if loop.time() + delay >= deadline:  # it holds to its end: resumes retry
-                    log.warning("passthrough_unmark_failed", tries=tries, error=str(exc))
-                    return
-                await asyncio.sleep(delay)
-                delay = min(2 * delay, MAX_RETRY_S)
-                continue
-            except LeaseLost:  # another resume's rebind cleared every mark, or it expired
-                return
-            record.rebind_until_ms = left
-            return
-    finally:
-        tried.set()
-
-
-def rebinding(record: SessionRecord) -> bool:
-    """Whether a resume of ``record`` relayed to its upstream may not have bound the
-    token the upstream rotated to yet."""
-    return record.rebind_until_ms > time.time() * 1000

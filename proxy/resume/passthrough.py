@@ -9,11 +9,13 @@ answers in time (``proxy/passthrough/rebind.py``).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from proxy.connection import ClientConnection
 from proxy.passthrough.binding import keep_binding
-from proxy.passthrough.rebind import mark_rebinding, rebind, unmark
+from proxy.passthrough.rebind import rebind
+from proxy.passthrough.rebind_mark import mark_rebinding, unmark
 from proxy.passthrough.relay import relay
 from proxy.resume.client_attach import Attacher
 from proxy.resume.reach import reach_upstream
@@ -26,6 +28,7 @@ from proxy.resume.request import (
     gap,
     shutting_down,
     unavailable,
+    upstream_unavailable,
 )
 from proxy.store.base import LeaseLost, SessionRecord, StoreUnavailable
 from proxy.upstream import UpstreamUnavailable, ask, with_query
@@ -64,7 +67,7 @@ async def take_passthrough(
         await ws.close()
         raise (unavailable() if isinstance(exc, StoreUnavailable) else conflict()) from None
     conn.committing()
-    rotated = False
+    rotated, rebound = False, None  # the token moved; its rebind (Rebinding)
     try:
         # Relayed as the client sent it: the upstream's own session.resume.
         first, answer = await ask(ws, req.raw, cfg.classify_timeout_s)
@@ -74,12 +77,16 @@ async def take_passthrough(
         token = first.get("resume_token")
         if isinstance(token, str):
             # Before the client is told the new token: the store should know it first.
-            rotated = True
             wait_s, grace_s = scfg.rebind_wait_s, scfg.disconnect_grace_s
-            await rebind(store, record, state.replica_id, token, wait_s, grace_s, conn.log)
+            rotated = True
+            rebound = await rebind(
+                store, record, state.replica_id, token, mark, wait_s, grace_s, conn.log
+            )
     except UpstreamUnavailable:
-        raise ResumeFailed(
-            "upstream_unavailable", "the upstream did not answer the resume"
+        # Nothing bound: the client's token still resumes, unless the upstream rotated
+        # it unanswered (it then denies it: docs/fidelity.md, "Known gaps").
+        raise upstream_unavailable(
+            "the upstream did not answer the resume; try again or start a new session"
         ) from None
     finally:
         if not rotated:  # no token the store does not know: the mark is done with
@@ -99,7 +106,9 @@ async def take_passthrough(
         active = state.metrics.sessions_active.labels(*labels)
         active.inc()  # the resumed session is live on this connection
         try:
-            await relay(conn, ws, binding=record)
+            # A rebind not landed yet is tried on while the relay keeps the binding alive.
+            with rebound.held() if rebound is not None else contextlib.nullcontext():
+                await relay(conn, ws, binding=record)
         finally:
             active.dec()
             keeper.cancel()

@@ -1,12 +1,13 @@
 """A socket to a route's upstream for a resume, or the resume fails with
-``upstream_unavailable`` (counted as an upstream connect error) before anything moved."""
+``upstream_unavailable`` (counted as an upstream connect error) before anything moved:
+worth trying again (close 1013)."""
 
 from __future__ import annotations
 
 import aiohttp
 
 from proxy.config import Route
-from proxy.resume.request import ResumeFailed
+from proxy.resume.request import upstream_unavailable
 from proxy.state import ProxyState
 from proxy.upstream import UpstreamUnavailable, connect
 
@@ -27,6 +28,6 @@ async def reach_upstream(
         )
     except UpstreamUnavailable:
         state.metrics.upstream_errors.labels("connect").inc()
-        raise ResumeFailed(
-            "upstream_unavailable", "cannot reach the upstream; try again or start a new session"
+        raise upstream_unavailable(
+            "cannot reach the upstream; try again or start a new session"
         ) from None

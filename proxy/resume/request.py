@@ -34,17 +34,22 @@ class ResumeRequest:
 
 class ResumeFailed(Exception):
     """``code`` and ``message`` for the client's ``error``; ``resume_token``, where the
-    store may hold a new token the client was never told (``unavailable``)."""
+    store may hold a new token the client was never told (``unavailable``); ``retry``:
+    the session is where it was, and the same resume may succeed later."""
 
-    def __init__(self, code: str, message: str, resume_token: str | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, resume_token: str | None = None, retry: bool = False
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.resume_token = resume_token
+        self.retry = retry or code == "session_resume_unavailable"
 
     def close(self) -> tuple[int, str]:
         """The close code and reason for a connection that only came to resume: 1013
-        (try again later) while the store cannot answer, 1008 (policy) otherwise."""
-        if self.code == "session_resume_unavailable":
+        (try again later) while the store or the upstream cannot answer, 1008 (policy)
+        otherwise."""
+        if self.retry:
             return 1013, "resume unavailable: try again"
         return 1008, "resume failed"
 
@@ -92,6 +97,13 @@ def unavailable(token: str | None = None) -> ResumeFailed:
         "again with this resume_token, and with the previous one if it is denied",
         resume_token=token,
     )
+
+
+def upstream_unavailable(message: str) -> ResumeFailed:
+    """The upstream could not be reached, or did not answer the resume: the session
+    stays where it was, so the same resume may succeed once the upstream is back (a
+    passthrough upstream that rotated its token unanswered denies it then)."""
+    return ResumeFailed("upstream_unavailable", message, retry=True)
 
 
 def rotating() -> ResumeFailed:

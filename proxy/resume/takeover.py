@@ -7,7 +7,7 @@ import time
 
 from proxy.connection import ClientConnection
 from proxy.emulated.runner import live_runner
-from proxy.passthrough.rebind import rebinding
+from proxy.passthrough.rebind_mark import rebinding
 from proxy.resume.client_attach import Attacher
 from proxy.resume.from_store import take_from_store
 from proxy.resume.lease import load_record

@@ -31,7 +31,7 @@ from proxy.connection import ClientConnection
 from proxy.persist.checkpoint import checkpoint_of
 from proxy.persist.sealing import stored_binding
 from proxy.resume.reach import reach_upstream
-from proxy.resume.request import ResumeFailed
+from proxy.resume.request import ResumeFailed, upstream_unavailable
 from proxy.state import ProxyState
 from proxy.store.base import SessionRecord
 from proxy.store.secret_box import secret_box
@@ -87,11 +87,14 @@ async def fresh_before_move(
     state: ProxyState, route: Route, record: SessionRecord
 ) -> UpstreamLink | SlotHeld:
     """A fresh upstream session tried once, before the lease moves; ``SlotHeld`` when
-    the upstream is full (the session's own upstream session may be what fills it)."""
+    the upstream is full (the session's own upstream session may be what fills it).
+    Nothing moved yet: a failure is worth trying again (close 1013)."""
     try:
         return await reopen_upstream(state, route, record, hold_s=0.0)
     except SlotFull:
         return SlotHeld()
+    except ResumeFailed as exc:
+        raise upstream_unavailable(f"{exc}; try again or start a new session") from None
 
 
 async def reopen_upstream(
@@ -127,14 +130,10 @@ async def reopen_upstream(
         if hold_s <= 0 and exhausted(exc.event):
             raise SlotFull() from None
         state.metrics.upstream_errors.labels("connect").inc()
-        raise ResumeFailed(
-            "upstream_unavailable", "cannot reopen the upstream session; start a new session"
-        ) from None
+        raise ResumeFailed("upstream_unavailable", "cannot reopen the upstream session") from None
     except UpstreamUnavailable:
         state.metrics.upstream_errors.labels("connect").inc()
-        raise ResumeFailed(
-            "upstream_unavailable", "cannot reopen the upstream session; start a new session"
-        ) from None
+        raise ResumeFailed("upstream_unavailable", "cannot reopen the upstream session") from None
 
 
 async def connect_upstream(
@@ -209,10 +208,10 @@ async def reattach_upstream(
         await reached.ws.close()
     try:
         return await reopen_upstream(state, route, record), False
-    except ResumeFailed:
-        # The lease has moved: the session cannot go on anywhere.
+    except ResumeFailed as exc:
+        # The lease has moved: the session cannot go on anywhere (close 1008).
         conn.log.warning("session_lost", reason="upstream unreachable after the takeover")
-        raise
+        raise ResumeFailed(exc.code, f"{exc}; start a new session") from None
 
 
 async def _end_left(

@@ -1,0 +1,86 @@
+"""A passthrough rebind the store refuses for longer than ``disconnect_grace_s`` while
+the resumed client stays connected (``proxy/passthrough/rebind.py``).
+
+The background rebind gave up ``disconnect_grace_s`` after the resume, taking the
+record to have expired by then. But the resumed client's relay keeps the binding
+alive (``proxy/passthrough/binding.py``, at the epoch before the rebind), so a store
+that refused only the rebind that long (a Redis that errors or times out that one
+script) left the record alive with the old hash once it healed: the client's next
+resume, with the token it was told, could never land. And the resume's mark lapsed
+with the grace and the classify timeout, so that resume was even denied, telling the
+client its session was gone. Now the rebind is retried while the relay that owns it
+runs, and ``disconnect_grace_s`` after it ends, its mark held as long; a token that
+is not the session's is still never let through.
+
+Real parts on loopback: the proxy (replicas "a" and "b" sharing a redis-server, or
+one replica on the memory store) in front of the duplex reference backend, on a
+route set to ``passthrough``; replica "a"'s store refusing its rebind writes (as in
+tests/test_resume_passthrough_rebind.py) and nothing else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+
+from proxy.store.base import hash_token
+from tests.servers import connect, reference, ws_url
+from tests.test_resume_passthrough_rebind import (
+    Fault,
+    opened,
+    refused,
+    resume,
+    resumed,
+    store_url,
+    stored_hash,
+    until,
+)
+from tests.test_resume_passthrough_unmark import DENIED, TRY_AGAIN, replicas
+
+__all__ = ["store_url"]  # the fixture, shared with tests/test_resume_passthrough_rebind.py
+
+GRACE_S = 4.0  # the store's disconnect_grace_s (the shortest for a timeout_s of 1 s)
+CLASSIFY_S = 1.0  # a resume's mark holds GRACE_S + CLASSIFY_S from when it is set
+
+
+async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
+    store_url: str,
+) -> None:
+    async with (
+        reference("duplex") as up,
+        replicas(
+            up,
+            store_url,
+            {"classify_timeout_s": CLASSIFY_S},
+            disconnect_grace_s=GRACE_S,
+            rebind_wait_s=0.2,
+        ) as group,
+    ):
+        (a, state), (b, _) = group[0], group[-1]
+        store = state.store
+        assert store is not None
+        sid, first = await opened(a)
+        fault = Fault(store, applied=False)  # every rebind of "a" refused until healed
+        async with connect(ws_url(a, model=None)) as c2:
+            answer = await resume(c2, sid, first)
+            assert answer["type"] == "session.resumed", answer
+            token = answer["resume_token"]
+            # Connected past the grace and past the mark's first hold, the store
+            # refusing the rebind all along.
+            await asyncio.sleep(GRACE_S + CLASSIFY_S + 1.0)
+            assert fault.refused >= 2
+            assert await stored_hash(store, sid) == hash_token(first), "kept alive, old hash"
+            # A resume meanwhile is still told to try again, not told the session is
+            # gone; a token not the session's is not let through either.
+            assert await refused(b, sid, token) == TRY_AGAIN
+            assert await refused(b, sid, secrets.token_urlsafe(32)) == TRY_AGAIN
+        # The client left; the store still refuses for a while: the same.
+        await asyncio.sleep(0.5)
+        assert await refused(b, sid, token) == TRY_AGAIN
+        fault.heal()
+        await until(lambda: stored_hash(store, sid), hash_token(token))
+        # The client, trying again as told, resumes with the token it holds.
+        latest = await resumed(b, sid, token)
+        for stale in (first, token, secrets.token_urlsafe(32)):
+            assert await refused(a, sid, stale) == DENIED
+        await resumed(a, sid, latest)
