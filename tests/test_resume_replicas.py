@@ -16,18 +16,20 @@ from typing import Any
 import pytest
 
 from tests.proxy_process import ProxyProcess, proxy_process
-from tests.redis_server import RedisServer
 from tests.resume_client import (
     Tracked,
     answered,
     cut_answer_ends,
     mid_answer,
+    redis_url,
     resumed,
     wait_persisted,
 )
 from tests.servers import Client, connect, reference, ws_url
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+__all__ = ["redis_url"]  # fixtures, used by name
 
 
 @asynccontextmanager
@@ -77,11 +79,6 @@ async def lose_owner(
             await c.recv()
     s.take(c)
     return response
-
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
 
 
 async def test_resume_on_a_second_process_replaces_the_first(

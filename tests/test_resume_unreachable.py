@@ -12,13 +12,13 @@ import secrets
 import pytest
 
 from tests.ports import closed_port
-from tests.redis_server import RedisServer
 from tests.resume_client import (
     Tracked,
     answered,
     created,
     error_code,
     load_record,
+    redis_url,
     resumed,
     send_resume,
 )
@@ -26,17 +26,14 @@ from tests.servers import connect, reference, replica, store_config, tcp_link, w
 
 pytestmark = [pytest.mark.redis]
 
+__all__ = ["redis_url"]  # fixtures, used by name
+
 # (backend kind, client query, the mode the session runs in)
 CASES = [
     ("duplex", {"duplex": "1"}, "passthrough"),
     ("duplex", {}, "barge_in_emulated"),
     ("turn", {}, "duplex_emulated"),
 ]
-
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
 
 
 @pytest.mark.parametrize(("kind", "query", "mode"), CASES, ids=[c[2] for c in CASES])
