@@ -18,8 +18,8 @@ import orjson
 from shim.actions import Action, ForwardUpstream, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import VadWindow
+from tests.shim_ga_relay_script import AID, RID, answer, answer_delta, make
 from tests.shim_script import WINDOW, Script, detection, upstream_events
-from tests.test_shim_ga_relay import AID, RID, answer, answer_delta, make
 
 SILENCE, SPEECH = 0.05, 0.95
 

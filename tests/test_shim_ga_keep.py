@@ -11,9 +11,9 @@ from __future__ import annotations
 from typing import Any
 
 from shim.actions import Action, SendUpstream
+from tests.shim_ga_relay_script import RID, answer, make
 from tests.shim_script import Script, upstream_events
 from tests.test_shim_ga_gate import SILENCE, SPEECH, first_turn, sent_kinds
-from tests.test_shim_ga_relay import RID, answer, make
 
 CUTS = {"response.cancel", "output_audio_buffer.clear", "conversation.item.truncate"}
 

@@ -10,9 +10,9 @@ over it. What reaches the upstream, in what order, by script: no sockets, no clo
 from __future__ import annotations
 
 from shim.actions import Action
+from tests.shim_ga_relay_script import AID, RID, answer_delta, make
 from tests.shim_script import Script, client_events, detection, upstream_events
 from tests.test_shim_ga_gate import SPEECH, burst, first_turn, released, sent_kinds
-from tests.test_shim_ga_relay import AID, RID, answer_delta, make
 
 APPEND, COMMIT, CREATE = "input_audio_buffer.append", "input_audio_buffer.commit", "response.create"
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from shim.inputs import UpstreamLost
+from tests.shim_ga_relay_script import RID, answer, answer_delta, make
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_relay import RID, answer, answer_delta, make
 from tests.test_shim_ga_wait_snapshot import ga
 
 

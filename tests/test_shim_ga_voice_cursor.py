@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from tests.test_shim_ga_relay import RID, answer, answer_delta, make
+from tests.shim_ga_relay_script import RID, answer, answer_delta, make
 from tests.test_shim_ga_update_voice import changed_voice, update, voiced
 from tests.test_shim_ga_wait_snapshot import UP, ga
 from tests.test_shim_ga_wait_snapshot import make as make_unbound

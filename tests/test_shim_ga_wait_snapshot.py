@@ -14,9 +14,9 @@ from shim.dialects.relay_turn_wait import MAX_WAITING_CHARS
 from shim.dialects.relay_wait_snapshot import KEY
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.shim_ga_relay_script import RID, answer_delta
 from tests.shim_script import Script, detection
 from tests.test_shim_ga_gate import SPEECH, burst, first_turn, sent_kinds
-from tests.test_shim_ga_relay import RID, answer_delta
 from tests.test_shim_ga_turn_wait import APPEND, COMMIT, CREATE
 
 UP = "up-1"
