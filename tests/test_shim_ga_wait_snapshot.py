@@ -15,9 +15,8 @@ from shim.dialects.relay_wait_snapshot import KEY
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_ga_relay_script import RID, answer_delta
+from tests.shim_ga_turn_steps import APPEND, COMMIT, CREATE, SPEECH, burst, first_turn, sent_kinds
 from tests.shim_script import Script, detection
-from tests.test_shim_ga_gate import SPEECH, burst, first_turn, sent_kinds
-from tests.test_shim_ga_turn_wait import APPEND, COMMIT, CREATE
 
 UP = "up-1"
 
