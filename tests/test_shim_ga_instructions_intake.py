@@ -8,9 +8,9 @@ from __future__ import annotations
 import orjson
 
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_ga_resumable import UP, ga, make
 from tests.shim_script import Script, upstream_events
 from tests.test_shim_ga_update_instructions import USER_TEXT, changes, make_with, update
-from tests.test_shim_ga_wait_snapshot import UP, ga, make
 
 RESUMED = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
 FRESH = {"type": "session.created", "session": {"id": "up-2"}, "resume_token": "tok-2"}

@@ -19,8 +19,8 @@ from shim.inputs import UpstreamLost, UpstreamReattached
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.shim_ga_relay_script import answer
+from tests.shim_ga_resumable import UP, ga, make
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_wait_snapshot import UP, ga, make
 
 USER_TEXT = {
     "type": "conversation.item.create",

@@ -11,8 +11,8 @@ from typing import Any
 
 from shim.inputs import UpstreamLost
 from tests.shim_ga_relay_script import RID, answer, answer_delta, make
+from tests.shim_ga_resumable import ga
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_wait_snapshot import ga
 
 
 def update(sc: Script, session: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
