@@ -17,7 +17,7 @@ import orjson
 from tests.shim_ga_relay_script import RID, answer, answer_delta, make
 from tests.shim_ga_resumable import UP, ga
 from tests.shim_ga_resumable import make as make_unbound
-from tests.test_shim_ga_update_voice import changed_voice, update, voiced
+from tests.shim_ga_voice_updates import changed_voice, update, voiced
 
 
 def _done(rid: str, status: str = "completed", reason: str = "stop") -> dict[str, Any]:
