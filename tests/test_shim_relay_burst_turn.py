@@ -20,9 +20,9 @@ from shim.audio import b64encode
 from shim.dialects.ga_relay import GaRelaySession
 from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
 from shim.settings import ShimSettings
+from tests.overlap_measures import clip16
 from tests.shim_ga_relay_script import RID, answer_delta, make
 from tests.shim_script import Script
-from tests.test_overlap_evidence import clip16
 
 CHUNK_MS = 20
 DUPLEX_CAPS = {"supports_barge_in": True}

@@ -20,8 +20,8 @@ from proxy.vad import VadRunner
 from shim.actions import Action, SendClient, SendClientAudio, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import ClientEvent, Tick, VadWindow
+from tests.overlap_measures import clip16
 from tests.shim_ga_relay_script import RID, answer_delta, make
-from tests.test_overlap_evidence import clip16
 from tests.test_shim_relay_burst_turn import _pcm24
 
 CHUNK_MS = 20
