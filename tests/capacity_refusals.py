@@ -8,9 +8,7 @@ from typing import Any
 
 import aiohttp
 
-from tests.servers import (
-    Client,
-)
+from tests.servers import Client
 
 
 def refused_upstream_full(c: Client) -> dict[str, Any]:

@@ -16,13 +16,7 @@ from proxy.app import build_app
 from proxy.config import Config
 from proxy.reference.server import build_reference_app
 from proxy.state import ProxyState
-from tests.servers import (
-    Client,
-    closed,
-    connect,
-    serve_app,
-    ws_url,
-)
+from tests.servers import Client, closed, connect, serve_app, ws_url
 
 
 async def eventually(condition: Callable[[], bool]) -> None:

@@ -13,10 +13,7 @@ from typing import Any
 import pytest
 
 from tests.proxy_process import ProxyProcess, proxy_process
-from tests.resume_client import (
-    Tracked,
-    wait_persisted,
-)
+from tests.resume_client import Tracked, wait_persisted
 from tests.servers import Client, reference
 
 

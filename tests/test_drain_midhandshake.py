@@ -14,14 +14,7 @@ import pytest
 
 from tests.drain_handshake import drained_mid_handshake, gated_upstream, refused
 from tests.redis_server import RedisServer
-from tests.servers import (
-    Client,
-    connect,
-    proxy_with_state,
-    resume_of,
-    store_config,
-    ws_url,
-)
+from tests.servers import Client, connect, proxy_with_state, resume_of, store_config, ws_url
 
 pytestmark = [pytest.mark.redis]
 

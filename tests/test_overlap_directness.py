@@ -13,14 +13,7 @@ import numpy as np
 import pytest
 import soxr
 
-from shim.overlap_decision import (
-    DecisionParams,
-    Judged,
-    Kind,
-    Verdict,
-    classify,
-    direct,
-)
+from shim.overlap_decision import DecisionParams, Judged, Kind, Verdict, classify, direct
 from shim.overlap_directness import BLOCK, SPAN, sharpest_fall_db
 from shim.overlap_evidence import WINDOW, OverlapEvidence
 from shim.overlap_onset import user_run

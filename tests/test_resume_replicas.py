@@ -13,13 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.replica_processes import lose_owner, replica_processes
-from tests.resume_client import (
-    answered,
-    cut_answer_ends,
-    mid_answer,
-    redis_url,
-    resumed,
-)
+from tests.resume_client import answered, cut_answer_ends, mid_answer, redis_url, resumed
 from tests.servers import connect, ws_url
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]

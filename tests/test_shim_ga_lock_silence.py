@@ -5,14 +5,7 @@ one the upstream session reports, else the route's ``extra_body`` one at the ope
 
 from __future__ import annotations
 
-from tests.shim_ga_instructions_lock import (
-    RESUMED,
-    changes,
-    make_with,
-    moved,
-    quiet_turn,
-    update,
-)
+from tests.shim_ga_instructions_lock import RESUMED, changes, make_with, moved, quiet_turn, update
 
 
 def test_the_clients_silence_level_survives_a_move() -> None:
