@@ -1,7 +1,7 @@
 """The client's updates to a barge-in relay by script, and what a fresh upstream is then
 given (tests/test_shim_relay_kept_*.py, ``shim/dialects/relay_kept_update.py``):
 sequences of updates naming a setting another way than the ones before, or by a value
-vLLM-Omni ignores.
+vLLM-Omni ignores; and the settings a client opened its upstream session with.
 """
 
 from __future__ import annotations
@@ -17,6 +17,16 @@ POLICIES = ("overlap_policy", "playback_commit_policy")
 BARGE_IN = "barge_in_on_speech"
 ACK = "ack_only"
 VOICE_ECHO = {"audio": {"output": {"voice": "echo", "format": {"type": "audio/g711_ulaw"}}}}
+# What a client opened its upstream session with: the kept update starts from it
+# (tests/test_relay_kept_*.py).
+OPENED = {
+    "instructions": "Be brief.",
+    "voice": "alloy",
+    "turn_detection": {"type": "server_vad"},
+    "extra_body": {"auto_response": True, "overlap_silence_rms": 0.02},
+    "overlap_silence_rms": 0.01,
+    "model": "m",
+}
 # Updates naming a setting another way than the ones before, or by a value vLLM-Omni
 # ignores (``engine/duplex/config.py``, ``apply_realtime_update``).
 SEQUENCES: list[tuple[dict[str, Any], ...]] = [

@@ -159,6 +159,15 @@ async def reattached(base: str) -> dict[str, int]:
     return counts
 
 
+async def until_fresh_upstream(base: str) -> None:
+    """Until the proxy has a fresh upstream session for the client."""
+    for _ in range(200):
+        if (await reattached(base)).get("fresh") == 1:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("no fresh upstream session")
+
+
 def transcript_of(events: list[dict[str, Any]], rid: str) -> str:
     """The response's transcript deltas as the client received them, joined."""
     kind = "response.output_audio_transcript.delta"

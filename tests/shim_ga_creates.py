@@ -9,8 +9,8 @@ from typing import Any
 
 from shim.actions import Action, ResumeUpstream
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_ga_relay_script import RID
 from tests.shim_script import Script, client_events, detection
-from tests.test_shim_ga_relay import RID
 
 BUSY = "conversation_already_has_active_response"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from tests.auth_helpers import KEY_A, api_keys, auth_config
+from tests.browser_page import CHROMIUM, WAIT_MS, chromium_args, needs_chromium, write_wav
 from tests.servers import load_clip, proxy, silence
-from tests.test_browser import CHROMIUM, WAIT_MS, chromium_args, needs_chromium, write_wav
 
 
 @needs_chromium

@@ -20,6 +20,7 @@ from proxy.upstream import connect as connect_upstream
 from proxy.upstream import resume_url
 from proxy.upstream_book import upstream_key
 from proxy.upstream_fresh import end_over
+from tests.capacity_refusals import readyz_routes, refused_count, refused_upstream_full
 from tests.servers import (
     Client,
     closed,
@@ -37,34 +38,6 @@ STRICT = ReferenceOptions(fidelity="strict")
 
 def config(routes: list[dict[str, Any]]) -> Config:
     return config_from_dict({"auth": {"mode": "none"}, "routes": routes})
-
-
-def refused_upstream_full(c: Client) -> dict[str, Any]:
-    """The one error a refused client got: upstream_at_capacity with a retry hint."""
-    errors = c.of("error")
-    assert [e["error"]["code"] for e in errors] == ["upstream_at_capacity"], errors
-    error: dict[str, Any] = errors[0]["error"]
-    assert error["type"] == "rate_limit_error"
-    assert "retry after" in error["message"]
-    assert c.ws.close_code == 1013
-    return error
-
-
-async def refused_count(base: str) -> int:
-    """``duplex_proxy_upstream_errors_total{kind="refused"}``: refusals the upstream sent."""
-    async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
-        text = await resp.text()
-    for line in text.splitlines():
-        if line.startswith("duplex_proxy_upstream_errors_total{") and 'kind="refused"' in line:
-            return int(float(line.rsplit(" ", 1)[1]))
-    return 0
-
-
-async def readyz_routes(base: str) -> dict[str, str]:
-    async with aiohttp.ClientSession() as http, http.get(base + "/readyz") as resp:
-        body: dict[str, Any] = await resp.json()
-    routes: dict[str, str] = body["routes"]
-    return routes
 
 
 async def end(c: Client) -> None:

@@ -16,8 +16,8 @@ from proxy.config import Config, config_from_dict
 from proxy.emulated.runner import EmulatedRunner
 from proxy.reference.options import ReferenceOptions
 from proxy.state import ProxyState
+from tests.capacity_refusals import readyz_routes, refused_count, refused_upstream_full
 from tests.servers import closed, connect, drop, proxy_with_state, reference, resume_of, ws_url
-from tests.test_capacity import readyz_routes, refused_count, refused_upstream_full
 
 STRICT = ReferenceOptions(fidelity="strict")
 

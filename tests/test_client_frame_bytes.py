@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.client_frames import ClientFrame, parse_client_frame, parse_flat_ascii
-from tests.test_client_frame_checks import CRAFTED, LIMITS, PROPS, VALUES
+from tests.client_frame_inputs import CRAFTED, LIMITS, PROPS, VALUES
 
 APPEND = '{"type":"input_audio_buffer.append","t":1.5,"audio":"' + "A" * 1280 + '"}'
 

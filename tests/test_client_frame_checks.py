@@ -10,12 +10,11 @@ same error (code and message) from both, under the default limits and tiny ones.
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 import orjson
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from proxy.client_frames import BadFrame, ClientFrame, parse_client_frame
@@ -23,14 +22,7 @@ from proxy.client_limits import _NAMES_FORMAT, AUDIO_BYTES_PER_S, InputClock, au
 from proxy.json_depth import holds_more_values_than, nests_deeper_than
 from shim.audio import PCM16, PCM_F32, PCMU, AudioFormat
 from shim.native_client import append_format
-
-PROPS = settings(
-    max_examples=400,
-    deadline=None,
-    derandomize="HYPOTHESIS_HUNT" not in os.environ,
-    suppress_health_check=[HealthCheck.too_slow],
-)
-LIMITS = [(64, 50_000), (0, 0), (1, 1), (2, 3), (3, 2)]
+from tests.client_frame_inputs import AUDIO, CRAFTED, LIMITS, PROPS, VALUES
 
 
 def _reference_nested(event: object) -> bool:
@@ -57,57 +49,6 @@ def reference_parse(raw: str, max_depth: int, max_values: int) -> ClientFrame | 
     return ClientFrame(raw, event)
 
 
-AUDIO = "AAAA" * 320
-CRAFTED = [
-    f'{{"type":"input_audio_buffer.append","audio":"{AUDIO}"}}',
-    f'{{"type":"input_audio_buffer.append","event_id":"e1","audio":"{AUDIO}"}}',
-    f' \t\r\n{{"type" : "input_audio_buffer.append" ,\n"audio":"{AUDIO}"}}  ',
-    '{"type":"input_audio_buffer.append","audio":"AB==","audio":"ABCD"}',  # duplicate keys
-    '{"type":"x","type":"input_audio_buffer.append","audio":"ABC="}',
-    '{"type":"input_audio_buffer.append","audio":"{[{["}',  # brackets inside a string
-    '{"type":"a\\u007b\\u005b","audio":"x"}',  # escaped brackets
-    '{"type":"\\"{","audio":"]"}',
-    '{"type":"input_audio_buffer.append","audio":["AAAA"]}',
-    '{"type":"input_audio_buffer.append","audio":{"a":{"b":1}}}',
-    '{"type":"t","v":[]}',
-    '{"type":"t","v":{}}',
-    '{"type":"t","a":1,"b":2,"c":3}',
-    '{"type":""}',
-    '{"type":5}',
-    "{}",
-    '{"a":[1,2,3]}',
-    "[]",
-    "[1,2]",
-    '[{"type":"x"}]',
-    '"{"',
-    '"x"',
-    "5",
-    "null",
-    "true",
-    "",
-    " ",
-    "{",
-    "}",
-    "[",
-    '{"type":"x"',
-    '{"type":"x"}}',
-    '{"type":"x"} {"type":"y"}',
-    '{"type":"x",}',
-    "{'type':'x'}",
-    '{"type":"x\u0000"}',
-    '{"type":"x\x01"}',
-    '{"type":"\ud800"}',
-    '{"type":"x","n":NaN}',
-    '{"type":"x","n":1e999}',
-    "\ufeff" + '{"type":"x"}',
-    '{"type":"c","item":' + '{"a":' * 70 + "1" + "}" * 70 + "}",
-    '{"type":"c","item":' + "[" * 300 + "]" * 300 + "}",
-    "[" * 2000 + "]" * 2000,
-    '{"type":"c","v":' + "[" + ",".join(["1"] * 100) + "]}",
-    '{"type":"c",' + ",".join(f'"k{i}":{i}' for i in range(60)) + "}",
-]
-
-
 def same(raw: str) -> None:
     for max_depth, max_values in LIMITS:
         assert parse_client_frame(raw, max_depth, max_values) == reference_parse(
@@ -118,17 +59,6 @@ def same(raw: str) -> None:
 def test_crafted_frames_get_what_the_full_checks_gave() -> None:
     for raw in CRAFTED:
         same(raw)
-
-
-INT = st.integers(min_value=-(2**63), max_value=2**63 - 1)
-SCALARS = st.none() | st.booleans() | INT | st.floats(allow_nan=False) | st.text(max_size=8)
-VALUES = st.recursive(
-    SCALARS,
-    lambda inner: (
-        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
-    ),
-    max_leaves=20,
-)
 
 
 @PROPS

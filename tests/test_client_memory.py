@@ -15,9 +15,9 @@ import pytest
 
 from proxy.client_frames import ClientFrame
 from proxy.client_queue import FrameCredits, FrameInbox
+from tests.flood_stack import rss_mb
 from tests.proxy_process import cli_backend, proxy_process
 from tests.servers import Client, connect, proxy, proxy_config, reference, ws_url
-from tests.test_input_flood import rss_mb
 
 WARMUP_S = 20  # from the backend's start: long enough to outlast the proxy's own
 BIG = 1_000_000  # a long prompt; the stand-in upstream drops a reader 4 MiB behind

@@ -13,8 +13,8 @@ import pybase64
 from aiohttp import web
 
 from proxy.client_outbox import ClientOutbox
+from tests.flood_stack import created
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
-from tests.test_upstream_flood import created
 
 QUEUE_BYTES = 1024 * 1024
 DELTAS = 3

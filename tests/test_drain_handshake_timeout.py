@@ -15,6 +15,7 @@ import pytest
 
 from proxy.app import build_app
 from proxy.state import ProxyState
+from tests.drain_handshake import drained_mid_handshake, eventually, gated_upstream, refused
 from tests.redis_server import RedisServer
 from tests.servers import (
     closed,
@@ -25,7 +26,6 @@ from tests.servers import (
     serve_app,
     ws_url,
 )
-from tests.test_drain_midhandshake import drained_mid_handshake, eventually, gated_upstream, refused
 
 pytestmark = [pytest.mark.redis]
 

@@ -9,7 +9,6 @@ delays are fractional at 16 kHz, as in life.
 from __future__ import annotations
 
 import json
-import wave
 import zlib
 from functools import cache
 
@@ -17,10 +16,10 @@ import numpy as np
 import pytest
 
 from proxy.vad import VadRunner
-from shim.audio import Float32Array, Int16Array, StreamResampler, float_to_int16, int16_to_float
+from shim.audio import Float32Array, Int16Array, float_to_int16, int16_to_float
 from shim.echo import EchoSuppressor
 from shim.vad_gate import SpeechStarted, VadGate, VadParams
-from tests.corpus import CORPUS, needs_corpus
+from tests.corpus import CORPUS, load24k, needs_corpus, to16k
 
 RATE = 16000
 CHUNK = 320  # 20 ms of mic per process() call
@@ -149,18 +148,6 @@ def test_a_gap_in_the_mic_restarts_framing() -> None:
 
 
 # -- the real thing: Silero and the gate on corpus speech ----------------------
-
-
-@cache
-def load24k(name: str) -> Int16Array:
-    with wave.open(str(CORPUS / name)) as w:
-        return np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.int16)
-
-
-def to16k(x24: Float32Array | Int16Array) -> Int16Array:
-    rs = StreamResampler(24000, 16000)
-    pcm = float_to_int16(np.asarray(x24, np.float32) / 32768.0)
-    return np.concatenate((rs.process(pcm), rs.flush()))
 
 
 def speech_onset_ms(name: str) -> int:

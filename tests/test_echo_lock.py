@@ -12,8 +12,7 @@ import numpy as np
 
 from shim.audio import Int16Array, float_to_int16, int16_to_float
 from shim.echo import EchoSuppressor
-from tests.corpus import needs_corpus
-from tests.test_echo import load24k, to16k
+from tests.corpus import load24k, needs_corpus, to16k
 
 RATE = 16000
 CHUNK = 320

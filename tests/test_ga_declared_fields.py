@@ -20,6 +20,7 @@ from openai.types.realtime import ConversationItem, RealtimeResponse, RealtimeSe
 from pydantic import BaseModel, TypeAdapter
 
 from shim.dialects import ga_events, ga_fields
+from tests.realtime_mic import mic
 from tests.servers import (
     Client,
     connect,
@@ -30,7 +31,6 @@ from tests.servers import (
     silence,
     ws_url,
 )
-from tests.test_bargein_e2e import mic
 
 GA_EVENTS: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 

@@ -14,8 +14,8 @@ import pybase64
 import pytest
 
 from proxy.reference.options import ReferenceOptions
-from tests.cli_processes import Proc, Procs, wait_http_ok
-from tests.ports import free_port
+from tests.cli_processes import Procs
+from tests.flood_stack import rss_mb, served
 from tests.servers import Client, connect, reference, silence, ws_url
 
 RSS_BOUND_MB = 300  # generous: unbounded queues grew by gigabytes within seconds
@@ -28,28 +28,6 @@ def processes(tmp_path: Path) -> Iterator[Procs]:
         yield p
     finally:
         p.close()
-
-
-async def served(processes: Procs, tmp_path: Path, server: str, upstream: str) -> tuple[Proc, str]:
-    """``duplex-proxy serve`` on loopback with ``server`` under ``[server]``, no auth and
-    one route (``m``) to ``upstream``, answering: the process and its base URL."""
-    config = tmp_path / "proxy.toml"
-    config.write_text(
-        f'[server]\nhost = "127.0.0.1"\n{server}[auth]\nmode = "none"\n'
-        f'\n[[routes]]\nmodel = "m"\nupstream = "{upstream}"\n'
-    )
-    port = free_port()
-    proc = processes.spawn("proxy", ["serve", "--config", str(config), "--port", str(port)])
-    base = f"http://127.0.0.1:{port}"
-    await wait_http_ok(proc, base)
-    return proc, base
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    raise AssertionError("no VmRSS")
 
 
 async def flood(c: Client, stop: asyncio.Event) -> None:

@@ -14,10 +14,10 @@ import pybase64
 import pytest
 
 from tests.cli_processes import Procs
+from tests.flood_stack import served
 from tests.input_rate_events import PCMU, append
 from tests.native_client_session import NATIVE, opening
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
-from tests.test_input_flood import served
 
 
 @pytest.fixture

@@ -8,10 +8,10 @@ import pytest
 
 from proxy.latency import TurnLatency
 from proxy.metrics import Metrics
+from tests.metrics_scrape import scrape, value
+from tests.realtime_mic import speak_over_the_answer
 from tests.resume_client import created, resumed
 from tests.servers import connect, proxy, proxy_config, reference, ws_url
-from tests.test_bargein_e2e import speak_over_the_answer
-from tests.test_ops import scrape, value
 
 
 def count(metrics: Metrics, name: str, **labels: str) -> float:

@@ -9,20 +9,17 @@ Read back as vLLM-Omni's own reader reads it, the object is the session as it is
 
 from __future__ import annotations
 
-import sys
 import types
-import zipfile
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.native_client_session import NATIVE, opening
 from tests.servers import connect, proxy_config, reference, replica, ws_url
-from tests.vllm_omni_client import VERSION, WHEEL, fetch_client_sources
 from tests.wheel_realtime_session import wheel_session
+from tests.wheel_turn_detection import wheel_turns
 
-__all__ = ["wheel_session"]
+__all__ = ["wheel_session", "wheel_turns"]
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,40 +34,6 @@ RUNTIME = (
     "active_response_turn_id",
     "playback",
 )
-
-
-@pytest.fixture(scope="module")
-def wheel_turns(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[types.ModuleType]:
-    """``engine/duplex/turn_detection.py`` from the 0.30.0 wheel (with the ``vad.py`` it
-    imports, its logger the standard library's), as modules of their own names."""
-    store = getattr(request.config, "cache", None)
-    name = f"vllm-omni-{VERSION}"
-    cache = store.mkdir(name) if store is not None else tmp_path_factory.mktemp(name)
-    fetch_client_sources(cache)  # downloads and checks the wheel
-    prefix = "vllm_omni/engine/duplex/"
-    with zipfile.ZipFile(cache / WHEEL) as archive:
-        vad_src = archive.read(prefix + "vad.py").decode()
-        turns_src = archive.read(prefix + "turn_detection.py").decode()
-    names = ("wheel_duplex_vad", "wheel_duplex_turn_detection")
-    vad_src = vad_src.replace(
-        "from vllm.logger import init_logger", "from logging import getLogger as init_logger"
-    )
-    turns_src = turns_src.replace("vllm_omni.engine.duplex.vad", names[0])
-    modules = []
-    for module_name, source, path in zip(
-        names, (vad_src, turns_src), ("vad.py", "turn_detection.py"), strict=True
-    ):
-        module = types.ModuleType(module_name)
-        sys.modules[module_name] = module
-        exec(compile(source, prefix + path, "exec"), module.__dict__)
-        modules.append(module)
-    try:
-        yield modules[1]
-    finally:
-        for module_name in names:
-            sys.modules.pop(module_name, None)
 
 
 async def resumed_after(

@@ -7,10 +7,10 @@ from typing import Any
 
 import aiohttp
 from aiohttp import web
-from prometheus_client.parser import text_string_to_metric_families
 
 from proxy.app import STATE, build_app
 from proxy.config import config_from_dict
+from tests.metrics_scrape import scrape, value
 from tests.ports import closed_port
 from tests.servers import (
     Client,
@@ -24,32 +24,12 @@ from tests.servers import (
     ws_url,
 )
 
-Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
-
 
 async def get_json(base: str, path: str) -> tuple[int, dict[str, Any]]:
     async with aiohttp.ClientSession() as http, http.get(base + path) as resp:
         assert resp.content_type == "application/json"
         body: dict[str, Any] = await resp.json()
         return resp.status, body
-
-
-async def scrape(base: str) -> Samples:
-    async with aiohttp.ClientSession() as http, http.get(base + "/metrics") as resp:
-        assert resp.status == 200
-        assert resp.content_type == "text/plain"
-        text = await resp.text()
-    samples: Samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return samples
-
-
-def value(samples: Samples, name: str, **labels: str) -> float:
-    """The sum over ``name``'s series that carry ``labels`` (and maybe others)."""
-    wanted = set(labels.items())
-    return sum(v for (n, ls), v in samples.items() if n == name and wanted <= set(ls))
 
 
 async def spoken_turn(c: Client) -> dict[str, Any]:

@@ -26,14 +26,8 @@ from shim.overlap_decision import (
 from shim.overlap_evidence import USER_LEVELS_KEPT, WINDOW, OverlapEvidence, loud_level
 from shim.overlap_onset import backstop_counts
 from shim.overlap_voicing import voicing
-from tests.servers import ROOT, load_clip
-
-RATE = 16000
-
-
-def clip16(name: str) -> np.ndarray:
-    pcm = np.frombuffer(load_clip(name), dtype="<i2").astype(np.float32) / 32768.0
-    return np.clip(soxr.resample(pcm, 24000, RATE) * 32768.0, -32768, 32767).astype(np.int16)
+from tests.overlap_measures import RATE, clip16, measure_clip
+from tests.servers import ROOT
 
 
 def windows(x: np.ndarray) -> list[np.ndarray]:
@@ -45,17 +39,6 @@ def loud_windows(x: np.ndarray, top: float = 0.3) -> list[np.ndarray]:
     ws = windows(x.astype(np.float32) / 32768.0)
     ws.sort(key=lambda w: float(np.dot(w, w)), reverse=True)
     return ws[: max(1, int(len(ws) * top))]
-
-
-def measure_clip(x: np.ndarray, prob: float = 0.9) -> list:  # type: ignore[type-arg]
-    """Every window of a clip through the evidence, with no echo suppression."""
-    ev = OverlapEvidence()
-    out = []
-    for end in range(WINDOW, x.size + 1, WINDOW):
-        chunk = x[end - WINDOW : end]
-        ev.add(chunk, chunk.astype(np.float32) / 32768.0, end - WINDOW)
-        out.append(ev.measure(prob, end))
-    return out
 
 
 def test_one_close_voice_is_voiced_and_noise_is_not() -> None:

@@ -16,9 +16,8 @@ import pytest
 import soxr
 
 from shim.overlap_decision import DecisionParams, Verdict
+from tests.overlap_measures import RATE, clip16, evidence, measure_clip, overlap, scaled, user_level
 from tests.servers import ROOT
-from tests.test_overlap_directness import RATE, evidence, overlap, scaled, user_level
-from tests.test_overlap_evidence import clip16, measure_clip
 
 # The decision before far voices near the user's level were told by their gaps.
 BEFORE = DecisionParams(far_margin_db=math.inf)

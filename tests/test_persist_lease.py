@@ -17,49 +17,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from proxy.config import config_from_dict
-from proxy.logging import get_logger
 from proxy.persist.lease_pace import STORE_RETRY_S, lease_due
 from proxy.persist.persister import Persister
-from proxy.persist.port import StoredFacts
 from proxy.state import ProxyState
 from proxy.store import open_store
-from shim.journal import Journal, RecentIds
+from tests.quiet_session import PROBE_S, Quiet
 from tests.resume_client import created
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
-
-PROBE_S = 0.02
-
-
-class Quiet:
-    """A session that handles nothing after it opened: it never pokes."""
-
-    def __init__(self) -> None:
-        self.session_id = "sess_" + "a" * 32
-        self.log = get_logger(session_id=self.session_id)
-        self.journal = Journal("evt", 1 << 20, 60_000)
-        self.recent = RecentIds(16)
-        self.finished = asyncio.Event()
-
-    def stored_facts(self) -> StoredFacts:
-        return StoredFacts("m", "barge_in_emulated", {})
-
-    def snapshot(self) -> dict[str, Any]:
-        return {}
-
-    def upstream_position(self) -> tuple[str, int] | None:
-        return None
-
-    def upstream_checkpointed(self, session_id: str, seq: int) -> None:
-        pass
-
-    async def replaced_elsewhere(self) -> None:
-        raise AssertionError("nobody else holds it")
 
 
 @pytest.mark.parametrize(

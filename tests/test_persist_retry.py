@@ -19,7 +19,7 @@ from proxy.persist.persister import Persister
 from proxy.state import ProxyState
 from proxy.store import open_store
 from proxy.store.base import StoreUnavailable
-from tests.test_persist_lease import PROBE_S, Quiet
+from tests.quiet_session import PROBE_S, Quiet
 
 
 class Busy(Quiet):

@@ -6,7 +6,6 @@ while the reference backend it probes serves on the test's loop.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import subprocess
 import sys
@@ -15,16 +14,10 @@ import orjson
 import pytest
 
 from proxy.__main__ import main
-from proxy.probe.cli import configure_parser, run_probe
-from tests.test_probe import ROOT_DIR, backend
+from proxy.probe.cli import run_probe
+from tests.probe_stacks import ROOT_DIR, args, backend
 
 pytestmark = pytest.mark.timeout(90)
-
-
-def args(*argv: str) -> argparse.Namespace:
-    parser = argparse.ArgumentParser()
-    configure_parser(parser)
-    return parser.parse_args(list(argv))
 
 
 def test_probe_subcommand_help(capsys: pytest.CaptureFixture[str]) -> None:

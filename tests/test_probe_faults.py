@@ -18,7 +18,7 @@ import orjson
 import pytest
 from aiohttp import WSMsgType, web
 
-from tests.test_probe import backend, probe, serve, table
+from tests.probe_stacks import backend, probe, serve, table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 

@@ -13,8 +13,8 @@ from contextlib import asynccontextmanager
 
 import pytest
 
+from tests.probe_stacks import backend, probe, proxied, table
 from tests.probe_standins import PER_SESSION_MB, Faults, middleman
-from tests.test_probe import backend, probe, proxied, table
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -17,9 +17,8 @@ import orjson
 import pytest
 
 from proxy.probe.cli import run_probe
+from tests.probe_stacks import args, backend, proxied
 from tests.probe_standins import middleman
-from tests.test_probe import backend, proxied
-from tests.test_probe_cli import args
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

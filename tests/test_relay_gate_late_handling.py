@@ -25,9 +25,9 @@ from shim.audio import b64encode
 from shim.echo_run import ECHO_TAIL_MS
 from shim.inputs import ClientEvent, Input, Tick, UpstreamEvent, VadWindow
 from tests.servers import ROOT
+from tests.shim_ga_relay_script import RID, answer_delta, make
+from tests.shim_ga_turn_steps import SILENCE, first_turn
 from tests.shim_script import WINDOW
-from tests.test_shim_ga_gate import SILENCE, first_turn
-from tests.test_shim_ga_relay import RID, answer_delta, make
 
 sys.path.insert(0, str(ROOT / "bench"))
 

@@ -9,8 +9,7 @@ from typing import Any
 
 from shim.dialects.relay_kept_update import folded
 from tests.duplex_relay_script import make
-from tests.relay_kept_updates import updated
-from tests.test_relay_kept_opening import OPENED
+from tests.relay_kept_updates import OPENED, updated
 
 
 def _fresh(s: Any) -> dict[str, Any] | None:

@@ -23,20 +23,11 @@ from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.inputs import UpstreamLost
 from tests.duplex_relay_script import make
 from tests.native_client_session import NATIVE, opening
-from tests.relay_kept_updates import updated
+from tests.relay_kept_updates import OPENED, updated
 from tests.servers import connect, proxy_config, proxy_with_state, reference, ws_url
 from tests.shim_script import upstream_events
 
 pytestmark = pytest.mark.timeout(60)
-
-OPENED = {
-    "instructions": "Be brief.",
-    "voice": "alloy",
-    "turn_detection": {"type": "server_vad"},
-    "extra_body": {"auto_response": True, "overlap_silence_rms": 0.02},
-    "overlap_silence_rms": 0.01,
-    "model": "m",
-}
 
 
 def test_a_move_reopens_with_what_the_upstream_opened_with() -> None:

@@ -29,9 +29,9 @@ from proxy.vad import VadRunner
 from shim.dialects.ga_relay import GaRelaySession
 from shim.inputs import VadWindow
 from shim.settings import ShimSettings
+from tests.overlap_measures import clip16
+from tests.shim_relay_bursts import append_at_once
 from tests.shim_script import Script
-from tests.test_overlap_evidence import clip16
-from tests.test_shim_relay_burst_turn import append_at_once
 
 CORPUS = ROOT.parent / "shared" / "corpus" / "dev"
 

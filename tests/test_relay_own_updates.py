@@ -11,7 +11,6 @@ fresh upstream the kept ``playback_commit_policy`` by an update of its own
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
@@ -22,7 +21,7 @@ from shim.inputs import UpstreamLost, UpstreamReattached
 from tests.duplex_relay_script import make
 from tests.native_client_session import NATIVE, opening
 from tests.relay_kept_updates import updated
-from tests.resume_client import reattached
+from tests.resume_client import until_fresh_upstream
 from tests.servers import connect, host_port, proxy, proxy_config, reference, tcp_link, ws_url
 from tests.shim_script import Script, upstream_events
 
@@ -124,7 +123,7 @@ async def test_a_native_client_hears_no_answer_to_the_fresh_upstreams_opening() 
         link.target = host_port(restarted)
         link.cut()
         cut_at = len(c.events)
-        await _fresh(base)
+        await until_fresh_upstream(base)
         await c.send(_update("after"))
         got = await c.until("session.updated", timeout=15)
         assert got["session"]["instructions"] == "after", got
@@ -133,15 +132,6 @@ async def test_a_native_client_hears_no_answer_to_the_fresh_upstreams_opening() 
         updates = [e for e in c.events[cut_at:] if e["type"] == "session.updated"]
         assert [e["session"]["instructions"] for e in updates] == ["after", "again"], updates
         assert not [e for e in c.events[cut_at:] if e["type"] == "error"], c.events[cut_at:]
-
-
-async def _fresh(base: str) -> None:
-    """Until the proxy has a fresh upstream session for the client."""
-    for _ in range(200):
-        if (await reattached(base)).get("fresh") == 1:
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError("no fresh upstream session")
 
 
 RESUMED = {"type": "session.resumed", "session": {"id": "up-2"}, "resume_token": "t"}

@@ -23,11 +23,11 @@ from proxy.persist.checkpoint import checkpoint_of
 from proxy.reference.options import ReferenceOptions
 from tests.held_turn_replicas import slow_replicas
 from tests.proxy_process import ProxyProcess
-from tests.redis_server import RedisServer
 from tests.resume_client import (
     Tracked,
     created,
     load_record,
+    redis_url,
     resumed,
     speak,
     wait_persisted,
@@ -37,10 +37,7 @@ from tests.upstream_tap import upstream_tap
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
+__all__ = ["redis_url"]  # fixtures, used by name
 
 
 @asynccontextmanager

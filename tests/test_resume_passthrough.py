@@ -15,12 +15,12 @@ import redis.asyncio as aioredis
 
 from proxy.reference.options import ReferenceOptions
 from proxy.store.redis_scripts import FENCE, REBIND
-from tests.redis_server import RedisServer
 from tests.resume_client import (
     GONE_OR_LOST,
     created,
     error_code,
     load_record,
+    redis_url,
     resumed,
     send_resume,
 )
@@ -28,13 +28,10 @@ from tests.servers import connect, replica_pair, ws_url
 
 pytestmark = [pytest.mark.redis]
 
+__all__ = ["redis_url"]  # fixtures, used by name
+
 # A resume writes the rotated token's hash with this script (proxy/store/redis.py).
 REBIND_SHA = hashlib.sha1((FENCE + REBIND).encode()).hexdigest()
-
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
 
 
 async def _count_token_writes(url: str, writes: list[str]) -> None:

@@ -10,21 +10,17 @@ import secrets
 
 import pytest
 
-from tests.redis_server import RedisServer
-from tests.resume_client import answered, created, resumed, wait_persisted
+from tests.resume_client import answered, created, redis_url, resumed, wait_persisted
 from tests.servers import Client, connect, replica_pair, ws_url
 
 pytestmark = [pytest.mark.redis]
+
+__all__ = ["redis_url"]  # fixtures, used by name
 
 # Where the proxy itself answers a truncate (the upstream cannot cut its own answer);
 # a duplex upstream's own session resumed (its token stored: a secret key).
 KINDS = ["turn", "duplex-no-barge-in"]
 KEY = base64.b64encode(secrets.token_bytes(32)).decode()
-
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
 
 
 async def until_type(c: Client, *kinds: str) -> dict:  # type: ignore[type-arg]

@@ -21,8 +21,8 @@ from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.resampler_carry import Carry
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.shim_overlap_sessions import relay
 from tests.shim_script import Script, client_events
-from tests.test_shim_overlap_protocol import relay
 
 RID, AID, UP = "resp-carry-1", "item_resp-carry-1", "duplex-up-1"
 RESUMED = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}

@@ -15,13 +15,13 @@ import secrets
 import pytest
 
 from tests.ports import closed_port
-from tests.redis_server import RedisServer
 from tests.resume_client import (
     Tracked,
     answered,
     created,
     error_code,
     load_record,
+    redis_url,
     resumed,
     send_resume,
 )
@@ -37,6 +37,8 @@ from tests.servers import (
 
 pytestmark = [pytest.mark.redis]
 
+__all__ = ["redis_url"]  # fixtures, used by name
+
 # (backend kind, client query, the mode the session runs in, whether the store keeps
 # the upstream's resume token: without it an emulated session's upstream session is
 # replaced by a fresh one, opened before the lease moves)
@@ -47,11 +49,6 @@ CASES = [
     ("turn", {}, "duplex_emulated", True),
 ]
 IDS = [f"{c[2]}{'' if c[3] else '_fresh'}" for c in CASES]
-
-
-@pytest.fixture
-def redis_url(redis_server_session: RedisServer) -> str:
-    return redis_server_session.url
 
 
 @pytest.mark.parametrize(("kind", "query", "mode", "keyed"), CASES, ids=IDS)

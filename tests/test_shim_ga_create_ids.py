@@ -21,8 +21,8 @@ from tests.shim_ga_creates import (
     errors,
     refusal,
 )
+from tests.shim_ga_relay_script import make
 from tests.shim_script import detection
-from tests.test_shim_ga_relay import make
 
 
 @pytest.mark.parametrize("item_id", [["x"], {"id": "x"}, 7])

@@ -20,8 +20,8 @@ from tests.shim_ga_creates import (
     refusal,
     resumed,
 )
+from tests.shim_ga_relay_script import RID, answer_delta, make
 from tests.shim_script import Script, client_events
-from tests.test_shim_ga_relay import RID, answer_delta, make
 
 
 def doubt_by_an_empty_second_commit(sc: Script) -> str:

@@ -16,8 +16,8 @@ from tests.shim_ga_creates import (
     refusal,
     resumed,
 )
+from tests.shim_ga_relay_script import RID, make
 from tests.shim_script import client_events, detection
-from tests.test_shim_ga_relay import RID, make
 
 
 @pytest.mark.parametrize("fresh", ["lost", "reattached"])

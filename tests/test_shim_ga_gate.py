@@ -10,44 +10,19 @@ when the VAD got to it. By script: no sockets, no clock.
 
 from __future__ import annotations
 
-from typing import Any
-
-import numpy as np
-import orjson
-
-from shim.actions import Action, ForwardUpstream, SendUpstream
-from shim.audio import b64encode
+from shim.actions import Action
 from shim.inputs import VadWindow
+from tests.shim_ga_relay_script import AID, RID, answer, make
+from tests.shim_ga_turn_steps import (
+    SILENCE,
+    SPEECH,
+    answer_in_real_time,
+    burst,
+    first_turn,
+    released,
+    sent_kinds,
+)
 from tests.shim_script import WINDOW, Script, detection, upstream_events
-from tests.test_shim_ga_relay import AID, RID, answer, answer_delta, make
-
-SILENCE, SPEECH = 0.05, 0.95
-
-
-def answer_in_real_time(sc: Script, chunks: int = 10) -> None:
-    """An answer of ``chunks`` x 100 ms, each delta as the previous one ends; its
-    ``response.done`` with the last. The client sends nothing meanwhile."""
-    sc.upstream({"type": "response.created", "response": {"id": RID}})
-    for n in range(chunks):
-        if n:
-            sc.tick(100)
-        sc.upstream(answer_delta())
-    sc.upstream({"type": "response.done", "response": {"id": RID, "status": "completed"}})
-
-
-def burst(
-    sc: Script, probs: list[float], peak: int = 4000
-) -> tuple[list[dict[str, Any]], list[Action]]:
-    """One 32 ms append per window, all at once: a voice where the VAD will say speech."""
-    events, out = [], []
-    for p in probs:
-        n = sc.rate * 32 // 1000
-        t = np.arange(n) / sc.rate
-        wave = np.sin(2 * np.pi * 140 * t) * (peak if p >= 0.5 else 0)
-        ev = {"type": "input_audio_buffer.append", "audio": b64encode(wave.astype("<i2").tobytes())}
-        events.append(ev)
-        out += sc.client(ev)
-    return events, out
 
 
 def vad_behind(sc: Script, probs: list[float], step_ms: float = 8.0) -> list[Action]:
@@ -62,17 +37,6 @@ def vad_behind(sc: Script, probs: list[float], step_ms: float = 8.0) -> list[Act
     while sc.s.wants_ticks(sc.now):  # the edge ticks while time can change something
         out += sc.tick(50)
     return out
-
-
-def first_turn(sc: Script) -> None:
-    sent = upstream_events(sc.speak([SPEECH] * 20 + [SILENCE] * 20))
-    assert sent, "nothing plays: the first turn goes upstream"
-
-
-def released(events: list[dict[str, Any]], out: list[Action]) -> list[int]:
-    """Which of ``events`` went upstream, by index, in the order they went."""
-    ids = {id(ev): n for n, ev in enumerate(events)}
-    return [ids[id(a.event)] for a in out if isinstance(a, SendUpstream) and id(a.event) in ids]
 
 
 def test_a_turn_sent_at_once_after_the_answer_reaches_the_upstream_whole_and_in_order() -> None:
@@ -135,17 +99,6 @@ def test_audio_the_vad_never_heard_does_not_move_the_judgement() -> None:
     out += vad_behind(sc, probs)
     order = released(events, out)
     assert order and 8 <= order[0] <= 16 and order == list(range(order[0], len(events))), order
-
-
-def sent_kinds(out: list[Action]) -> list[str]:
-    """What went upstream, by type, relayed events included, in order."""
-    kinds = []
-    for a in out:
-        if isinstance(a, SendUpstream):
-            kinds.append(str(a.event["type"]))
-        elif isinstance(a, ForwardUpstream):
-            kinds.append(str(orjson.loads(a.raw)["type"]))
-    return kinds
 
 
 def test_push_to_talk_over_a_generated_answer_goes_whole_after_its_ack() -> None:

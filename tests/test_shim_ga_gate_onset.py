@@ -13,9 +13,9 @@ import itertools
 from shim.actions import Action, SendUpstream
 from shim.dialects.relay_gate import PREFIX_MS
 from shim.input_history import ms_to_sample
+from tests.shim_ga_relay_script import make
+from tests.shim_ga_turn_steps import SILENCE, SPEECH, answer_in_real_time, first_turn
 from tests.shim_script import WINDOW, Script
-from tests.test_shim_ga_gate import SILENCE, SPEECH, answer_in_real_time, first_turn
-from tests.test_shim_ga_relay import make
 
 MIN_SPEECH_MS = 150  # VadParams() default
 

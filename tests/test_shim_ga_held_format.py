@@ -13,9 +13,9 @@ import pytest
 from shim.actions import Action, SendUpstream
 from shim.audio import AudioFormat, decode_samples
 from shim.audio_formats import parse_format
+from tests.shim_ga_relay_script import make
+from tests.shim_ga_turn_steps import done, pressed_over
 from tests.shim_script import Script
-from tests.test_shim_ga_relay import make
-from tests.test_shim_ga_turn_wait import done, pressed_over
 
 PCM24 = {"type": "audio/pcm", "rate": 24000}
 PCMU = {"type": "audio/pcmu"}

@@ -8,22 +8,19 @@ from __future__ import annotations
 import orjson
 
 from shim.inputs import UpstreamLost, UpstreamReattached
-from tests.shim_script import Script, upstream_events
-from tests.test_shim_ga_update_instructions import USER_TEXT, changes, make_with, update
-from tests.test_shim_ga_wait_snapshot import UP, ga, make
+from tests.shim_ga_instructions_lock import (
+    FRESH,
+    RESUMED,
+    USER_TEXT,
+    changes,
+    make_with,
+    moved,
+    update,
+)
+from tests.shim_ga_resumable import ga, make
+from tests.shim_script import upstream_events
 
-RESUMED = {"type": "session.resumed", "session_id": UP, "resume_token": "tok-2"}
-FRESH = {"type": "session.created", "session": {"id": "up-2"}, "resume_token": "tok-2"}
 AUTO = {"instructions": "be kind", "extra_body": {"auto_response": True}}
-
-
-def moved(sc: Script, resumed: dict[str, object] | None = RESUMED) -> Script:
-    """The session taken from its snapshot on another replica, whose route opens
-    upstream sessions without ``auto_response``."""
-    snap = orjson.loads(orjson.dumps(sc.s.snapshot()))
-    m = make_with(chunk_period_ms=80)
-    ga(m).restore(snap, resumed, now=sc.now)
-    return m
 
 
 def test_silence_committed_and_answered_leaves_them_free() -> None:

@@ -13,8 +13,8 @@ from pydantic import TypeAdapter
 
 from shim.actions import Action
 from tests.shim_edge_scripts import TURN, errors, start_turn, the, turn_based
+from tests.shim_ga_relay_script import answer, make, truncate
 from tests.shim_script import client_events, types
-from tests.test_shim_ga_relay import answer, make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 
@@ -24,15 +24,6 @@ def ga(actions: list[Action]) -> list[dict[str, Any]]:
     for event in events:
         GA.validate_python({"event_id": "event_1", **event})  # the edge adds the id
     return events
-
-
-def truncate(item_id: str, end_ms: int) -> dict[str, Any]:
-    return {
-        "type": "conversation.item.truncate",
-        "item_id": item_id,
-        "content_index": 0,
-        "audio_end_ms": end_ms,
-    }
 
 
 def test_duplex_emulated_retrieves_the_users_own_audio_item() -> None:

@@ -11,21 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from shim.actions import Action, SendUpstream
+from tests.shim_ga_relay_script import RID, answer, make
+from tests.shim_ga_turn_steps import SILENCE, SPEECH, first_turn, not_interrupting, sent_kinds
 from tests.shim_script import Script, upstream_events
-from tests.test_shim_ga_gate import SILENCE, SPEECH, first_turn, sent_kinds
-from tests.test_shim_ga_relay import RID, answer, make
 
 CUTS = {"response.cancel", "output_audio_buffer.clear", "conversation.item.truncate"}
-
-
-def not_interrupting(sc: Script, interrupt: bool = False) -> None:
-    td = {"type": "server_vad", "interrupt_response": interrupt}
-    sc.client(
-        {
-            "type": "session.update",
-            "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
-        }
-    )
 
 
 def appends(out: list[Action]) -> list[dict[str, Any]]:

@@ -11,7 +11,7 @@ import base64
 
 import pytest
 
-from tests.test_shim_ga_update_instructions import changes, make_with, update
+from tests.shim_ga_instructions_lock import changes, make_with, update
 
 PNG = "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(32)).decode()
 GIF = "data:image/png;base64," + base64.b64encode(b"GIF89a" + bytes(32)).decode()

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from tests.shim_ga_instructions_lock import changes, make_with, update
 from tests.shim_script import Script
-from tests.test_shim_ga_update_instructions import changes, make_with, update
 
 IMAGE = {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}
 

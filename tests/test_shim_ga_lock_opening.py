@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 
 from shim.dialects import ga_session_update
+from tests.shim_ga_instructions_lock import changes, make_with
 from tests.shim_script import Script
-from tests.test_shim_ga_update_instructions import changes, make_with
 
 
 def _opened(caps: dict[str, Any], session: dict[str, Any], route: dict[str, Any]) -> Script:

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from shim.dialects import ga_session_update
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_ga_instructions_lock import FRESH, changes, make_with
 from tests.shim_script import upstream_events
-from tests.test_shim_ga_instructions_intake import FRESH
-from tests.test_shim_ga_update_instructions import changes, make_with
 
 
 def _opened(session, route):

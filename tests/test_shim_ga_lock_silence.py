@@ -5,24 +5,7 @@ one the upstream session reports, else the route's ``extra_body`` one at the ope
 
 from __future__ import annotations
 
-import numpy as np
-
-from shim.audio import b64encode
-from tests.shim_script import Script
-from tests.test_shim_ga_instructions_intake import RESUMED, moved
-from tests.test_shim_ga_update_instructions import changes, make_with, update
-
-
-def _tone(sc: Script, ms: int, rms: float) -> None:
-    n = sc.rate * ms // 1000
-    t = np.arange(n) / sc.rate
-    samples = (np.sin(2 * np.pi * 300 * t) * rms * np.sqrt(2) * 32768).astype("<i2")
-    sc.client({"type": "input_audio_buffer.append", "audio": b64encode(samples.tobytes())})
-
-
-def _quiet_turn(sc: Script, rms: float) -> None:
-    _tone(sc, 300, rms)
-    sc.client({"type": "input_audio_buffer.commit", "response_create": True})
+from tests.shim_ga_instructions_lock import RESUMED, changes, make_with, moved, quiet_turn, update
 
 
 def test_the_clients_silence_level_survives_a_move() -> None:
@@ -30,7 +13,7 @@ def test_the_clients_silence_level_survives_a_move() -> None:
     update(sc, {"instructions": "be kind", "overlap_silence_rms": 0.05})
     for resumed in (RESUMED, None):
         m = moved(sc, resumed)
-        _quiet_turn(m, 0.02)  # under 0.05: the upstream drops it, its buffer stays empty
+        quiet_turn(m, 0.02)  # under 0.05: the upstream drops it, its buffer stays empty
         assert changes(m, "again"), f"resumed={resumed is not None}"
 
 
@@ -38,14 +21,14 @@ def test_the_routes_extra_body_silence_level_is_read_at_the_opening() -> None:
     sc = make_with()
     sc.s.upstream_audio.stated({"extra_body": {"overlap_silence_rms": 0.02}}, opening=True)
     update(sc, {"instructions": "be kind"})
-    _quiet_turn(sc, 0.01)
+    quiet_turn(sc, 0.01)
     assert changes(sc, "again")
 
 
 def test_a_live_update_reads_the_flat_level_only() -> None:
     sc = make_with()
     update(sc, {"instructions": "be kind", "extra_body": {"overlap_silence_rms": 0.02}})
-    _quiet_turn(sc, 0.01)  # apply_realtime_update left 0.003: this is speech
+    quiet_turn(sc, 0.01)  # apply_realtime_update left 0.003: this is speech
     assert not changes(sc, "again")
 
 
@@ -57,5 +40,5 @@ def test_the_level_the_upstream_reports_wins() -> None:
     )
     sc.s.upstream_audio.stated({"overlap_silence_rms": 0.001}, opening=True)
     update(sc, {"instructions": "be kind"})
-    _quiet_turn(sc, 0.01)
+    quiet_turn(sc, 0.01)
     assert changes(sc, "again")

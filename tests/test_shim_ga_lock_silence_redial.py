@@ -7,9 +7,8 @@ reports the route's level, then the client's kept settings go to it as a
 from __future__ import annotations
 
 from shim.inputs import UpstreamLost, UpstreamReattached
+from tests.shim_ga_instructions_lock import changes, make_with, quiet_turn, update
 from tests.shim_script import Script, upstream_events
-from tests.test_shim_ga_lock_silence import _quiet_turn
-from tests.test_shim_ga_update_instructions import changes, make_with, update
 
 FRESH_ROUTE_LEVEL = {
     "type": "session.created",
@@ -29,7 +28,7 @@ def test_the_clients_kept_level_runs_on_a_fresh_session() -> None:
     [restore] = _lost(sc)
     assert restore["session"].get("overlap_silence_rms") == 0.05  # the fresh session gets it
     sc.s.handle(UpstreamReattached(FRESH_ROUTE_LEVEL, sc.now))
-    _quiet_turn(sc, 0.02)  # under 0.05: vLLM-Omni drops it; commit finds an empty buffer
+    quiet_turn(sc, 0.02)  # under 0.05: vLLM-Omni drops it; commit finds an empty buffer
     assert changes(sc, "again")
 
 
@@ -39,7 +38,7 @@ def test_an_update_while_the_fresh_session_is_dialled_runs_last() -> None:
     _lost(sc)
     update(sc, {"overlap_silence_rms": 0.05})  # held by the edge, given after the kept one
     sc.s.handle(UpstreamReattached(FRESH_ROUTE_LEVEL, sc.now))
-    _quiet_turn(sc, 0.02)  # under 0.05: dropped, nothing to answer
+    quiet_turn(sc, 0.02)  # under 0.05: dropped, nothing to answer
     assert changes(sc, "again")
 
 
@@ -48,5 +47,5 @@ def test_a_fresh_session_without_a_kept_level_runs_the_routes() -> None:
     update(sc, {"instructions": "be kind"})
     _lost(sc)
     sc.s.handle(UpstreamReattached(FRESH_ROUTE_LEVEL, sc.now))
-    _quiet_turn(sc, 0.02)
+    quiet_turn(sc, 0.02)
     assert not changes(sc, "again")

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from shim.inputs import UpstreamLost
+from tests.shim_ga_relay_script import GA, RID, answer_delta, make
 from tests.shim_script import Script, client_events
-from tests.test_shim_ga_relay import GA, RID, answer_delta, make
 
 ASKED = {"purpose": "greeting"}
 

@@ -15,8 +15,8 @@ from shim.ga_upstream import opening_session
 from shim.native_turns import turn_refusal
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
+from tests.shim_ga_relay_script import SERVER_VAD
 from tests.shim_script import Script, upstream_events
-from tests.test_shim_ga_relay import SERVER_VAD
 
 
 @pytest.mark.parametrize(

@@ -7,8 +7,6 @@ import base64
 from typing import Any
 
 import numpy as np
-from openai.types.realtime import RealtimeServerEvent
-from pydantic import TypeAdapter
 
 from shim.actions import NoteUpstreamError, SendUpstream
 from shim.capabilities import GA_REASON, classify, client_of
@@ -17,47 +15,10 @@ from shim.dialects.ga_relay import GaRelaySession
 from shim.ga_upstream import opening_session
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
-from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
+from tests.shim_ga_relay_script import AID, GA, RID, SERVER_VAD, answer, make
+from tests.shim_script import Script, client_events, types, upstream_events
 
-RID = "resp-duplex-1-0-abcd1234"
-AID = f"item_{RID}"
-GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
-# Server VAD as the upstream gets it with the built-in [vad] values (shim/ga_upstream.py).
-SERVER_VAD = {
-    "type": "server_vad",
-    "threshold": 0.5,
-    "prefix_padding_ms": 300,
-    "silence_duration_ms": 500,
-    "min_speech_duration_ms": 150,
-}
 DUPLEX = {"type": "session.created", "session": {"capabilities": {"supports_barge_in": True}}}
-
-
-def make(truncates: bool = False) -> Script:
-    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
-    caps = {"supports_barge_in": True, "supports_audio_truncate": truncates}
-    session = GaRelaySession("sess_0123456789abcdef", "m", settings, caps)
-    session.bind_upstream({"type": "session.created", "session": {"id": "up-1"}})
-    return Script(session)
-
-
-def answer_delta(**extra: Any) -> dict[str, Any]:
-    """100 ms of the answer ``RID`` from the upstream, with ``extra`` fields."""
-    return {
-        "type": "response.output_audio.delta",
-        "response_id": RID,
-        "item_id": AID,
-        "output_index": 0,
-        "content_index": 0,
-        "delta": pcm_b64(100, 24000),
-        **extra,
-    }
-
-
-def answer(sc: Script, chunks: int = 5, seq: int = 10) -> None:
-    sc.upstream({"type": "response.created", "response": {"id": RID}, "server_event_seq": seq})
-    for n in range(chunks):
-        sc.upstream(answer_delta(sample_rate_hz=24000, server_event_seq=seq + 1 + n))
 
 
 def test_a_ga_client_is_emulated_over_an_upstream_that_can_barge_in() -> None:

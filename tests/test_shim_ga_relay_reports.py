@@ -5,8 +5,8 @@ the client (``shim/dialects/relay_client.py``)."""
 from __future__ import annotations
 
 from shim.actions import NoteUpstreamError
+from tests.shim_ga_relay_script import AID, RID, answer, make
 from tests.shim_script import client_events, upstream_events
-from tests.test_shim_ga_relay import AID, RID, answer, make
 
 TOO_LATE = {
     "type": "error",

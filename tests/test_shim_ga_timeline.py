@@ -12,12 +12,18 @@ from shim.dialects.ga_relay import GaRelaySession
 from shim.ga_upstream import opening_session
 from shim.upstream_timeline import UpstreamTimeline
 from shim.vad_gate import VadParams
+from tests.shim_ga_instructions_lock import make_with
+from tests.shim_ga_relay_script import RID, answer, make
+from tests.shim_ga_turn_steps import (
+    SILENCE,
+    SPEECH,
+    burst,
+    done,
+    first_turn,
+    not_interrupting,
+    pressed_over,
+)
 from tests.shim_script import Script, detection
-from tests.test_shim_ga_gate import SILENCE, SPEECH, burst, first_turn
-from tests.test_shim_ga_keep import not_interrupting
-from tests.test_shim_ga_relay import RID, answer, make
-from tests.test_shim_ga_turn_wait import done, pressed_over
-from tests.test_shim_ga_update_instructions import make_with
 
 STARTED = "input_audio_buffer.speech_started"
 WINDOW_MS = 32

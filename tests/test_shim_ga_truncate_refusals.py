@@ -18,8 +18,8 @@ from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.duplex_relay_script import make as native_relay
 from tests.duplex_relay_script import start_response
+from tests.shim_ga_relay_script import AID, answer, make
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_relay import AID, answer, make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 

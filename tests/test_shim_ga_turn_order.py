@@ -11,7 +11,7 @@ from shim.actions import Action, ForwardUpstream, SendClient, SendUpstream
 from shim.dialects import ga_events
 from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.ga_turn_order import CREATED_KEPT, UserTurnOrder
-from tests.test_shim_ga_wait_snapshot import make
+from tests.shim_ga_resumable import make
 
 
 def user_item(iid: str) -> dict[str, Any]:

@@ -10,30 +10,21 @@ over it. What reaches the upstream, in what order, by script: no sockets, no clo
 from __future__ import annotations
 
 from shim.actions import Action
+from tests.shim_ga_relay_script import AID, RID, make
+from tests.shim_ga_turn_steps import (
+    APPEND,
+    COMMIT,
+    CREATE,
+    SPEECH,
+    burst,
+    done,
+    first_turn,
+    generating,
+    pressed_over,
+    released,
+    sent_kinds,
+)
 from tests.shim_script import Script, client_events, detection, upstream_events
-from tests.test_shim_ga_gate import SPEECH, burst, first_turn, released, sent_kinds
-from tests.test_shim_ga_relay import AID, RID, answer_delta, make
-
-APPEND, COMMIT, CREATE = "input_audio_buffer.append", "input_audio_buffer.commit", "response.create"
-
-
-def generating(sc: Script, chunks: int = 10) -> None:
-    """The upstream has sent ``chunks`` x 100 ms of its answer and goes on generating."""
-    sc.upstream({"type": "response.created", "response": {"id": RID}})
-    for n in range(chunks):
-        if n:
-            sc.tick(100)
-        sc.upstream(answer_delta())
-
-
-def done(sc: Script, status: str = "completed") -> list[Action]:
-    return sc.upstream({"type": "response.done", "response": {"id": RID, "status": status}})
-
-
-def pressed_over(sc: Script) -> None:
-    first_turn(sc)
-    detection(sc, on=False)
-    generating(sc)
 
 
 def commit_and_create(sc: Script) -> list[Action]:

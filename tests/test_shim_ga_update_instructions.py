@@ -8,53 +8,15 @@ upstream; the same instructions restated go as they are; before, they change fre
 
 from __future__ import annotations
 
-from typing import Any
-
 import orjson
 import pytest
 
 from shim.actions import ResumeUpstream
-from shim.dialects.ga_relay import GaRelaySession
 from shim.inputs import UpstreamLost, UpstreamReattached
-from shim.session import ShimSettings
-from shim.vad_gate import VadParams
-from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_relay import answer
-from tests.test_shim_ga_wait_snapshot import UP, ga, make
-
-USER_TEXT = {
-    "type": "conversation.item.create",
-    "item": {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]},
-}
-
-
-def make_with(**caps: Any) -> Script:
-    """A GA relay over an upstream with these capabilities, bound."""
-    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
-    session = GaRelaySession(
-        "sess_0123456789abcdef", "m", settings, {"supports_barge_in": True, **caps}
-    )
-    session.bind_upstream(
-        {"type": "session.created", "session": {"id": UP}, "resume_token": "tok-1"}
-    )
-    return Script(session)
-
-
-def changes(sc: Script, to: str = "changed") -> bool:
-    """Whether an instructions change goes upstream now (else it is refused)."""
-    sent, told = update(sc, {"instructions": to})
-    kinds = [e["type"] for e in told]
-    assert kinds in (["session.updated"], ["error", "session.updated"]), told
-    assert ("instructions" in sent) is (kinds == ["session.updated"]), sent
-    return kinds == ["session.updated"]
-
-
-def update(sc: Script, session: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The session the upstream gets for the client's update, and what the client is told."""
-    ev = {"type": "session.update", "event_id": "evt_i", "session": {"type": "realtime", **session}}
-    out = sc.client(ev)
-    [sent] = [e for e in upstream_events(out) if e["type"] == "session.update"]
-    return dict(sent["session"]), client_events(out)
+from tests.shim_ga_instructions_lock import USER_TEXT, changes, make_with, update
+from tests.shim_ga_relay_script import answer
+from tests.shim_ga_resumable import UP, ga, make
+from tests.shim_script import upstream_events
 
 
 def test_before_any_audio_the_instructions_may_change() -> None:

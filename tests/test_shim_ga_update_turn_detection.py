@@ -13,8 +13,8 @@ from typing import Any
 from shim.dialects.ga_relay import GaRelaySession
 from shim.inputs import UpstreamLost
 from shim.snapshot import opening_session
+from tests.shim_ga_relay_script import SERVER_VAD, make
 from tests.shim_script import Script, upstream_events
-from tests.test_shim_ga_relay import SERVER_VAD, make
 
 
 def update(sc: Script, session: dict[str, Any]) -> dict[str, Any]:

@@ -7,24 +7,11 @@ the rest of the update applies."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from shim.inputs import UpstreamLost
-from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_relay import RID, answer, answer_delta, make
-from tests.test_shim_ga_wait_snapshot import ga
-
-
-def update(sc: Script, session: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The session the upstream gets for the client's update, and what the client is told."""
-    ev = {"type": "session.update", "event_id": "evt_v", "session": {"type": "realtime", **session}}
-    out = sc.client(ev)
-    [sent] = [e for e in upstream_events(out) if e["type"] == "session.update"]
-    return dict(sent["session"]), client_events(out)
-
-
-def voiced(voice: str, **rest: Any) -> dict[str, Any]:
-    return {"audio": {"output": {"voice": voice}}, **rest}
+from tests.shim_ga_relay_script import RID, answer, answer_delta, make
+from tests.shim_ga_resumable import ga
+from tests.shim_ga_voice_updates import changed_voice, update, voiced
+from tests.shim_script import upstream_events
 
 
 def test_an_unchanged_voice_is_not_restated_after_the_model_has_spoken() -> None:
@@ -70,15 +57,6 @@ def test_before_any_audio_a_voice_may_change() -> None:
 # ``generated_ms`` or ``sent_ms``), and that playback is a fresh one for each response
 # it begins (``engine/duplex/session/engine_session.py``, ``begin_response``) and after
 # a cut or clear (``clear_playback_cursor``), and a fresh upstream session has none.
-
-
-def changed_voice(sc: Script, voice: str) -> bool:
-    """Whether a voice change goes upstream now (else it is refused to the client)."""
-    sent, told = update(sc, voiced(voice))
-    kinds = [e["type"] for e in told]
-    assert kinds in (["session.updated"], ["error", "session.updated"]), told
-    assert ("voice" in sent.get("audio", {}).get("output", {})) is (kinds == ["session.updated"])
-    return kinds == ["session.updated"]
 
 
 def test_a_fresh_upstream_session_takes_a_new_voice() -> None:

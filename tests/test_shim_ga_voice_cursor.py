@@ -14,10 +14,10 @@ from typing import Any
 
 import orjson
 
-from tests.test_shim_ga_relay import RID, answer, answer_delta, make
-from tests.test_shim_ga_update_voice import changed_voice, update, voiced
-from tests.test_shim_ga_wait_snapshot import UP, ga
-from tests.test_shim_ga_wait_snapshot import make as make_unbound
+from tests.shim_ga_relay_script import RID, answer, answer_delta, make
+from tests.shim_ga_resumable import UP, ga
+from tests.shim_ga_resumable import make as make_unbound
+from tests.shim_ga_voice_updates import changed_voice, update, voiced
 
 
 def _done(rid: str, status: str = "completed", reason: str = "stop") -> dict[str, Any]:

@@ -9,33 +9,12 @@ from typing import Any
 import orjson
 
 from shim.actions import Action, ForwardUpstream, SendUpstream
-from shim.dialects.ga_relay import GaRelaySession
 from shim.dialects.relay_turn_wait import MAX_WAITING_CHARS
 from shim.dialects.relay_wait_snapshot import KEY
-from shim.session import ShimSettings
-from shim.vad_gate import VadParams
+from tests.shim_ga_relay_script import RID, answer_delta
+from tests.shim_ga_resumable import UP, ga, make
+from tests.shim_ga_turn_steps import APPEND, COMMIT, CREATE, SPEECH, burst, first_turn, sent_kinds
 from tests.shim_script import Script, detection
-from tests.test_shim_ga_gate import SPEECH, burst, first_turn, sent_kinds
-from tests.test_shim_ga_relay import RID, answer_delta
-from tests.test_shim_ga_turn_wait import APPEND, COMMIT, CREATE
-
-UP = "up-1"
-
-
-def make(bound: bool = True) -> Script:
-    settings = ShimSettings(vad=VadParams(), min_barge_in_ms=200, echo_suppression=False)
-    caps = {"supports_barge_in": True, "supports_audio_truncate": False}
-    session = GaRelaySession("sess_0123456789abcdef", "m", settings, caps)
-    if bound:
-        session.bind_upstream(
-            {"type": "session.created", "session": {"id": UP}, "resume_token": "tok-1"}
-        )
-    return Script(session)
-
-
-def ga(sc: Script) -> GaRelaySession:
-    assert isinstance(sc.s, GaRelaySession)
-    return sc.s
 
 
 def generating(sc: Script, chunks: int = 10) -> int:

@@ -9,33 +9,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import orjson
 import pytest
 
 from shim import played_snapshot, snapshot_clock
-from shim.audio import b64encode
 from shim.dialects.turn_based import TurnBasedSession
 from shim.inputs import ClientPresence
 from shim.session import ShimSettings
+from tests.shim_idle_script import QUIET, SID, SILENCE, SPEECH, odd_answer, turn_based, wait
 from tests.shim_script import Script, client_events, pcm_b64, types
-from tests.test_shim_idle_timeout import QUIET, SID, SILENCE, SPEECH, turn_based, wait
-
-
-def odd_answer(sc: Script) -> str:
-    """A turn answered with 1000.5 ms of 24 kHz audio (deltas of any size are legal);
-    the answer's item id."""
-    out = sc.speak(QUIET + SPEECH + SILENCE)
-    assert "response.created" in types(out)
-    for _ in range(10):
-        sc.upstream({"type": "response.output_audio.delta", "audio": pcm_b64(100, 24000)})
-    odd = b64encode((np.ones(12) * 500).astype("<i2").tobytes())  # 12 samples: 0.5 ms
-    sc.upstream({"type": "response.output_audio.delta", "audio": odd})
-    sc.upstream({"type": "transcription.done", "text": "hello"})
-    sc.upstream({"type": "response.output_audio.done"})
-    item = sc.s.ledger.latest()
-    assert item is not None and item.sent_ms == 1000.5
-    return item.item_id
 
 
 def ack(item_id: str, played_ms: int) -> dict[str, Any]:

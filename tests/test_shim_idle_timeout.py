@@ -18,31 +18,8 @@ from shim.dialects.turn_based import TurnBasedSession
 from shim.idle_timeout import IdleStretch, IdleTimer
 from shim.session import EmulatedSession, ShimSettings
 from shim.session_config import IDLE_PARAM
+from tests.shim_idle_script import QUIET, SID, SILENCE, SPEECH, told_td, turn_based, update, wait
 from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
-
-SID = "sess_0123456789abcdef"
-QUIET = [0.05] * 5
-SPEECH = [0.9] * 20
-SILENCE = [0.05] * 20  # longer than silence_duration_ms: the turn ends
-
-
-def update(td: dict[str, Any] | None) -> dict[str, Any]:
-    return {
-        "type": "session.update",
-        "session": {"type": "realtime", "audio": {"input": {"turn_detection": td}}},
-    }
-
-
-def told_td(actions: list[Any]) -> Any:
-    (updated,) = [e for e in client_events(actions) if e["type"] == "session.updated"]
-    return updated["session"]["audio"]["input"]["turn_detection"]
-
-
-def turn_based(idle_ms: int | None = 5000) -> Script:
-    sc = Script(TurnBasedSession(SID, "demo", "demo-up", ShimSettings()))
-    told = told_td(sc.client(update({"type": "server_vad", "idle_timeout_ms": idle_ms})))
-    assert told["idle_timeout_ms"] == idle_ms
-    return sc
 
 
 def answered_turn(sc: Script, audio_ms: int = 1000) -> list[Any]:
@@ -53,15 +30,6 @@ def answered_turn(sc: Script, audio_ms: int = 1000) -> list[Any]:
         out += sc.upstream({"type": "response.output_audio.delta", "audio": pcm_b64(100, 24000)})
     out += sc.upstream({"type": "transcription.done", "text": "hello"})
     return out + sc.upstream({"type": "response.output_audio.done"})
-
-
-def wait(sc: Script, ms: int, step_ms: int = 96) -> list[Any]:
-    """The client streams silence for ``ms`` (VAD windows), the edge ticking as it does."""
-    out: list[Any] = []
-    for _ in range(ms // step_ms):
-        out += sc.speak([0.05] * (step_ms // 32))
-        out += sc.tick(0)
-    return out
 
 
 def test_the_timer_runs_only_after_something_happened_and_fires_once() -> None:

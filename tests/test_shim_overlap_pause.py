@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from shim.actions import Action
 from tests.duplex_relay_script import AID, RID, start_response
+from tests.shim_overlap_sessions import STARTED, STOPPED, relay, turn_based
 from tests.shim_script import Script, client_events, pcm_b64, types
-from tests.test_shim_overlap_protocol import STARTED, STOPPED, relay, turn_based
 from tests.turn_based_script import respond, run_turn
 
 OPENER = [0.97] * 12 + [0.05] * 17  # "Sorry." and a pause past the VAD's silence

@@ -9,25 +9,13 @@ from typing import Any
 
 import pytest
 
-from shim.dialects.duplex_relay import BargeInRelaySession
 from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.duplex_relay_script import RID, start_response
+from tests.shim_overlap_sessions import STARTED, STOPPED, relay, turn_based
 from tests.shim_script import Script, client_events, types
 from tests.turn_based_script import SILENCE, respond, run_turn
-
-STARTED = "input_audio_buffer.speech_started"
-STOPPED = "input_audio_buffer.speech_stopped"
-
-
-def turn_based(**td: Any) -> Script:
-    settings = ShimSettings(vad=VadParams(), echo_suppression=False, min_barge_in_ms=60_000)
-    sc = Script(TurnBasedSession("sess_0123456789abcdef", "demo", "demo-up", settings))
-    if td:
-        update = {"type": "session.update", "session": {"turn_detection": td}}
-        assert types(sc.client(update)) == ["session.updated"]
-    return sc
 
 
 def windows_until(sc: Script, kind: str, limit: int = 60) -> tuple[int, list[str]]:
@@ -118,14 +106,6 @@ def test_released_resumed_says_backchannel_and_others_never_get_extensions() -> 
             ]
         else:
             assert not ext, "a client that did not opt in never gets them"
-
-
-def relay() -> Script:
-    settings = ShimSettings(vad=VadParams(), echo_suppression=False, min_barge_in_ms=60_000)
-    caps = {"supports_barge_in": False}
-    session = BargeInRelaySession("sess_0123456789abcdef", "m", settings, caps)
-    session.bind_upstream({"type": "session.created", "session": {"id": "up"}, "resume_token": "t"})
-    return Script(session)
 
 
 def upstream_speech(sc: Script, kind: str, seq: int) -> list[str]:

@@ -9,8 +9,8 @@ import orjson
 
 from shim import played_snapshot
 from tests.shim_edge_scripts import start_turn, turn_based
+from tests.shim_ga_relay_script import truncate
 from tests.shim_script import client_events
-from tests.test_shim_ga_items import truncate
 
 
 def moved(snap: dict[str, Any]) -> Any:

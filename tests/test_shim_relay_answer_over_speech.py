@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from shim.actions import SendClientAudio
-from tests.shim_script import Script, client_events, types, upstream_events
-from tests.test_shim_ga_relay import answer, make, pcm_b64
+from tests.shim_ga_relay_script import answer, make
+from tests.shim_script import Script, client_events, pcm_b64, types, upstream_events
 
 RID2 = "resp-duplex-1-1-abcd1235"
 AID2 = f"item_{RID2}"

@@ -20,30 +20,12 @@ from shim.audio import b64encode
 from shim.dialects.ga_relay import GaRelaySession
 from shim.inputs import ClientEvent, Tick, UpstreamEvent, VadWindow
 from shim.settings import ShimSettings
+from tests.overlap_measures import clip16
+from tests.shim_ga_relay_script import RID, answer_delta, make
+from tests.shim_relay_bursts import CHUNK_MS, append_at_once, to_pcm24
 from tests.shim_script import Script
-from tests.test_overlap_evidence import clip16
-from tests.test_shim_ga_relay import RID, answer_delta, make
 
-CHUNK_MS = 20
 DUPLEX_CAPS = {"supports_barge_in": True}
-
-
-def _pcm24(x16: np.ndarray) -> np.ndarray:
-    """16 kHz int16 as the 24 kHz PCM16 a GA client sends."""
-    t = np.arange(x16.size * 3 // 2) / 1.5
-    return np.interp(t, np.arange(x16.size), x16.astype(np.float64)).astype("<i2")
-
-
-def append_at_once(sc: Script, audio: np.ndarray) -> list[AnalyzeAudio]:
-    """``audio`` (16 kHz) appended at once in 20 ms chunks; what goes to the VAD."""
-    pcm = _pcm24(audio)
-    chunk = 24 * CHUNK_MS
-    out: list[AnalyzeAudio] = []
-    for i in range(0, pcm.size, chunk):
-        ev = {"type": "input_audio_buffer.append", "audio": b64encode(pcm[i : i + chunk].tobytes())}
-        got = sc.s.handle(ClientEvent(ev, orjson.dumps(ev).decode(), sc.now))
-        out += [a for a in got if isinstance(a, AnalyzeAudio)]
-    return out
 
 
 def _burst_turn(silence_ms: int, judged_ms: int) -> list[Action]:
@@ -56,7 +38,7 @@ def _burst_turn(silence_ms: int, judged_ms: int) -> list[Action]:
     stream = vad.new_stream()
     sc.client({"type": "session.update", "session": {"type": "realtime"}})
     audio = np.concatenate([clip16("utt05_clean.wav"), np.zeros(16 * silence_ms, np.int16)])
-    pcm = _pcm24(audio)
+    pcm = to_pcm24(audio)
     chunk = 24 * CHUNK_MS
     out: list[Action] = []
     windows: list[tuple[float, int]] = []

@@ -21,9 +21,9 @@ from shim import snapshot
 from tests.duplex_relay_script import make
 from tests.relay_kept_updates import lost, updated
 from tests.shim_script import upstream_events
-from tests.test_native_resume_object import wheel_turns
 from tests.wheel_duplex_config import Wheel, wheel_config
 from tests.wheel_realtime_session import wheel_session
+from tests.wheel_turn_detection import wheel_turns
 
 __all__ = ["wheel_config", "wheel_session", "wheel_turns"]
 

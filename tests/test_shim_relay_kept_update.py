@@ -13,7 +13,7 @@ from shim import snapshot
 from shim.dialects.duplex_relay import BargeInRelaySession
 from tests.duplex_relay_script import make
 from tests.relay_kept_updates import VAD, lost, updated
-from tests.test_shim_ga_relay import make as make_ga
+from tests.shim_ga_relay_script import make as make_ga
 
 
 def test_a_fresh_upstream_gets_the_settings_of_every_update() -> None:

@@ -13,9 +13,9 @@ import pytest
 
 from tests.duplex_relay_script import make
 from tests.relay_kept_updates import BARGE_IN, SEQUENCES, lost, updated
-from tests.test_native_resume_object import wheel_turns
 from tests.wheel_duplex_config import Wheel, read_by_wheel, wheel_config
 from tests.wheel_realtime_session import wheel_session
+from tests.wheel_turn_detection import wheel_turns
 
 __all__ = ["wheel_config", "wheel_session", "wheel_turns"]
 

@@ -20,9 +20,9 @@ from proxy.vad import VadRunner
 from shim.actions import Action, SendClient, SendClientAudio, SendUpstream
 from shim.audio import b64encode
 from shim.inputs import ClientEvent, Tick, VadWindow
-from tests.test_overlap_evidence import clip16
-from tests.test_shim_ga_relay import RID, answer_delta, make
-from tests.test_shim_relay_burst_turn import _pcm24
+from tests.overlap_measures import clip16
+from tests.shim_ga_relay_script import RID, answer_delta, make
+from tests.shim_relay_bursts import to_pcm24
 
 CHUNK_MS = 20
 ANSWER_MS = 3000
@@ -42,7 +42,7 @@ def _late(clip: str, lag_ms: int) -> tuple[list[Action], int]:
     speech = clip16(clip)[16 * (SPEECH_MS[clip] - LEAD_MS) :]
     mic = np.concatenate([np.zeros(16 * 800, np.int16), speech, np.zeros(16 * 3000, np.int16)])
     onset = 16 * (800 + LEAD_MS)  # where the speech begins on the input timeline
-    pcm = _pcm24(mic)
+    pcm = to_pcm24(mic)
     chunk = 24 * CHUNK_MS
     out: list[Action] = []
     late: list[tuple[float, float, int]] = []  # (due ms, prob, end sample)

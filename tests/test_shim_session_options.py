@@ -14,8 +14,8 @@ from pydantic import TypeAdapter
 from shim.actions import Action
 from shim.vad_gate import VadParams
 from tests.shim_edge_scripts import errors, turn_based
+from tests.shim_ga_relay_script import make
 from tests.shim_script import Script, client_events, upstream_events
-from tests.test_shim_ga_relay import make
 
 GA: TypeAdapter[Any] = TypeAdapter(RealtimeServerEvent)
 MAKERS = [turn_based, make]

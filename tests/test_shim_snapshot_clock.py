@@ -11,8 +11,7 @@ from typing import Any
 import orjson
 
 from shim import idle_timeout, played_snapshot, snapshot_clock
-from tests.test_shim_idle_playback import odd_answer
-from tests.test_shim_idle_timeout import turn_based
+from tests.shim_idle_script import odd_answer, turn_based
 
 
 def _deep_then_converted(snap: dict[str, Any], offset_ms: float) -> dict[str, Any]:

@@ -14,8 +14,8 @@ from shim.dialects.turn_based import TurnBasedSession
 from shim.session import ShimSettings
 from shim.vad_gate import VadParams
 from tests.duplex_relay_script import AID, RID, start_response
+from tests.shim_overlap_sessions import relay, turn_based
 from tests.shim_script import Script, client_events, pcm_b64, types
-from tests.test_shim_overlap_protocol import relay, turn_based
 from tests.turn_based_script import NATIVE_OPEN, make, respond, run_turn
 
 CAPS = {"supports_barge_in": False}

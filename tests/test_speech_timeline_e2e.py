@@ -26,6 +26,7 @@ from pydantic import TypeAdapter
 
 from proxy.reference import ReferenceOptions
 from tests.native_client_session import NATIVE, opening, pcm16k
+from tests.resume_client import until_fresh_upstream
 from tests.servers import (
     Client,
     connect,
@@ -38,7 +39,6 @@ from tests.servers import (
     tcp_link,
     ws_url,
 )
-from tests.test_relay_own_updates import _fresh
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -140,7 +140,7 @@ async def test_a_native_client_gets_speech_times_on_its_own_timeline_after_a_fre
             starts.append(await mic.play(speech))
             link.target = host_port(restarted)
             link.cut()
-            await _fresh(base)
+            await until_fresh_upstream(base)
             starts.append(await mic.play(speech))
             # Naming turn detection builds the upstream a fresh detector, its clock at zero.
             await c.send(opening(turn_detection={"type": "server_vad"}))

@@ -24,6 +24,7 @@ from proxy.store import open_store
 from proxy.store.redis_scripts import session_keys
 from tests.redis_cluster import Cluster, SentinelSet, cli, redis_cluster, redis_sentinel
 from tests.redis_server import RedisServer, redis_server
+from tests.replica_processes import lose_owner, replica_processes
 from tests.resume_client import (
     answered,
     created,
@@ -36,7 +37,6 @@ from tests.resume_client import (
 )
 from tests.servers import Client, connect, ws_url
 from tests.stores import new_session, opened_store
-from tests.test_resume_replicas import lose_owner, replica_processes
 
 __all__ = ["redis_cluster", "redis_sentinel", "redis_server"]  # fixtures, used by name
 

@@ -96,15 +96,15 @@ async def talk_then_move(
 
 
 @pytest.fixture
-def redis_url(redis_server: RedisServer) -> str:
+def own_redis_url(redis_server: RedisServer) -> str:
     return redis_server.url  # its own Redis: a dump holds this test's keys only
 
 
 async def test_with_a_key_no_upstream_token_is_readable_and_the_upstream_session_moves(
-    redis_url: str,
+    own_redis_url: str,
 ) -> None:
     key = new_key()
-    raw, parsed, sid, counts = await talk_then_move(redis_url, key, key)
+    raw, parsed, sid, counts = await talk_then_move(own_redis_url, key, key)
     found = [t for value in parsed for t in tokens_in(value) if t is not None]
     assert found, "the snapshot carries the upstream's token (sealed)"
     box = SecretBox(base64.b64decode(key))
@@ -117,16 +117,16 @@ async def test_with_a_key_no_upstream_token_is_readable_and_the_upstream_session
     assert counts.get("resumed") == 1 and not counts.get("fresh"), counts
 
 
-async def test_a_rotated_key_still_opens_what_the_old_one_sealed(redis_url: str) -> None:
+async def test_a_rotated_key_still_opens_what_the_old_one_sealed(own_redis_url: str) -> None:
     old, new = new_key(), new_key()
-    *_, counts = await talk_then_move(redis_url, old, new, previous_secret_keys=[old])
+    *_, counts = await talk_then_move(own_redis_url, old, new, previous_secret_keys=[old])
     assert counts.get("resumed") == 1, counts
 
 
 async def test_without_a_key_no_secret_is_stored_and_a_move_opens_a_fresh_upstream(
-    redis_url: str,
+    own_redis_url: str,
 ) -> None:
-    _, parsed, _, counts = await talk_then_move(redis_url, "", "")
+    _, parsed, _, counts = await talk_then_move(own_redis_url, "", "")
     assert [t for value in parsed for t in tokens_in(value) if t is not None] == []
     assert counts.get("fresh") == 1 and not counts.get("resumed"), counts
 

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
-import sys
 import time
 import urllib.request
 import wave
@@ -26,9 +24,8 @@ from proxy.talk.cli import barge_in, seconds
 from proxy.talk.player import Player
 from tests.ports import free_port
 from tests.servers import CORPUS, ROOT
+from tests.talk_command import command, env
 
-PY = sys.executable
-SCRIPT = Path(PY).with_name("duplex-proxy")
 CONFIG = """
 [server]
 host = "127.0.0.1"
@@ -46,17 +43,6 @@ upstream = "embedded://duplex-no-barge-in"
 model = "native"
 upstream = "embedded://duplex"
 """
-
-
-def command(*args: str) -> list[str]:
-    """``duplex-proxy ARGS`` as installed in the environment (else ``python -m proxy``)."""
-    return [str(SCRIPT), *args] if SCRIPT.exists() else [PY, "-m", "proxy", *args]
-
-
-def env() -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
-    out["PYTHONUNBUFFERED"] = "1"
-    return out
 
 
 @contextmanager

@@ -22,7 +22,7 @@ from tests.ports import free_port
 from tests.redis_server import RedisServer
 from tests.resume_client import wait_persisted
 from tests.servers import CORPUS, ROOT, reference, serve_app, store_config
-from tests.test_talk import command, env
+from tests.talk_command import command, env
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
 

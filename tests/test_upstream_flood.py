@@ -9,32 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import uuid
 from pathlib import Path
 
 import aiohttp
 import pybase64
 from aiohttp import web
 
+from tests.flood_stack import created, rss_mb
 from tests.fuzz_upstream import FuzzUpstream, fuzz_upstream
 from tests.fuzz_upstream_script import Script, Send
 from tests.proxy_process import proxy_process
 from tests.servers import connect, proxy, proxy_config, serve_app, ws_url
-from tests.test_input_flood import rss_mb
 
 DELTAS = 40_000  # ~260 MB of events: queued whole, the proxy grew by about 600 MB
-
-
-def created() -> str:
-    capabilities = {
-        "supports_barge_in": False,
-        "supports_playback_ack": True,
-        "supports_client_commit": True,
-        "supports_session_resume": True,
-        "supports_multi_session": True,
-    }
-    session = {"id": f"duplex-{uuid.uuid4().hex}", "model": "m", "capabilities": capabilities}
-    return json.dumps({"type": "session.created", "session": session, "resume_token": "t"})
 
 
 async def flood(request: web.Request) -> web.StreamResponse:

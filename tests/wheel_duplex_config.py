@@ -3,7 +3,7 @@ from the wheel, to read a relay's updates as vLLM-Omni does.
 
 The ``wheel_config`` fixture needs ``wheel_session`` (tests/wheel_realtime_session.py),
 and ``read_by_wheel`` the wheel's turn-detection module (``wheel_turns``,
-tests/test_native_resume_object.py): a test module imports all three and names them in
+tests/wheel_turn_detection.py): a test module imports all three and names them in
 ``__all__``.
 """
 
