@@ -5,7 +5,8 @@ function or under ``if TYPE_CHECKING`` (such imports hide a circle, they do not
 break it). A module imports only from its own layer or the layers below it
 (``tests/layer_map.py``), and no modules import each other in a loop.
 ``docs/architecture.md`` describes the layers. Every Python file of the project, its
-tests and benches included, stays under ``MAX_LINES``.
+tests and benches included, stays under ``MAX_LINES``, and no test module is
+imported by another (what tests share lives in helper modules).
 """
 
 from __future__ import annotations
@@ -59,6 +60,20 @@ def test_shim_never_imports_the_proxy() -> None:
         if t.split(".")[0] == "proxy"
     )
     assert not offenders, offenders
+
+
+def test_no_test_module_is_a_library() -> None:
+    """What tests share lives in helper modules (``tests/resume_client.py``, ...): a
+    test module imported by another runs its fixtures and module code twice over and
+    ties two subjects together."""
+    files = {f"{d}.{p.stem}": p for d in ("tests", "bench") for p in (ROOT / d).glob("*.py")}
+    offenders = sorted(
+        f"{m} imports {t}"
+        for m, p in files.items()
+        for t in imports_of(m, p, files)
+        if t.startswith("tests.test_")
+    )
+    assert not offenders, "move what these share into a helper module:\n" + "\n".join(offenders)
 
 
 def test_modules_stay_small() -> None:

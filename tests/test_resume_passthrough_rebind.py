@@ -17,9 +17,8 @@ unanswered, applied or not, as in tests/test_resume_rotate_unanswered.py.
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -29,43 +28,23 @@ import pytest
 from proxy.app import build_app
 from proxy.config import StoreConfig, config_from_dict
 from proxy.state import ProxyState
-from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable, hash_token
+from proxy.store.base import LeaseLost, hash_token
+from tests.passthrough_resume_stack import (
+    Fault,
+    has_id,
+    opened,
+    refused,
+    resume,
+    resumed,
+    store_url,
+    stored_hash,
+    until,
+)
 from tests.proxy_process import backend_process
-from tests.redis_server import RedisServer
-from tests.servers import Client, closed, connect, serve_app, ws_url
+from tests.servers import connect, serve_app, ws_url
 from tests.stores import new_record, opened_store
 
-# The writes that move a passthrough session's lease or token hash.
-REBIND_WRITES = ("take_over", "update", "rebind")
-
-
-class Fault:
-    """The store's rebind writes go unanswered: the next ``once`` of them, or all of
-    them until ``heal``; taking effect first if ``applied``."""
-
-    def __init__(self, store: SessionStore, *, applied: bool, once: int = 0) -> None:
-        self.applied, self.left, self.down = applied, once, once == 0
-        self.refused = 0
-        for name in REBIND_WRITES:
-            setattr(store, name, self._wrapped(name, getattr(store, name)))
-
-    def heal(self) -> None:
-        self.down = False
-
-    def _wrapped(self, name: str, real: Any) -> Any:
-        async def write(*args: Any) -> Any:
-            # A mark (``rebind_until_ms``) or a checkpoint is not a rebind.
-            if name == "update" and "token_hash" not in args[2]:
-                return await real(*args)
-            if not self.down and self.left <= 0:
-                return await real(*args)
-            self.left -= 1
-            self.refused += 1
-            if self.applied:
-                await real(*args)
-            raise StoreUnavailable(f"{name}: no answer in time")
-
-        return write
+__all__ = ["store_url"]  # the fixture, used by name
 
 
 @asynccontextmanager
@@ -91,75 +70,6 @@ async def replicas(
             base = await stack.enter_async_context(serve_app(build_app(config, state)))
             out.append((base, state))
         yield out
-
-
-@pytest.fixture(params=["memory", "redis"])
-def store_url(request: pytest.FixtureRequest) -> str:
-    if request.param == "memory":
-        return "memory://"
-    request.applymarker(pytest.mark.redis)
-    server: RedisServer = request.getfixturevalue("redis_server_session")
-    return server.url
-
-
-async def opened(base: str) -> tuple[str, str]:
-    """A passthrough session opened and left (its client hung up); its id and token."""
-    async with connect(ws_url(base, duplex="1")) as c:
-        created = await c.until("session.created")
-        assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
-        return created["session"]["id"], created["resume_token"]
-
-
-async def resume(c: Client, sid: str, token: str) -> dict[str, Any]:
-    """``session.resume`` as the first event; the first event back."""
-    await c.send(
-        {
-            "type": "session.resume",
-            "session_id": sid,
-            "resume_token": token,
-            "last_received_server_event_seq": 0,
-        }
-    )
-    return await c.recv()
-
-
-async def refused(base: str, sid: str, token: str) -> tuple[str, int | None]:
-    """A resume that fails; its code and the connection's close code."""
-    async with connect(ws_url(base, model=None)) as c:
-        first = await resume(c, sid, token)
-        assert first["type"] == "error", first
-        return first["error"]["code"], await closed(c)
-
-
-async def resumed(base: str, sid: str, token: str) -> str:
-    """A resume that succeeds, its client then hanging up; the rotated token."""
-    async with connect(ws_url(base, model=None)) as c:
-        first = await resume(c, sid, token)
-        assert first["type"] == "session.resumed", first
-        assert first["resume_token"] != token
-        new: str = first["resume_token"]
-        return new
-
-
-async def stored_hash(store: SessionStore, sid: str) -> str:
-    record = await store.load(sid)
-    assert record is not None
-    return record.token_hash
-
-
-async def has_id(store: SessionStore, sid: str, event_id: str) -> bool:
-    record = await store.load(sid)
-    assert record is not None
-    return event_id in record.recent_event_ids
-
-
-async def until(read: Callable[[], Awaitable[object]], value: object) -> None:
-    """Until ``read()`` gives ``value`` (within 10 s)."""
-    async with asyncio.timeout(10):
-        while True:
-            if await read() == value:
-                return
-            await asyncio.sleep(0.02)
 
 
 @pytest.mark.parametrize("applied", [False, True], ids=["lost", "applied"])

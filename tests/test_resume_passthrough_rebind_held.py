@@ -24,20 +24,22 @@ import asyncio
 import secrets
 
 from proxy.store.base import hash_token
-from tests.servers import connect, reference, ws_url
-from tests.test_resume_passthrough_rebind import (
+from tests.passthrough_resume_stack import (
+    DENIED,
+    TRY_AGAIN,
     Fault,
     opened,
     refused,
+    replicas_before,
     resume,
     resumed,
     store_url,
     stored_hash,
     until,
 )
-from tests.test_resume_passthrough_unmark import DENIED, TRY_AGAIN, replicas
+from tests.servers import connect, reference, ws_url
 
-__all__ = ["store_url"]  # the fixture, shared with tests/test_resume_passthrough_rebind.py
+__all__ = ["store_url"]  # the fixture, used by name
 
 GRACE_S = 4.0  # the store's disconnect_grace_s (the shortest for a timeout_s of 1 s)
 CLASSIFY_S = 1.0  # a resume's mark holds GRACE_S + CLASSIFY_S from when it is set
@@ -48,7 +50,7 @@ async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
 ) -> None:
     async with (
         reference("duplex") as up,
-        replicas(
+        replicas_before(
             up,
             store_url,
             {"classify_timeout_s": CLASSIFY_S},

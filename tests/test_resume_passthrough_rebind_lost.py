@@ -25,10 +25,15 @@ from typing import Any
 
 import pytest
 
+from tests.passthrough_resume_stack import (
+    Fault,
+    opened,
+    refused,
+    replicas_before,
+    resume,
+)
 from tests.redis_server import RedisServer
 from tests.servers import connect, reference, ws_url
-from tests.test_resume_passthrough_rebind import Fault, opened, refused, resume
-from tests.test_resume_passthrough_unmark import replicas
 
 pytestmark = [pytest.mark.redis]
 
@@ -55,7 +60,7 @@ async def test_a_token_whose_hash_never_lands_is_refused_until_the_session_expir
     url = redis_server_session.url
     async with (
         reference("duplex") as up,
-        replicas(up, url, disconnect_grace_s=GRACE_S, rebind_wait_s=0.2) as group,
+        replicas_before(up, url, disconnect_grace_s=GRACE_S, rebind_wait_s=0.2) as group,
     ):
         (a, state), (b, _) = group
         assert state.store is not None

@@ -19,17 +19,23 @@ from __future__ import annotations
 
 import secrets
 import time
-from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
-from typing import Any
 
 import pytest
 from aiohttp import web
 
-from proxy.app import build_app
-from proxy.config import StoreConfig, config_from_dict
-from proxy.state import ProxyState
+from proxy.config import StoreConfig
 from proxy.store.base import LeaseLost, SessionStore, StoreUnavailable, hash_token
+from tests.passthrough_resume_stack import (
+    DENIED,
+    FAR,
+    TRY_AGAIN,
+    opened,
+    refused,
+    replicas_before,
+    resumed,
+    store_url,
+    until,
+)
 from tests.servers import (
     connect,
     host_port,
@@ -39,37 +45,8 @@ from tests.servers import (
     ws_url,
 )
 from tests.stores import new_record, opened_store
-from tests.test_resume_passthrough_rebind import opened, refused, resumed, store_url, until
 
-__all__ = ["store_url"]  # the fixture, shared with tests/test_resume_passthrough_rebind.py
-
-DENIED = ("session_resume_denied", 1008)
-TRY_AGAIN = ("session_resume_unavailable", 1013)
-FAR = 2**50  # a mark's end (ms) no test outlives
-
-
-@asynccontextmanager
-async def replicas(
-    upstream: str, store_url: str, server: dict[str, Any] | None = None, **store: Any
-) -> AsyncIterator[list[tuple[str, ProxyState]]]:
-    """Replica "a" (and "b" on Redis) on one store, a passthrough route to ``upstream``."""
-    names = ("a",) if store_url.startswith("memory") else ("a", "b")
-    config = config_from_dict(
-        {
-            "routes": [{"model": "m", "upstream": upstream, "mode": "passthrough"}],
-            "auth": {"mode": "none"},
-            "server": server or {},
-            # Timeouts only where the test makes them, not from a loaded machine.
-            "store": {"url": store_url, "timeout_s": 1.0, **store},
-        }
-    )
-    async with AsyncExitStack() as stack:
-        out = []
-        for name in names:
-            state = ProxyState(config=config, replica_id=name)
-            base = await stack.enter_async_context(serve_app(build_app(config, state)))
-            out.append((base, state))
-        yield out
+__all__ = ["store_url"]  # the fixture, used by name
 
 
 async def marks(store: SessionStore, sid: str) -> tuple[int, dict[str, int]]:
@@ -92,7 +69,7 @@ async def closed_upstream(base: str) -> tuple[str, str]:
 async def test_a_resume_the_upstream_refused_takes_its_mark_away(
     store_url: str, other: bool
 ) -> None:
-    async with reference("duplex") as up, replicas(up, store_url) as group:
+    async with reference("duplex") as up, replicas_before(up, store_url) as group:
         (a, state), (b, _) = group[0], group[-1]
         store = state.store
         assert store is not None
@@ -118,7 +95,7 @@ async def test_a_resume_the_upstream_refused_takes_its_mark_away(
 async def test_a_mark_the_store_did_not_take_away_at_once_goes_when_it_does(
     store_url: str,
 ) -> None:
-    async with reference("duplex") as up, replicas(up, store_url) as group:
+    async with reference("duplex") as up, replicas_before(up, store_url) as group:
         (a, state), (b, _) = group[0], group[-1]
         store = state.store
         assert store is not None
@@ -163,7 +140,7 @@ async def test_a_resume_the_upstream_did_not_answer_takes_its_mark_away(
         reference("duplex") as up,
         tcp_link(up) as link,
         serve_app(await silent_upstream(drops)) as silent,
-        replicas(link.url(up), store_url, {"classify_timeout_s": 1.0}) as group,
+        replicas_before(link.url(up), store_url, {"classify_timeout_s": 1.0}) as group,
     ):
         (a, state), (b, _) = group[0], group[-1]
         store = state.store
