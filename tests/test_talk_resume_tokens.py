@@ -1,6 +1,7 @@
 """What the ``talk`` command does with a refused resume (``proxy/talk/resume_tokens.py``),
-as docs/protocol.md ("Resume") tells clients: try ``session_resume_unavailable`` again,
-the refusal's token first and the client's own if that is denied; give up on the rest."""
+as docs/protocol.md ("Resume") tells clients: try ``session_resume_unavailable`` and
+``upstream_unavailable`` again, the refusal's token first and the client's own if that
+is denied; give up on the rest."""
 
 from __future__ import annotations
 
@@ -13,6 +14,13 @@ def test_unavailable_is_tried_again_with_the_same_token() -> None:
     t = ResumeTokens("mine")
     assert t.refused("session_resume_unavailable")
     assert (t.token, t.other) == ("mine", None)
+
+
+def test_an_upstream_that_could_not_take_the_resume_is_tried_again_with_the_same_token() -> None:
+    t = ResumeTokens("mine")
+    assert t.refused("upstream_unavailable")
+    assert (t.token, t.other) == ("mine", None)
+    assert t.backoff_s() > 0
 
 
 def test_a_token_given_with_unavailable_is_tried_first_then_the_clients_own() -> None:

@@ -31,6 +31,7 @@ class TalkLink:
         self.summary = Summary()
         self.ws: aiohttp.ClientWebSocketResponse | None = None
         self.ready = self.closing = self.dropped = self.gave_up = False
+        self.resuming = False  # a resume sent on this connection, not answered yet
         self.session_id: str | None = None
         self.tokens = ResumeTokens()
         self.drop_started: float | None = None
@@ -49,7 +50,7 @@ class TalkLink:
 
     async def connect(self, resume: bool) -> None:
         ws = await self.http.ws_connect(with_model(self.opts.url, self.opts.model), max_msg_size=0)
-        self.ws, self.ready = ws, False
+        self.ws, self.ready, self.resuming = ws, False, resume
         if not resume:
             await self.send(FORMATS)
         else:

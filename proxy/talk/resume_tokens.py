@@ -1,11 +1,12 @@
 """The resume token a client holds, and what it does with a refused resume.
 
-As docs/protocol.md ("Resume") tells clients: ``session_resume_unavailable`` (the
-session store did not answer) is the one refusal worth trying again, on a new
-connection after a pause; if it carries a ``resume_token``, the store holds either that
-one or the client's own, so that one is tried first and the client's own next, should
-it be denied. Any other refusal means the session is gone. A bounded number of refusals
-in a row, then it is taken as gone too.
+As docs/protocol.md ("Resume") tells clients, two refusals are worth trying again, on a
+new connection after a pause: ``session_resume_unavailable`` (the session store did not
+answer) and ``upstream_unavailable`` (the session's upstream could not be reached or did
+not answer the resume; the session stays where it was). If the first carries a
+``resume_token``, the store holds either that one or the client's own, so that one is
+tried first and the client's own next, should it be denied. Any other refusal means the
+session is gone. A bounded number of refusals in a row, then it is taken as gone too.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from __future__ import annotations
 MAX_REFUSALS = 5  # in a row, before the session is taken as gone
 FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 4.0
+# Refusals that leave the session where it was: tried again.
+RETRIED = frozenset({"session_resume_unavailable", "upstream_unavailable"})
 
 
 class ResumeTokens:
@@ -35,7 +38,7 @@ class ResumeTokens:
         self.refusals += 1
         if self.refusals > MAX_REFUSALS:
             return False
-        if code == "session_resume_unavailable":
+        if code in RETRIED:
             if isinstance(token, str) and token and token != self.token:
                 self.other, self.token = self.token, token
             return True

@@ -48,7 +48,7 @@ class Talk(TalkLink):
         self.summary.sent_ms += FRAME_MS
 
     async def became_ready(self) -> None:
-        self.ready = True
+        self.ready, self.resuming = True, False
         for frame in self.pending:
             await self.send_audio(frame)
         self.pending.clear()
@@ -182,7 +182,8 @@ class Talk(TalkLink):
         self.summary.errors.append(err or {})
         self.line("error", f"{(err or {}).get('code')}: {(err or {}).get('message')}")
         code = str((err or {}).get("code"))
-        if code.startswith("session_resume"):
+        # ``upstream_unavailable`` before the resume was answered refused the resume.
+        if code.startswith("session_resume") or (code == "upstream_unavailable" and self.resuming):
             self.resume_refused(code, ev.get("resume_token"))
 
     def finished(self, now: float) -> bool:

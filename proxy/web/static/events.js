@@ -97,10 +97,12 @@ const handlers = {
     S.errors.push(err);
     view.log("error", `${err.code || ""} ${err.message || ""}`, "error");
     const code = String(err.code || "");
-    if (!code.startsWith("session_resume")) return;
-    if (code === "session_resume_unavailable") {
-      // Not lost: tried again. A token given here is the one the store may now hold
-      // (docs/protocol.md, "Resume"): tried first, the page's own kept to try next.
+    // upstream_unavailable before the resume was answered refused the resume.
+    const upstream = code === "upstream_unavailable" && S.resuming;
+    if (!code.startsWith("session_resume") && !upstream) return;
+    if (code === "session_resume_unavailable" || upstream) {
+      // Not lost: tried again (docs/protocol.md, "Resume"). A token given here is the
+      // one the store may now hold: tried first, the page's own kept to try next.
       if (typeof ev.resume_token === "string" && ev.resume_token !== S.resumeToken) {
         [S.otherToken, S.resumeToken] = [S.resumeToken, ev.resume_token];
       }

@@ -15,8 +15,8 @@ const FORMATS = {
 
 // Everything a test or a curious user may read from the console as `talk`.
 export const S = (window.talk = {
-  ws: null, ready: false, closing: false, sessionId: null, resumeToken: null, otherToken: null,
-  mode: null, lastSeq: 0, events: 0, lost: 0, duplicated: 0, errors: [],
+  ws: null, ready: false, resuming: false, closing: false,
+  sessionId: null, resumeToken: null, otherToken: null, mode: null, lastSeq: 0, events: 0, lost: 0, duplicated: 0, errors: [],
   sentMs: 0, receivedMs: 0, playedMs: 0, played: new Map(), frameTimes: [], pending: [],
   paddingMs: 0, response: null, speechStoppedAt: null, firstAudioMs: [], bargeIns: [],
   truncations: [], resumes: [], speechStarted: 0, capture: null, player: null, retries: 0, cut: null,
@@ -59,6 +59,7 @@ export function open(resume) {
   const ws = new WebSocket(url(), protocols());
   S.ws = ws;
   S.ready = false;
+  S.resuming = resume; // a resume sent on this socket, not answered yet
   ws.onopen = () => {
     if (!resume) ws.send(JSON.stringify(FORMATS));
     if (resume) {
@@ -126,6 +127,7 @@ export function checkSeq(ev) {
 
 export function ready() {
   S.ready = true;
+  S.resuming = false;
   S.retries = 0;
   view.setState("connected", true);
   for (const event of S.pending.splice(0)) {
