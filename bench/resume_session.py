@@ -27,7 +27,8 @@ TURN_GRID_MS = 800
 # ---------------------------------------------------------------------- one session
 
 RESUME_TRIES = 5
-RETRY = {"session_resume_unavailable", "server_shutting_down"}  # worth another try
+# Worth another try (docs/protocol.md, "Resume": the session stays where it was).
+RETRY = {"session_resume_unavailable", "upstream_unavailable", "server_shutting_down"}
 
 
 class ResumeRefused(Exception):
