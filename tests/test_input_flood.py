@@ -6,7 +6,6 @@ stays bounded (docs/protocol.md)."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -14,20 +13,13 @@ import pybase64
 import pytest
 
 from proxy.reference.options import ReferenceOptions
-from tests.cli_processes import Procs
+from tests.cli_processes import Procs, procs
 from tests.flood_stack import rss_mb, served
 from tests.servers import Client, connect, reference, silence, ws_url
 
+__all__ = ["procs"]  # the fixture, used by name
+
 RSS_BOUND_MB = 300  # generous: unbounded queues grew by gigabytes within seconds
-
-
-@pytest.fixture
-def processes(tmp_path: Path) -> Iterator[Procs]:
-    p = Procs(tmp_path)
-    try:
-        yield p
-    finally:
-        p.close()
 
 
 async def flood(c: Client, stop: asyncio.Event) -> None:
@@ -54,12 +46,12 @@ async def answers(c: Client, stop: asyncio.Event) -> int:
 
 @pytest.mark.parametrize("kind", ["turn", "duplex-no-barge-in"])
 async def test_a_flooding_client_is_slowed_warned_and_closed_and_others_never_notice(
-    processes: Procs, tmp_path: Path, kind: str
+    procs: Procs, tmp_path: Path, kind: str
 ) -> None:
     # Two sessions at once on one server: it is configured for them, as a real one is.
     async with reference(kind, reply_ms=600, options=ReferenceOptions(max_sessions=2)) as upstream:
         server = "input_burst_s = 2.0\ninput_rate_grace_s = 3.0\n"
-        proc, base = await served(processes, tmp_path, server, upstream)
+        proc, base = await served(procs, tmp_path, server, upstream)
         pid = proc.popen.pid
         async with connect(ws_url(base)) as calm, connect(ws_url(base)) as fast:
             await calm.until("session.created")

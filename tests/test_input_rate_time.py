@@ -7,34 +7,25 @@ The clock itself: tests/test_input_rate_clock.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pybase64
-import pytest
 
-from tests.cli_processes import Procs
+from tests.cli_processes import Procs, procs
 from tests.flood_stack import served
 from tests.input_rate_events import PCMU, append
 from tests.native_client_session import NATIVE, opening
 from tests.servers import connect, proxy, proxy_config, reference, replica, ws_url
 
-
-@pytest.fixture
-def processes(tmp_path: Path) -> Iterator[Procs]:
-    p = Procs(tmp_path)
-    try:
-        yield p
-    finally:
-        p.close()
+__all__ = ["procs"]  # the fixture, used by name
 
 
 async def test_a_g711_client_is_held_to_real_time_like_any_other(
-    processes: Procs, tmp_path: Path
+    procs: Procs, tmp_path: Path
 ) -> None:
     async with reference("turn", reply_ms=600) as upstream:
         server = "input_realtime_factor = 1.0\ninput_burst_s = 1.0\ninput_rate_grace_s = 60.0\n"
-        proc, base = await served(processes, tmp_path, server, upstream)
+        proc, base = await served(procs, tmp_path, server, upstream)
         async with connect(ws_url(base)) as c:
             await c.until("session.created")
             await c.send(PCMU)
