@@ -3,8 +3,8 @@ tries again on a new connection, and the session goes on (docs/protocol.md, "Res
 
 ``talk`` speaks to replica a; a goes away with the session store frozen (Redis under
 SIGSTOP), and replica b takes a's port. ``talk``'s resume reaches b, which cannot load
-the session from the store and refuses it as unavailable (the one refusal worth trying
-again). Once Redis answers, the next try resumes the same session from the store. Before
+the session from the store and refuses it as unavailable (worth trying again: the
+session is where it was). Once Redis answers, the next try resumes the same session from the store. Before
 this, ``talk`` gave up on any refused resume.
 """
 
