@@ -59,10 +59,16 @@ class Fault:
 
 @asynccontextmanager
 async def replicas_before(
-    upstream: str, store_url: str, server: dict[str, Any] | None = None, **store: Any
+    upstream: str,
+    store_url: str,
+    server: dict[str, Any] | None = None,
+    names: tuple[str, ...] | None = None,
+    **store: Any,
 ) -> AsyncIterator[list[tuple[str, ProxyState]]]:
-    """Replica "a" (and "b" on Redis) on one store, a passthrough route to ``upstream``."""
-    names = ("a",) if store_url.startswith("memory") else ("a", "b")
+    """Replicas ``names`` (unnamed: "a", and "b" on Redis) on one store, a passthrough
+    route to ``upstream``; each one's base URL and state."""
+    if names is None:
+        names = ("a",) if store_url.startswith("memory") else ("a", "b")
     config = config_from_dict(
         {
             "routes": [{"model": "m", "upstream": upstream, "mode": "passthrough"}],

@@ -19,14 +19,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from proxy.app import build_app
-from proxy.config import StoreConfig, config_from_dict
+from proxy.config import StoreConfig
 from proxy.state import ProxyState
 from proxy.store.base import LeaseLost, hash_token
 from tests.passthrough_resume_stack import (
@@ -34,6 +33,7 @@ from tests.passthrough_resume_stack import (
     has_id,
     opened,
     refused,
+    replicas_before,
     resume,
     resumed,
     store_url,
@@ -41,7 +41,7 @@ from tests.passthrough_resume_stack import (
     until,
 )
 from tests.proxy_process import backend_process
-from tests.servers import connect, serve_app, ws_url
+from tests.servers import connect, ws_url
 from tests.stores import new_record, opened_store
 
 __all__ = ["store_url"]  # the fixture, used by name
@@ -53,23 +53,10 @@ async def replicas(
 ) -> AsyncIterator[list[tuple[str, ProxyState]]]:
     """Replicas ``names`` on one store, a passthrough route to a reference backend
     process; each one's base URL and state."""
-    async with AsyncExitStack() as stack:
-        _, port = await stack.enter_async_context(backend_process(tmp_path, "up", "duplex"))
-        route = {"model": "m", "upstream": f"ws://127.0.0.1:{port}/v1/realtime"}
-        config = config_from_dict(
-            {
-                "routes": [{**route, "mode": "passthrough"}],
-                "auth": {"mode": "none"},
-                # Timeouts only where the test makes them, not from a loaded machine.
-                "store": {"url": store_url, "timeout_s": 1.0, **store},
-            }
-        )
-        out = []
-        for name in names:
-            state = ProxyState(config=config, replica_id=name)
-            base = await stack.enter_async_context(serve_app(build_app(config, state)))
-            out.append((base, state))
-        yield out
+    async with backend_process(tmp_path, "up", "duplex") as (_, port):
+        upstream = f"ws://127.0.0.1:{port}/v1/realtime"
+        async with replicas_before(upstream, store_url, names=names, **store) as out:
+            yield out
 
 
 @pytest.mark.parametrize("applied", [False, True], ids=["lost", "applied"])

@@ -1,11 +1,16 @@
-"""The ``talk`` command when its resume is refused as ``session_resume_unavailable``: it
-tries again on a new connection, and the session goes on (docs/protocol.md, "Resume").
+"""The ``talk`` command when its resume is refused as ``session_resume_unavailable`` or
+as ``upstream_unavailable``: it tries again on a new connection, and the session goes
+on (docs/protocol.md, "Resume": both leave the session where it was).
 
-``talk`` speaks to replica a; a goes away with the session store frozen (Redis under
-SIGSTOP), and replica b takes a's port. ``talk``'s resume reaches b, which cannot load
-the session from the store and refuses it as unavailable (worth trying again: the
-session is where it was). Once Redis answers, the next try resumes the same session from the store. Before
-this, ``talk`` gave up on any refused resume.
+``talk`` speaks to replica a over ``duplex_emulated``; a goes away and replica b takes
+a's port, either with the session store frozen (Redis under SIGSTOP: b cannot load the
+session, ``session_resume_unavailable``) or with its way to the upstream cut (a TCP
+relay pointed at a closed port: b cannot open the session's upstream,
+``upstream_unavailable``). ``talk`` names its model, so b then opens a new session on
+that socket; ``talk`` leaves it. Once Redis answers or the relay points at the upstream
+again, the next try resumes the same session from the store. Before, ``talk`` gave up
+on the first refusal, and later took the second for the end of its resume and carried
+on in the new session.
 """
 
 from __future__ import annotations
@@ -18,10 +23,10 @@ import pytest
 
 from proxy.app import build_app
 from proxy.state import ProxyState
-from tests.ports import free_port
+from tests.ports import closed_port, free_port
 from tests.redis_server import RedisServer
 from tests.resume_client import wait_persisted
-from tests.servers import CORPUS, ROOT, reference, serve_app, store_config
+from tests.servers import CORPUS, ROOT, reference, serve_app, store_config, tcp_link
 from tests.talk_command import command, env
 from tests.talk_lines import read_until
 
@@ -29,14 +34,19 @@ pytestmark = [pytest.mark.redis, pytest.mark.slow]
 
 
 @pytest.mark.timeout(120)
-async def test_talk_tries_a_resume_the_store_could_not_serve_again(
-    redis_server: RedisServer,
+@pytest.mark.parametrize(
+    ("fault", "code"),
+    [("store", "session_resume_unavailable"), ("upstream", "upstream_unavailable")],
+)
+async def test_talk_tries_a_resume_refused_for_now_again(
+    redis_server: RedisServer, fault: str, code: str
 ) -> None:
     port = free_port()
     url = f"ws://127.0.0.1:{port}/v1/realtime"
     args = ["--model", "m", "--wav", str(CORPUS / "utt00_clean.wav"), "--json"]
-    async with reference("turn", reply_ms=3000) as up:
-        config = store_config(up, redis_server.url, timeout_s=0.2)
+    async with reference("turn", reply_ms=3000) as up, tcp_link(up) as link:
+        config = store_config(link.url(up), redis_server.url, timeout_s=0.2)
+        target = link.target
         state_a = ProxyState(config=config, replica_id="a")
         talking = await asyncio.create_subprocess_exec(
             *command("talk", url, *args), cwd=ROOT, env=env(), stdout=subprocess.PIPE
@@ -48,13 +58,17 @@ async def test_talk_tries_a_resume_the_store_could_not_serve_again(
                 await read_until(talking.stdout, "session.created", seen)
                 (session_id,) = state_a.live
                 await wait_persisted(redis_server.url, session_id)
-                redis_server.pause()
+                if fault == "store":
+                    redis_server.pause()
+                else:
+                    link.target = ("127.0.0.1", closed_port())
             try:
                 async with serve_app(
                     build_app(config, ProxyState(config=config, replica_id="b")), port
                 ):
-                    await read_until(talking.stdout, "session_resume_unavailable", seen)
+                    await read_until(talking.stdout, code, seen)
                     redis_server.resume()
+                    link.target = target
                     out, _ = await asyncio.wait_for(talking.communicate(), 60)
             finally:
                 redis_server.resume()
@@ -67,4 +81,4 @@ async def test_talk_tries_a_resume_the_store_could_not_serve_again(
     assert summary["resumes"] and summary["resumes"][-1]["ok"], report
     assert (summary["lost"], summary["duplicated"]) == (0, 0), report
     codes = {e.get("code") for e in summary["errors"]}
-    assert codes == {"session_resume_unavailable"}, report
+    assert codes == {code}, report
