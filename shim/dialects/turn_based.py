@@ -15,9 +15,9 @@ from typing import Any
 
 from shim import client_events, told_run
 from shim.actions import AbortUpstream, Action, SendClient
-from shim.audio import AudioError, Int16Array
+from shim.audio import Int16Array
 from shim.client_events import is_refusal
-from shim.dialects import turn_acks, turn_answer, turn_idle, turn_limits, turn_wire
+from shim.dialects import turn_acks, turn_answer, turn_idle, turn_limits, turn_upstream, turn_wire
 from shim.dialects.ga_response_create import ResponseMetadata
 from shim.dialects.turn_answer import PendingTurn
 from shim.dialects.turn_items import UserItems
@@ -29,9 +29,6 @@ from shim.response_close import close_response
 from shim.session import EmulatedSession, EventHandler, ShimSettings
 from shim.session_config import NATIVE_CONFIG
 from shim.session_told import TURN_BASED
-from shim.wire import error_code
-
-DEFAULT_OUTPUT_RATE = 24000
 
 
 class TurnBasedSession(EmulatedSession):
@@ -184,14 +181,14 @@ class TurnBasedSession(EmulatedSession):
     def cancel_response(
         self, now: float, reason: str, truncate_at: int | None = None, announce: bool = True
     ) -> list[Action]:
-        out = self._finish(now, "cancelled", reason, truncate_at, announce)
+        out = self.finish_response(now, "cancelled", reason, truncate_at, announce)
         if self.upstream_busy:
             self.upstream_busy = False
             out.append(AbortUpstream(reason=reason, redial=True))
             out += self.open_upstream()
         return out
 
-    def _finish(
+    def finish_response(
         self,
         now: float,
         status: str,
@@ -214,84 +211,18 @@ class TurnBasedSession(EmulatedSession):
         """Upstream event type -> handler; every other event passes through untouched."""
         return {
             "session.created": lambda ev, now: [],
-            "response.output_audio.delta": self._up_audio,
-            "transcription.delta": self._up_transcription_delta,
-            "transcription.done": self._up_transcription_done,
-            "response.output_audio.done": self._up_audio_done,
-            "error": self._up_error,
+            "response.output_audio.delta": partial(turn_upstream.audio, self),
+            "transcription.delta": partial(turn_upstream.transcription_delta, self),
+            "transcription.done": partial(turn_upstream.transcription_done, self),
+            "response.output_audio.done": partial(turn_upstream.audio_done, self),
+            "error": partial(turn_upstream.error, self),
         }
 
     def on_upstream_lost(self, inp: UpstreamLost) -> list[Action]:
         out: list[Action] = []
         if self.live():
             # Never silently: the response ends, saying why.
-            out += self._finish(inp.now_ms, status="incomplete", reason="upstream_lost")
+            out += self.finish_response(inp.now_ms, status="incomplete", reason="upstream_lost")
         self.upstream_busy = False
         out.append(AbortUpstream(reason="upstream lost", redial=True, after_loss=True))
         return out + self.open_upstream()
-
-    def _up_audio(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp = self.response
-        data = ev.get("audio", ev.get("delta"))
-        if resp is None or not self.live() or not isinstance(data, str):
-            return []
-        rate = ev.get("sample_rate_hz")
-        rate = rate if isinstance(rate, int) and rate > 0 else DEFAULT_OUTPUT_RATE
-        try:
-            samples = self.assistant_audio.decode(data, rate)
-        except AudioError as exc:
-            return [self.err("upstream_error", f"upstream sent undecodable audio: {exc}")]
-        fmt = self.config.output_format
-        wrap = turn_wire.delta_for(resp.response_id, resp.item_id, fmt, self.refusals.native)
-        action = self.assistant_audio.convert(samples, rate, fmt, self.echo is not None, wrap)
-        return self.output.audio(action, now) if action is not None else []
-
-    def _up_transcription_delta(self, ev: dict[str, Any], now: float) -> list[Action]:
-        resp = self.response
-        if resp is None or not self.live():
-            return []
-        delta = ev["delta"] if isinstance(ev.get("delta"), str) else ""
-        event = turn_wire.transcript_delta(resp.response_id, resp.item_id, delta)
-        return self.output.text(SendClient(event), delta, self.config.output_format.rate_hz)
-
-    def _up_transcription_done(self, ev: dict[str, Any], now: float) -> list[Action]:
-        if self.live() and isinstance(ev.get("text"), str):
-            self.final_text = ev["text"]
-        return []
-
-    def _up_audio_done(self, ev: dict[str, Any], now: float) -> list[Action]:
-        live = self.live()
-        self.upstream_busy = False
-        return self._complete(now) if live else []
-
-    def _complete(self, now: float) -> list[Action]:
-        resp = self.response
-        assert resp is not None
-        rid, aid = resp.response_id, resp.item_id
-        tail: list[Action] = []
-        out_fmt, native = self.config.output_format, self.refusals.native
-        rest = self.assistant_audio.flush(out_fmt, turn_wire.delta_for(rid, aid, out_fmt, native))
-        if rest is not None:
-            tail += self.output.audio(rest, now)
-        closing = self._finish(now, status="completed", reason=None)
-        resp.cancelled = False
-        resp.upstream_done = True
-        if self.overlap.episode is not None:
-            resp.held.extend(closing)
-            return tail
-        out = tail + closing
-        td = self.config.turn  # push-to-talk: a waiting turn only if its commit asked
-        if self.pending and (
-            (td.vad is not None and td.create_response) or self.pending[0].respond
-        ):
-            out += turn_answer.start_response(self, now)
-        return out
-
-    def _up_error(self, ev: dict[str, Any], now: float) -> list[Action]:
-        live = self.live()
-        code = error_code(ev) or "upstream_error"
-        out: list[Action] = [self.err(code, f"upstream: {turn_wire.error_message(ev)}")]
-        if live:
-            self.upstream_busy = False
-            out += self._finish(now, status="failed", reason=str(code))
-        return out
