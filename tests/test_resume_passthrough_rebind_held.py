@@ -86,3 +86,41 @@ async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
         for stale in (first, token, secrets.token_urlsafe(32)):
             assert await refused(a, sid, stale) == DENIED
         await resumed(a, sid, latest)
+
+
+async def test_a_rebind_that_landed_unanswered_is_not_marked_again(store_url: str) -> None:
+    """The store took the rebind but its answers were lost for a while, the resumed
+    client still connected. The relay's binding keeper found the new hash and took on
+    the new epoch (``follows_rebind``); the rebind's retries held its mark at that
+    epoch, putting back the mark the rebind had cleared: a token not the session's
+    was told to try again, not denied, for a mark's whole hold after the store healed.
+    A mark is held at the epoch it was set at, which the rebind moved on from."""
+    async with (
+        reference("duplex") as up,
+        replicas_before(
+            up,
+            store_url,
+            {"classify_timeout_s": CLASSIFY_S},
+            disconnect_grace_s=GRACE_S,
+            rebind_wait_s=0.2,
+        ) as group,
+    ):
+        (a, state), (b, _) = group[0], group[-1]
+        store = state.store
+        assert store is not None
+        sid, first = await opened(a)
+        fault = Fault(store, applied=True)  # every rebind of "a" lands, unanswered
+        async with connect(ws_url(a, model=None)) as c2:
+            answer = await resume(c2, sid, first)
+            assert answer["type"] == "session.resumed", answer
+            token = answer["resume_token"]
+            # Past the keeper's first refresh and half the mark's hold.
+            await asyncio.sleep((GRACE_S + CLASSIFY_S) / 2 + 1.0)
+            assert fault.refused >= 2
+            assert await stored_hash(store, sid) == hash_token(token)
+            fault.heal()
+            await asyncio.sleep(1.5)  # the rebind's next try, answered
+            record = await store.load(sid)
+            assert record is not None
+            assert (record.rebind_until_ms, record.rebind_marks) == (0, {})
+            assert await refused(b, sid, secrets.token_urlsafe(32)) == DENIED

@@ -33,23 +33,26 @@ pending_writes: set[asyncio.Task[None]] = set()
 
 @dataclass(slots=True)
 class Mark:
-    """One resume's mark: its id, its end (wall clock, ms), how long each hold lasts."""
+    """One resume's mark: its id, its end (wall clock, ms), how long each hold lasts,
+    the epoch it was set at (a rebind moves on from it, clearing every mark: a hold or
+    a take-away at the epoch the relay took on since would set one again)."""
 
     id: str
     until_ms: int
     hold_s: float
+    epoch: int
 
 
 async def mark_rebinding(store: SessionStore, record: SessionRecord, hold_s: float) -> Mark:
     """Mark ``record``'s binding as possibly moving for ``hold_s``, fenced by its epoch
     (StoreUnavailable, LeaseLost: nothing was relayed, the client's token still
     resumes); the mark, for ``hold`` and ``unmark``."""
-    mark, now = Mark(secrets.token_hex(8), 0, hold_s), time.time()
+    mark, now = Mark(secrets.token_hex(8), 0, hold_s, record.epoch), time.time()
     mark.until_ms = round((now + hold_s) * 1000)
     sid = record.session_id
     now_ms = round(now * 1000)
     record.rebind_until_ms = await store.rebind_mark(
-        sid, record.epoch, mark.id, mark.until_ms, now_ms
+        sid, mark.epoch, mark.id, mark.until_ms, now_ms
     )
     return mark
 
@@ -64,7 +67,7 @@ async def hold(store: SessionStore, record: SessionRecord, mark: Mark, within_s:
         return
     until_ms, now_ms = round((now + mark.hold_s) * 1000), round(now * 1000)
     try:
-        left = await store.rebind_mark(record.session_id, record.epoch, mark.id, until_ms, now_ms)
+        left = await store.rebind_mark(record.session_id, mark.epoch, mark.id, until_ms, now_ms)
     except (StoreUnavailable, LeaseLost):
         return
     mark.until_ms, record.rebind_until_ms = until_ms, left
@@ -80,7 +83,7 @@ async def unmark(
     loop = asyncio.get_running_loop()
     tried = asyncio.Event()
     deadline = loop.time() + retry_s
-    task = loop.create_task(_unmarked(store, record, mark.id, deadline, tried, log))
+    task = loop.create_task(_unmarked(store, record, mark, deadline, tried, log))
     pending_writes.add(task)
     task.add_done_callback(pending_writes.discard)
     await tried.wait()
@@ -89,7 +92,7 @@ async def unmark(
 async def _unmarked(
     store: SessionStore,
     record: SessionRecord,
-    mark: str,
+    mark: Mark,
     deadline: float,
     tried: asyncio.Event,
     log: Logger,
@@ -101,7 +104,7 @@ async def _unmarked(
             tries += 1
             now_ms = round(time.time() * 1000)
             try:
-                left = await store.rebind_mark(record.session_id, record.epoch, mark, 0, now_ms)
+                left = await store.rebind_mark(record.session_id, mark.epoch, mark.id, 0, now_ms)
             except StoreUnavailable as exc:
                 tried.set()
                 if loop.time() + delay >= deadline:  # it holds to its end: resumes retry
