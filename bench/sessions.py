@@ -31,6 +31,7 @@ from typing import Any
 from proc_stats import load_average
 from processes import ROOT, stop_all
 from session_load import Clips
+from session_wire import WireClips
 from sessions_ramp import ramp
 from sessions_stack import start_stack
 
@@ -73,6 +74,13 @@ def main() -> None:
         help="the proxy's store (auto: in memory for 1 worker, Redis for more)",
     )
     parser.add_argument(
+        "--client",
+        choices=("lean", "aiohttp"),
+        default="lean",
+        help="the load generator: bench/session_wire.py, or one aiohttp socket and task per"
+        " session (bench/session_load.py)",
+    )
+    parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
     parser.add_argument(
@@ -90,6 +98,7 @@ def main() -> None:
         args.idle, args.idle_window = 2, 1.0
     steps = [int(s) for s in args.steps.split(",")]
     clips = Clips.load(args.corpus, args.chunk_ms)
+    args.wire = WireClips.frame(clips, args.chunk_ms) if args.client == "lean" else None
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -117,7 +126,13 @@ def main() -> None:
                         stop_all(procs)
                     store = "redis" if workers > 1 or args.store == "redis" else "memory"
                     results.append(
-                        {"workers": workers, "store": store, "event_loop": loop, **result}
+                        {
+                            "workers": workers,
+                            "store": store,
+                            "event_loop": loop,
+                            "client": args.client,
+                            **result,
+                        }
                     )
                     if not args.json:
                         print_row(results[-1])

@@ -14,6 +14,7 @@ import aiohttp
 from proc_stats import cpu_seconds, idle_figures, load_average, rss_mb, scrub_paths, tree
 from processes import QUIET, ROOT
 from session_load import PROBES, Clips, Observations, run_client
+from session_wire import Ticker, run_lean
 from sessions_metrics import bucket_p99_ms, proxy_counts
 
 VAD_LAG_LIMIT_MS = 100
@@ -40,15 +41,17 @@ async def ramp(
     async with aiohttp.ClientSession(connector=connector) as http:
         pids = tree(pid)
         idle = await idle_cost(http, url, pids, args, clips)
+        ticker = Ticker(args.chunk_ms)
+        ticking = asyncio.create_task(ticker.run(stop))
         rss0 = rss_mb(pids)  # after the idle sessions: what they left allocated is reused
         clients: list[asyncio.Task[None]] = []
         for count in steps:
             for i in range(len(clients), count):
-                clients.append(
-                    asyncio.create_task(
-                        run_client(http, url, clips, i, obs, stop, probe, args.chunk_ms)
-                    )
-                )
+                if args.wire is not None:
+                    client = run_lean(ticker, url, args.wire, i, obs, stop, probe)
+                else:
+                    client = run_client(http, url, clips, i, obs, stop, probe, args.chunk_ms)
+                clients.append(asyncio.create_task(client))
                 await asyncio.sleep(1.0 / max(1, count - len(clients) + 1) if i % 5 == 4 else 0)
             await asyncio.sleep(args.settle)
             pids = tree(pid)
@@ -99,7 +102,7 @@ async def ramp(
             if await judge(rows, obs, stop_early=not (args.smoke or args.all_steps)):
                 break
         stop.set()
-        await asyncio.gather(*clients, return_exceptions=True)
+        await asyncio.gather(ticking, *clients, return_exceptions=True)
     return summarise(mode, rows, obs, idle, args)
 
 
@@ -155,7 +158,11 @@ async def idle_cost(
     rss0 = rss_mb(pids)
     obs, stop = Observations(), asyncio.Event()
     tasks = [
-        asyncio.create_task(run_client(http, url, clips, i, obs, stop, "", speak=False))
+        asyncio.create_task(
+            run_lean(Ticker(), url, args.wire, i, obs, stop, "", speak=False)
+            if args.wire is not None
+            else run_client(http, url, clips, i, obs, stop, "", speak=False)
+        )
         for i in range(args.idle)
     ]
     # Polled: every client task adds to the counts.
