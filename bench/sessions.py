@@ -28,6 +28,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import uvloop
 from proc_stats import load_average
 from processes import ROOT, stop_all
 from session_load import Clips
@@ -81,6 +82,12 @@ def main() -> None:
         " session (bench/session_load.py)",
     )
     parser.add_argument(
+        "--client-loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="the load generator's event loop (before 2026-12-03: asyncio)",
+    )
+    parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
     parser.add_argument(
@@ -119,7 +126,8 @@ def main() -> None:
                         args.store == "redis",
                     )
                     try:
-                        result = asyncio.run(
+                        run = uvloop.run if args.client_loop == "uvloop" else asyncio.run
+                        result = run(
                             ramp(base, procs[-1].pid, procs[-2].pid, mode, steps, args, clips)
                         )
                     finally:
@@ -131,6 +139,7 @@ def main() -> None:
                             "store": store,
                             "event_loop": loop,
                             "client": args.client,
+                            "client_loop": args.client_loop,
                             **result,
                         }
                     )
