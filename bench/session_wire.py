@@ -80,13 +80,16 @@ class Session(FrameReader):
         self.next_probe = t0 + PROBE_EVERY_S * (self.n % 10) / 10
         self.starts.append((0, self.n % len(self.wire.frames)))
 
-    def send_due(self, now: float) -> None:
-        """Every frame due by ``now`` (more than one if the ticker came late)."""
+    def send_due(self, now: float, tick: float) -> None:
+        """Every frame due by ``now`` or by the ``tick`` the ticker woke for (more than
+        one if it came late). uvloop's timers count whole milliseconds and may wake the
+        ticker up to one early: a frame due at that tick goes then, not a tick later."""
         wire, write = self.wire, self.transport.write
         step = wire.chunk_ms / 1000
-        while self.next_due <= now and not self.closed:
+        by = max(now, tick) + 1e-6  # (the grid's sums may differ in the last bits)
+        while self.next_due <= by and not self.closed:
             if self.k % 10 == 0:  # sampled: the client's own lag, not a per-frame record
-                self.obs.late_sends.append((now, now - self.next_due))
+                self.obs.late_sends.append((now, max(0.0, now - self.next_due)))
             clip = wire.frames[self.n % len(wire.frames)]
             frame = clip[self.pos] if self.pos < len(clip) else wire.silence
             write(frame[self.k % KEYS])
@@ -134,12 +137,13 @@ class Ticker:
     async def run(self, stop: asyncio.Event) -> None:
         i = 0
         while not stop.is_set():
-            delay = self.origin + i * self.every - time.perf_counter()
+            tick = self.origin + i * self.every
+            delay = tick - time.perf_counter()
             if delay > 0:
                 await asyncio.sleep(delay)
             slot = self.slots[i % PHASES]
             for s in slot:
-                s.send_due(time.perf_counter())
+                s.send_due(time.perf_counter(), tick)
             if any(s.closed for s in slot):
                 slot[:] = [s for s in slot if not s.closed]
             i += 1
