@@ -9,12 +9,15 @@ Real processes on loopback: a reference backend per mode (``turn`` for
 ``duplex_emulated``, ``duplex-no-barge-in`` for ``barge_in_emulated``, ``duplex`` for
 ``passthrough``), ``duplex-proxy serve --workers N`` in front of it (a ``redis-server``
 store when N > 1) and, in this process, clients streaming the dev corpus's speech at
-real-time pace (``bench/session_load.py``). Sessions are added in steps; each step is
-measured over ``--window`` seconds after ``--settle``. A step is sustained while the
-p99 VAD decision lag stays within 100 ms and the p99 event delay within 50 ms
-(``bench/session_load.py`` says how both are taken). Reported per mode: the highest
-sustained count, per worker, the proxy's CPU ms per session-second and RSS per session
-at that step, and the CPU of an idle session (opened, then silent).
+real-time pace (``bench/session_load.py``), sent and read by a lean client
+(``bench/session_wire.py``; ``--client aiohttp --client-loop asyncio``: one aiohttp
+socket and task per session, the load generator before 2026-12-03, ~2.5x the CPU).
+Sessions are added in steps; each step is measured over ``--window`` seconds after
+``--settle``. A step is sustained while the p99 VAD decision lag stays within 100 ms
+and the p99 event delay within 50 ms (``bench/session_load.py`` says how both are
+taken). Reported per mode: the highest sustained count, per worker, the proxy's CPU ms
+per session-second and RSS per session at that step, and the CPU of an idle session
+(opened, then silent).
 """
 
 from __future__ import annotations
