@@ -130,8 +130,11 @@ def main() -> None:
                     )
                     try:
                         run = uvloop.run if args.client_loop == "uvloop" else asyncio.run
+                        redis = procs[0].pid if len(procs) > 2 else None  # [redis,] backend, proxy
                         result = run(
-                            ramp(base, procs[-1].pid, procs[-2].pid, mode, steps, args, clips)
+                            ramp(
+                                base, procs[-1].pid, procs[-2].pid, mode, steps, args, clips, redis
+                            )
                         )
                     finally:
                         stop_all(procs)

@@ -11,7 +11,16 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from proc_stats import cpu_seconds, idle_figures, load_average, rss_mb, scrub_paths, tree
+from proc_stats import (
+    cpu_seconds,
+    idle_figures,
+    load_average,
+    machine_cpu_seconds,
+    rss_mb,
+    scheduled_ns,
+    scrub_paths,
+    tree,
+)
 from processes import QUIET, ROOT
 from session_load import PROBES, Clips, Observations, run_client
 from session_wire import Ticker, run_lean
@@ -32,6 +41,7 @@ async def ramp(
     steps: list[int],
     args: argparse.Namespace,
     clips: Clips,
+    store: int | None = None,
 ) -> dict[str, Any]:
     url = base.replace("http", "ws", 1) + "/v1/realtime?model=m"
     probe = PROBES["passthrough" if mode == "passthrough" else "emulated"]
@@ -57,13 +67,23 @@ async def ramp(
             pids = tree(pid)
             hist0 = await proxy_counts(http, base)
             t0, cpu0, me0 = time.perf_counter(), cpu_seconds(pids), time.process_time()
-            up0 = cpu_seconds([backend])
+            up0, st0, each0 = (
+                cpu_seconds([backend]),
+                cpu_seconds([store] if store else []),
+                per_pid(pids),
+            )
+            box0, wait0 = machine_cpu_seconds(), sum(scheduled_ns(p)[1] for p in pids)
             if args.profile and count == steps[-1]:
                 await profile(pids, args.window, profile_path(args.profile, mode))
             else:
                 await asyncio.sleep(args.window)
             t1, cpu1, me1 = time.perf_counter(), cpu_seconds(pids), time.process_time()
-            up1 = cpu_seconds([backend])
+            up1, st1, each1 = (
+                cpu_seconds([backend]),
+                cpu_seconds([store] if store else []),
+                per_pid(pids),
+            )
+            box1, wait1 = machine_cpu_seconds(), sum(scheduled_ns(p)[1] for p in pids)
             hist1 = await proxy_counts(http, base)
             cpu = cpu1 - cpu0
             rows.append(
@@ -97,6 +117,22 @@ async def ramp(
                         (hist1["vad_rows"] - hist0["vad_rows"]) / (t1 - t0) / count, 2
                     ),
                     "backend_cpu_pct": round(100 * (up1 - up0) / (t1 - t0), 1),
+                    "store_cpu_pct": round(100 * (st1 - st0) / (t1 - t0), 1) if store else None,
+                    # Each process of the proxy (its workers, and the parent if there are several).
+                    "proxy_cpu_pct_each": sorted(
+                        (round(100 * (each1[p] - each0.get(p, 0.0)) / (t1 - t0), 1) for p in each1),
+                        reverse=True,
+                    ),
+                    # The proxy's threads ready to run, waiting for a core (summed).
+                    "proxy_runqueue_wait_pct": round((wait1 - wait0) / 1e7 / (t1 - t0), 1),
+                    # Every core's busy time, and what of it was none of the bench's.
+                    "machine_cpu_pct": round(100 * (box1 - box0) / (t1 - t0), 1),
+                    "others_cpu_pct": round(
+                        100
+                        * ((box1 - box0) - cpu - (up1 - up0) - (st1 - st0) - (me1 - me0))
+                        / (t1 - t0),
+                        1,
+                    ),
                 }
             )
             if await judge(rows, obs, stop_early=not (args.smoke or args.all_steps)):
@@ -121,6 +157,10 @@ async def profile(pids: list[int], seconds: float, out: Path) -> None:
     proc = await asyncio.create_subprocess_exec(*argv, **QUIET)
     await proc.wait()
     await asyncio.to_thread(scrub_paths, out, ROOT)
+
+
+def per_pid(pids: list[int]) -> dict[int, float]:
+    return {p: cpu_seconds([p]) for p in pids}
 
 
 async def judge(rows: list[dict[str, Any]], obs: Observations, stop_early: bool) -> bool:
