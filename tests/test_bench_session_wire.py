@@ -17,8 +17,8 @@ from tests.servers import ROOT
 
 sys.path.insert(0, str(ROOT / "bench"))
 
-from session_load import PROBES, Clips, Observations, _append  # noqa: E402
-from session_wire import Ticker, WireClips, run_lean  # noqa: E402
+from session_load import PROBES, Clips, Observations, _append
+from session_wire import Ticker, WireClips, run_lean
 
 
 async def test_the_lean_client_sends_the_clip_and_reads_what_the_bench_reads() -> None:
