@@ -65,6 +65,13 @@ def peak_rss_mb(pids: list[int]) -> float:
     return _status_kb(pids, "VmHWM:") / 1024
 
 
+def machine_cpu_seconds() -> float:
+    """CPU seconds every core of the machine spent busy so far (``/proc/stat``: all but
+    idle and iowait), whoever ran."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(fields[:8]) - fields[3] - fields[4]) / os.sysconf("SC_CLK_TCK")
+
+
 def load_average() -> list[float]:
     """The 1, 5 and 15 minute load averages (what `uptime` prints)."""
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]

@@ -13,6 +13,9 @@ reads everything the proxy sends. Two delays are taken from what it receives:
 * event delay: once a second the client sends an event the proxy (or, in passthrough,
   the upstream) answers at once with an error; its round trip is how long an event
   waits in the proxy behind the audio of every session.
+
+``run_client`` is the aiohttp client (``bench/sessions.py --client aiohttp``);
+``bench/session_wire.py`` sends and reads the same sessions at less CPU.
 """
 
 from __future__ import annotations

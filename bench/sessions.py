@@ -9,12 +9,15 @@ Real processes on loopback: a reference backend per mode (``turn`` for
 ``duplex_emulated``, ``duplex-no-barge-in`` for ``barge_in_emulated``, ``duplex`` for
 ``passthrough``), ``duplex-proxy serve --workers N`` in front of it (a ``redis-server``
 store when N > 1) and, in this process, clients streaming the dev corpus's speech at
-real-time pace (``bench/session_load.py``). Sessions are added in steps; each step is
-measured over ``--window`` seconds after ``--settle``. A step is sustained while the
-p99 VAD decision lag stays within 100 ms and the p99 event delay within 50 ms
-(``bench/session_load.py`` says how both are taken). Reported per mode: the highest
-sustained count, per worker, the proxy's CPU ms per session-second and RSS per session
-at that step, and the CPU of an idle session (opened, then silent).
+real-time pace (``bench/session_load.py``), sent and read by a lean client
+(``bench/session_wire.py``; ``--client aiohttp --client-loop asyncio``: one aiohttp
+socket and task per session, the load generator before 2026-12-03, ~2.5x the CPU).
+Sessions are added in steps; each step is measured over ``--window`` seconds after
+``--settle``. A step is sustained while the p99 VAD decision lag stays within 100 ms
+and the p99 event delay within 50 ms (``bench/session_load.py`` says how both are
+taken). Reported per mode: the highest sustained count, per worker, the proxy's CPU ms
+per session-second and RSS per session at that step, and the CPU of an idle session
+(opened, then silent).
 """
 
 from __future__ import annotations
@@ -28,9 +31,11 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import uvloop
 from proc_stats import load_average
 from processes import ROOT, stop_all
 from session_load import Clips
+from session_wire import WireClips
 from sessions_ramp import ramp
 from sessions_stack import start_stack
 
@@ -73,6 +78,19 @@ def main() -> None:
         help="the proxy's store (auto: in memory for 1 worker, Redis for more)",
     )
     parser.add_argument(
+        "--client",
+        choices=("lean", "aiohttp"),
+        default="lean",
+        help="the load generator: bench/session_wire.py, or one aiohttp socket and task per"
+        " session (bench/session_load.py)",
+    )
+    parser.add_argument(
+        "--client-loop",
+        choices=("uvloop", "asyncio"),
+        default="uvloop",
+        help="the load generator's event loop (before 2026-12-03: asyncio)",
+    )
+    parser.add_argument(
         "--all-steps", action="store_true", help="measure every step, even once behind"
     )
     parser.add_argument(
@@ -90,6 +108,7 @@ def main() -> None:
         args.idle, args.idle_window = 2, 1.0
     steps = [int(s) for s in args.steps.split(",")]
     clips = Clips.load(args.corpus, args.chunk_ms)
+    args.wire = WireClips.frame(clips, args.chunk_ms) if args.client == "lean" else None
     env = {k: v for k, v in os.environ.items() if not k.startswith("DUPLEX_PROXY__")}
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,14 +129,25 @@ def main() -> None:
                         args.store == "redis",
                     )
                     try:
-                        result = asyncio.run(
-                            ramp(base, procs[-1].pid, procs[-2].pid, mode, steps, args, clips)
+                        run = uvloop.run if args.client_loop == "uvloop" else asyncio.run
+                        redis = procs[0].pid if len(procs) > 2 else None  # [redis,] backend, proxy
+                        result = run(
+                            ramp(
+                                base, procs[-1].pid, procs[-2].pid, mode, steps, args, clips, redis
+                            )
                         )
                     finally:
                         stop_all(procs)
                     store = "redis" if workers > 1 or args.store == "redis" else "memory"
                     results.append(
-                        {"workers": workers, "store": store, "event_loop": loop, **result}
+                        {
+                            "workers": workers,
+                            "store": store,
+                            "event_loop": loop,
+                            "client": args.client,
+                            "client_loop": args.client_loop,
+                            **result,
+                        }
                     )
                     if not args.json:
                         print_row(results[-1])

@@ -11,9 +11,19 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
-from proc_stats import cpu_seconds, idle_figures, load_average, rss_mb, scrub_paths, tree
+from proc_stats import (
+    cpu_seconds,
+    idle_figures,
+    load_average,
+    machine_cpu_seconds,
+    rss_mb,
+    scheduled_ns,
+    scrub_paths,
+    tree,
+)
 from processes import QUIET, ROOT
 from session_load import PROBES, Clips, Observations, run_client
+from session_wire import Ticker, run_lean
 from sessions_metrics import bucket_p99_ms, proxy_counts
 
 VAD_LAG_LIMIT_MS = 100
@@ -31,6 +41,7 @@ async def ramp(
     steps: list[int],
     args: argparse.Namespace,
     clips: Clips,
+    store: int | None = None,
 ) -> dict[str, Any]:
     url = base.replace("http", "ws", 1) + "/v1/realtime?model=m"
     probe = PROBES["passthrough" if mode == "passthrough" else "emulated"]
@@ -40,27 +51,39 @@ async def ramp(
     async with aiohttp.ClientSession(connector=connector) as http:
         pids = tree(pid)
         idle = await idle_cost(http, url, pids, args, clips)
+        ticker = Ticker(args.chunk_ms)
+        ticking = asyncio.create_task(ticker.run(stop))
         rss0 = rss_mb(pids)  # after the idle sessions: what they left allocated is reused
         clients: list[asyncio.Task[None]] = []
         for count in steps:
             for i in range(len(clients), count):
-                clients.append(
-                    asyncio.create_task(
-                        run_client(http, url, clips, i, obs, stop, probe, args.chunk_ms)
-                    )
-                )
+                if args.wire is not None:
+                    client = run_lean(ticker, url, args.wire, i, obs, stop, probe)
+                else:
+                    client = run_client(http, url, clips, i, obs, stop, probe, args.chunk_ms)
+                clients.append(asyncio.create_task(client))
                 await asyncio.sleep(1.0 / max(1, count - len(clients) + 1) if i % 5 == 4 else 0)
             await asyncio.sleep(args.settle)
             pids = tree(pid)
             hist0 = await proxy_counts(http, base)
             t0, cpu0, me0 = time.perf_counter(), cpu_seconds(pids), time.process_time()
-            up0 = cpu_seconds([backend])
+            up0, st0, each0 = (
+                cpu_seconds([backend]),
+                cpu_seconds([store] if store else []),
+                per_pid(pids),
+            )
+            box0, wait0 = machine_cpu_seconds(), sum(scheduled_ns(p)[1] for p in pids)
             if args.profile and count == steps[-1]:
                 await profile(pids, args.window, profile_path(args.profile, mode))
             else:
                 await asyncio.sleep(args.window)
             t1, cpu1, me1 = time.perf_counter(), cpu_seconds(pids), time.process_time()
-            up1 = cpu_seconds([backend])
+            up1, st1, each1 = (
+                cpu_seconds([backend]),
+                cpu_seconds([store] if store else []),
+                per_pid(pids),
+            )
+            box1, wait1 = machine_cpu_seconds(), sum(scheduled_ns(p)[1] for p in pids)
             hist1 = await proxy_counts(http, base)
             cpu = cpu1 - cpu0
             rows.append(
@@ -94,12 +117,28 @@ async def ramp(
                         (hist1["vad_rows"] - hist0["vad_rows"]) / (t1 - t0) / count, 2
                     ),
                     "backend_cpu_pct": round(100 * (up1 - up0) / (t1 - t0), 1),
+                    "store_cpu_pct": round(100 * (st1 - st0) / (t1 - t0), 1) if store else None,
+                    # Each process of the proxy (its workers, and the parent if there are several).
+                    "proxy_cpu_pct_each": sorted(
+                        (round(100 * (each1[p] - each0.get(p, 0.0)) / (t1 - t0), 1) for p in each1),
+                        reverse=True,
+                    ),
+                    # The proxy's threads ready to run, waiting for a core (summed).
+                    "proxy_runqueue_wait_pct": round((wait1 - wait0) / 1e7 / (t1 - t0), 1),
+                    # Every core's busy time, and what of it was none of the bench's.
+                    "machine_cpu_pct": round(100 * (box1 - box0) / (t1 - t0), 1),
+                    "others_cpu_pct": round(
+                        100
+                        * ((box1 - box0) - cpu - (up1 - up0) - (st1 - st0) - (me1 - me0))
+                        / (t1 - t0),
+                        1,
+                    ),
                 }
             )
             if await judge(rows, obs, stop_early=not (args.smoke or args.all_steps)):
                 break
         stop.set()
-        await asyncio.gather(*clients, return_exceptions=True)
+        await asyncio.gather(ticking, *clients, return_exceptions=True)
     return summarise(mode, rows, obs, idle, args)
 
 
@@ -118,6 +157,10 @@ async def profile(pids: list[int], seconds: float, out: Path) -> None:
     proc = await asyncio.create_subprocess_exec(*argv, **QUIET)
     await proc.wait()
     await asyncio.to_thread(scrub_paths, out, ROOT)
+
+
+def per_pid(pids: list[int]) -> dict[int, float]:
+    return {p: cpu_seconds([p]) for p in pids}
 
 
 async def judge(rows: list[dict[str, Any]], obs: Observations, stop_early: bool) -> bool:
@@ -155,7 +198,11 @@ async def idle_cost(
     rss0 = rss_mb(pids)
     obs, stop = Observations(), asyncio.Event()
     tasks = [
-        asyncio.create_task(run_client(http, url, clips, i, obs, stop, "", speak=False))
+        asyncio.create_task(
+            run_lean(Ticker(), url, args.wire, i, obs, stop, "", speak=False)
+            if args.wire is not None
+            else run_client(http, url, clips, i, obs, stop, "", speak=False)
+        )
         for i in range(args.idle)
     ]
     # Polled: every client task adds to the counts.

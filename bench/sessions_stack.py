@@ -57,7 +57,9 @@ def start_stack(
     )
     port = free_port()
     argv = ["serve", "--config", str(conf), "--host", "127.0.0.1", "--port", str(port)]
-    if workers > 1:  # (1 is the default with the in-memory store, in every version)
+    # 1 is the default with the in-memory store, in every version; with a shared store
+    # the default is one per core (proxy/workers.py), so one worker is asked for.
+    if workers > 1 or redis_store:
         argv += ["--workers", str(workers)]
     penv = {**env, "PYTHONPATH": str(root)}
     procs.append(
