@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
-from proxy.store.base import hash_token
+from proxy.store.base import SessionStore, hash_token
 from tests.passthrough_resume_stack import (
     DENIED,
     TRY_AGAIN,
@@ -45,9 +47,10 @@ GRACE_S = 4.0  # the store's disconnect_grace_s (the shortest for a timeout_s of
 CLASSIFY_S = 1.0  # a resume's mark holds GRACE_S + CLASSIFY_S from when it is set
 
 
-async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
-    store_url: str,
-) -> None:
+@asynccontextmanager
+async def held_replicas(store_url: str) -> AsyncIterator[tuple[str, str, SessionStore]]:
+    """Replicas "a" and "b" (one on the memory store) in front of a duplex backend, the
+    grace and classify timeout above; their base URLs and "a"'s store."""
     async with (
         reference("duplex") as up,
         replicas_before(
@@ -59,8 +62,14 @@ async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
         ) as group,
     ):
         (a, state), (b, _) = group[0], group[-1]
-        store = state.store
-        assert store is not None
+        assert state.store is not None
+        yield a, b, state.store
+
+
+async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
+    store_url: str,
+) -> None:
+    async with held_replicas(store_url) as (a, b, store):
         sid, first = await opened(a)
         fault = Fault(store, applied=False)  # every rebind of "a" refused until healed
         async with connect(ws_url(a, model=None)) as c2:
@@ -95,19 +104,7 @@ async def test_a_rebind_that_landed_unanswered_is_not_marked_again(store_url: st
     epoch, putting back the mark the rebind had cleared: a token not the session's
     was told to try again, not denied, for a mark's whole hold after the store healed.
     A mark is held at the epoch it was set at, which the rebind moved on from."""
-    async with (
-        reference("duplex") as up,
-        replicas_before(
-            up,
-            store_url,
-            {"classify_timeout_s": CLASSIFY_S},
-            disconnect_grace_s=GRACE_S,
-            rebind_wait_s=0.2,
-        ) as group,
-    ):
-        (a, state), (b, _) = group[0], group[-1]
-        store = state.store
-        assert store is not None
+    async with held_replicas(store_url) as (a, b, store):
         sid, first = await opened(a)
         fault = Fault(store, applied=True)  # every rebind of "a" lands, unanswered
         async with connect(ws_url(a, model=None)) as c2:
