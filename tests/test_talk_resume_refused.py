@@ -28,9 +28,17 @@ from tests.redis_server import RedisServer
 from tests.resume_client import wait_persisted
 from tests.servers import CORPUS, ROOT, reference, serve_app, store_config, tcp_link
 from tests.talk_command import command, env
-from tests.talk_lines import read_until
 
 pytestmark = [pytest.mark.redis, pytest.mark.slow]
+
+
+async def read_until(stream: asyncio.StreamReader, text: str, seen: list[str]) -> None:
+    """``talk``'s lines into ``seen`` until one says ``text``."""
+    async with asyncio.timeout(30):
+        while not seen or text not in seen[-1]:
+            line = (await stream.readline()).decode()
+            assert line, f"talk ended before {text}:\n" + "".join(seen)
+            seen.append(line)
 
 
 @pytest.mark.timeout(120)
