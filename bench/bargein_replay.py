@@ -60,6 +60,7 @@ def run(
     backlog: tuple[int, int] | None = None,
     proxy_stall: tuple[int, int] | None = None,
     settings: ShimSettings | None = None,
+    mic_chunk_ms: int = CHUNK_MS,
 ) -> Replay:
     """One case. ``uplink_stall`` (every, length ms): from the answer's first audio on,
     the microphone's chunks are captured on time but sent ``length`` ms late out of every
@@ -73,7 +74,10 @@ def run(
     then (as the edge stamps them when it handles them) and with when they arrived
     (the edge's read time), the upstream's with when they arrived, and what it sends
     reaches the client then. ``settings``: the session's (``replay_settings()`` unless
-    given)."""
+    given). ``mic_chunk_ms`` (a multiple of 20): the size of the client's appends, the
+    microphone captured every 20 ms and sent once an append's worth is in (browser and
+    telephony clients send 20-170 ms)."""
+    per_append = max(1, mic_chunk_ms // CHUNK_MS)
     if settings is None:
         settings = replay_settings()
     s = TurnBasedSession("sess_replay000000", "m", "up", settings)
@@ -134,10 +138,12 @@ def run(
         mic += echo_chunk(case, speaker, p0, CHUNK)
         unsent.append(np.clip(mic, -32768, 32767).astype("<i2").tobytes())
         if uplink_stall is None or since is None or since % uplink_stall[0] >= uplink_stall[1]:
-            for pcm in unsent:
+            whole = len(unsent) - len(unsent) % per_append
+            for i in range(0, whole, per_append):
+                pcm = b"".join(unsent[i : i + per_append])
                 append = {"type": "input_audio_buffer.append", "audio": b64encode(pcm)}
                 actions += proxy.handle(ClientEvent(append, "", now))
-            unsent.clear()
+            del unsent[:whole]
         for a in list(actions):
             if isinstance(a, AnalyzeAudio):
                 for prob, end in vad.process_sync(stream, a.samples):
@@ -219,8 +225,16 @@ def main() -> int:
         help="EVERY,LENGTH ms: the proxy handles nothing for LENGTH ms out of every EVERY"
         " during the answer, then all that arrived meanwhile, in order",
     )
+    ap.add_argument(
+        "--mic-chunk-ms",
+        type=int,
+        default=CHUNK_MS,
+        help="the client's append size (a multiple of 20 ms; default 20)",
+    )
     add_settings_flags(ap)
     args = ap.parse_args()
+    if args.mic_chunk_ms <= 0 or args.mic_chunk_ms % CHUNK_MS:
+        ap.error(f"--mic-chunk-ms must be a positive multiple of {CHUNK_MS}")
     settings = replay_settings(args.background_pause_ms)
     corpus = Path(args.corpus)
     prompt = read_wav(corpus / prompt_clip(corpus))
@@ -245,7 +259,18 @@ def main() -> int:
         every, length = (int(v) for v in args.proxy_stall.split(","))
         proxy_stall = (every, length)
     for case, phase in ((c, ph) for c in cases for ph in phases):
-        r = run(case, prompt, vad, args.decision_ms, phase, stall, None, proxy_stall, settings)
+        r = run(
+            case,
+            prompt,
+            vad,
+            args.decision_ms,
+            phase,
+            stall,
+            None,
+            proxy_stall,
+            settings,
+            args.mic_chunk_ms,
+        )
         label = case.name if len(phases) == 1 else f"{case.name}@{phase}"
         rows.append(case_row(r, label))
         print(json.dumps(rows[-1]), file=sys.stderr)

@@ -106,6 +106,15 @@ class Metrics:
         self.resumes = Counter(
             "duplex_proxy_resumes_total", "session.resume outcomes.", ["outcome"], registry=r
         )
+        self.passthrough_rebinds = Counter(
+            "duplex_proxy_passthrough_rebinds_total",
+            "Passthrough resumes whose upstream gave out a new token, by how the store took"
+            " it (landed; landed_late: after retries; failed: refused until the session's"
+            " grace ended, so it cannot be resumed through the proxy again; superseded:"
+            " another resume took the session first).",
+            ["outcome"],
+            registry=r,
+        )
         self.upstream_reattach = Counter(
             "duplex_proxy_upstream_reattach_total",
             "Upstream sessions reattached after a lost socket or a replica move, by how"

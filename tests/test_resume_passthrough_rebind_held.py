@@ -25,6 +25,7 @@ import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from proxy.metrics import Metrics
 from proxy.store.base import SessionStore, hash_token
 from tests.passthrough_resume_stack import (
     DENIED,
@@ -48,9 +49,11 @@ CLASSIFY_S = 1.0  # a resume's mark holds GRACE_S + CLASSIFY_S from when it is s
 
 
 @asynccontextmanager
-async def held_replicas(store_url: str) -> AsyncIterator[tuple[str, str, SessionStore]]:
+async def held_replicas(
+    store_url: str,
+) -> AsyncIterator[tuple[str, str, SessionStore, Metrics]]:
     """Replicas "a" and "b" (one on the memory store) in front of a duplex backend, the
-    grace and classify timeout above; their base URLs and "a"'s store."""
+    grace and classify timeout above; their base URLs, "a"'s store and its metrics."""
     async with (
         reference("duplex") as up,
         replicas_before(
@@ -63,13 +66,22 @@ async def held_replicas(store_url: str) -> AsyncIterator[tuple[str, str, Session
     ):
         (a, state), (b, _) = group[0], group[-1]
         assert state.store is not None
-        yield a, b, state.store
+        yield a, b, state.store, state.metrics
+
+
+async def rebinds(metrics: Metrics) -> dict[str, float]:
+    """``duplex_proxy_passthrough_rebinds_total`` by outcome, those counted (a coroutine,
+    for ``until``)."""
+    name = "duplex_proxy_passthrough_rebinds_total"
+    outcomes = ("landed", "landed_late", "failed", "superseded")
+    counts = {o: metrics.registry.get_sample_value(name, {"outcome": o}) for o in outcomes}
+    return {o: n for o, n in counts.items() if n}
 
 
 async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
     store_url: str,
 ) -> None:
-    async with held_replicas(store_url) as (a, b, store):
+    async with held_replicas(store_url) as (a, b, store, metrics):
         sid, first = await opened(a)
         fault = Fault(store, applied=False)  # every rebind of "a" refused until healed
         async with connect(ws_url(a, model=None)) as c2:
@@ -90,6 +102,7 @@ async def test_a_rebind_refused_past_the_grace_lands_once_the_store_takes_it(
         assert await refused(b, sid, token) == TRY_AGAIN
         fault.heal()
         await until(lambda: stored_hash(store, sid), hash_token(token))
+        await until(lambda: rebinds(metrics), {"landed_late": 1})
         # The client, trying again as told, resumes with the token it holds.
         latest = await resumed(b, sid, token)
         for stale in (first, token, secrets.token_urlsafe(32)):
@@ -104,7 +117,7 @@ async def test_a_rebind_that_landed_unanswered_is_not_marked_again(store_url: st
     epoch, putting back the mark the rebind had cleared: a token not the session's
     was told to try again, not denied, for a mark's whole hold after the store healed.
     A mark is held at the epoch it was set at, which the rebind moved on from."""
-    async with held_replicas(store_url) as (a, b, store):
+    async with held_replicas(store_url) as (a, b, store, metrics):
         sid, first = await opened(a)
         fault = Fault(store, applied=True)  # every rebind of "a" lands, unanswered
         async with connect(ws_url(a, model=None)) as c2:
@@ -121,3 +134,24 @@ async def test_a_rebind_that_landed_unanswered_is_not_marked_again(store_url: st
             assert record is not None
             assert (record.rebind_until_ms, record.rebind_marks) == (0, {})
             assert await refused(b, sid, secrets.token_urlsafe(32)) == DENIED
+            await until(lambda: rebinds(metrics), {"landed_late": 1})
+
+
+async def test_a_rebind_refused_past_the_grace_after_the_client_left_is_counted_failed(
+    store_url: str,
+) -> None:
+    """The client left at once and the store refused the rebind for longer than the
+    grace: the session cannot be resumed through the proxy again, which operators see
+    as a count, not only a log line. A rebind that lands at once is counted too."""
+    async with held_replicas(store_url) as (a, _b, store, metrics):
+        sid, first = await opened(a)
+        token = await resumed(a, sid, first)
+        await until(lambda: rebinds(metrics), {"landed": 1})
+        fault = Fault(store, applied=False)
+        async with connect(ws_url(a, model=None)) as c2:
+            answer = await resume(c2, sid, token)
+            assert answer["type"] == "session.resumed", answer
+        assert await rebinds(metrics) == {"landed": 1}  # still being tried
+        await asyncio.sleep(GRACE_S + 1.0)
+        assert fault.refused >= 2
+        await until(lambda: rebinds(metrics), {"landed": 1, "failed": 1})

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from proxy.logging import Logger
 from proxy.passthrough.rebind_mark import FIRST_RETRY_S, MAX_RETRY_S, Mark, hold, pending_writes
@@ -67,9 +67,11 @@ async def rebind(
     wait_s: float,
     grace_s: float,
     log: Logger,
+    counted: Callable[[str], None],
 ) -> Rebinding:
     """Bind ``record`` to the upstream's new ``token``, waiting up to ``wait_s`` for it;
-    the write, to hold while the resumed session's relay runs.
+    the write, to hold while the resumed session's relay runs. ``counted`` is told how
+    it ended (landed, landed_late, failed, superseded).
 
     ``record`` takes the new hash at once and the new epoch once the write lands.
     """
@@ -77,7 +79,7 @@ async def rebind(
     loop = asyncio.get_running_loop()
     started = loop.time()
     pending = Rebinding(grace_s)
-    task = loop.create_task(_retried(store, record, owner, old_hash, mark, pending, log))
+    task = loop.create_task(_retried(store, record, owner, old_hash, mark, pending, log, counted))
     pending_writes.add(task)
     task.add_done_callback(pending_writes.discard)
     # Not cancelled with the resume (nor past ``wait_s``): the client may hold the token.
@@ -95,6 +97,7 @@ async def _retried(
     mark: Mark,
     pending: Rebinding,
     log: Logger,
+    counted: Callable[[str], None],
 ) -> None:
     delay, tries = FIRST_RETRY_S, 0
     while True:
@@ -105,6 +108,7 @@ async def _retried(
             if pending.lapsed(delay):
                 # The session cannot be resumed through the proxy any more.
                 log.error("passthrough_rebind_failed", tries=tries, error=str(exc))
+                counted("failed")
                 return
             await hold(store, record, mark, delay)
             await asyncio.sleep(delay)
@@ -112,10 +116,12 @@ async def _retried(
             continue
         except LeaseLost as exc:
             log.warning("passthrough_rebind_failed", tries=tries, error=str(exc))
+            counted("superseded")
             return
         record.epoch, record.owner, record.rebind_until_ms = epoch, owner, 0
         if tries > 1:
             log.info("passthrough_rebind_landed", tries=tries)
+        counted("landed" if tries == 1 else "landed_late")
         return
 
 
