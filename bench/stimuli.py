@@ -16,9 +16,13 @@ format (``kind``, ``speech_ms`` spans for speech, ``duration_ms``), so
 
     uv run python bench/stimuli.py --out /tmp/heldout [--seed 7]
     uv run python bench/stimuli.py --out /tmp/wide --seed 47 --variety held-out
+    uv run python bench/stimuli.py --out /tmp/home --seed 3 --variety household
 
 ``--variety held-out`` makes the wider set of ``bench/stimuli_heldout.py`` instead: more
 voices, backchannel words and lengths, echo through a loudspeaker and a room, more noises.
+``--variety household`` makes ``bench/stimuli_household.py``'s: a question and ten sounds
+of a home (a siren, a phone, chords, a dog, a baby, knocks, claps, dishes, a cough, a
+vacuum cleaner), each at two levels, for checking that none is taken for the user.
 """
 
 from __future__ import annotations
@@ -154,6 +158,11 @@ def make(out: Path, seed: int, variety: str = "default") -> dict[str, Any]:
 
         make_heldout(out, seed, add)
         return write_manifest(out, clips, f"bench/stimuli.py --seed {seed} --variety held-out")
+    if variety == "household":
+        from stimuli_household import make_household
+
+        make_household(seed, add)
+        return write_manifest(out, clips, f"bench/stimuli.py --seed {seed} --variety household")
 
     for i, text in enumerate(SENTENCES):
         voice = VOICES[i % len(VOICES)]
@@ -206,7 +215,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--variety", choices=["default", "held-out"], default="default")
+    parser.add_argument(
+        "--variety", choices=["default", "held-out", "household"], default="default"
+    )
     args = parser.parse_args()
     manifest = make(args.out, args.seed, args.variety)
     kinds: dict[str, int] = {}
