@@ -68,19 +68,32 @@ async def test_audio_and_control_events_reach_the_upstream_in_order(
         proxy(proxy_config({"m": tapped}, server=server)) as base,
         connect(ws_url(base)) as c,
     ):
-        last = asyncio.Event()  # the last frame went upstream
-        tap.on_sent = lambda _no, ev: last.set() if ev.get("event_id") == f"e{n - 1}" else None
+        went: set[object] = set()  # the event ids that went upstream
+        arrived = asyncio.Event()
+
+        def on_sent(_no: int, ev: dict[str, object]) -> None:
+            went.add(ev.get("event_id"))
+            arrived.set()
+
+        async def upstream_has(event_id: str) -> None:
+            async with asyncio.timeout(10):
+                while event_id not in went:
+                    arrived.clear()
+                    await arrived.wait()
+
+        tap.on_sent = on_sent
         for i in range(n_early):  # before the session is ready
             await c.send(event(i, audio))
         created = await c.until("session.created")
         assert created["session"]["capabilities"]["proxy"]["mode"] == "barge_in_emulated"
         for i in range(n_early, n_burst):  # at once: the session falls behind
             await c.send(event(i, audio))
-        for i in range(n_burst, n):  # paced, once it caught up: it keeps up
+        # Paced: each once the one before went upstream, so the session has caught up
+        # and a credit is free whatever the machine's load (the data callback's way).
+        for i in range(n_burst, n):
+            await upstream_has(f"e{i - 1}")
             await c.send(event(i, audio))
-            await asyncio.sleep(0.01)
-        async with asyncio.timeout(10):
-            await last.wait()
+        await upstream_has(f"e{n - 1}")
     relayed = [e["event_id"] for e in tap.sent[0] if e.get("type") in RELAYED]
     assert relayed == [f"e{i}" for i in range(n)]
     assert len(tap.sent) == 1  # one upstream session heard them all
