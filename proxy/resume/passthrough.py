@@ -79,7 +79,7 @@ async def take_passthrough(
             # Before the client is told the new token: the store should know it first.
             wait_s, grace_s = scfg.rebind_wait_s, scfg.disconnect_grace_s
             rotated = True
-            counted = state.metrics.passthrough_rebinds
+            rebinds = state.metrics.passthrough_rebinds
             rebound = await rebind(
                 store,
                 record,
@@ -89,7 +89,7 @@ async def take_passthrough(
                 wait_s,
                 grace_s,
                 conn.log,
-                lambda outcome: counted.labels(outcome).inc(),
+                lambda outcome: rebinds.labels(outcome).inc(),
             )
     except UpstreamUnavailable:
         # Nothing bound: the client's token still resumes, unless the upstream rotated
