@@ -40,7 +40,10 @@ def band(x: np.ndarray, lo: float, hi: float) -> np.ndarray:
 def harmonic(f0: np.ndarray, harmonics: int, tilt: float = 1.0) -> np.ndarray:
     """A harmonic tone following the pitch track ``f0`` (Hz per sample)."""
     phase = 2 * np.pi * np.cumsum(f0) / RATE
-    return sum(np.sin(h * phase) / h**tilt for h in range(1, harmonics + 1))  # type: ignore[return-value]
+    out = np.zeros(f0.size)
+    for h in range(1, harmonics + 1):
+        out += np.sin(h * phase) / h**tilt
+    return out
 
 
 def _place(out: np.ndarray, burst: np.ndarray, at_s: float) -> None:
