@@ -47,6 +47,7 @@ def run(
     base: Path | None = None,
     base_last: bool = False,
     native: bool = False,
+    speedometer: bool = True,
 ) -> dict[str, Any]:
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -81,6 +82,7 @@ def run(
                         if profile is not None and name.startswith(("proxy", "base"))
                         else None,
                         native,
+                        speedometer,
                     )
                 )
                 for name, (url, pids) in targets.items()
@@ -114,6 +116,12 @@ def summarise(results: dict[str, Any], sessions: int, seconds: float) -> dict[st
                 "cpu_per_event": ratio(
                     results[name]["relay_cpu_s_per_1000_events"],
                     nginx["relay_cpu_s_per_1000_events"],
+                ),
+                # Each target's CPU scaled to the machine's reference speed through its own
+                # window (bench/speedometer.py): the ratio with the machine's moves taken out.
+                "cpu_per_event_at_ref_speed": ratio(
+                    results[name].get("relay_cpu_s_per_1000_events_at_ref_speed"),
+                    nginx.get("relay_cpu_s_per_1000_events_at_ref_speed"),
                 ),
             }
             for name in relays
@@ -149,12 +157,28 @@ def main() -> None:
     parser.add_argument(
         "--base-last", action="store_true", help="run --base's proxy after this checkout's"
     )
+    parser.add_argument(
+        "--speedometer",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="sample the machine's speed through each target's window (bench/speedometer.py;"
+        " about 1.5 %% of a core)",
+    )
     args = parser.parse_args()
     if args.smoke:
         args.sessions, args.seconds = 2, 2.0
     base = args.base.resolve() if args.base is not None else None
     loops = args.event_loops.split(",")
-    out = run(args.sessions, args.seconds, loops, args.profile, base, args.base_last, args.native)
+    out = run(
+        args.sessions,
+        args.seconds,
+        loops,
+        args.profile,
+        base,
+        args.base_last,
+        args.native,
+        args.speedometer,
+    )
     if args.json:
         print(json.dumps(out))
         return

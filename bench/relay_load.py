@@ -15,6 +15,7 @@ import numpy as np
 import orjson
 from proc_stats import scrub_paths
 from processes import QUIET, ROOT
+from speedometer import Speedometer, at_ref_speed
 
 FRAME_MS = 20
 # 20 ms of 24 kHz PCM16 mono, base64: the size of a real audio event.
@@ -84,6 +85,22 @@ async def load(
     pids: list[int],
     profile: Path | None = None,
     native: bool = False,
+    speedometer: bool = True,
+) -> dict[str, Any]:
+    if not speedometer:
+        return await _load(url, sessions, seconds, pids, None, profile, native)
+    async with Speedometer() as speed:
+        return await _load(url, sessions, seconds, pids, speed, profile, native)
+
+
+async def _load(
+    url: str,
+    sessions: int,
+    seconds: float,
+    pids: list[int],
+    speed: Speedometer | None,
+    profile: Path | None,
+    native: bool,
 ) -> dict[str, Any]:
     rtts: list[float] = []
     begin = time.perf_counter() + 2.0  # every session connected before anyone sends
@@ -95,7 +112,7 @@ async def load(
         for o in offsets
     ]
     await asyncio.sleep(max(0.0, warm_until - time.perf_counter()))
-    cpu0 = cpu_seconds(pids) if pids else 0.0
+    cpu0, m0 = (cpu_seconds(pids) if pids else 0.0), time.monotonic()
     user0 = cpu_seconds(pids, user_only=True) if pids else 0.0
     if profile is not None:  # py-spy samples the relay over the window (a dev dependency)
         # A .txt path gets py-spy's collapsed stacks (for grep and sort), else an SVG.
@@ -109,16 +126,24 @@ async def load(
     if profile is not None:
         await spy.wait()
         await asyncio.to_thread(scrub_paths, profile, ROOT)
-    cpu1 = cpu_seconds(pids) if pids else 0.0
+    cpu1, m1 = (cpu_seconds(pids) if pids else 0.0), time.monotonic()
     user1 = cpu_seconds(pids, user_only=True) if pids else 0.0
     echoes = sum(await asyncio.gather(*tasks))
     arr = np.asarray(rtts)
+    machine = speed.window(m0, m1) if speed is not None else {}
+    cpu_per_1000 = round((cpu1 - cpu0) / echoes * 1000, 4) if pids else None
     return {
         "events": echoes,
         "expected_events": int(sessions * seconds * 1000 / FRAME_MS),
         "rtt_p50_ms": round(float(np.percentile(arr, 50)), 2),
         "rtt_p99_ms": round(float(np.percentile(arr, 99)), 2),
-        "relay_cpu_s_per_1000_events": round((cpu1 - cpu0) / echoes * 1000, 4) if pids else None,
+        "relay_cpu_s_per_1000_events": cpu_per_1000,
+        # The machine's speed through the window, and the CPU at the reference speed
+        # (bench/speedometer.py): the targets run one after another.
+        **machine,
+        "relay_cpu_s_per_1000_events_at_ref_speed": at_ref_speed(
+            cpu_per_1000, machine.get("machine_unit_ms_p50"), 4
+        ),
         "relay_user_cpu_s_per_1000_events": (
             round((user1 - user0) / echoes * 1000, 4) if pids else None
         ),

@@ -25,6 +25,7 @@ from processes import QUIET, ROOT
 from session_load import PROBES, Clips, Observations, run_client
 from session_wire import Ticker, run_lean
 from sessions_metrics import bucket_p99_ms, proxy_counts
+from speedometer import Speedometer, at_ref_speed
 
 VAD_LAG_LIMIT_MS = 100
 # A session ticks for 5 s after its last input (proxy/emulated/ticker.py, MIN_KEEP_MS):
@@ -48,7 +49,7 @@ async def ramp(
     obs, stop = Observations(), asyncio.Event()
     rows: list[dict[str, Any]] = []
     connector = aiohttp.TCPConnector(limit=0)
-    async with aiohttp.ClientSession(connector=connector) as http:
+    async with Speedometer() as speed, aiohttp.ClientSession(connector=connector) as http:
         pids = tree(pid)
         idle = await idle_cost(http, url, pids, args, clips)
         ticker = Ticker(args.chunk_ms)
@@ -67,6 +68,7 @@ async def ramp(
             pids = tree(pid)
             hist0 = await proxy_counts(http, base)
             t0, cpu0, me0 = time.perf_counter(), cpu_seconds(pids), time.process_time()
+            m0 = time.monotonic()
             up0, st0, each0 = (
                 cpu_seconds([backend]),
                 cpu_seconds([store] if store else []),
@@ -78,6 +80,7 @@ async def ramp(
             else:
                 await asyncio.sleep(args.window)
             t1, cpu1, me1 = time.perf_counter(), cpu_seconds(pids), time.process_time()
+            m1 = time.monotonic()
             up1, st1, each1 = (
                 cpu_seconds([backend]),
                 cpu_seconds([store] if store else []),
@@ -86,6 +89,8 @@ async def ramp(
             box1, wait1 = machine_cpu_seconds(), sum(scheduled_ns(p)[1] for p in pids)
             hist1 = await proxy_counts(http, base)
             cpu = cpu1 - cpu0
+            per_session = (1000 * cpu / (t1 - t0) - 10 * idle["cpu_pct_no_sessions"]) / count
+            machine = speed.window(m0, m1)
             rows.append(
                 {
                     "sessions": count,
@@ -93,8 +98,11 @@ async def ramp(
                     "errors": len(obs.errors),
                     "proxy_cpu_pct": round(100 * cpu / (t1 - t0), 1),
                     # Above what the proxy costs with no session at all.
-                    "cpu_ms_per_session_s": round(
-                        (1000 * cpu / (t1 - t0) - 10 * idle["cpu_pct_no_sessions"]) / count, 2
+                    "cpu_ms_per_session_s": round(per_session, 2),
+                    # The machine's speed through the window (bench/speedometer.py).
+                    **machine,
+                    "cpu_ms_per_session_s_at_ref_speed": at_ref_speed(
+                        per_session, machine["machine_unit_ms_p50"]
                     ),
                     "rss_mb": round(rss_mb(pids), 1),
                     "rss_mb_per_session": round((rss_mb(pids) - rss0) / count, 3),
@@ -235,6 +243,10 @@ def summarise(
         if best
         else 0,
         "cpu_ms_per_session_s": best["cpu_ms_per_session_s"] if best else None,
+        "machine_speed": best["machine_speed"] if best else None,
+        "cpu_ms_per_session_s_at_ref_speed": best["cpu_ms_per_session_s_at_ref_speed"]
+        if best
+        else None,
         "sessions_per_core_at_that_cpu": round(1000 / best["cpu_ms_per_session_s"])
         if best and best["cpu_ms_per_session_s"] > 0
         else None,

@@ -50,6 +50,12 @@ def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
     for relay in ("nginx", "proxy_asyncio", "proxy_uvloop"):
         assert targets[relay]["relay_cpu_s_per_1000_events"] is not None
         assert targets[relay]["relay_peak_rss_mb"] > 0
+        assert targets[relay]["machine_unit_ms_p50"] > 0, relay
+        assert targets[relay]["relay_cpu_s_per_1000_events_at_ref_speed"] > 0, relay
+    vs_nginx = result["vs_nginx"]
+    assert isinstance(vs_nginx, dict)
+    for relay in ("proxy_asyncio", "proxy_uvloop"):
+        assert vs_nginx[relay]["cpu_per_event_at_ref_speed"] > 0, relay
 
 
 def test_frame_cost_bench_times_this_checkout_beside_another() -> None:
@@ -122,6 +128,9 @@ def test_sessions_bench_runs_every_mode_with_real_speech() -> None:
         assert step["proxy_cpu_pct"] > 0 and step["rss_mb"] > 0, mode
         assert run["idle_sessions"] == 2, mode
         assert "sustained" in step and "vad_lag_p99_ms" in step, mode
+        # The machine's speed through the window, and the CPU figure scaled to it.
+        assert step["machine_unit_ms_p50"] > 0 and step["machine_speed"] > 0, mode
+        assert step["cpu_ms_per_session_s_at_ref_speed"] is not None, mode
 
 
 @pytest.mark.slow
