@@ -11,11 +11,15 @@ payload. The same load runs three ways:
 * proxy_asyncio, proxy_uvloop: client -> `duplex-proxy serve --workers 1` on a route forced
   to `passthrough` -> echo upstream, once per event loop (`server.event_loop`).
 
-Relay CPU is the relay process's own user+system time over the measured window (from
+The targets take turns (`--rounds`, default 4: each target's `--seconds` in four slices,
+each round beginning one target further on), because this machine's speed moves within
+seconds and a target measured in one stretch may get a different machine than the next.
+Relay CPU is the relay process's own user+system time over its measured windows (from
 `/proc`), per 1,000 event pairs (one client event and its echo); peak RSS is the
-relay's `VmHWM`.
+relay's `VmHWM`. `--speedometer` adds the machine's speed through each target's windows
+(`bench/speedometer.py`).
 
-    uv run python bench/relay.py --json                 # 50 sessions, 10 s each target
+    uv run python bench/relay.py --json                 # 50 sessions, 10 s each target, in 4 turns
     uv run python bench/relay.py --sessions 200 --json
     uv run python bench/relay.py --smoke --json         # does it work (CI)
     uv run python bench/relay.py --json --base OTHER_CHECKOUT [--base-last]
@@ -35,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from processes import QUIET, ROOT, free_port, stop_all, wait_port
-from relay_load import load
+from relay_load import load, pooled
 from relay_targets import children, start_nginx, start_proxy, versions
 
 
@@ -47,7 +51,8 @@ def run(
     base: Path | None = None,
     base_last: bool = False,
     native: bool = False,
-    speedometer: bool = True,
+    speedometer: bool = False,
+    rounds: int = 4,
 ) -> dict[str, Any]:
     procs: list[subprocess.Popen[bytes]] = []
     with tempfile.TemporaryDirectory() as tmp_name:
@@ -71,22 +76,28 @@ def run(
                     procs.append(proxy)
                     url = f"ws://127.0.0.1:{proxy_port}{query}"
                     targets[f"{name}_{loop}"] = (url, [proxy.pid])
-            results = {
-                name: asyncio.run(
-                    load(
+            # The targets take turns, a slice of the time each per round, each round
+            # starting one target further on: the machine's speed moves within seconds
+            # (docs/benchmarks.md), and turns give every target the same mix of it.
+            names = list(targets)
+            raw: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+            for r in range(rounds):
+                for name in names[r % len(names) :] + names[: r % len(names)]:
+                    url, pids = targets[name]
+                    spy = profile is not None and name.startswith(("proxy", "base"))
+                    one = load(
                         url,
                         sessions,
-                        seconds,
+                        seconds / rounds,
                         pids,
                         profile.with_name(f"{profile.stem}-{name}{profile.suffix}")
-                        if profile is not None and name.startswith(("proxy", "base"))
+                        if spy and profile is not None
                         else None,
                         native,
                         speedometer,
                     )
-                )
-                for name, (url, pids) in targets.items()
-            }
+                    raw[name].append(asyncio.run(one))
+            results = {name: pooled(raw[name], bool(targets[name][1])) for name in names}
         finally:
             stop_all(procs)
     return summarise(results, sessions, seconds)
@@ -158,15 +169,22 @@ def main() -> None:
         "--base-last", action="store_true", help="run --base's proxy after this checkout's"
     )
     parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="the targets take turns: each measured in this many slices of --seconds",
+    )
+    parser.add_argument(
         "--speedometer",
-        action=argparse.BooleanOptionalAction,
-        default=True,
-        help="sample the machine's speed through each target's window (bench/speedometer.py;"
-        " about 1.5 %% of a core)",
+        action="store_true",
+        help="sample the machine's speed through each target's windows (bench/speedometer.py;"
+        " about 1.5 %% of a core, in 1-2 ms blocks that add to every target's p99)",
     )
     args = parser.parse_args()
     if args.smoke:
-        args.sessions, args.seconds = 2, 2.0
+        args.sessions, args.seconds, args.rounds = 2, 2.0, 2
+    if args.profile is not None:
+        args.rounds = 1  # one py-spy recording per target
     base = args.base.resolve() if args.base is not None else None
     loops = args.event_loops.split(",")
     out = run(
@@ -178,6 +196,7 @@ def main() -> None:
         args.base_last,
         args.native,
         args.speedometer,
+        args.rounds,
     )
     if args.json:
         print(json.dumps(out))

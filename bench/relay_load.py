@@ -1,11 +1,13 @@
-"""``bench/relay.py``'s load on one target: N paced sessions, one 20 ms audio event every
-20 ms each, round-trip times from the send timestamp each echo carries, and the
-relay's CPU (``/proc``) and peak RSS over the window."""
+"""``bench/relay.py``'s load on one target for one round: N paced sessions, one 20 ms audio
+event every 20 ms each, round-trip times from the send timestamp each echo carries, and the
+relay's CPU (``/proc``) and peak RSS over the window; and a target's figures pooled over
+its rounds."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -85,8 +87,9 @@ async def load(
     pids: list[int],
     profile: Path | None = None,
     native: bool = False,
-    speedometer: bool = True,
+    speedometer: bool = False,
 ) -> dict[str, Any]:
+    """One round on one target: its raw figures (``pooled`` makes a target's figures of them)."""
     if not speedometer:
         return await _load(url, sessions, seconds, pids, None, profile, native)
     async with Speedometer() as speed:
@@ -129,23 +132,37 @@ async def _load(
     cpu1, m1 = (cpu_seconds(pids) if pids else 0.0), time.monotonic()
     user1 = cpu_seconds(pids, user_only=True) if pids else 0.0
     echoes = sum(await asyncio.gather(*tasks))
-    arr = np.asarray(rtts)
-    machine = speed.window(m0, m1) if speed is not None else {}
-    cpu_per_1000 = round((cpu1 - cpu0) / echoes * 1000, 4) if pids else None
+    units = [ms for t, ms in speed.samples if m0 <= t <= m1] if speed is not None else []
     return {
+        "rtts": rtts,
         "events": echoes,
         "expected_events": int(sessions * seconds * 1000 / FRAME_MS),
+        "cpu_s": cpu1 - cpu0,
+        "user_cpu_s": user1 - user0,
+        "units": units,
+        "peak_rss_mb": peak_rss_mb(pids) if pids else None,
+    }
+
+
+def pooled(rounds: list[dict[str, Any]], relay: bool) -> dict[str, Any]:
+    """One target's figures over its rounds: the RTTs pooled, CPU summed over the events."""
+    arr = np.asarray([x for r in rounds for x in r["rtts"]])
+    echoes = sum(r["events"] for r in rounds)
+    cpu, user = sum(r["cpu_s"] for r in rounds), sum(r["user_cpu_s"] for r in rounds)
+    units = [ms for r in rounds for ms in r["units"]]
+    unit_ms = round(statistics.median(units), 3) if units else None
+    cpu_per_1000 = round(cpu / echoes * 1000, 4) if relay else None
+    return {
+        "rounds": len(rounds),
+        "events": echoes,
+        "expected_events": sum(r["expected_events"] for r in rounds),
         "rtt_p50_ms": round(float(np.percentile(arr, 50)), 2),
         "rtt_p99_ms": round(float(np.percentile(arr, 99)), 2),
         "relay_cpu_s_per_1000_events": cpu_per_1000,
-        # The machine's speed through the window, and the CPU at the reference speed
-        # (bench/speedometer.py): the targets run one after another.
-        **machine,
-        "relay_cpu_s_per_1000_events_at_ref_speed": at_ref_speed(
-            cpu_per_1000, machine.get("machine_unit_ms_p50"), 4
-        ),
-        "relay_user_cpu_s_per_1000_events": (
-            round((user1 - user0) / echoes * 1000, 4) if pids else None
-        ),
-        "relay_peak_rss_mb": round(peak_rss_mb(pids), 1) if pids else None,
+        "relay_user_cpu_s_per_1000_events": round(user / echoes * 1000, 4) if relay else None,
+        "relay_peak_rss_mb": round(rounds[-1]["peak_rss_mb"], 1) if relay else None,
+        # With --speedometer: the machine's speed through the target's windows, and its CPU
+        # at the reference speed (bench/speedometer.py).
+        "machine_unit_ms_p50": unit_ms,
+        "relay_cpu_s_per_1000_events_at_ref_speed": at_ref_speed(cpu_per_1000, unit_ms, 4),
     }

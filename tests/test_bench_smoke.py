@@ -39,7 +39,7 @@ def run_bench(name: str, *args: str) -> dict[str, object]:
     reason="nginx is not installed (.ci/run installs it)",
 )
 def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
-    result = run_bench("relay.py", "--smoke", "--json")
+    result = run_bench("relay.py", "--smoke", "--json", "--speedometer")
     targets = result["targets"]
     assert isinstance(targets, dict)
     assert set(targets) == {"direct", "nginx", "proxy_asyncio", "proxy_uvloop"}
@@ -47,15 +47,18 @@ def test_relay_bench_compares_direct_nginx_and_the_proxy() -> None:
         # Every echo came back through each relay: the relay path really carried the load.
         assert figures["events"] > 0.9 * figures["expected_events"], name
         assert figures["rtt_p99_ms"] >= figures["rtt_p50_ms"] > 0, name
+        assert figures["rounds"] == 2, name  # the targets took turns
     for relay in ("nginx", "proxy_asyncio", "proxy_uvloop"):
         assert targets[relay]["relay_cpu_s_per_1000_events"] is not None
         assert targets[relay]["relay_peak_rss_mb"] > 0
+        # The machine's speed through its windows (--speedometer), and the CPU scaled to
+        # it (0 can happen: 2 sessions for 2 s may be under one clock tick of nginx's CPU).
         assert targets[relay]["machine_unit_ms_p50"] > 0, relay
-        assert targets[relay]["relay_cpu_s_per_1000_events_at_ref_speed"] > 0, relay
+        assert targets[relay]["relay_cpu_s_per_1000_events_at_ref_speed"] is not None, relay
     vs_nginx = result["vs_nginx"]
     assert isinstance(vs_nginx, dict)
     for relay in ("proxy_asyncio", "proxy_uvloop"):
-        assert vs_nginx[relay]["cpu_per_event_at_ref_speed"] > 0, relay
+        assert "cpu_per_event_at_ref_speed" in vs_nginx[relay], relay
 
 
 def test_frame_cost_bench_times_this_checkout_beside_another() -> None:
