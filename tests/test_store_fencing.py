@@ -49,8 +49,12 @@ async def test_take_over_of_unknown_session_is_lease_lost(store: SessionStore) -
 
 
 async def test_racing_take_overs_exactly_one_wins(make_store: MakeStore) -> None:
-    # Several store objects model several replicas (for Redis: separate pools).
-    replicas = [await make_store() for _ in range(4)]
+    # Several store objects model several replicas (for Redis: separate pools). The race
+    # is about the fence, not the store's timeout: on a loaded machine a new cluster
+    # client's first scripts (slots, script loads) once took longer than the default
+    # 0.25 s, and a loser that times out gets StoreUnavailable, which says nothing of
+    # the fence.
+    replicas = [await make_store(timeout_s=2.0) for _ in range(4)]
     for _ in range(30):
         record = new_record()
         await replicas[0].create(record)
@@ -60,7 +64,8 @@ async def test_racing_take_overs_exactly_one_wins(make_store: MakeStore) -> None
         )
         winners = [r for r in results if not isinstance(r, BaseException)]
         assert winners == [1]
-        assert all(isinstance(r, LeaseLost) for r in results if r not in winners)
+        others = [r for r in results if r not in winners and not isinstance(r, LeaseLost)]
+        assert others == []
         loaded = await replicas[0].load(record.session_id)
         assert loaded is not None and loaded.epoch == 1
 
