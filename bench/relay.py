@@ -84,18 +84,10 @@ def run(
             for r in range(rounds):
                 for name in names[r % len(names) :] + names[: r % len(names)]:
                     url, pids = targets[name]
-                    spy = profile is not None and name.startswith(("proxy", "base"))
-                    one = load(
-                        url,
-                        sessions,
-                        seconds / rounds,
-                        pids,
-                        profile.with_name(f"{profile.stem}-{name}{profile.suffix}")
-                        if spy and profile is not None
-                        else None,
-                        native,
-                        speedometer,
-                    )
+                    spied = None
+                    if profile is not None and name.startswith(("proxy", "base")):
+                        spied = profile.with_name(f"{profile.stem}-{name}{profile.suffix}")
+                    one = load(url, sessions, seconds / rounds, pids, spied, native, speedometer)
                     raw[name].append(asyncio.run(one))
             results = {name: pooled(raw[name], bool(targets[name][1])) for name in names}
         finally:
@@ -129,7 +121,7 @@ def summarise(results: dict[str, Any], sessions: int, seconds: float) -> dict[st
                     nginx["relay_cpu_s_per_1000_events"],
                 ),
                 # Each target's CPU scaled to the machine's reference speed through its own
-                # window (bench/speedometer.py): the ratio with the machine's moves taken out.
+                # windows (bench/speedometer.py): the ratio with the machine's moves taken out.
                 "cpu_per_event_at_ref_speed": ratio(
                     results[name].get("relay_cpu_s_per_1000_events_at_ref_speed"),
                     nginx.get("relay_cpu_s_per_1000_events_at_ref_speed"),

@@ -17,7 +17,9 @@ Sessions are added in steps; each step is measured over ``--window`` seconds aft
 and the p99 event delay within 50 ms (``bench/session_load.py`` says how both are
 taken). Reported per mode: the highest sustained count, per worker, the proxy's CPU ms
 per session-second and RSS per session at that step, and the CPU of an idle session
-(opened, then silent).
+(opened, then silent). Each step also gives the machine's speed through its window
+(``bench/speedometer.py``: this machine's moves within seconds) and its CPU scaled to one
+speed (``cpu_ms_per_session_s_at_ref_speed``).
 """
 
 from __future__ import annotations
@@ -166,7 +168,8 @@ def print_row(r: dict[str, Any]) -> None:
         print(
             f"{r['mode']:18} w{r['workers']} {r['event_loop']:7} {s['sessions']:4} sessions:"
             f" proxy {s['proxy_cpu_pct']:5.1f} %"
-            f" ({s['cpu_ms_per_session_s']} ms/session-s), backend {s['backend_cpu_pct']} %,"
+            f" ({s['cpu_ms_per_session_s']} ms/session-s, at the reference speed"
+            f" {s['cpu_ms_per_session_s_at_ref_speed']}), backend {s['backend_cpu_pct']} %,"
             f" VAD lag p99 {s['proxy_vad_lag_p99_ms']} ms (clients see {s['vad_lag_p99_ms']}),"
             f" event delay p99 {s['event_delay_p99_ms']} ms, load {s['load_average'][0]}"
             f"{'' if s['sustained'] else '  <- behind'}",

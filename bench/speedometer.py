@@ -1,9 +1,10 @@
 """How fast this machine runs a fixed piece of work, sampled through a benchmark's window.
 
 A shared machine's speed moves: on the 2-core machine the benchmarks run on, the same
-work took between 2.7 and 6.5 ms of CPU within 30 seconds of an otherwise idle machine
-(docs/benchmarks.md, "The machine's speed moves within seconds"), so a CPU figure alone
-says as much about the machine's moment as about the code. The speedometer is a child
+work (600 rounds of the unit below) took between 2.7 and 6.5 ms of CPU within 30 seconds
+of an otherwise idle machine (docs/benchmarks.md, "The machine's speed moves within
+seconds"), so a CPU figure alone says as much about the machine's moment as about the
+code. The speedometer is a child
 process that, every ``interval_s``, does one unit of work shaped like the proxy's (small
 numpy calls on a 512-sample window and a little interpreter work) and reports the CPU it
 took; a window's median unit time puts a CPU figure beside the speed it was measured at.
