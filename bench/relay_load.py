@@ -132,7 +132,7 @@ async def _load(
     cpu1, m1 = (cpu_seconds(pids) if pids else 0.0), time.monotonic()
     user1 = cpu_seconds(pids, user_only=True) if pids else 0.0
     echoes = sum(await asyncio.gather(*tasks))
-    units = [ms for t, ms in speed.samples if m0 <= t <= m1] if speed is not None else []
+    units = speed.between(m0, m1) if speed is not None else []
     return {
         "rtts": rtts,
         "events": echoes,

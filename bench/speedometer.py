@@ -4,10 +4,10 @@ A shared machine's speed moves: on the 2-core machine the benchmarks run on, the
 work (600 rounds of the unit below) took between 2.7 and 6.5 ms of CPU within 30 seconds
 of an otherwise idle machine (docs/benchmarks.md, "The machine's speed moves within
 seconds"), so a CPU figure alone says as much about the machine's moment as about the
-code. The speedometer is a child
-process that, every ``interval_s``, does one unit of work shaped like the proxy's (small
-numpy calls on a 512-sample window and a little interpreter work) and reports the CPU it
-took; a window's median unit time puts a CPU figure beside the speed it was measured at.
+code. The speedometer is a child process that, every ``interval_s``, does one unit of
+work shaped like the proxy's (small numpy calls on a 512-sample window and a little
+interpreter work) and reports the CPU it took; a window's median unit time puts a CPU
+figure beside the speed it was measured at.
 It costs the machine one unit per interval (about 1.5 % of one core at the defaults, in
 blocks of 1-2 ms).
 
@@ -96,8 +96,12 @@ class Speedometer:
         if self._reading is not None:
             await asyncio.gather(self._reading, return_exceptions=True)
 
+    def between(self, t0: float, t1: float) -> list[float]:
+        """The unit times sampled within ``[t0, t1]`` of ``time.monotonic()``."""
+        return [ms for t, ms in self.samples if t0 <= t <= t1]
+
     def median_ms(self, t0: float, t1: float) -> float | None:
-        inside = [ms for t, ms in self.samples if t0 <= t <= t1]
+        inside = self.between(t0, t1)
         return round(statistics.median(inside), 3) if inside else None
 
     def window(self, t0: float, t1: float) -> dict[str, float | None]:
