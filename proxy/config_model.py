@@ -73,7 +73,13 @@ class ServerConfig:
         description="Sessions this replica holds; /readyz answers 503 when full.",
     )
     handshake_timeout_s: float = Field(
-        default=10.0, gt=0, description="A session without session.created by then gets an error."
+        default=10.0,
+        gt=0,
+        description=(
+            "A session without session.created by then gets an error; also how long a "
+            "client whose URL says autostart=0 or resume=1 is waited for (vLLM-Omni's "
+            "config_timeout)."
+        ),
     )
     upstream_connect_timeout_s: float = Field(
         default=5.0, gt=0, description="Timeout for opening the upstream WebSocket."
@@ -95,7 +101,10 @@ class ServerConfig:
     first_event_wait_ms: int = Field(
         default=50,
         ge=0,
-        description="Wait for a speak-first client's session.update before opening upstream.",
+        description=(
+            "Wait for a speak-first client's session.update before opening upstream "
+            "(one whose URL says autostart=0 or resume=1: up to handshake_timeout_s)."
+        ),
     )
     pending_client_frames: int = Field(
         default=512, gt=0, description="Client frames held while the upstream session opens."

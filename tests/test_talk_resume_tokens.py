@@ -23,13 +23,14 @@ def test_an_upstream_that_could_not_take_the_resume_is_tried_again_with_the_same
     assert t.backoff_s() > 0
 
 
-def test_a_token_given_with_unavailable_is_tried_first_then_the_clients_own() -> None:
+@pytest.mark.parametrize("denied", ["session_resume_denied", "invalid_resume_token"])
+def test_a_token_given_with_unavailable_is_tried_first_then_the_clients_own(denied: str) -> None:
     t = ResumeTokens("mine")
     assert t.refused("session_resume_unavailable", "rotated")
     assert (t.token, t.other) == ("rotated", "mine")
-    assert t.refused("session_resume_denied")  # the store kept the client's own
+    assert t.refused(denied)  # the store kept the client's own
     assert (t.token, t.other) == ("mine", None)
-    assert not t.refused("session_resume_denied"), "both tried: the session is gone"
+    assert not t.refused(denied), "both tried: the session is gone"
 
 
 def test_the_same_token_given_again_is_not_kept_twice() -> None:
@@ -43,6 +44,7 @@ def test_the_same_token_given_again_is_not_kept_twice() -> None:
     "code",
     [
         "session_resume_denied",
+        "invalid_resume_token",
         "session_resume_expired",
         "session_resume_gap",
         "session_resume_conflict",

@@ -2,9 +2,10 @@
 
 There the proxy owns the client-facing session (docs/protocol.md): it takes the
 client's acks of its replay log, refuses a ``session.resume`` that is not a
-connection's first event, ends the session on ``session.close`` (the runner's stop
-ends a duplex upstream's session with it), and answers the turn dialect's heartbeat.
-Every other event goes to the shim.
+connection's first event, ends the session on ``session.close`` and, from a native
+client, on vLLM-Omni's other names for it (the runner's stop ends a duplex
+upstream's session with it), and answers the turn dialect's heartbeat. Every other
+event goes to the shim.
 """
 
 from __future__ import annotations
@@ -14,6 +15,10 @@ from typing import Any, Protocol
 from proxy.emulated.client_side import ClientSide
 from shim.capabilities import Classification
 from shim.journal import Journal
+
+# vLLM-Omni's other names for session.close (engine/duplex/realtime_commands.py), its
+# native clients' words: ``session.closed`` and the end, as for session.close.
+CLOSE_ALIASES = frozenset({"close", "close_session"})
 
 
 class ControlledSession(Protocol):
@@ -42,11 +47,13 @@ async def answer_control(ev: dict[str, Any], session: ControlledSession) -> bool
             "session.resume must be the first event of a new connection",
         )
         return True
-    if kind == "session.close":
+    if kind == "session.close" or (kind in CLOSE_ALIASES and not session.cls.ga_client):
         reason = ev.get("reason")
         if not isinstance(reason, str):
             reason = "client_close"
-        out.send({"type": "session.closed", "session_id": session_id, "reason": reason})
+        # vLLM-Omni's shape: the session's own close event rides along (empty here).
+        closed = {"type": "session.closed", "session_id": session_id, "reason": reason}
+        out.send(closed | {"event": {}})
         await session.close_by_client(reason)
         return True
     if kind == "session.heartbeat" and session.cls.kind == "turn":

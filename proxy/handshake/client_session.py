@@ -14,16 +14,18 @@ from aiohttp import web
 from proxy.auth.admission import principal_of
 from proxy.capacity import refusal, refuse
 from proxy.client_frames import ClientFrame
-from proxy.client_io import CLOSED, ClientChannel
+from proxy.client_io import ClientChannel
 from proxy.config import Route
 from proxy.emulated.queue_items import Attach
 from proxy.emulated.runner import EmulatedRunner
 from proxy.emulated.shim_setup import keep_opened_with, take_opening
 from proxy.emulated.slot_yield import make_room
 from proxy.handshake.client_kind import client_kind, model_from
+from proxy.handshake.first_frame import next_client_frame, promises_first_event, refuse_late_opening
 from proxy.handshake.open_upstream import abandon, open_upstream, refused_opening
 from proxy.logging import get_logger
 from proxy.passthrough.relay import run_passthrough
+from proxy.resume.native_answer import tell_failed_resume
 from proxy.resume.request import ResumeFailed, parse_resume, resume_from_query
 from proxy.resume.takeover import resume
 from proxy.state import ProxyState
@@ -96,34 +98,23 @@ class ClientSession:
         assert route is not None
         return route.model, route.upstream_model or route.model
 
-    async def _next_client_frame(self, within_s: float) -> ClientFrame | None:
-        """The next client frame within ``within_s``; None on timeout or disconnect."""
-        inbox = self.client.inbox
-        try:
-            async with asyncio.timeout(within_s):  # a scope: a cancellation stays ours
-                item = await inbox.get()
-        except TimeoutError:
-            await asyncio.sleep(0.001)  # a late loop ran the timer before the reader
-            if inbox.empty():
-                return None
-            item = inbox.get_nowait()
-        if item is CLOSED:
-            await self.client.inbox.put(CLOSED)  # keep the sentinel for later readers
-            return None
-        assert isinstance(item, ClientFrame)
-        self.pending.append(item)
-        return item
-
     async def _run(self) -> None:
         state, cfg = self.state, self.state.config
         query = self.request.query
         model = query.get("model") or None
         # A speak-first client's first event arrives right away; a GA client waits for
         # session.created, so it only costs first_event_wait_ms. Without a model in
-        # the URL the first event must name one.
-        wait = cfg.server.first_event_wait_ms / 1000 if model else cfg.server.handshake_timeout_s
+        # the URL, or when the client says it will speak first, the first event must
+        # come (proxy/handshake/first_frame.py).
+        promised = promises_first_event(query)
+        wait = cfg.server.handshake_timeout_s
+        if model and not promised:
+            wait = cfg.server.first_event_wait_ms / 1000
         from_query = resume_from_query(query)
-        first = None if from_query else await self._next_client_frame(wait)
+        first = None if from_query else await next_client_frame(self.client, self.pending, wait)
+        if first is None and promised and not from_query:
+            await refuse_late_opening(self.client)
+            return
         if from_query or (first is not None and first.event.get("type") == "session.resume"):
             event, raw = from_query if from_query else (first.event, first.raw)  # type: ignore[union-attr]
             sid = event.get("session_id")
@@ -137,7 +128,7 @@ class ClientSession:
             if state.draining:  # told server_shutting_down (proxy/resume/takeover.py)
                 await self.client.close(1012, "draining")
                 return
-            if model is None:
+            if model is None or promised:  # nothing opens but what the client asked for
                 await self.client.close(*failed.close())
                 return
         if first is not None and model is None:
@@ -211,8 +202,7 @@ class ClientSession:
         except ResumeFailed as exc:
             self.log.info("resume_failed", code=exc.code, token_given=bool(exc.resume_token))
             self.settled.set()  # nothing more to write: a drain from here refuses the client
-            token = {"resume_token": exc.resume_token} if exc.resume_token else None
-            self.client.send_error(exc.code, str(exc), extra=token)
+            tell_failed_resume(self.client, exc, event.get("session_id"))
             return exc
         return None
 

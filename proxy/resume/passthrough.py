@@ -135,4 +135,4 @@ def _upstream_refusal(event: dict[str, Any]) -> ResumeFailed:
         return expired()
     if mapped == "session_resume_denied":
         return denied()
-    return ResumeFailed(mapped, f"the upstream refused the resume ({code})")
+    return ResumeFailed(mapped, f"the upstream refused the resume ({code})", native_code=str(code))

@@ -38,12 +38,20 @@ class ResumeFailed(Exception):
     the session is where it was, and the same resume may succeed later."""
 
     def __init__(
-        self, code: str, message: str, resume_token: str | None = None, retry: bool = False
+        self,
+        code: str,
+        message: str,
+        resume_token: str | None = None,
+        retry: bool = False,
+        native_code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.resume_token = resume_token
         self.retry = retry or code == "session_resume_unavailable"
+        # vLLM-Omni's own code for it, where it has another: what a native client gets
+        # (proxy/resume/native_answer.py).
+        self.native_code = native_code
 
     def close(self) -> tuple[int, str]:
         """The close code and reason for a connection that only came to resume: 1013
@@ -61,7 +69,11 @@ def expired() -> ResumeFailed:
 
 
 def denied() -> ResumeFailed:
-    return ResumeFailed("session_resume_denied", "the resume token does not match")
+    return ResumeFailed(
+        "session_resume_denied",
+        "the resume token does not match",
+        native_code="invalid_resume_token",
+    )
 
 
 def gap() -> ResumeFailed:

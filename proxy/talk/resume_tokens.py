@@ -16,6 +16,8 @@ FIRST_BACKOFF_S = 0.25
 MAX_BACKOFF_S = 4.0
 # Refusals that leave the session where it was: tried again.
 RETRIED = frozenset({"session_resume_unavailable", "upstream_unavailable"})
+# A token refused: the proxy's word to a GA client, vLLM-Omni's to a native one.
+DENIED = frozenset({"session_resume_denied", "invalid_resume_token"})
 
 
 class ResumeTokens:
@@ -42,7 +44,7 @@ class ResumeTokens:
             if isinstance(token, str) and token and token != self.token:
                 self.other, self.token = self.token, token
             return True
-        if code == "session_resume_denied" and self.other is not None:
+        if code in DENIED and self.other is not None:
             self.token, self.other = self.other, None
             return True
         return False

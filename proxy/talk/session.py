@@ -183,8 +183,15 @@ class Talk(TalkLink):
         self.line("error", f"{(err or {}).get('code')}: {(err or {}).get('message')}")
         code = str((err or {}).get("code"))
         # ``upstream_unavailable`` before the resume was answered refused the resume.
-        if code.startswith("session_resume") or (code == "upstream_unavailable" and self.resuming):
+        refused = code.startswith("session_resume") or code == "invalid_resume_token"
+        if refused or (code == "upstream_unavailable" and self.resuming):
             self.resume_refused(code, ev.get("resume_token"))
+
+    async def on_session_resync_required(self, ev: dict[str, Any], now: float) -> None:
+        # A native client's word for a resume the journal cannot serve any more
+        # (proxy/resume/native_answer.py).
+        self.line("session.resync_required", str(ev.get("reason")))
+        self.resume_refused("session_resume_gap", None)
 
     def finished(self, now: float) -> bool:
         if now - self.t0 >= self.opts.max_s or self.gave_up:

@@ -160,7 +160,10 @@ def start_response(s: AnswerHost, now: float) -> list[Action]:
         # A new turn supersedes a response still going: it ends, said so, first.
         out += s.cancel_response(now, reason="turn_detected")
     turn = s.pending.popleft()
-    rid, aid = s.new_id("resp"), s.new_id("item")
+    # The answer's item is named after its response, as vLLM-Omni names it
+    # (``item_<response_id>``): native clients ack playback by that name.
+    rid = s.new_id("resp")
+    aid = f"item_{rid}"
     prev = s.last_item_id
     s.last_item_id = aid
     s.new_response(rid, aid)
