@@ -114,16 +114,34 @@ RECENT_IDS_MAX_CHARS = 256 * 1024
 class RecentIds(BoundedIds):
     """Client ``event_id``s already applied, most recent ``limit`` of them, and no more
     than ``max_chars`` characters of them in all (the oldest go first; the newest id
-    is always kept)."""
+    is always kept).
 
-    __slots__ = ()
+    They are there for a client that re-sends, on a new connection, what it is not
+    sure the old one delivered: an id applied on an earlier connection of the session
+    is dropped once when it comes again (``new_connection`` starts the next one). An id
+    that repeats on one connection is the client's own affair, a tag it reuses (GA sets
+    no rule on them): applied each time, as OpenAI and vLLM-Omni apply it."""
+
+    __slots__ = ("_conn", "_when")
 
     def __init__(self, limit: int, max_chars: int = RECENT_IDS_MAX_CHARS) -> None:
         super().__init__(limit, max_chars)
+        self._conn = 0  # the connection now attached, counted from the first
+        self._when: dict[str, int] = {}  # the connection each kept id was last met on
+
+    def new_connection(self) -> None:
+        """A connection attaches: what came before it counts as re-sent if it comes again."""
+        self._conn += 1
 
     def seen(self, event_id: str) -> bool:
-        """True if already applied; otherwise remember it and return False."""
-        return not self.add(event_id)
+        """True if applied on an earlier connection and not met on this one yet (drop
+        it); otherwise remember it and return False (apply it)."""
+        earlier = event_id in self and self._when.get(event_id) != self._conn
+        self.add(event_id)
+        self._when[event_id] = self._conn
+        if len(self._when) > 2 * len(self) + 64:  # forget the ids the bound let go
+            self._when = {i: self._when[i] for i in self if i in self._when}
+        return earlier
 
     def items(self) -> list[str]:
         return list(self)

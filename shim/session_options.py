@@ -63,6 +63,25 @@ def check_modalities(session: dict[str, Any]) -> None:
         raise SessionConfigError(UNSUPPORTED, msg, "session.output_modalities")
 
 
+# GA's bound on an answer's tokens (``max_output_tokens``: 1..4096, or "inf").
+MAX_OUTPUT_TOKENS = 4096
+
+
+def check_max_output_tokens(session: dict[str, Any], native: bool = False) -> None:
+    """A GA client's limit on an answer's tokens, as GA takes it: a whole number from 1
+    to 4096, or ``"inf"`` (null: not given). A native client's is vLLM-Omni's to read."""
+    if native:
+        return
+    for key in ("max_output_tokens", "max_response_output_tokens"):
+        value = session.get(key)
+        if value is None or value == "inf":
+            continue
+        whole = isinstance(value, int) and not isinstance(value, bool)
+        if not whole or not 1 <= value <= MAX_OUTPUT_TOKENS:
+            msg = f'{key} must be a whole number from 1 to {MAX_OUTPUT_TOKENS}, or "inf"'
+            raise SessionConfigError("invalid_value", msg, f"session.{key}")
+
+
 def input_option(session: dict[str, Any], a_in: dict[str, Any], name: str) -> Any:
     """The ``name`` input option an update sets (an object, or None to clear), or
     ``_UNSET`` when it says nothing of it; anything else is ``invalid_value``."""

@@ -65,13 +65,20 @@ async def test_server_vad_with_create_response_false_commits_and_waits_for_respo
         assert answer[-1]["response"]["status"] == "completed", answer[-1]
 
 
+@pytest.mark.parametrize("named", [None, "resp_nope"], ids=["unnamed", "named"])
 @pytest.mark.parametrize(("kind", "mode"), MODES)
-async def test_cancel_with_no_response_in_progress_gets_openais_code(kind: str, mode: str) -> None:
+async def test_cancel_with_no_response_in_progress_gets_openais_code(
+    kind: str, mode: str, named: str | None
+) -> None:
     """GA's ``response_cancel_not_active`` in every mode (vLLM-Omni says
-    ``response_not_active``), with the client's ``event_id``."""
+    ``response_not_active``, and nothing at all to one naming a response), with the
+    client's ``event_id``."""
     async with sdk_connection(kind) as conn:
         await first_session_created(conn)
-        await conn.response.cancel(event_id="evt_cancel")
+        if named is None:
+            await conn.response.cancel(event_id="evt_cancel")
+        else:
+            await conn.response.cancel(event_id="evt_cancel", response_id=named)
         [error] = [e for e in await until(conn, "error")][-1:]
         assert error["error"]["code"] == "response_cancel_not_active"
         assert error["error"]["event_id"] == "evt_cancel"

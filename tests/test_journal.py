@@ -44,13 +44,45 @@ def test_bounds_by_bytes_and_age_open_a_gap() -> None:
     assert len(j.entries()) == 1  # the old ones aged out
 
 
-@given(st.lists(st.sampled_from(["a", "b", "c", "d", "e"]), max_size=50))
-def test_recent_ids_report_each_id_once_while_remembered(ids: list[str]) -> None:
+@given(
+    st.lists(
+        st.one_of(st.sampled_from(["a", "b", "c", "d", "e"]), st.just("reconnect")),
+        max_size=60,
+    )
+)
+def test_recent_ids_drop_an_earlier_connections_id_once(steps: list[str]) -> None:
+    """Dropped: an id applied on an earlier connection, the first time it comes on
+    this one. Applied: a new id, and any id met on this connection already."""
     recent = RecentIds(limit=10)
-    first_seen: set[str] = set()
-    for event_id in ids:
-        assert recent.seen(event_id) == (event_id in first_seen)
-        first_seen.add(event_id)
+    recent.new_connection()
+    earlier: set[str] = set()
+    here: set[str] = set()
+    for step in steps:
+        if step == "reconnect":
+            recent.new_connection()
+            earlier |= here
+            here = set()
+            continue
+        assert recent.seen(step) == (step in earlier and step not in here), step
+        here.add(step)
+
+
+def test_a_tag_reused_on_one_connection_is_applied_each_time() -> None:
+    recent = RecentIds(limit=10)
+    recent.new_connection()
+    assert [recent.seen("evt_append") for _ in range(3)] == [False, False, False]
+    recent.new_connection()  # the client reconnects and re-sends its last append
+    assert [recent.seen("evt_append") for _ in range(3)] == [True, False, False]
+
+
+def test_ids_restored_before_a_connection_count_as_earlier() -> None:
+    recent = RecentIds(limit=10)
+    for event_id in ("x", "y"):  # from the store, as a resume on another replica finds them
+        recent.seen(event_id)
+    recent.new_connection()
+    assert recent.seen("x") and recent.seen("y")
+    assert not recent.seen("x"), "dropped once"
+    assert not recent.seen("z")
 
 
 def test_recent_ids_hold_at_most_their_characters_the_newest_always() -> None:
@@ -60,7 +92,8 @@ def test_recent_ids_hold_at_most_their_characters_the_newest_always() -> None:
     assert recent.items() == ["7" * 30, "8" * 30, "9" * 30]
     assert not recent.seen("x" * 500)  # over the bound alone: still the one kept
     assert recent.items() == ["x" * 500]
-    assert recent.seen("x" * 500)
+    recent.new_connection()
+    assert recent.seen("x" * 500), "kept: re-sent on the next connection, dropped"
     assert RecentIds(limit=256).items() == []  # the default bound: 256 ids of 1 KiB
     default = RecentIds(limit=256)
     for i in range(256):

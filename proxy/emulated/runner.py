@@ -150,6 +150,7 @@ class EmulatedRunner(PersistedSession):
     ) -> None:
         """Hand the session a client connection; returns when that attachment ends
         (see ``feed_attachment``), or at once if the session is ending."""
+        self.recent.new_connection()  # its re-sends of earlier events are dropped once
         feed = (self.inputs, self.credits, self.loop.offer, attach, pending or [], after or [])
         await self.attachments.run(attach, lambda: feed_attachment(*feed))
 
@@ -279,7 +280,7 @@ class EmulatedRunner(PersistedSession):
         ev = frame.event
         event_id = ev.get("event_id")
         if isinstance(event_id, str) and self.recent.seen(event_id):
-            return  # re-sent after a reconnect: already applied
+            return  # re-sent after a reconnect: already applied (shim/journal.py)
         if not await answer_control(ev, self):
             await self.handle(ClientEvent(ev, frame.raw, now_ms(), frame.read_ms))
 

@@ -49,6 +49,7 @@ async def applied_ids(session: ClientConnection) -> RecentIds | None:
             record = await state.store.load(sid)
             for event_id in record.recent_event_ids if record else []:
                 ids.seen(event_id)
+    ids.new_connection()  # this relay's: the ids above, re-sent, are dropped once
     return ids
 
 

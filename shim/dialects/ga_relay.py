@@ -128,7 +128,20 @@ class GaRelaySession(GatedRelaySession):
 
     # ------------------------------------------------------------ client events
     def client_handlers(self) -> dict[str, EventHandler]:
-        return {**super().client_handlers(), "response.create": self._client_response_create}
+        return {
+            **super().client_handlers(),
+            "response.create": self._client_response_create,
+            "response.cancel": self._client_response_cancel,
+        }
+
+    def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Relayed; but one naming a response while none is in progress, which vLLM-Omni
+        ignores without a word (``engine/duplex/session/runner.py``), GA answers with
+        its error (the cancel "cannot be served"), so the proxy does."""
+        named = ev.get("response_id")
+        if named and not (self.response is not None and self.response.live):
+            return [self.err("response_cancel_not_active", ga_events.NO_ACTIVE_RESPONSE, ev)]
+        return [ForwardUpstream(orjson.dumps(ev).decode())]
 
     def _client_response_create(self, ev: dict[str, Any], now: float) -> list[Action]:
         """Relayed, unless it asks what the upstream would do otherwise than GA

@@ -19,7 +19,8 @@ from shim.dialects import turn_limits
 from shim.dialects.ga_events import NO_ACTIVE_RESPONSE, not_the_active
 from shim.dialects.relay_wire import ga_g711_refusal
 from shim.output import ActiveResponse
-from shim.session_config import ClientSessionConfig
+from shim.session_config import ClientSessionConfig, SessionConfigError
+from shim.session_options import check_max_output_tokens
 
 # An error to send: (code, message, the client's event it names or None, param).
 Refused = tuple[str, str, dict[str, Any] | None, str | None]
@@ -40,10 +41,18 @@ class Refusals:
         self.native = native_client
 
     def session_update(self, ev: dict[str, Any]) -> Refused | None:
-        """A native client's ``session.update`` refused before the proxy reads it: GA's
+        """A ``session.update`` refused before the proxy reads it: a native client's GA
         G.711 names, which vLLM-Omni does not know (in its words), a format it takes
-        but the proxy cannot serve (in the proxy's), or turn detection it cannot run."""
+        but the proxy cannot serve (in the proxy's), or turn detection it cannot run;
+        a GA client's ``max_output_tokens`` outside GA's bounds."""
         if not self.native:
+            # A GA client's limit outside GA's bounds is invalid before it is
+            # unsupported here (``shim/session_options.py``).
+            session = ev.get("session")
+            try:
+                check_max_output_tokens(session if isinstance(session, dict) else {})
+            except SessionConfigError as bad:
+                return (bad.code, str(bad), ev, bad.param)
             return None
         g711 = ga_g711_refusal(ev)
         if g711 is not None:
