@@ -32,6 +32,8 @@ class ActiveResponse:
     # Input audio time (16 kHz samples) when the response began: speech that started
     # before it is the user's own turn going on, not an interruption.
     started_at_sample: int = 0
+    # The item before its own in the conversation, told in its item's added and done.
+    previous_item_id: str | None = None
 
     @property
     def producing(self) -> bool:

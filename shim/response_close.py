@@ -39,11 +39,8 @@ def close_response(
         played = truncate_at if truncate_at is not None else pb.audio_end_ms(now)
         pb.truncated_ms = played
         transcript = pb.heard_transcript(played)
-    events = (
-        []
-        if told_done
-        else wire.response_end(resp.response_id, resp.item_id, status, transcript, reason)
-    )
+    ids, before = (resp.response_id, resp.item_id), resp.previous_item_id
+    events = [] if told_done else wire.response_end(*ids, status, transcript, reason, before)
     out: list[Action] = [SendClient(e) for e in events]
     if played is not None and announce and pb is not None:
         pb.told_by = "proxy"

@@ -217,7 +217,12 @@ def truncated(item_id: str, audio_end_ms: int) -> dict[str, Any]:
 
 
 def response_end(
-    response_id: str, item_id: str, status: str, transcript: str, reason: str | None
+    response_id: str,
+    item_id: str,
+    status: str,
+    transcript: str,
+    reason: str | None,
+    previous_item_id: str | None = None,
 ) -> list[dict[str, Any]]:
     """Every event that closes a spoken response, in GA order, ending in response.done."""
     item = assistant_item(
@@ -239,6 +244,6 @@ def response_end(
             "output_index": 0,
             "item": item,
         },
-        item_event("done", item, None),
+        item_event("done", item, previous_item_id),
         {"type": "response.done", "response": response(response_id, status, [item], details)},
     ]

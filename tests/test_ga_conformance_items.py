@@ -200,3 +200,24 @@ async def test_a_truncate_of_a_users_item_says_only_assistant_audio_is_truncated
             "Only model output audio messages can be truncated",
         ), error
         assert error["error"]["event_id"] == "evt_cut"
+
+
+async def test_an_answers_item_names_one_item_before_it_when_added_and_done() -> None:
+    """``duplex_emulated``'s own answer: its item's ``conversation.item.added`` and
+    ``conversation.item.done`` name the same item before it (the user's turn)."""
+    async with sdk_connection("turn") as conn:
+        await first_session_created(conn)
+        await pressed_turn(conn)
+        events = await events_until_response_done(conn)
+    [rid] = {e["response"]["id"] for e in events if e["type"] == "response.created"}
+    item_id = f"item_{rid}"
+    told = [
+        (e["type"], e["previous_item_id"])
+        for e in events
+        if e["type"].startswith("conversation.item.") and e.get("item", {}).get("id") == item_id
+    ]
+    [user_turn] = [e["item_id"] for e in events if e["type"] == "input_audio_buffer.committed"]
+    assert told == [
+        ("conversation.item.added", user_turn),
+        ("conversation.item.done", user_turn),
+    ]

@@ -166,7 +166,7 @@ def start_response(s: AnswerHost, now: float) -> list[Action]:
     aid = f"item_{rid}"
     prev = s.last_item_id
     s.last_item_id = aid
-    s.new_response(rid, aid)
+    s.new_response(rid, aid).previous_item_id = prev
     s.assistant_audio.reset()
     s.final_text = None
     out += turn_wire.response_opening(rid, aid, prev)
