@@ -97,8 +97,7 @@ async def test_an_unknown_item_gets_openais_code_for_each_request(kind: str, mod
     ``item_retrieve_invalid_item_id``, ``item_truncate_invalid_item_id``,
     ``item_delete_invalid_item_id`` (pipecat's retrieve waits for the first, with the
     ``rci_<item>`` event id it sent), each in OpenAI's words and naming the client's
-    event. A delete over a turn-based upstream is ``unsupported_event`` (it keeps no
-    conversation to delete from)."""
+    event, in every mode."""
     async with sdk_connection(kind) as conn:
         await first_session_created(conn)
         await conn.conversation.item.retrieve(item_id="item_nope", event_id="rci_item_nope")
@@ -121,12 +120,21 @@ async def test_an_unknown_item_gets_openais_code_for_each_request(kind: str, mod
                 "Error retrieving item: the item with id 'item_gone' does not exist.",
             ),
         }
-        if mode == "duplex_emulated":
-            expected["evt_del"] = (
-                "unsupported_event",
-                "event type 'conversation.item.delete' is not supported over a turn-based upstream",
-            )
         assert told == expected, errors
+
+
+async def test_a_delete_of_an_item_a_turn_based_session_has_is_unsupported() -> None:
+    """Over a turn-based upstream an item there is cannot leave the conversation (the
+    dialect has no delete): ``unsupported_event``; an unknown one is refused as above."""
+    async with sdk_connection("turn") as conn:
+        await first_session_created(conn)
+        await pressed_turn(conn)
+        events = await events_until_response_done(conn)
+        [user_turn] = [e["item_id"] for e in events if e["type"] == "input_audio_buffer.committed"]
+        await conn.conversation.item.delete(item_id=user_turn, event_id="evt_del")
+        [error] = [e for e in await events_for(conn, 1.0) if e["type"] == "error"]
+        assert error["error"]["code"] == "unsupported_event", error
+        assert error["error"]["event_id"] == "evt_del"
 
 
 @pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in"])

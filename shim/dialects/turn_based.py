@@ -13,7 +13,7 @@ from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from shim import client_events, told_run
+from shim import client_events, told_run, wire
 from shim.actions import AbortUpstream, Action, SendClient
 from shim.audio import Int16Array
 from shim.client_events import is_refusal
@@ -81,6 +81,7 @@ class TurnBasedSession(EmulatedSession):
             "response.create": self._client_response_create,
             "response.cancel": self._client_response_cancel,
             "playback.ack": lambda ev, now: turn_acks.answer(self, ev, now, self.refusals.native),
+            "conversation.item.delete": self._client_delete,
             # A native client's truncate of a user turn is refused as not the assistant's.
             "conversation.item.truncate": partial(
                 client_events.truncate, self, others=self.user_items
@@ -90,6 +91,15 @@ class TurnBasedSession(EmulatedSession):
     def client_other(self, inp: ClientEvent) -> list[Action]:
         message = turn_limits.event_message(inp.event.get("type"))
         return [self.err("unsupported_event", message, inp.event, "type")]
+
+    def _client_delete(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """An item this session has cannot leave the conversation here (the dialect has
+        no delete); one it does not have is refused as GA refuses it."""
+        item_id = ev.get("item_id")
+        if item_id in self.user_items or self.ledger.get(str(item_id)) is not None:
+            message = turn_limits.event_message(ev.get("type"))
+            return [self.err("unsupported_event", message, ev, "type")]
+        return [self.err(*wire.unknown_item("conversation.item.delete", item_id), ev, "item_id")]
 
     def client_retrieve(self, ev: dict[str, Any], now: float) -> list[Action]:
         found = self.user_items.retrieved(ev)
