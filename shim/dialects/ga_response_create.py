@@ -97,6 +97,8 @@ def screened(
     """The event as it goes upstream, and the metadata it names; raises ``Refusal``."""
     options = ev.get("response")
     if not isinstance(options, dict):
+        if options is not None and not cfg.native:  # vLLM-Omni reads it as no options
+            raise Refusal("invalid_value", "response must be an object", "response")
         return ev, None
     option, options = ga_generation_options.screened(dict(options))
     if option is not None:

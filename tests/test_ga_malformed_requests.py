@@ -1,0 +1,37 @@
+"""A GA client's malformed request is refused, coded, and nothing starts.
+
+``response.create`` with a ``response`` that is no object is ``invalid_value`` naming
+it, as a ``session.update`` whose ``session`` is no object is: no response is
+created (``shim/dialects/ga_response_create.py``). vLLM-Omni reads such a request as
+one with no options, and a native client keeps that reading.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.openai_sdk_client import MODES
+from tests.servers import connect, proxy, proxy_config, reference, ws_url
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_response_options_that_are_no_object_are_refused(kind: str, mode: str) -> None:
+    async with (
+        reference(kind) as up,
+        proxy(proxy_config({"m": up})) as base,
+        connect(ws_url(base)) as c,
+    ):
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        await c.send({"type": "response.create", "event_id": "evt_rc", "response": "x"})
+        refused = (await c.until("error"))["error"]
+        assert (refused["code"], refused["param"], refused["event_id"]) == (
+            "invalid_value",
+            "response",
+            "evt_rc",
+        ), refused
+        await c.send({"type": "session.update", "session": {"type": "realtime"}})
+        await c.until("session.updated")  # the session goes on
+        assert not c.of("response.created")
