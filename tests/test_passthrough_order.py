@@ -157,8 +157,8 @@ async def test_frames_reach_the_upstream_in_order_once_each(direct: dict[str, in
                 )
             created = await c.until("session.created")
             assert created["session"]["capabilities"]["proxy"]["mode"] == "passthrough"
-            # A re-sent id (among the last store.recent_event_ids) is dropped; the next
-            # new one still goes up.
+            # An id repeated on the same connection is the client's own tag: it goes
+            # up again, in order (only one from an earlier connection is dropped).
             resent = {"type": "input_audio_buffer.append", "event_id": f"e{n - 3}", "audio": audio}
             await c.send(resent)
             await c.send({"type": "input_audio_buffer.append", "event_id": "last", "audio": audio})
@@ -167,7 +167,7 @@ async def test_frames_reach_the_upstream_in_order_once_each(direct: dict[str, in
                 event = await c.until("echo")
                 if event["id"] is not None:  # (the proxy's own opening update has none)
                     seen.append(event["id"])
-    assert seen == [f"e{i}" for i in range(n)] + ["last"]
+    assert seen == [f"e{i}" for i in range(n)] + [f"e{n - 3}", "last"]
 
 
 async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int]) -> None:
@@ -203,8 +203,8 @@ async def test_upstream_frames_reach_the_client_in_order(direct: dict[str, int])
 
 
 async def test_bad_frames_get_their_errors_and_the_rest_go_up(direct: dict[str, int]) -> None:
-    """Between appends that go up (with no id, a null one, a new one; a re-sent one is
-    dropped), every frame the client's checks refuse gets its coded error, whichever
+    """Between appends that go up (with no id, a null one, a new one, one repeated on
+    the connection), every frame the client's checks refuse gets its coded error, whichever
     way the frames are taken (the checks' own equivalence: tests/test_client_frame_checks.py)."""
     routes = [{"model": "m", "upstream": "", "mode": "passthrough"}]
     audio = "AAAA" * 320
@@ -269,9 +269,8 @@ async def test_bad_frames_get_their_errors_and_the_rest_go_up(direct: dict[str, 
                 ("end", "end"),
             ]:
                 await c.send({**append, "event_id": event_id, "n": n})
-                if n != "again":  # a re-sent id: dropped, the next one's echo comes next
-                    echoes.append(await echoed())
+                echoes.append(await echoed())
     assert bool(direct["up"]) is bool(direct["tapped_up"])  # the appends took it when they could
     assert bool(direct["up_made"]) is bool(direct["tapped_up"])
-    assert echoes == [*range(len(bad)), "null", "once", "end"]
+    assert echoes == [*range(len(bad)), "null", "once", "again", "end"]
     assert errors == list(bad.values())
