@@ -82,6 +82,7 @@ class TurnBasedSession(EmulatedSession):
             "response.cancel": self._client_response_cancel,
             "playback.ack": lambda ev, now: turn_acks.answer(self, ev, now, self.refusals.native),
             "conversation.item.delete": self._client_delete,
+            "input_audio_buffer.append": self._client_append,
             # A native client's truncate of a user turn is refused as not the assistant's.
             "conversation.item.truncate": partial(
                 client_events.truncate, self, others=self.user_items
@@ -91,6 +92,17 @@ class TurnBasedSession(EmulatedSession):
     def client_other(self, inp: ClientEvent) -> list[Action]:
         message = turn_limits.event_message(inp.event.get("type"))
         return [self.err("unsupported_event", message, inp.event, "type")]
+
+    def _client_append(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Audio is taken; camera frames (vLLM-Omni's ``video_frames``) are refused,
+        never taken and dropped: the turn-based upstream sees no video."""
+        if not ev.get("video_frames"):
+            return client_events.input_audio(self, ev, now)
+        no = self.err(turn_limits.UNSUPPORTED, turn_limits.VIDEO_MESSAGE, ev, "video_frames")
+        if ev.get("audio") is None and ev.get("delta") is None:
+            return [no]  # nothing else in it
+        rest = {k: v for k, v in ev.items() if k != "video_frames"}
+        return [no, *client_events.input_audio(self, rest, now)]
 
     def _client_delete(self, ev: dict[str, Any], now: float) -> list[Action]:
         """An item this session has cannot leave the conversation here (the dialect has

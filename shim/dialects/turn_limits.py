@@ -16,6 +16,10 @@ from shim.dialects import ga_generation_options, ga_response_create
 from shim.session_config import ClientSessionConfig
 
 UNSUPPORTED = "unsupported_by_upstream"
+VIDEO_MESSAGE = (
+    "video_frames are not taken: the upstream is turn-based and hears audio only "
+    "(the append's audio, if any, is)"
+)
 
 # session.update fields the dialect cannot carry; refused only when they ask for
 # something, as in response.create (``ga_generation_options.asks``: empty instructions,
