@@ -85,10 +85,10 @@ class ClientSide:
                 send = partial(self.attached.client.send_text, text)
                 held.send(self.journal.seq, send, len(text))
 
-    def error(self, code: str, message: str) -> None:
+    def error(self, code: str, message: str, event_id: str | None = None) -> None:
         """An error for the attached client only: errors are not replayed."""
         if self.attached is not None:
-            send = partial(self.attached.client.send_error, code, message)
+            send = partial(self.attached.client.send_error, code, message, event_id)
             self.in_order(send, len(message))
 
     def in_order(self, send: Callable[[], object], size: int = 0) -> None:

@@ -30,22 +30,29 @@ class ControlledSession(Protocol):
     async def close_by_client(self, reason: str) -> None: ...
 
 
+def _ack_refusal(seq: object, head: int, native: bool) -> str:
+    """Why an ack is refused: vLLM-Omni's words to a native client."""
+    if not native:
+        return "server_event_seq must be a sequence number already sent"
+    if isinstance(seq, bool) or not isinstance(seq, int) or seq < 0:
+        return "session.event_ack requires a non-negative server_event_seq"
+    return f"acknowledged sequence {seq} is newer than journal head {head}"
+
+
 async def answer_control(ev: dict[str, Any], session: ControlledSession) -> bool:
     """Answer ``ev`` if it is one of the proxy's own; False if the shim should have it."""
     session_id, journal, out = session.session_id, session.journal, session.out
-    kind = ev["type"]
+    kind, native = ev["type"], not session.cls.ga_client
+    event_id = ev.get("event_id") if isinstance(ev.get("event_id"), str) else None
     if kind == "session.event_ack":
         seq = ev.get("server_event_seq")
         if isinstance(seq, bool) or not isinstance(seq, int) or not journal.ack(seq):
-            out.error(
-                "invalid_event_ack", "server_event_seq must be a sequence number already sent"
-            )
+            out.error("invalid_event_ack", _ack_refusal(seq, journal.seq, native), event_id)
         return True
     if kind == "session.resume":
-        out.error(
-            "invalid_session_resume",
-            "session.resume must be the first event of a new connection",
-        )
+        # vLLM-Omni's code and words to a native client (entrypoints/duplex/serving.py).
+        code = "unsupported_session_resume" if native else "invalid_session_resume"
+        out.error(code, "session.resume must be the first message of a new connection", event_id)
         return True
     if kind == "session.close" or (kind in CLOSE_ALIASES and not session.cls.ga_client):
         reason = ev.get("reason")
