@@ -125,6 +125,20 @@ def classify(
     )
 
 
+# What a session over a turn-based upstream takes, in vLLM-Omni's keys
+# (``DuplexCapabilities.as_dict``): audio appended in chunks, nothing else (text-only
+# turns and camera frames are refused there: ``shim/dialects/turn_based.py``). No
+# ``chunk_period_ms``: such a model has no audio unit; appends of any length are read.
+TURN_BASED_INPUT: dict[str, Any] = {
+    "supports_input_append": True,
+    "input_modes": ["append_audio_chunk"],
+    "required_input_modalities": ["audio"],
+    "optional_input_modalities": [],
+    "supports_image_input": False,
+    "supports_text_only_turn": False,
+}
+
+
 def proxy_capabilities(
     cls: Classification, resume_available: bool, barge_in_target_ms: int | None = None
 ) -> dict[str, Any]:
@@ -139,6 +153,11 @@ def proxy_capabilities(
             caps[flag] = True
         caps["supports_session_resume"] = resume_available
         caps["supports_client_commit"] = True
+        if cls.kind == "turn":
+            # A turn-based upstream tells none of its own.
+            caps.update(
+                {k: list(v) if isinstance(v, list) else v for k, v in TURN_BASED_INPUT.items()}
+            )
         if barge_in_target_ms is not None:
             # The proxy stops the audio itself, so the target is the proxy's.
             caps["target_barge_in_latency_ms"] = barge_in_target_ms

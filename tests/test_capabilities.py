@@ -152,3 +152,21 @@ async def test_over_a_turn_upstream_an_empty_commit_is_refused_in_the_clients_pr
         await c.send({"type": "input_audio_buffer.commit", "event_id": "evt_1"})
         error = await c.until("error", timeout=5)
     assert error["error"]["code"] == code and error["error"]["event_id"] == "evt_1"
+
+
+def test_a_turn_based_upstream_is_told_in_vllm_omnis_input_keys() -> None:
+    """Over a turn-based upstream (which tells no capabilities of its own) the session
+    says what it takes in vLLM-Omni's keys: audio appended in chunks, no text-only
+    turns, no camera frames; and no audio unit (no ``chunk_period_ms``)."""
+    cls = classify({"type": "session.created", "id": "x", "created": 1}, client="native")
+    caps = proxy_capabilities(cls, resume_available=True)
+    assert cls.mode == "duplex_emulated"
+    assert caps["supports_input_append"] is True
+    assert caps["input_modes"] == ["append_audio_chunk"]
+    assert (
+        caps["required_input_modalities"] == ["audio"] and caps["optional_input_modalities"] == []
+    )
+    assert caps["supports_image_input"] is False and caps["supports_text_only_turn"] is False
+    assert "chunk_period_ms" not in caps
+    caps["input_modes"].append("changed")  # each session's own lists
+    assert proxy_capabilities(cls, resume_available=True)["input_modes"] == ["append_audio_chunk"]
