@@ -48,3 +48,23 @@ async def test_a_late_resume_and_an_ack_past_the_head(kind: str, mode: str, nati
         assert (past["code"], past["event_id"]) == ("invalid_event_ack", "evt_ack"), past
         if native:
             assert past["message"].startswith("acknowledged sequence 1000000000 is newer")
+
+
+@pytest.mark.parametrize(("kind", "mode"), KINDS, ids=[m for _, m in KINDS])
+async def test_every_event_names_the_session_the_client_was_given(kind: str, mode: str) -> None:
+    """A duplex upstream's events name its own session: the client's is the proxy's
+    (``proxy/emulated/client_side.py``), as vLLM-Omni's events all name one session."""
+    async with (
+        reference(kind) as up,
+        proxy(proxy_config({"m": up})) as base,
+        connect(ws_url(base, duplex="1", autostart="0")) as c,
+    ):
+        await c.send({"type": "session.update", "session": {"output_modalities": ["audio"]}})
+        created = await c.until("session.created")
+        assert created["session"]["capabilities"]["proxy"]["mode"] == mode
+        await c.send({"type": "session.heartbeat"})
+        ack = await c.until("session.heartbeat_ack")
+        await c.send({"type": "session.close"})
+        await c.until("session.closed")
+        named = {e.get("session_id") for e in c.events if "session_id" in e}
+        assert named == {created["session"]["id"]}, (named, ack)

@@ -55,6 +55,10 @@ class ClientSide:
         return self.attached.client if self.attached is not None else None
 
     def send(self, event: dict[str, Any]) -> None:
+        if event.get("session_id", self.session_id) != self.session_id:
+            # A duplex upstream's event names its own session: the client's is the proxy's
+            # (its session.created said so), whichever upstream session serves it now.
+            event["session_id"] = self.session_id
         if self.native:
             native_error(event)
         if self.own_done:
