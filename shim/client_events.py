@@ -7,6 +7,7 @@ does more (the relay also forwards most of them upstream).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Container
 from typing import Any, Protocol
 
@@ -116,10 +117,30 @@ def input_audio(
     return [AnalyzeAudio(samples=clean, start_sample=start)]
 
 
+# An ack's position beyond this (ms, over 285,000 years) is no playback position: it is
+# refused, never kept, relayed or told back (past 2^64 it could not even be written as
+# a JSON integer again).
+MAX_ACK_MS = 2**53
+
+
+def ack_out_of_range(s: ClientEventHost, ev: dict[str, Any]) -> list[Action] | None:
+    """The refusal of an ack whose ``played_ms`` or ``committed_ms`` no playback reaches."""
+    for key in ("played_ms", "committed_ms"):
+        value = ev.get(key)
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if not (math.isfinite(value) and abs(value) <= MAX_ACK_MS):
+            return [s.err("invalid_value", f"playback.ack {key} is out of range", ev, key)]
+    return None
+
+
 def playback_ack(s: ClientEventHost, ev: dict[str, Any], now: float) -> list[Action]:
     played = ev.get("played_ms")
     if isinstance(played, bool) or not isinstance(played, int | float):
         return [s.err("invalid_event", "playback.ack requires numeric played_ms", ev, "played_ms")]
+    far = ack_out_of_range(s, ev)
+    if far is not None:
+        return far
     item = item_for(s, ev)
     if item is not None:
         item.ack(float(played))

@@ -171,14 +171,25 @@ class EmulatedRunner(PersistedSession):
             return
         self.attachments.ending(code, reason)  # no attachment is served from here
         self.upstream.closing = True
+        try:
+            await self._wind_down(code, reason)
+        finally:  # whatever failed on the way, the session leaves: its slot, its count
+            if self.state.live.get(self.session_id) is self:
+                del self.state.live[self.session_id]
+                self._active().dec()
+            self.finished.set()
+
+    async def _wind_down(self, code: int, reason: str) -> None:
         # What it is owed goes as it closes (HeldEnds.settle: waits for the store if drained).
         if (attached := self.out.attached) is not None:
             await attached.client.close(code, reason)
             attached.done.set()
         await self.attachments.close_unserved(attached)  # queued, or in the loop's hand
         self.out.release(unsaved=code != 1012)  # (a Detached may have run meanwhile)
-        # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
-        await self.persister.finish(final=code != 1012)
+        try:  # 1012 (drain) means "resume elsewhere": keep it; any other end is final.
+            await self.persister.finish(final=code != 1012)
+        except Exception:  # the store's fault is logged; the upstream is let go all the same
+            self.log.exception("session_final_persist_failed")
         for task in [*self._tasks, self.loop.inline]:
             if task is not None and task is not asyncio.current_task():
                 task.cancel()  # (a frame being handled by its reader, too)
@@ -188,10 +199,6 @@ class EmulatedRunner(PersistedSession):
         # stored; else it would hold the slot the new owner needs (upstream_fresh.py).
         moving = code == 1012 or reason == "session_replaced"
         await self.upstream.close(end_session=not (moving and self.persister.upstream_handed_on()))
-        if self.state.live.get(self.session_id) is self:
-            del self.state.live[self.session_id]
-            self._active().dec()
-        self.finished.set()
 
     def _active(self) -> Any:
         route = self.route

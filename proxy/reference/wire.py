@@ -43,8 +43,13 @@ AUTOSTART_FALSE = frozenset({"0", "false", "no", "off"})
 
 
 def dumps(payload: Mapping[str, object]) -> str:
-    """Compact JSON, key order kept, non-ASCII kept (Starlette ``send_json``)."""
-    return orjson.dumps(payload).decode("utf-8")
+    """Compact JSON, key order kept, non-ASCII kept (Starlette ``send_json``), integers
+    of any size included: a client's number past 64 bits told back (an ack's
+    ``played_ms`` of 1e20) is written as Starlette's ``json.dumps`` writes it."""
+    try:
+        return orjson.dumps(payload).decode("utf-8")
+    except TypeError:  # an integer past 64 bits
+        return json.dumps(payload, separators=(",", ":"), ensure_ascii=False)
 
 
 def dumps_spaced(payload: Mapping[str, object]) -> str:

@@ -54,6 +54,9 @@ def audio(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
 
 
 def playback_ack(r: RelayClientHost, ev: dict[str, Any], now: float) -> list[Action]:
+    far = client_events.ack_out_of_range(r, ev)
+    if far is not None:
+        return far  # the proxy's refusal, never the upstream's: it would not survive it
     out = client_events.playback_ack(r, ev, now)
     if client_events.is_refusal(out):
         # A native client's is refused there, in the upstream's words.
