@@ -22,7 +22,7 @@ from proxy.client_limits import InputRate, Lifetime
 from proxy.client_made import SinkMade, made_taker
 from proxy.client_outbox import ClientOutbox
 from proxy.client_queue import FrameInbox
-from proxy.client_watch import admit, watch_lifetime
+from proxy.client_watch import admit, event_id_of, too_long, watch_lifetime
 from proxy.config import ServerConfig
 from proxy.metrics import FrameTally, Metrics
 from proxy.ws_close import close_or_cut
@@ -129,7 +129,11 @@ class ClientChannel(ClientOutbox):
                     now = self._loop.time()
                     self.lifetime.heard(now)
                     if not self.rate.take(parsed.event, now):  # over: what charge says
-                        verdict = self.rate.charge(self.rate.cost(parsed.event), now)
+                        cost = self.rate.cost(parsed.event)
+                        if cost > self.rate.burst:  # more than the allowance ever holds
+                            self.send_error(*too_long(cost, self.limits), event_id_of(parsed))
+                            continue
+                        verdict = self.rate.charge(cost, now)
                         if not await admit(verdict, self.limits, self.send_error, self.end):
                             break
                     if self.sink is None:

@@ -7,8 +7,27 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable
 
-from proxy.client_limits import Lifetime, Rate, Verdict
+from proxy.client_frames import ClientFrame
+from proxy.client_limits import AUDIO_BYTES_PER_S, Lifetime, Rate, Verdict
 from proxy.config import ServerConfig
+
+
+def too_long(cost: int, limits: ServerConfig) -> tuple[str, str]:
+    """The refusal of one append carrying more audio than the allowance ever holds
+    (``input_burst_s`` ahead of real time): taken later, whole, it would hold up every
+    other session while it is judged; refused at once, the session goes on."""
+    seconds = cost / AUDIO_BYTES_PER_S
+    return (
+        "input_audio_too_long",
+        f"one append carries {seconds:.1f} s of audio, more than the {limits.input_burst_s:g} s "
+        "the proxy takes ahead of real time: refused; send audio in appends of a few "
+        "hundred ms",
+    )
+
+
+def event_id_of(frame: ClientFrame) -> str | None:
+    event_id = frame.event.get("event_id")
+    return event_id if isinstance(event_id, str) else None
 
 
 async def admit(
