@@ -65,18 +65,28 @@ def parse_client_frame(
     # object (an audio append): no container to count, known from two scans of the
     # text (a few times cheaper than a look at the parsed values).
     nested = ("[" in raw or raw.find("{", 1) >= 0) and _nested(event)
+    own = _own_id(event, caps)  # a refusal names it, where the event has one
     if nested and nests_deeper_than(raw, event, max_depth):
-        return BadFrame("invalid_event", f"event nested too deeply (over {max_depth} levels)")
+        deep = f"event nested too deeply (over {max_depth} levels)"
+        return BadFrame("invalid_event", deep, event_id=own)
     if not isinstance(event, dict):
         return BadFrame("invalid_event", "an event must be a JSON object")
     if nested and holds_more_values_than(raw, event, max_values):
-        return BadFrame("invalid_event", f"event holds too many JSON values (over {max_values})")
+        many = f"event holds too many JSON values (over {max_values})"
+        return BadFrame("invalid_event", many, event_id=own)
     kind = event.get("type")
     if not isinstance(kind, str) or not kind:
-        return BadFrame("invalid_event", "an event needs a string 'type'")
+        return BadFrame("invalid_event", "an event needs a string 'type'", event_id=own)
     if (refused := refusal(len(raw), event, caps)) is not None:
         return BadFrame(refused.code, refused.message, refused.param, refused.event_id)
     return ClientFrame(raw, event, now_ms())
+
+
+def _own_id(event: Any, caps: FieldCaps) -> str | None:
+    """The event's own ``event_id``, if it is a string within its cap."""
+    event_id = event.get("event_id") if isinstance(event, dict) else None
+    ok = isinstance(event_id, str) and len(event_id) <= caps.event_id_chars
+    return event_id if ok else None
 
 
 def parse_flat_ascii(raw: bytearray, caps: FieldCaps = DEFAULT_CAPS) -> dict[str, Any] | None:

@@ -124,7 +124,9 @@ class ClientChannel(ClientOutbox):
                         code, words = (
                             parsed.native() if self.native else (parsed.code, parsed.message)
                         )
-                        self.send_error(code, words, parsed.event_id, parsed.param)
+                        # vLLM-Omni names no event in its refusal of a frame (its words).
+                        named = parsed.event_id if words == parsed.message else None
+                        self.send_error(code, words, named, parsed.param)
                         continue
                     now = self._loop.time()
                     self.lifetime.heard(now)
