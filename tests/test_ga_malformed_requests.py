@@ -35,3 +35,39 @@ async def test_response_options_that_are_no_object_are_refused(kind: str, mode: 
         await c.send({"type": "session.update", "session": {"type": "realtime"}})
         await c.until("session.updated")  # the session goes on
         assert not c.of("response.created")
+
+
+BAD_ITEMS = [
+    ("x", "item"),
+    ({"type": "message", "role": "robot", "content": []}, "item.role"),
+    ({"type": "note", "role": "user", "content": []}, "item.type"),
+]
+
+
+@pytest.mark.parametrize("kind", ["duplex", "duplex-no-barge-in"])
+async def test_an_item_no_ga_type_describes_is_refused_never_told_back(kind: str) -> None:
+    """Over a duplex upstream the item would be told back in events the client's SDK
+    cannot read (``shim/dialects/ga_item_create.py``)."""
+    async with (
+        reference(kind) as up,
+        proxy(proxy_config({"m": up})) as base,
+        connect(ws_url(base)) as c,
+    ):
+        await c.until("session.created")
+        for i, (item, param) in enumerate(BAD_ITEMS):
+            await c.send({"type": "conversation.item.create", "event_id": f"e{i}", "item": item})
+            refused = (await c.until("error"))["error"]
+            assert (refused["code"], refused["param"], refused["event_id"]) == (
+                "invalid_value",
+                param,
+                f"e{i}",
+            ), refused
+        user = {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "hi"}],
+        }
+        await c.send({"type": "conversation.item.create", "item": user})
+        added = await c.until("conversation.item.added")
+        assert added["item"]["role"] == "user"
+        assert all(e.get("item", {}).get("role") != "robot" for e in c.events)

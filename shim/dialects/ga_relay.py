@@ -37,6 +37,7 @@ from shim.dialects import (
     ga_append,
     ga_events,
     ga_fields,
+    ga_item_create,
     ga_response_create,
     ga_session_update,
     ga_truncate,
@@ -132,7 +133,15 @@ class GaRelaySession(GatedRelaySession):
             **super().client_handlers(),
             "response.create": self._client_response_create,
             "response.cancel": self._client_response_cancel,
+            "conversation.item.create": self._client_item_create,
         }
+
+    def _client_item_create(self, ev: dict[str, Any], now: float) -> list[Action]:
+        """Relayed, unless its item is none GA describes (``ga_item_create.py``)."""
+        no = ga_item_create.refusal(ev)
+        if no is not None:
+            return [self.err(no[0], no[1], ev, no[2])]
+        return [ForwardUpstream(orjson.dumps(ev).decode())]
 
     def _client_response_cancel(self, ev: dict[str, Any], now: float) -> list[Action]:
         """Relayed; but one naming a response while none is in progress, which vLLM-Omni
