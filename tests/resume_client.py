@@ -69,6 +69,22 @@ async def speak(c: Client) -> None:
     await c.stream(load_clip(CLIP) + silence(900), realtime=False)
 
 
+async def acked_turn(c: Client) -> tuple[Tracked, int]:
+    """The session ``c`` opened, a turn spoken and answered and all of it acknowledged
+    (applied: an update sent after the ack is answered); the session and the seq acked."""
+    s = await created(c)
+    await speak(c)
+    await c.until("response.done", timeout=20)
+    s.take(c)
+    acked = s.last
+    await c.send({"type": "session.event_ack", "server_event_seq": acked})
+    # Applied in order: once this answers, the ack was applied.
+    await c.send({"type": "session.update", "session": {"instructions": "hi"}})
+    await c.until("session.updated")
+    s.take(c)
+    return s, acked
+
+
 async def until_deltas(c: Client, n: int) -> None:
     while len(c.of("response.output_audio.delta")) < n:
         await c.until("response.output_audio.delta", timeout=20)

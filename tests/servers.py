@@ -205,6 +205,18 @@ async def connect(url: str) -> AsyncIterator[Client]:
         yield Client(ws)
 
 
+@asynccontextmanager
+async def proxied_client(
+    kind: str, reply_ms: int = 1500, server: dict[str, Any] | None = None, **query: str
+) -> AsyncIterator[Client]:
+    """One client (``query``: its URL's, e.g. ``duplex="1"``) of the proxy in front of a
+    reference backend of ``kind``, on route ``m``; ``server``: the proxy's settings."""
+    async with reference(kind, reply_ms=reply_ms) as up:
+        config = proxy_config({"m": up}, server=server or {})
+        async with proxy(config) as base, connect(ws_url(base, **query)) as c:
+            yield c
+
+
 @dataclass
 class Link:
     """A TCP relay on loopback in front of a server: cut every connection through it,

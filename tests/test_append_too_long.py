@@ -12,7 +12,7 @@ from __future__ import annotations
 import pybase64
 import pytest
 
-from tests.servers import connect, load_clip, proxy, proxy_config, reference, ws_url
+from tests.servers import load_clip, proxied_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,11 +31,7 @@ async def test_an_append_longer_than_the_burst_is_refused_and_the_session_goes_o
     speech = load_clip("utt05_clean.wav")  # 24 kHz PCM16, over 3 s
     too_long = speech[: int(24000 * 2 * (BURST_S + 1))]
     server = {"input_burst_s": BURST_S}
-    async with (
-        reference("turn", reply_ms=300) as up,
-        proxy(proxy_config({"m": up}, server=server)) as base,
-        connect(ws_url(base, **query)) as c,
-    ):
+    async with proxied_client("turn", reply_ms=300, server=server, **query) as c:
         await c.until("session.created")
         if query:  # a native client's appends are 16 kHz unless it says otherwise
             fmt = {"input_audio_format": "pcm16", "sample_rate_hz": 24000}

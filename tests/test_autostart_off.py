@@ -22,13 +22,12 @@ from proxy.reference.options import ReferenceOptions
 from tests.native_client_session import pcm16k
 from tests.servers import (
     closed,
-    connect,
     load_clip,
+    proxied_client,
     proxy,
     proxy_config,
     reference,
     silence,
-    ws_url,
 )
 from tests.vllm_client_through_proxy import IDS, MODES, next_response, play
 from tests.vllm_omni_client import RecordingSocket
@@ -53,11 +52,7 @@ OPENINGS = {
 @pytest.mark.parametrize(("kind", "mode"), MODES, ids=IDS)
 async def test_a_late_first_update_opens_the_session(kind: str, mode: str) -> None:
     opening, shown = OPENINGS[kind]
-    async with (
-        reference(kind, reply_ms=500) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base, duplex="1", autostart="0")) as c,
-    ):
+    async with proxied_client(kind, reply_ms=500, duplex="1", autostart="0") as c:
         await asyncio.sleep(LATE_S)
         await c.send({"type": "session.update", "session": opening})
         created = await c.until("session.created")
@@ -71,11 +66,7 @@ async def test_a_late_first_update_opens_the_session(kind: str, mode: str) -> No
 
 async def test_no_first_event_in_time_is_vllm_omnis_config_timeout() -> None:
     server = {"handshake_timeout_s": 0.5}
-    async with (
-        reference("turn") as up,
-        proxy(proxy_config({"m": up}, server=server)) as base,
-        connect(ws_url(base, duplex="1", autostart="0")) as c,
-    ):
+    async with proxied_client("turn", server=server, duplex="1", autostart="0") as c:
         code = await closed(c)
         assert code == 1000
         assert [e["error"]["code"] for e in c.of("error")] == ["config_timeout"]
@@ -92,11 +83,7 @@ async def test_a_failed_resume_opens_a_session_only_without_the_promise(
         "resume_token": "not-a-token",
         "last_received_server_event_seq": 0,
     }
-    async with (
-        reference("turn") as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base, duplex="1", **query)) as c,
-    ):
+    async with proxied_client("turn", duplex="1", **query) as c:
         await c.send(resume)
         refused = await c.until("error")
         assert refused["error"]["code"] == "session_resume_expired", refused

@@ -13,7 +13,7 @@ import json
 
 import pytest
 
-from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.servers import proxied_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -26,11 +26,7 @@ FRAMES = [
 
 @pytest.mark.parametrize("native", [False, True], ids=["ga", "native"])
 async def test_a_refused_frame_names_its_event(native: bool) -> None:
-    async with (
-        reference("turn") as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base, **({"duplex": "1"} if native else {}))) as c,
-    ):
+    async with proxied_client("turn", **({"duplex": "1"} if native else {})) as c:
         await c.until("session.created")
         for frame in FRAMES:
             await c.send(frame)

@@ -11,7 +11,11 @@ from __future__ import annotations
 import pybase64
 import pytest
 
-from tests.servers import connect, load_clip, proxy, proxy_config, reference, silence, ws_url
+from tests.servers import (
+    load_clip,
+    proxied_client,
+    silence,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -22,11 +26,7 @@ KINDS = [("turn", "duplex_emulated"), ("duplex-no-barge-in", "barge_in_emulated"
 async def test_appends_all_tagged_alike_are_heard(kind: str, mode: str) -> None:
     speech = load_clip("utt05_clean.wav") + silence(1200)
     step = 24000 * 2 * 20 // 1000
-    async with (
-        reference(kind, reply_ms=400) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base)) as c,
-    ):
+    async with proxied_client(kind, reply_ms=400) as c:
         created = await c.until("session.created")
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode
         for i in range(0, len(speech), step):
@@ -40,11 +40,7 @@ async def test_appends_all_tagged_alike_are_heard(kind: str, mode: str) -> None:
 
 
 async def test_updates_with_one_id_are_each_applied() -> None:
-    async with (
-        reference("turn") as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base)) as c,
-    ):
+    async with proxied_client("turn") as c:
         await c.until("session.created")
         for threshold in (0.6, 0.7):
             vad = {"type": "server_vad", "threshold": threshold}

@@ -11,18 +11,14 @@ from __future__ import annotations
 import pytest
 
 from tests.openai_sdk_client import MODES
-from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.servers import proxied_client
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.mark.parametrize(("kind", "mode"), MODES)
 async def test_response_options_that_are_no_object_are_refused(kind: str, mode: str) -> None:
-    async with (
-        reference(kind) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base)) as c,
-    ):
+    async with proxied_client(kind) as c:
         created = await c.until("session.created")
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode
         await c.send({"type": "response.create", "event_id": "evt_rc", "response": "x"})
@@ -48,11 +44,7 @@ BAD_ITEMS = [
 async def test_an_item_no_ga_type_describes_is_refused_never_told_back(kind: str) -> None:
     """Over a duplex upstream the item would be told back in events the client's SDK
     cannot read (``shim/dialects/ga_item_create.py``)."""
-    async with (
-        reference(kind) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base)) as c,
-    ):
+    async with proxied_client(kind) as c:
         await c.until("session.created")
         for i, (item, param) in enumerate(BAD_ITEMS):
             await c.send({"type": "conversation.item.create", "event_id": f"e{i}", "item": item})

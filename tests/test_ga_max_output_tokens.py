@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.servers import proxied_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -29,11 +29,7 @@ def _update(tokens: object) -> dict[str, Any]:
 
 @pytest.mark.parametrize("kind", ["duplex-no-barge-in", "turn"])
 async def test_a_limit_outside_gas_bounds_is_refused_and_changes_nothing(kind: str) -> None:
-    async with (
-        reference(kind) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base)) as c,
-    ):
+    async with proxied_client(kind) as c:
         await c.until("session.created")
         if kind != "turn":
             await c.send(_update(50))

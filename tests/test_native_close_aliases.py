@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 
 from proxy.reference.options import ReferenceOptions
-from tests.servers import closed, connect, proxy, proxy_config, reference, ws_url
+from tests.servers import closed, connect, proxied_client, proxy, proxy_config, reference, ws_url
 from tests.vllm_client_through_proxy import IDS, MODES
 
 pytestmark = pytest.mark.timeout(60)
@@ -45,11 +45,7 @@ async def test_an_alias_closes_the_session_and_frees_the_upstreams_slot(
 
 
 async def test_a_ga_client_gets_no_alias() -> None:
-    async with (
-        reference("turn") as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base)) as c,
-    ):
+    async with proxied_client("turn") as c:
         await c.until("session.created")
         await c.send({"type": "close", "event_id": "e1"})
         refused = await c.until("error")

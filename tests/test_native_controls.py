@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.servers import connect, proxy, proxy_config, reference, ws_url
+from tests.servers import proxied_client
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,11 +31,7 @@ ACK = {"type": "session.event_ack", "event_id": "evt_ack", "server_event_seq": 1
 @pytest.mark.parametrize(("kind", "mode"), KINDS, ids=[m for _, m in KINDS])
 async def test_a_late_resume_and_an_ack_past_the_head(kind: str, mode: str, native: bool) -> None:
     query = {"duplex": "1", "autostart": "0"} if native else {}
-    async with (
-        reference(kind) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base, **query)) as c,
-    ):
+    async with proxied_client(kind, **query) as c:
         await c.send({"type": "session.update", "session": {"output_modalities": ["audio"]}})
         created = await c.until("session.created")
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode
@@ -54,11 +50,7 @@ async def test_a_late_resume_and_an_ack_past_the_head(kind: str, mode: str, nati
 async def test_every_event_names_the_session_the_client_was_given(kind: str, mode: str) -> None:
     """A duplex upstream's events name its own session: the client's is the proxy's
     (``proxy/emulated/client_side.py``), as vLLM-Omni's events all name one session."""
-    async with (
-        reference(kind) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base, duplex="1", autostart="0")) as c,
-    ):
+    async with proxied_client(kind, duplex="1", autostart="0") as c:
         await c.send({"type": "session.update", "session": {"output_modalities": ["audio"]}})
         created = await c.until("session.created")
         assert created["session"]["capabilities"]["proxy"]["mode"] == mode

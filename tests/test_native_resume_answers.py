@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.resume_client import Tracked, created, speak
+from tests.resume_client import Tracked, acked_turn
 from tests.servers import Client, closed, connect, proxy, proxy_config, reference, ws_url
 
 pytestmark = pytest.mark.timeout(60)
@@ -22,16 +22,7 @@ NATIVE = {"duplex": "1", "autostart": "0"}
 async def _acked_session(base: str) -> tuple[Tracked, int]:
     """A session that spoke a turn and acked all of it: events before the ack are gone."""
     async with connect(ws_url(base)) as c:
-        s = await created(c)
-        await speak(c)
-        await c.until("response.done", timeout=20)
-        s.take(c)
-        acked = s.last
-        await c.send({"type": "session.event_ack", "server_event_seq": acked})
-        await c.send({"type": "session.update", "session": {"instructions": "hi"}})
-        await c.until("session.updated")  # applied in order: the ack was applied
-        s.take(c)
-    return s, acked
+        return await acked_turn(c)
 
 
 async def _resume(c: Client, s: Tracked, token: str, last: int) -> dict[str, object]:

@@ -13,7 +13,11 @@ import pybase64
 import pytest
 
 from tests.native_client_session import pcm16k
-from tests.servers import connect, load_clip, proxy, proxy_config, reference, silence, ws_url
+from tests.servers import (
+    load_clip,
+    proxied_client,
+    silence,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -26,11 +30,7 @@ PNG = (
 
 async def test_frames_are_refused_and_the_audio_taken() -> None:
     speech = pcm16k(load_clip("utt05_clean.wav") + silence(300))
-    async with (
-        reference("turn", reply_ms=400) as up,
-        proxy(proxy_config({"m": up})) as base,
-        connect(ws_url(base, duplex="1", autostart="0")) as c,
-    ):
+    async with proxied_client("turn", reply_ms=400, duplex="1", autostart="0") as c:
         opening = {"turn_detection": None, "extra_body": {"auto_response": True}}
         await c.send({"type": "session.update", "session": opening})
         created = await c.until("session.created")

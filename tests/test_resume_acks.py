@@ -10,7 +10,14 @@ from typing import Any
 
 import pytest
 
-from tests.resume_client import created, error_code, resumed, send_resume, speak, wait_persisted
+from tests.resume_client import (
+    acked_turn,
+    created,
+    error_code,
+    resumed,
+    send_resume,
+    wait_persisted,
+)
 from tests.servers import connect, replica_pair, ws_url
 
 
@@ -27,16 +34,7 @@ async def test_resume_from_before_an_acked_seq_is_a_gap_error(
         replica_pair("turn", url, reply_ms=600) as (a, b),
     ):
         async with connect(ws_url(a)) as c1:
-            s = await created(c1)
-            await speak(c1)
-            await c1.until("response.done", timeout=20)
-            s.take(c1)
-            acked = s.last
-            await c1.send({"type": "session.event_ack", "server_event_seq": acked})
-            # Applied in order: once this answers, the ack was applied.
-            await c1.send({"type": "session.update", "session": {"instructions": "hi"}})
-            await c1.until("session.updated")
-            s.take(c1)
+            s, acked = await acked_turn(c1)
         if where != "memory":
             await wait_persisted(url, s.sid, seq=s.last, acked=acked)
         async with connect(ws_url(a if where == "memory" else b)) as c2:
