@@ -122,14 +122,16 @@ async def test_a_small_client_frame_behind_a_big_one_goes_up_behind_it(enabled: 
     async with serve_app(app) as base:
         upstream = base.replace("http://", "ws://") + "/v1/realtime"
         routes = [{"model": "m", "mode": "passthrough", "upstream": upstream}]
-        server = {"input_realtime_factor": 1.0, "input_burst_s": 0.01, "input_rate_grace_s": 30}
+        server = {"input_realtime_factor": 1.0, "input_burst_s": 0.5, "input_rate_grace_s": 30}
         config = proxy_config({}, routes=routes, server=server)
         async with proxy(config) as pbase, connect(ws_url(pbase, duplex="1")) as c:
             await c.until("session.created")
-            # 0.3 s of audio against a 0.01 s burst: the proxy's reader sleeps (admit).
-            await c.send(
-                {"type": "input_audio_buffer.append", "event_id": "a0", "audio": "A" * 19200}
-            )
+            # 0.45 s of audio (16 kHz) twice against a 0.5 s burst (one append longer than
+            # the burst would be refused whole): the reader sleeps on the second (admit).
+            for eid in ("a0", "a1"):
+                await c.send(
+                    {"type": "input_audio_buffer.append", "event_id": eid, "audio": "A" * 19200}
+                )
             await asyncio.sleep(0.05)
             # One write while it sleeps: a frame over the client queue's limit (512 KiB),
             # then a small one.
@@ -139,4 +141,4 @@ async def test_a_small_client_frame_behind_a_big_one_goes_up_behind_it(enabled: 
             transport.write(_frame(json.dumps(big), True) + _frame(json.dumps(small), True))
             async with asyncio.timeout(10):
                 await done.wait()
-    assert got == ["a0", "big", "small"], got
+    assert got == ["a0", "a1", "big", "small"], got

@@ -4,8 +4,8 @@ The relay passes the item on to vLLM-Omni, which keeps what it is given and tell
 back in ``conversation.item.added`` / ``created`` / ``done``: an item no GA type
 describes (a message with a role GA does not have, an item type it does not have)
 would reach the client in events its own SDK refuses to read. So an item that is no
-object, whose ``type`` is not one of GA's item types, or a message whose ``role`` is
-not GA's, is refused here (``invalid_value`` naming the field) and never goes up.
+object, whose ``type`` is not one of GA's item types, or a message naming a ``role``
+that is not GA's, is refused here (``invalid_value`` naming the field) and never goes up.
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ def refusal(ev: dict[str, Any]) -> tuple[str, str, str] | None:
     kind = item.get("type", "message")
     if kind not in ITEM_TYPES:
         return "invalid_value", f"item.type {kind!r} is not a conversation item type", "item.type"
-    role = item.get("role")
-    if kind == "message" and role not in ROLES:
+    role = item.get("role")  # none named: the user's, as vLLM-Omni reads it
+    if kind == "message" and role is not None and role not in ROLES:
         words = f"item.role {role!r}: a message is the user's, the assistant's or the system's"
         return "invalid_value", words, "item.role"
     return None
