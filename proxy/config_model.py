@@ -143,7 +143,12 @@ class ServerConfig:
         description="Client audio allowed per second of wall time, in seconds of audio.",
     )
     input_burst_s: float = Field(
-        default=20.0, gt=0, description="Client audio allowed ahead of that rate, in seconds."
+        default=20.0,
+        gt=0,
+        description=(
+            "Client audio allowed ahead of that rate, in seconds; one append carrying more "
+            "is refused (input_audio_too_long)."
+        ),
     )
     input_rate_grace_s: float = Field(
         default=5.0,
