@@ -54,7 +54,7 @@ async def answer_control(ev: dict[str, Any], session: ControlledSession) -> bool
         code = "unsupported_session_resume" if native else "invalid_session_resume"
         out.error(code, "session.resume must be the first message of a new connection", event_id)
         return True
-    if kind == "session.close" or (kind in CLOSE_ALIASES and not session.cls.ga_client):
+    if kind == "session.close" or (kind in CLOSE_ALIASES and native):
         reason = ev.get("reason")
         if not isinstance(reason, str):
             reason = "client_close"
