@@ -131,6 +131,7 @@ def apply_session_update(
         cfg = replace(cfg, told={**cfg.told, "tool_choice": session["tool_choice"] or "auto"})
     session_options.check_session_type(session, cfg.native)
     session_options.check_modalities(session)
+    session_options.check_field_types(session, cfg.native)
     session_options.check_max_output_tokens(session, cfg.native)
     for name in session_options.INPUT_OPTIONS:
         value = session_options.input_option(session, a_in, name)

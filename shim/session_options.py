@@ -50,6 +50,31 @@ def check_session_type(session: dict[str, Any], native: bool = False) -> None:
     raise SessionConfigError("invalid_value", msg, "session.type")
 
 
+# A GA client's session fields that must be of one JSON type when given (null: not
+# given): anything else would be taken as nothing, or passed on to the upstream as is.
+_TYPED = (
+    (("audio",), dict, "an object"),
+    (("audio", "input"), dict, "an object"),
+    (("audio", "output"), dict, "an object"),
+    (("instructions",), str, "a string"),
+    (("tools",), list, "a list"),
+)
+
+
+def check_field_types(session: dict[str, Any], native: bool = False) -> None:
+    """A GA client's fields of the wrong JSON type are ``invalid_value`` naming them (a
+    native client's are vLLM-Omni's to read)."""
+    if native:
+        return
+    for path, kind, words in _TYPED:
+        node: Any = session
+        for key in path:
+            node = node.get(key) if isinstance(node, dict) else None
+        if node is not None and not isinstance(node, kind):
+            name = ".".join(path)
+            raise SessionConfigError("invalid_value", f"{name} must be {words}", f"session.{name}")
+
+
 def check_modalities(session: dict[str, Any]) -> None:
     value = session.get("output_modalities", session.get("modalities"))
     if value is None:

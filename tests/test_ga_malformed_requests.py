@@ -63,3 +63,39 @@ async def test_an_item_no_ga_type_describes_is_refused_never_told_back(kind: str
         added = await c.until("conversation.item.added")
         assert added["item"]["role"] == "user"
         assert all(e.get("item", {}).get("role") != "robot" for e in c.events)
+
+
+WRONG_TYPES = [
+    ({"audio": [1, 2]}, "session.audio"),
+    ({"audio": {"input": "x"}}, "session.audio.input"),
+    ({"instructions": 5}, "session.instructions"),
+    ({"tools": "x"}, "session.tools"),
+]
+
+
+@pytest.mark.parametrize(("kind", "mode"), MODES)
+async def test_session_fields_of_the_wrong_type_are_refused(kind: str, mode: str) -> None:
+    """Taken as nothing or passed on as they came, they were accepted without a word
+    (``shim/session_options.py``); over a turn-based upstream the instructions and
+    tools are refused as unsupported there first."""
+    applied = 1  # the last, valid update; over a turn-based upstream each update whose
+    # unsupported field alone is refused applies the rest (docs/protocol.md)
+    async with proxied_client(kind) as c:
+        await c.until("session.created")
+        for i, (fields, param) in enumerate(WRONG_TYPES):
+            update = {"type": "realtime", **fields}
+            await c.send({"type": "session.update", "event_id": f"u{i}", "session": update})
+            refused = (await c.until("error"))["error"]
+            expected = "invalid_value"
+            if mode == "duplex_emulated" and param in ("session.instructions", "session.tools"):
+                expected, applied = "unsupported_by_upstream", applied + 1
+            assert (refused["code"], refused["param"], refused["event_id"]) == (
+                expected,
+                param,
+                f"u{i}",
+            ), refused
+        await c.send({"type": "session.update", "session": {"type": "realtime"}})
+        await c.until("session.updated")
+        await c.send({"type": "session.heartbeat"})  # (answered after what came before)
+        await c.until("session.heartbeat_ack")
+        assert len(c.of("session.updated")) == applied, "a refused update was applied"
